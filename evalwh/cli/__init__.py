@@ -1,0 +1,1 @@
+"""The command line: argument parsing and rendering only; every command calls evalwh.api."""

@@ -1,0 +1,108 @@
+"""The `evalwh` command. Parses, calls evalwh.api, renders; errors become exit codes.
+
+Exit codes: 0 success, 1 a threshold failed, 2 bad usage or config, 4 cost refused,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from evalwh import __version__
+from evalwh.cli import run as run_cmd
+from evalwh.cli import runs as runs_cmd
+from evalwh.cli.state import (
+    STATE,
+    ConfigOpt,
+    JsonOpt,
+    NoColorOpt,
+    OutputDirOpt,
+    QuietOpt,
+    VerboseOpt,
+    configure_logging,
+    emit_json,
+    err,
+)
+
+app = typer.Typer(
+    name="evalwh",
+    help="Evaluate LLM prompts and models; keep every result in a DuckDB warehouse.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"evalwh {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def callback(
+    config: ConfigOpt = None,
+    output_dir: OutputDirOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = 0,
+    no_color: NoColorOpt = False,
+    json: JsonOpt = False,
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Evaluate LLM prompts and models; keep every result in a DuckDB warehouse."""
+    STATE.merge(
+        config=config,
+        output_dir=output_dir,
+        quiet=quiet,
+        verbose=verbose,
+        no_color=no_color,
+        json=json,
+    )
+    configure_logging()
+
+
+app.command("run")(run_cmd.run)
+app.command("validate")(run_cmd.validate)
+app.command("list")(runs_cmd.list_runs)
+app.command("show")(runs_cmd.show)
+app.command("init")(runs_cmd.init)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns the exit code."""
+    from evalwh.errors import EvalwhError
+
+    try:
+        code = app(args=argv, prog_name="evalwh", standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except KeyboardInterrupt:
+        err().print("interrupted: the rows already flushed are kept (see `evalwh list`)")
+        return 130
+    except EvalwhError as exc:
+        if STATE.json:
+            emit_json(exc.to_dict())
+        err().print(f"error: {exc}", markup=False, style="red" if not STATE.no_color else None)
+        return exc.exit_code
+    except typer.Abort:
+        return 130
+    except Exception as exc:  # the command-line parser's usage errors carry their own exit code
+        show = getattr(exc, "show", None)
+        if callable(show) and isinstance(getattr(exc, "exit_code", None), int):
+            show()
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        raise
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

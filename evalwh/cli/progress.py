@@ -1,0 +1,64 @@
+"""Progress display: a rich bar on a terminal, plain lines otherwise, nothing with -q/--json."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from evalwh.cli.state import STATE, err
+
+
+@contextmanager
+def progress_reporter(total_hint: str = "cases") -> Iterator[Any]:
+    if STATE.quiet or STATE.json:
+        yield None
+        return
+    if err().is_terminal:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        bar = Progress(
+            TextColumn("[bold]running"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeRemainingColumn(),
+            console=err(),
+            transient=True,
+        )
+        task = bar.add_task("run", total=None, status="")
+        errors = 0
+
+        def update(done: int, total: int, result: Any) -> None:
+            nonlocal errors
+            errors += result.error is not None
+            bar.update(
+                task, completed=done, total=total, status=f"errors {errors}" if errors else ""
+            )
+
+        with bar:
+            yield update
+        return
+
+    last = [0.0]
+    errors = [0]
+
+    def plain(done: int, total: int, result: Any) -> None:
+        errors[0] += result.error is not None
+        now = time.monotonic()
+        if done == total or now - last[0] >= 2.0:
+            last[0] = now
+            sys.stderr.write(
+                f"progress: {done}/{total} ({100 * done / max(total, 1):.0f}%), errors {errors[0]}\n"
+            )
+            sys.stderr.flush()
+
+    yield plain

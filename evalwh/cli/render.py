@@ -1,0 +1,232 @@
+"""Rich renderings of API results. No logic beyond formatting."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from evalwh.cli.state import err, out
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def rate(row: dict[str, Any]) -> str:
+    """Pass rate with n and its 95% Wilson interval: never a rate without its n."""
+    if not row.get("n"):
+        return "– (n=0)"
+    return (
+        f"{pct(row['pass_rate'])} [{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}] "
+        f"({row['n_passed']}/{row['n']})"
+    )
+
+
+def ms(x: float | None) -> str:
+    return "–" if x is None else (f"{x:.0f} ms" if x < 10_000 else f"{x / 1000:.1f} s")
+
+
+def usd(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"${x:.4f}" if x < 1 else f"${x:.2f}"
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def summary_table(rows: list[dict[str, Any]], title: str | None = None) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("variant", no_wrap=True)
+    table.add_column("model", no_wrap=True)
+    for name in ("pass", "95% CI", "n", "score", "errors", "p50", "p95", "cost"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in rows:
+        errors = Text(str(r["n_errors"]), style="red" if r["n_errors"] else "")
+        table.add_row(
+            r["variant"],
+            r["model"],
+            pct(r["pass_rate"]),
+            ci(r),
+            f"{r['n_passed']}/{r['n']}",
+            num(r["mean_score"]),
+            errors,
+            ms(r["p50_latency_ms"]),
+            ms(r["p95_latency_ms"]),
+            usd(r["cost_usd"]),
+        )
+    return table
+
+
+def ci(row: dict[str, Any]) -> str:
+    return f"{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}" if row.get("n") else "–"
+
+
+def totals_line(t: dict[str, Any]) -> str:
+    cached = f", {t['n_cached']} cached" if t.get("n_cached") else ""
+    uncached = (
+        f" (uncached {usd(t['cost_uncached_usd'])})"
+        if t.get("n_cached") and t.get("cost_uncached_usd")
+        else ""
+    )
+    return (
+        f"overall: {rate(t)}  score {num(t['mean_score'])}  errors {t['n_errors']}/{t['n']}{cached}  "
+        f"cost {usd(t['cost_usd'])}{uncached}"
+    )
+
+
+def criteria_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="criteria", title_justify="left")
+    for name in (
+        "criterion",
+        "type",
+        "weight",
+        "required",
+        "pass",
+        "95% CI",
+        "n",
+        "mean",
+        "scorer errors",
+    ):
+        table.add_column(
+            name, justify="left" if name in ("criterion", "type") else "right", no_wrap=True
+        )
+    for r in rows:
+        table.add_row(
+            r["criterion"],
+            r["scorer"],
+            f"{r['weight']:g}",
+            "yes" if r["required"] else "no",
+            pct(r["pass_rate"]),
+            ci(r),
+            f"{r['n_passed']}/{r['n']}",
+            num(r["mean_score"]),
+            str(r["n_errors"]),
+        )
+    return table
+
+
+def gate_lines(gate: list[dict[str, Any]]) -> list[Text]:
+    lines = []
+    for g in gate:
+        value = "no data" if g["value"] is None else f"{g['value']:.4g}"
+        where = g["target"] if g["scope"] != "run" else "run"
+        label = "PASS" if g["passed"] else "FAIL"
+        style = "green" if g["passed"] else "bold red"
+        line = Text(f"{label} ", style=style)
+        line.append(f"{g['metric']} {g['op']} {g['limit']:g} for {where}: {value} (n={g['n']})")
+        if not g["passed"] and g["value"] is not None:
+            line.append(f", off by {abs(g['value'] - g['limit']):.4g}")
+        lines.append(line)
+    return lines
+
+
+def print_gate(gate: list[dict[str, Any]]) -> None:
+    if not gate:
+        return
+    failed = [g for g in gate if not g["passed"]]
+    head = Text("thresholds: ", style="bold")
+    head.append(
+        f"{len(failed)} failed" if failed else "all passed",
+        style="bold red" if failed else "bold green",
+    )
+    out().print(head)
+    for line in gate_lines(failed or gate):
+        out().print("  ", line)
+
+
+def clip(text: str | None, limit: int = 300) -> str:
+    if text is None:
+        return ""
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text)} chars]"
+
+
+def case_block(c: dict[str, Any], *, full: bool) -> None:
+    status = Text(
+        "PASS" if c["passed"] else ("ERROR" if c["error"] else "FAIL"),
+        style="green" if c["passed"] else "bold red",
+    )
+    header = Text()
+    header.append(status)
+    header.append(f" {c['case_id']}  {c['variant']} × {c['model']}")
+    if c["repeat"]:
+        header.append(f"  repeat {c['repeat']}")
+    header.append(f"  score {num(c['score'])}")
+    if c.get("cached"):
+        header.append("  (cached)", style="dim")
+    out().print(header)
+    limit = 10_000 if full else 300
+    if c["error"]:
+        out().print(
+            f"  error: {c['error']} (after {c['attempts']} attempt(s))", style="red", markup=False
+        )
+    else:
+        out().print(f"  output: {clip(c['output'], limit)}", markup=False)
+    if c.get("expected") is not None:
+        out().print(f"  expected: {clip(c['expected'], limit)}", markup=False)
+    for s in c.get("criteria") or []:
+        mark = "✓" if s["passed"] else "✗"
+        detail = (
+            f" — {s['error']}"
+            if s.get("error")
+            else (
+                f" — {clip(s['details'], 200)}"
+                if s.get("details") and (full or not s["passed"])
+                else ""
+            )
+        )
+        out().print(
+            f"  {mark} {s['criterion']} ({s['scorer']}) {num(s['score'], 2)}{detail}", markup=False
+        )
+    if full:
+        out().print(f"  vars: {c['vars']}", markup=False)
+        out().print(f"  metadata: {c['metadata']}", markup=False)
+        for m in json.loads(c["messages"] or "[]"):
+            text = "".join(p.get("text", f"[{p.get('type')}]") for p in m["content"])
+            out().print(f"  [{m['role']}] {text}", markup=False)
+        out().print(
+            f"  latency {ms(c['latency_ms'])}, tokens {c['input_tokens']}/{c['output_tokens']}, "
+            f"cost {usd(c['cost_usd'])}",
+            markup=False,
+        )
+
+
+def runs_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=None)
+    for name in (
+        "run",
+        "label",
+        "suite",
+        "status",
+        "started",
+        "cases",
+        "pass rate (passed/n)",
+        "errors",
+        "cost",
+    ):
+        table.add_column(name, justify="right" if name in ("cases", "errors", "cost") else "left")
+    colours = {"completed": "green", "running": "yellow", "interrupted": "red", "failed": "red"}
+    for r in rows:
+        progress = f"{r['n']}/{r['n_planned']}" if r["n"] != r["n_planned"] else str(r["n"])
+        rate_text = f"{pct(r['pass_rate'])} ({r['n_passed']}/{r['n']})" if r["n"] else "–"
+        started = r["started_at"].strftime("%Y-%m-%d %H:%M") if r.get("started_at") else ""
+        table.add_row(
+            r["run_id"],
+            r["label"] or "",
+            r["suite"],
+            Text(r["status"], style=colours.get(r["status"], "")),
+            started,
+            progress,
+            rate_text,
+            str(r["n_errors"]),
+            usd(r["cost_usd"]),
+        )
+    return table
+
+
+def warn(message: str) -> None:
+    err().print(Text(message, style="yellow"))

@@ -1,0 +1,151 @@
+"""`evalwh run` and `evalwh validate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from evalwh.cli import render
+from evalwh.cli.state import STATE, emit_json, note, out, with_globals
+
+if TYPE_CHECKING:
+    from evalwh.api import DryRun
+
+ConfigArg = Annotated[
+    Path | None,
+    typer.Argument(
+        metavar="[CONFIG]",
+        help="The eval config (default: -c, else ./eval.yaml).",
+        show_default=False,
+    ),
+]
+ModelOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model", "-m", help="Only this model id (repeatable; wildcards)."),
+]
+VariantOpt = Annotated[
+    list[str] | None, typer.Option("--variant", help="Only this variant id (repeatable).")
+]
+CaseOpt = Annotated[
+    list[str] | None, typer.Option("--case", help="Only this case id (repeatable).")
+]
+
+
+def _config_path(config: Path | None) -> Path:
+    from evalwh.api import default_config_path
+
+    return default_config_path(config or STATE.config)
+
+
+@with_globals
+def run(
+    config_file: ConfigArg = None,
+    model: ModelOpt = None,
+    variant: VariantOpt = None,
+    case: CaseOpt = None,
+    label: Annotated[
+        str | None, typer.Option("--label", "-l", help="A name to find this run by.")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", min=1, help="Requests in flight at once.")
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Validate, render every prompt, count requests; call nothing."
+        ),
+    ] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Bypass the response cache (and refresh it).")
+    ] = False,
+) -> None:
+    """Run the eval matrix, store every result in the warehouse and judge the thresholds."""
+    from evalwh import api
+
+    path = _config_path(config_file)
+    selection = {"models": model or (), "variants": variant or (), "cases": case or ()}
+    if dry_run:
+        plan = api.validate(path, output_dir=STATE.output_dir, **selection)
+        if STATE.json:
+            emit_json({"dry_run": True, **plan.to_dict()})
+            return
+        _print_plan(plan, dry=True)
+        return
+
+    from evalwh.cli.progress import progress_reporter
+
+    with progress_reporter() as progress:
+        result = api.run_eval(
+            path,
+            label=label,
+            concurrency=concurrency,
+            no_cache=no_cache,
+            output_dir=STATE.output_dir,
+            progress=progress,
+            **selection,
+        )
+    if STATE.json:
+        emit_json(result.to_dict())
+    else:
+        title = f"run {result.run_id}" + (f" ({label})" if label else "") + f" — {result.suite}"
+        out().print(render.summary_table(result.summary, title=title))
+        out().print(render.totals_line(result.totals))
+        if result.stats.get("retries"):
+            note(f"{result.stats['retries']} transient failure(s) retried")
+        render.print_gate(result.gate)
+        note(
+            f"warehouse: {result.warehouse}"
+            + (f"   exports: {result.exports}" if result.exports else "")
+        )
+        if result.totals["n_errors"]:
+            note(f"see the errors: evalwh show {result.run_id} --failures")
+    if not result.gate_passed:
+        raise typer.Exit(1)
+
+
+def _print_plan(p: DryRun, *, dry: bool) -> None:
+    console = out()
+    console.print(f"config: {p.config}", markup=False)
+    console.print(
+        f"{p.requests} request(s): {len(p.variants)} variant(s) × {len(p.models)} model(s) × "
+        f"{p.cases} case(s)" + (f" × {p.repeats} repeat(s)" if p.repeats > 1 else ""),
+        markup=False,
+    )
+    console.print(f"variants: {', '.join(p.variants)}", markup=False)
+    console.print(f"models:   {', '.join(p.models)}", markup=False)
+    if p.cached:
+        console.print(f"{p.cached} of them already in the cache", markup=False)
+    if dry and p.sample:
+        s = p.sample
+        console.print(f"sample prompt ({s['variant']} × case {s['case']}):", markup=False)
+        for m in s["messages"]:
+            text = "".join(part.get("text", f"[{part['type']}]") for part in m["content"])
+            console.print(f"  [{m['role']}] {text}", markup=False)
+    if dry:
+        console.print("dry run: nothing was called or written", style="dim")
+
+
+@with_globals
+def validate(
+    config_file: ConfigArg = None,
+    model: ModelOpt = None,
+    variant: VariantOpt = None,
+    case: CaseOpt = None,
+) -> None:
+    """Check a config end to end (schema, files, templates for every case, scorers); call nothing."""
+    from evalwh import api
+
+    plan = api.validate(
+        _config_path(config_file),
+        models=model or (),
+        variants=variant or (),
+        cases=case or (),
+        output_dir=STATE.output_dir,
+    )
+    if STATE.json:
+        emit_json({"valid": True, **plan.to_dict()})
+        return
+    out().print("[green]valid[/green]")
+    _print_plan(plan, dry=False)

@@ -1,0 +1,91 @@
+"""`evalwh list`, `evalwh show`, `evalwh init`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evalwh.cli import render
+from evalwh.cli.state import STATE, emit_json, note, out, with_globals
+
+
+def _warehouse():  # type: ignore[no-untyped-def]
+    from evalwh import api
+
+    config = STATE.config
+    if config is None and Path("eval.yaml").is_file():
+        config = Path("eval.yaml")
+    return api.open_warehouse(config=config, output_dir=STATE.output_dir)
+
+
+@with_globals
+def list_runs(
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="How many runs, newest first.")
+    ] = 20,
+) -> None:
+    """List the runs in the warehouse, newest first."""
+    rows = _warehouse().runs(limit=limit)
+    if STATE.json:
+        emit_json({"runs": rows})
+        return
+    if not rows:
+        note("no runs yet: start one with `evalwh run`")
+        return
+    out().print(render.runs_table(rows))
+
+
+@with_globals
+def show(
+    run: Annotated[
+        str, typer.Argument(help="A run id, a unique prefix, a label, or 'latest'.")
+    ] = "latest",
+    failures: Annotated[
+        bool, typer.Option("--failures", "-f", help="List the failing cases.")
+    ] = False,
+    case: Annotated[
+        str | None, typer.Option("--case", help="Everything about one case id.")
+    ] = None,
+) -> None:
+    """Show a stored run: the matrix, criteria, thresholds, and failing cases on request."""
+    data = _warehouse().show(run, failures=failures, case_id=case)
+    if STATE.json:
+        emit_json(data)
+        return
+    r = data["run"]
+    title = (
+        f"run {r['run_id']}"
+        + (f" ({r['label']})" if r["label"] else "")
+        + f" — {r['suite']} — {r['status']}"
+    )
+    if r["status"] != "completed":
+        title += f" ({data['totals']['n']}/{r['n_planned']} cases stored)"
+    out().print(render.summary_table(data["summary"], title=title))
+    out().print(render.totals_line(data["totals"]))
+    if data["criteria"]:
+        out().print(render.criteria_table(data["criteria"]))
+    render.print_gate(data["gate"])
+    for c in data["cases"]:
+        render.case_block(c, full=case is not None)
+    if failures and not data["cases"]:
+        out().print("no failing cases", style="green")
+
+
+@with_globals
+def init(
+    folder: Annotated[Path, typer.Argument(help="Where to create the eval.")] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Scaffold a working eval (mock provider) to start from."""
+    from evalwh import api
+
+    written = api.init_project(folder, force=force)
+    if STATE.json:
+        emit_json({"created": [str(p) for p in written]})
+        return
+    for path in written:
+        out().print(f"created {path}", markup=False)
+    target = written[0]
+    out().print(f"next: evalwh run {target}", markup=False)

@@ -1,0 +1,150 @@
+"""Global options (accepted before or after the command) and the output channel."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, get_type_hints
+
+import typer
+from rich.console import Console
+
+
+@dataclass
+class GlobalState:
+    config: Path | None = None
+    output_dir: Path | None = None
+    quiet: bool = False
+    verbose: int = 0
+    no_color: bool = False
+    json: bool = False
+
+    def merge(self, **values: Any) -> None:
+        for key, value in values.items():
+            if value not in (None, False, 0):
+                setattr(self, key, value)
+
+
+STATE = GlobalState()
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="The eval config (default: ./eval.yaml).", show_default=False
+    ),
+]
+OutputDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output-dir",
+        "-o",
+        help="Folder of the warehouse and exports (default: .evalwh).",
+        show_default=False,
+    ),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress or notes; results only.")
+]
+VerboseOpt = Annotated[
+    int, typer.Option("--verbose", "-v", count=True, help="More logging (-vv: debug).")
+]
+NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colours (also: NO_COLOR=1).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+
+GLOBAL_PARAMS = [
+    inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOpt),
+    inspect.Parameter(
+        "output_dir", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=OutputDirOpt
+    ),
+    inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=QuietOpt),
+    inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=VerboseOpt),
+    inspect.Parameter(
+        "no_color", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=NoColorOpt
+    ),
+    inspect.Parameter("json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt),
+]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_globals(fn: F) -> F:
+    """Let a command accept the global options after its name too (`evalwh run --json`)."""
+    hints = get_type_hints(fn, include_extras=True)  # resolve string annotations in fn's module
+    signature = inspect.signature(fn)
+    signature = signature.replace(
+        parameters=[
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in signature.parameters.values()
+        ]
+    )
+    names = {p.name for p in GLOBAL_PARAMS}
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        STATE.merge(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+        configure_logging()
+        return fn(*args, **kwargs)
+
+    params = list(signature.parameters.values()) + GLOBAL_PARAMS
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {**hints, **{p.name: p.annotation for p in GLOBAL_PARAMS}}
+    return wrapper  # type: ignore[return-value]
+
+
+def configure_logging() -> None:
+    level = (
+        logging.WARNING
+        if STATE.verbose == 0
+        else (logging.INFO if STATE.verbose == 1 else logging.DEBUG)
+    )
+    logging.basicConfig(
+        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
+    )
+
+
+def no_color() -> bool:
+    return STATE.no_color or bool(os.environ.get("NO_COLOR"))
+
+
+@functools.lru_cache(maxsize=2)
+def _console(stderr: bool, plain: bool) -> Console:
+    console = Console(stderr=stderr, no_color=plain, highlight=False, soft_wrap=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 160  # logs and CI: do not squeeze tables into 80 columns
+    return console
+
+
+def out() -> Console:
+    return _console(False, no_color())
+
+
+def err() -> Console:
+    return _console(True, no_color())
+
+
+def note(message: str) -> None:
+    """An informational line on stderr (silent with -q or --json)."""
+    if not STATE.quiet and not STATE.json:
+        err().print(message)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return str(value)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, default=_default, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()

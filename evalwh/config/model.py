@@ -1,0 +1,108 @@
+"""The validated, typed form of an eval config. Built by :mod:`evalwh.config.loader`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PART_TYPES = ("text", "image", "file", "audio", "video")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One typed piece of a message's content. Only ``text`` parts are templated."""
+
+    type: str
+    text: str | None = None
+    path: str | None = None
+    url: str | None = None
+    media_type: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: tuple[Part, ...]
+
+
+@dataclass(frozen=True)
+class Variant:
+    id: str
+    messages: tuple[Message, ...]
+    description: str | None = None
+    source: str = ""  # the file the messages came from (config or prompt file)
+    where: str = ""  # path inside the config, for error messages
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    id: str
+    provider: str
+    model: str
+    params: dict[str, Any] = field(default_factory=dict)
+    max_concurrency: int | None = None
+    requests_per_minute: float | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    price: Price | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # provider-specific keys (mock: ...)
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    vars: dict[str, Any] = field(default_factory=dict)
+    expected: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    human_label: Any = None
+    source: str = ""  # "file:line" or "eval.yaml cases[3]", for error messages
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    type: str
+    weight: float = 1.0
+    required: bool = True
+    threshold: float = 0.5
+    options: dict[str, Any] = field(default_factory=dict)
+    where: str = ""
+
+
+@dataclass
+class EvalConfig:
+    """A loaded, validated eval: everything a run needs, nothing resolved from the environment."""
+
+    path: Path
+    name: str
+    description: str | None
+    settings: dict[str, Any]
+    models: list[ModelSpec]
+    variants: list[Variant]
+    cases: list[Case]
+    scorecard: list[Criterion]
+    thresholds: dict[str, Any]
+    raw: dict[str, Any]
+    config_hash: str
+    dataset_hash: str
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def model(self, model_id: str) -> ModelSpec:
+        return next(m for m in self.models if m.id == model_id)

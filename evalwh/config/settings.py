@@ -1,0 +1,145 @@
+"""Settings layering: flags > EVALWH_* environment > eval.yaml ``settings:`` > user config > defaults."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from evalwh.errors import ConfigError
+
+DEFAULTS: dict[str, Any] = {
+    "output_dir": ".evalwh",
+    "warehouse": None,  # default: <output_dir>/warehouse.duckdb
+    "concurrency": 16,
+    "cache": True,
+    "export_parquet": True,
+    "batch_size": 2000,
+}
+PATH_KEYS = ("output_dir", "warehouse")
+
+
+@dataclass(frozen=True)
+class Settings:
+    output_dir: Path
+    warehouse: Path
+    concurrency: int
+    cache: bool
+    export_parquet: bool
+    batch_size: int
+    sources: Mapping[str, str]  # setting -> where its value came from (for `evalwh validate -v`)
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.warehouse.parent / "exports"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources"}
+        return {k: str(v) if isinstance(v, Path) else v for k, v in out.items()}
+
+
+def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("EVALWH_CONFIG_DIR"):
+        return Path(env["EVALWH_CONFIG_DIR"])
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "evalwh"
+
+
+def _parse_env(key: str, raw: str) -> Any:
+    kind = type(DEFAULTS[key]) if DEFAULTS[key] is not None else str
+    name = f"EVALWH_{key.upper()}"
+    if kind is bool:
+        low = raw.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{name}={raw!r} is not a boolean", fix=f"set {name} to true or false")
+    if kind is int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(
+                f"{name}={raw!r} is not an integer", fix=f"set {name} to a number"
+            ) from None
+        if value < 1:
+            raise ConfigError(f"{name} must be at least 1", fix=f"set {name} to a positive number")
+        return value
+    return raw
+
+
+def _user_settings(env: Mapping[str, str]) -> tuple[dict[str, Any], Path | None]:
+    from evalwh.config.yamlpos import load_yaml
+
+    path = user_config_dir(env) / "config.yaml"
+    if not path.is_file():
+        return {}, None
+    data, node = load_yaml(path)
+    if data is None:
+        return {}, path
+    from evalwh.config.validate import validate_document
+
+    validate_document(data, node, str(path), definition="settings")
+    return dict(data), path
+
+
+def resolve_settings(
+    flags: Mapping[str, Any] | None = None,
+    config_settings: Mapping[str, Any] | None = None,
+    config_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Layer the sources. Paths from a file resolve against that file's folder, others against cwd."""
+    env = os.environ if env is None else env
+    cwd = cwd or Path.cwd()
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    base: dict[str, Path] = {}
+    rank: dict[str, int] = {}
+    sources_order: list[str] = []
+
+    def apply(layer: Mapping[str, Any], origin: str, folder: Path) -> None:
+        level = len(sources_order) + 1  # each later layer outranks the ones before
+        sources_order.append(origin)
+        for key, value in layer.items():
+            if value is None or key not in DEFAULTS:
+                continue
+            values[key], sources[key], base[key], rank[key] = value, origin, folder, level
+
+    apply({k: v for k, v in DEFAULTS.items() if v is not None}, "default", cwd)
+    user, user_path = _user_settings(env)
+    if user_path:
+        apply(user, str(user_path), user_path.parent)
+    if config_settings:
+        apply(config_settings, "eval.yaml settings", config_dir or cwd)
+    apply(
+        {
+            k: _parse_env(k, env[f"EVALWH_{k.upper()}"])
+            for k in DEFAULTS
+            if f"EVALWH_{k.upper()}" in env
+        },
+        "environment",
+        cwd,
+    )
+    apply(dict(flags or {}), "flag", cwd)
+
+    output_dir = (base["output_dir"] / Path(values["output_dir"]).expanduser()).resolve()
+    # A warehouse path set at a lower layer than output_dir follows output_dir (``-o`` wins).
+    if "warehouse" in values and rank["warehouse"] >= rank["output_dir"]:
+        warehouse = (base["warehouse"] / Path(values["warehouse"]).expanduser()).resolve()
+    else:
+        warehouse = output_dir / "warehouse.duckdb"
+        sources["warehouse"] = sources["output_dir"]
+    return Settings(
+        output_dir=output_dir,
+        warehouse=warehouse,
+        concurrency=int(values["concurrency"]),
+        cache=bool(values["cache"]),
+        export_parquet=bool(values["export_parquet"]),
+        batch_size=int(values["batch_size"]),
+        sources=sources,
+    )

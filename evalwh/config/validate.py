@@ -1,0 +1,141 @@
+"""JSON Schema validation of eval.yaml with errors that name the line, the key and the fix."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from evalwh.config.yamlpos import format_path, key_location, locate
+from evalwh.errors import ConfigError
+
+SCHEMA_DOC = "docs/configuration.md"
+
+
+@lru_cache(maxsize=1)
+def eval_schema() -> dict[str, Any]:
+    """The JSON Schema of eval.yaml shipped inside the package."""
+    text = resources.files("evalwh.config").joinpath("eval.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=4)
+def _validator(definition: str | None) -> Any:
+    from jsonschema import Draft202012Validator
+
+    schema = eval_schema()
+    if definition:
+        schema = {"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]}
+    return Draft202012Validator(schema)
+
+
+def validate_document(
+    data: Any, node: yaml.Node | None, file: str, *, definition: str | None = None
+) -> None:
+    """Raise ConfigError for the most relevant schema violation in ``data``, if any."""
+    from jsonschema.exceptions import best_match
+
+    validator = _validator(definition)
+    error = best_match(validator.iter_errors(data))
+    if error is None:
+        return
+    raise _to_config_error(error, node, file)
+
+
+def _allowed_keys(error: Any) -> list[str]:
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    keys = list(schema.get("properties", {}))
+    for block in schema.get("allOf", []):
+        cond, then = block.get("if"), block.get("then", {})
+        if cond is not None and _validator_for(cond).is_valid(error.instance):
+            keys += list(then.get("properties", {}))
+    for name in ("then", "else"):
+        keys += list(schema.get(name, {}).get("properties", {}))
+    return sorted({k for k in keys})
+
+
+def _validator_for(schema: dict[str, Any]) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema)
+
+
+def _to_config_error(error: Any, node: yaml.Node | None, file: str) -> ConfigError:
+    path = list(error.absolute_path)
+    where = format_path(path)
+    line, column = locate(node, path)
+    if error.validator in ("additionalProperties", "unevaluatedProperties"):
+        unexpected = re.findall(r"'([^']+)'", error.message)
+        allowed = _allowed_keys(error)
+        extra = [k for k in unexpected if k not in allowed] or unexpected
+        key = extra[0] if extra else "?"
+        line, column = key_location(node, path, key)
+        close = difflib.get_close_matches(key, allowed, n=1)
+        fix = f"did you mean '{close[0]}'? " if close else ""
+        fix += f"allowed keys here: {', '.join(allowed)}" if allowed else "remove it"
+        return ConfigError(
+            f"unknown key '{key}'", file=file, where=where, line=line, column=column, fix=fix
+        )
+    if error.validator == "required":
+        missing = re.findall(r"'([^']+)'", error.message)
+        return ConfigError(
+            f"missing required key '{missing[0] if missing else error.message}'",
+            file=file,
+            where=where,
+            line=line,
+            column=column,
+            fix=f"add it (see {SCHEMA_DOC})",
+        )
+    if error.validator == "oneOf" and isinstance(error.schema, dict):
+        options = [s.get("required") for s in error.schema.get("oneOf", []) if "required" in s]
+        if options and all(len(o) == 1 for o in options):
+            names = " or ".join(f"'{o[0]}'" for o in options)
+            return ConfigError(
+                f"needs exactly one of {names}",
+                file=file,
+                where=where,
+                line=line,
+                column=column,
+                fix=f"give either {names}, not both and not neither",
+            )
+    if error.validator == "enum":
+        choices = ", ".join(json.dumps(c) for c in error.validator_value)
+        close = difflib.get_close_matches(
+            str(error.instance), [str(c) for c in error.validator_value], n=1
+        )
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        return ConfigError(
+            f"{json.dumps(error.instance)} is not allowed",
+            file=file,
+            where=where,
+            line=line,
+            column=column,
+            fix=f"{hint}use one of: {choices}",
+        )
+    if error.validator == "type":
+        expected = error.validator_value
+        return ConfigError(
+            f"expected {expected if isinstance(expected, str) else ' or '.join(expected)}, "
+            f"got {_kind(error.instance)}",
+            file=file,
+            where=where,
+            line=line,
+            column=column,
+            fix=f"change the value's type (see {SCHEMA_DOC})",
+        )
+    return ConfigError(
+        error.message, file=file, where=where, line=line, column=column, fix=f"see {SCHEMA_DOC}"
+    )
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )

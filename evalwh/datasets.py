@@ -1,0 +1,194 @@
+"""Test cases: inline in eval.yaml, or from CSV / JSONL / Parquet files.
+
+A file source maps columns onto a case: ``id`` (default column ``id``; the row number when
+the file has no such column), ``expected`` (default ``expected``), ``human_label``,
+``metadata`` (listed columns) and ``vars`` (listed columns, default: every other column).
+JSONL rows that already hold ``vars`` are read as inline cases.
+
+New formats register in :data:`READERS` (suffix -> reader of rows).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from evalwh.config.model import Case
+from evalwh.errors import ConfigError
+
+Row = dict[str, Any]
+RowReader = Callable[[Path], Iterator[tuple[int, Row]]]  # yields (line or row number, row)
+
+
+def _read_csv(path: Path) -> Iterator[tuple[int, Row]]:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames is None:
+            raise ConfigError("the CSV file is empty", file=str(path), fix="add a header row")
+        dupes = {c for c in reader.fieldnames if reader.fieldnames.count(c) > 1}
+        if dupes:
+            raise ConfigError(
+                f"duplicate column(s) {', '.join(sorted(dupes))}",
+                file=str(path),
+                line=1,
+                fix="give every column a unique name",
+            )
+        for row in reader:
+            if None in row:
+                raise ConfigError(
+                    f"row has more fields than the header ({len(reader.fieldnames)} columns)",
+                    file=str(path),
+                    line=reader.line_num,
+                    fix="quote values that contain commas, or add the missing header",
+                )
+            yield reader.line_num, dict(row)
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(
+                    f"invalid JSON: {exc.msg}",
+                    file=str(path),
+                    line=n,
+                    column=exc.colno,
+                    fix="each line must be one JSON object",
+                ) from None
+            if not isinstance(row, dict):
+                raise ConfigError(
+                    "a line is not a JSON object",
+                    file=str(path),
+                    line=n,
+                    fix='write one object per line: {"id": ..., "vars": {...}}',
+                )
+            yield n, row
+
+
+def _read_parquet(path: Path) -> Iterator[tuple[int, Row]]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        raise ConfigError(f"cannot read Parquet: {exc}", file=str(path)) from None
+    yield from enumerate(table.to_pylist(), start=1)
+
+
+READERS: dict[str, RowReader] = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}
+SUFFIXES = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def _case_id(value: Any) -> str:
+    return str(value)
+
+
+def inline_case(raw: dict[str, Any], source: str) -> Case:
+    return Case(
+        id=_case_id(raw["id"]),
+        vars=dict(raw.get("vars") or {}),
+        expected=raw.get("expected"),
+        metadata=dict(raw.get("metadata") or {}),
+        human_label=raw.get("human_label"),
+        source=source,
+    )
+
+
+def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
+    path = (root / spec["file"]).resolve()
+    fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        raise ConfigError(
+            f"cannot tell the format of '{spec['file']}'",
+            file=config_file,
+            where=f"{where}.file",
+            fix=f"use a {', '.join(SUFFIXES)} file or set format: csv|jsonl|parquet",
+        )
+    if not path.is_file():
+        raise ConfigError(
+            f"cases file not found: {path}",
+            file=config_file,
+            where=f"{where}.file",
+            fix="check the path; it is relative to the config file's folder",
+        )
+    id_col = spec.get("id", "id")
+    expected_col = spec.get("expected", "expected")
+    label_col = spec.get("human_label", "human_label")
+    meta_cols = list(spec.get("metadata") or [])
+    var_cols = spec.get("vars")
+    declared = {
+        "id": spec.get("id"),
+        "expected": spec.get("expected"),
+        "human_label": spec.get("human_label"),
+    }
+    cases: list[Case] = []
+    checked = False
+    for n, row in READERS[fmt](path):
+        source = f"{path.name}:{n}" if fmt != "parquet" else f"{path.name} row {n}"
+        if fmt == "jsonl" and "vars" in row:
+            if "id" not in row:
+                raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
+            cases.append(inline_case(row, source))
+            continue
+        if not checked:
+            _check_columns(row, path, declared, meta_cols, var_cols)
+            checked = True
+        reserved = {id_col, expected_col, label_col, *meta_cols}
+        names = var_cols if var_cols is not None else [c for c in row if c not in reserved]
+        case_id = row.get(id_col)
+        cases.append(
+            Case(
+                id=_case_id(case_id) if case_id not in (None, "") else f"{path.stem}-{n}",
+                vars={c: row.get(c) for c in names},
+                expected=row.get(expected_col),
+                metadata={c: row.get(c) for c in meta_cols},
+                human_label=row.get(label_col),
+                source=source,
+            )
+        )
+        if spec.get("limit") and len(cases) >= spec["limit"]:
+            break
+    return cases
+
+
+def _check_columns(
+    row: Row, path: Path, declared: dict[str, Any], meta_cols: list[str], var_cols: list[str] | None
+) -> None:
+    columns = list(row)
+    wanted = [(f"{k}: {v}", v) for k, v in declared.items() if v]
+    wanted += [(f"metadata: {c}", c) for c in meta_cols]
+    wanted += [(f"vars: {c}", c) for c in var_cols or []]
+    for label, column in wanted:
+        if column not in row:
+            raise ConfigError(
+                f"missing column '{column}' (asked for by '{label}')",
+                file=str(path),
+                line=1,
+                fix=f"add the column or change the mapping; the file has: {', '.join(columns)}",
+            )
+
+
+def dataset_rows(cases: list[Case]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": c.id,
+            "vars": c.vars,
+            "expected": c.expected,
+            "metadata": c.metadata,
+            "human_label": c.human_label,
+        }
+        for c in cases
+    ]

@@ -1,0 +1,36 @@
+"""Per-model request pacing and retry backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+
+class RatePacer:
+    """Spaces request starts so a model sees at most ``per_minute`` requests a minute."""
+
+    def __init__(self, per_minute: float | None) -> None:
+        self.interval = 60.0 / per_minute if per_minute else 0.0
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        if not self.interval:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self.interval
+        if start > now:
+            await asyncio.sleep(start - now)
+
+
+def backoff_s(
+    attempt: int, retry_after: float | None, *, base: float = 0.5, cap: float = 30.0
+) -> float:
+    """Delay before attempt ``attempt + 1``: the server's Retry-After when given, else
+    exponential with full jitter (so many workers do not retry in lockstep)."""
+    if retry_after is not None and retry_after >= 0:
+        return min(retry_after, 300.0)
+    return random.uniform(0.5, 1.0) * min(cap, base * 2 ** (attempt - 1))

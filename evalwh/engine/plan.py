@@ -1,0 +1,105 @@
+"""Expand the matrix (variants x models x cases x repeats) after filters, and hash requests."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalwh.config.model import Case, EvalConfig, ModelSpec
+from evalwh.errors import UsageError
+from evalwh.prompts import CompiledVariant, Rendered
+
+# Model options that never reach a request's identity (they change how, not what, is asked).
+NON_IDENTITY_OPTIONS = frozenset({"headers", "api_key_env"})
+
+
+@dataclass(frozen=True)
+class Filters:
+    models: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self.__dict__.items() if v}
+
+
+@dataclass
+class Plan:
+    """What a run will execute: the selected axes, with variants compiled once."""
+
+    config: EvalConfig
+    variants: list[CompiledVariant]
+    models: list[ModelSpec]
+    cases: list[Case]
+    repeats: int
+    skip: set[tuple[str, str, str, int]] = field(default_factory=set)  # finished cells (resume)
+
+    @property
+    def size(self) -> int:
+        return len(self.variants) * len(self.models) * len(self.cases) * self.repeats
+
+    def cells(self, model: ModelSpec) -> Iterator[tuple[CompiledVariant, Case, int]]:
+        """One model's cells, case-major so a slow variant does not starve the others."""
+        for case in self.cases:
+            for variant in self.variants:
+                for repeat in range(self.repeats):
+                    if (variant.variant.id, model.id, case.id, repeat) not in self.skip:
+                        yield variant, case, repeat
+
+
+def _select(kind: str, items: Sequence[Any], wanted: Sequence[str], key: str = "id") -> list[Any]:
+    if not wanted:
+        return list(items)
+    chosen = [i for i in items if any(fnmatch.fnmatchcase(str(getattr(i, key)), w) for w in wanted)]
+    missing = [
+        w for w in wanted if not any(fnmatch.fnmatchcase(str(getattr(i, key)), w) for i in items)
+    ]
+    if missing:
+        known = ", ".join(str(getattr(i, key)) for i in items[:20])
+        raise UsageError(
+            f"--{kind} {', '.join(missing)} matches no {kind} in the config (known: {known})"
+        )
+    return chosen
+
+
+def build_plan(config: EvalConfig, filters: Filters, repeats: int = 1) -> Plan:
+    if repeats < 1:
+        raise UsageError("--repeat must be at least 1")
+    return Plan(
+        config=config,
+        variants=[
+            CompiledVariant(v) for v in _select("variant", config.variants, filters.variants)
+        ],
+        models=_select("model", config.models, filters.models),
+        cases=_select("case", config.cases, filters.cases),
+        repeats=repeats,
+    )
+
+
+def model_identity(model: ModelSpec) -> str:
+    """The part of a request's identity that comes from the model entry (JSON, computed once)."""
+    options = {k: v for k, v in model.options.items() if k not in NON_IDENTITY_OPTIONS}
+    return json.dumps(
+        {
+            "provider": model.provider,
+            "model": model.model,
+            "params": model.params,
+            "options": options,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+
+
+def request_hash(identity: str, messages: Rendered, repeat: int) -> str:
+    body = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    h = hashlib.sha256(identity.encode())
+    h.update(b"\x00")
+    h.update(body.encode())
+    h.update(f"\x00{repeat}".encode())
+    return h.hexdigest()

@@ -1,0 +1,142 @@
+"""Prompt templating: Jinja2 with StrictUndefined over ordered, typed message parts.
+
+A variant's messages are compiled once; rendering a case gives JSON-ready messages::
+
+    [{"role": "user", "content": [{"type": "text", "text": "..."}]}]
+
+Template context: every case var at top level, ``vars`` (the same mapping) and
+``case`` (``case.id``, ``case.metadata``). The expected answer is deliberately not in the
+context, so a prompt cannot leak it by accident; put it in ``vars`` when a prompt needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+import jinja2.meta
+
+from evalwh.config.model import Case, Message, Variant
+from evalwh.errors import ConfigError
+
+Rendered = list[dict[str, Any]]
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        auto_reload=False,
+    )
+
+
+def compile_template(text: str, *, file: str, where: str) -> jinja2.Template:
+    try:
+        return environment().from_string(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ConfigError(
+            f"template syntax error: {exc.message} (line {exc.lineno} of the template)",
+            file=file,
+            where=where,
+            fix="fix the Jinja2 syntax: {{ variable }}, {% if %}...{% endif %}",
+        ) from None
+
+
+def template_variables(text: str) -> set[str]:
+    """Top-level names a template reads (for cheap checks before rendering)."""
+    return set(jinja2.meta.find_undeclared_variables(environment().parse(text)))
+
+
+@dataclass(frozen=True)
+class _PartTemplate:
+    data: dict[str, Any]  # the part without its text
+    template: jinja2.Template | None
+    static: str | None
+
+
+class CompiledVariant:
+    """A variant ready to render many cases quickly (templates parsed once)."""
+
+    def __init__(self, variant: Variant) -> None:
+        self.variant = variant
+        self._messages: list[tuple[str, list[_PartTemplate]]] = []
+        for i, message in enumerate(variant.messages):
+            parts = []
+            for j, part in enumerate(message.content):
+                data = part.to_dict()
+                text = data.pop("text", None)
+                if text is not None and ("{" in text):
+                    where = f"{variant.where}.messages[{i}].content[{j}]"
+                    tpl = compile_template(text, file=variant.source, where=where)
+                    parts.append(_PartTemplate(data, tpl, None))
+                else:
+                    parts.append(_PartTemplate(data, None, text))
+            self._messages.append((message.role, parts))
+
+    def render(self, case: Case) -> Rendered:
+        context = context_for(case)
+        out: Rendered = []
+        for i, (role, parts) in enumerate(self._messages):
+            content = []
+            for j, part in enumerate(parts):
+                item = dict(part.data)
+                if part.template is not None:
+                    try:
+                        item["text"] = part.template.render(context)
+                    except jinja2.UndefinedError as exc:
+                        raise _undefined(exc, self.variant, case, i, j) from None
+                    except Exception as exc:  # a filter or method failing on this case's data
+                        raise ConfigError(
+                            f"template failed for case '{case.id}': {type(exc).__name__}: {exc}",
+                            file=self.variant.source,
+                            where=f"{self.variant.where}.messages[{i}].content[{j}]",
+                            fix=f"check the template against the case's vars ({case.source})",
+                        ) from None
+                elif part.static is not None:
+                    item["text"] = part.static
+                content.append(item)
+            out.append({"role": role, "content": content})
+        return out
+
+
+def context_for(case: Case) -> dict[str, Any]:
+    return {**case.vars, "vars": case.vars, "case": {"id": case.id, "metadata": case.metadata}}
+
+
+def _undefined(exc: Exception, variant: Variant, case: Case, i: int, j: int) -> ConfigError:
+    available = ", ".join(sorted(case.vars)) or "(none)"
+    return ConfigError(
+        f"undefined template variable for case '{case.id}': {exc}",
+        file=variant.source,
+        where=f"{variant.where}.messages[{i}].content[{j}]",
+        fix=f"fix the spelling or add the variable to the case's vars ({case.source}); "
+        f"available: {available}",
+    )
+
+
+def render_all(variants: Sequence[Variant], cases: Sequence[Case]) -> int:
+    """Render every variant for every case (validation); return how many prompts rendered."""
+    compiled = [CompiledVariant(v) for v in variants]
+    for cv in compiled:
+        for case in cases:
+            cv.render(case)
+    return len(compiled) * len(cases)
+
+
+def messages_from_config(raw: Sequence[dict[str, Any]]) -> tuple[Message, ...]:
+    from evalwh.config.model import Part
+
+    messages = []
+    for m in raw:
+        content = m["content"]
+        if isinstance(content, str):
+            parts: tuple[Part, ...] = (Part(type="text", text=content),)
+        else:
+            parts = tuple(Part(**p) for p in content)
+        messages.append(Message(role=m["role"], content=parts))
+    return tuple(messages)

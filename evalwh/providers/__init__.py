@@ -1,0 +1,58 @@
+"""Provider registry: built-ins and third-party providers register the same way.
+
+A provider is a class with ``__init__(spec: ModelSpec)``, ``async complete(request)``,
+``async aclose()`` and an optional ``classmethod check(spec) -> None`` that raises
+ConfigError for a bad model entry. Built-ins are listed in :data:`BUILTIN` as import paths,
+imported only when used; third-party packages add an ``evalwh.providers`` entry point.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import Any
+
+from evalwh.config.model import ModelSpec
+from evalwh.errors import ConfigError
+
+BUILTIN: dict[str, str] = {
+    "mock": "evalwh.providers.mock:MockProvider",
+    "anthropic": "evalwh.providers.anthropic:AnthropicProvider",
+    "openai": "evalwh.providers.openai:OpenAIProvider",
+    "openai-compatible": "evalwh.providers.openai:OpenAICompatibleProvider",
+    "command": "evalwh.providers.command:CommandProvider",
+}
+
+
+@lru_cache(maxsize=1)
+def available() -> dict[str, str]:
+    """Provider name -> "module:Class", built-ins first, then entry points."""
+    found = dict(BUILTIN)
+    for ep in entry_points(group="evalwh.providers"):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def provider_class(name: str, *, where: str = "", file: str | None = None) -> Any:
+    target = available().get(name)
+    if target is None:
+        raise ConfigError(
+            f"unknown provider '{name}'",
+            file=file,
+            where=f"{where}.provider" if where else None,
+            fix=f"use one of: {', '.join(sorted(available()))}",
+        )
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def check(spec: ModelSpec, file: str | None = None) -> None:
+    cls = provider_class(spec.provider, where=spec.where, file=file)
+    checker = getattr(cls, "check", None)
+    if checker is not None:
+        checker(spec, file)
+
+
+def create(spec: ModelSpec) -> Any:
+    return provider_class(spec.provider)(spec)

@@ -1,0 +1,74 @@
+"""The small async Provider protocol every model backend implements.
+
+A provider gets a :class:`Request` (rendered messages + the model's spec) and returns a
+:class:`Completion` (text + token usage) or raises :class:`ProviderError`. The engine owns
+timing, timeouts, retries, rate limits, caching and cost; a provider only speaks its wire
+format. ``retryable`` tells the engine whether another attempt can succeed (429, 5xx, a
+dropped connection) or not (400, 401, 404); ``retry_after`` carries a server's Retry-After.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from evalwh.config.model import Case, ModelSpec
+
+
+@dataclass(frozen=True)
+class Request:
+    model: ModelSpec
+    messages: list[dict[str, Any]]  # [{"role": ..., "content": [{"type": "text", "text": ...}]}]
+    case: Case
+    variant: str
+    repeat: int = 0
+    attempt: int = 1
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.model.params
+
+
+@dataclass
+class Completion:
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. finish reason; stored in details
+
+
+class ProviderError(Exception):
+    """A request failed. ``retryable``: another attempt may succeed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+        kind: str = "provider",
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+        self.kind = kind
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """One instance per configured model, created by :func:`evalwh.providers.create`."""
+
+    async def complete(self, request: Request) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text parts of a rendered message, joined (for providers that take plain strings)."""
+    return "".join(p.get("text", "") for p in message["content"] if p.get("type") == "text")
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    return "\n\n".join(f"{m['role']}: {message_text(m)}" for m in messages)

@@ -1,0 +1,1 @@
+"""The DuckDB warehouse: connect + migrate, batched writes, named queries, exports."""

@@ -1,0 +1,80 @@
+"""The registry of named queries in ``sql/``: one loader for the CLI, the API and MCP.
+
+Each ``sql/<name>.sql`` starts with header comments::
+
+    -- title: Summary matrix
+    -- description: Per variant x model: pass rate with its Wilson interval, score, latency, cost.
+    -- params: run_id
+
+and uses named parameters (``$run_id``). Results come back as Arrow tables.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from evalwh.resources import resource_dir
+
+HEADER = re.compile(r"^--\s*(title|description|params):\s*(.*)$")
+PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class NamedQuery:
+    name: str
+    title: str
+    description: str
+    params: tuple[str, ...]
+    sql: str
+
+
+def _parse(name: str, text: str) -> NamedQuery:
+    meta: dict[str, str] = {}
+    for line in text.splitlines():
+        match = HEADER.match(line.strip())
+        if match:
+            meta[match.group(1)] = match.group(2).strip()
+        elif line.strip() and not line.strip().startswith("--"):
+            break
+    if "title" not in meta or "description" not in meta:
+        raise ValueError(f"sql/{name}.sql must start with '-- title:' and '-- description:' lines")
+    declared = tuple(p.strip() for p in meta.get("params", "").split(",") if p.strip())
+    used = tuple(dict.fromkeys(PARAM.findall(_strip_comments(text))))
+    if set(declared) != set(used):
+        raise ValueError(f"sql/{name}.sql declares params {declared} but uses {used}")
+    return NamedQuery(name, meta["title"], meta["description"], declared, text)
+
+
+def _strip_comments(text: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in text.splitlines())
+
+
+@lru_cache(maxsize=1)
+def registry() -> dict[str, NamedQuery]:
+    folder = resource_dir("sql")
+    return {
+        f.stem: _parse(f.stem, f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.sql"))
+    }
+
+
+def get(name: str) -> NamedQuery:
+    try:
+        return registry()[name]
+    except KeyError:
+        raise KeyError(f"no query named {name!r}; known: {', '.join(registry())}") from None
+
+
+def run_query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.Table:
+    """Execute ``sql/<name>.sql`` with named parameters and return an Arrow table."""
+    query = get(name)
+    missing = [p for p in query.params if p not in params]
+    if missing:
+        raise TypeError(f"query {name!r} needs parameter(s): {', '.join(missing)}")
+    args = {p: params[p] for p in query.params}
+    return con.execute(query.sql, args).to_arrow_table()

@@ -1,0 +1,141 @@
+"""Run bookkeeping over the warehouse: create, finish, resolve references, export, query."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from evalwh.errors import RunNotFoundError, UsageError
+from evalwh.warehouse.connect import read_connection, write_connection
+from evalwh.warehouse.queries import run_query
+from evalwh.warehouse.writer import to_json
+
+EXPORT_SCHEMA_VERSION = "1"
+ORDER = {
+    "cases": "variant, model, case_id, repeat",
+    "scores": "variant, model, case_id, repeat, criterion",
+}
+HOST = socket.gethostname()
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    return f"{now:%Y-%m-%dT%H%M%S}-{secrets.token_hex(2)}"
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class Warehouse:
+    """One DuckDB warehouse file. Connections are opened per call and closed right after."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def _require(self) -> None:
+        if not self.exists:
+            raise UsageError(
+                f"no warehouse at {self.path}: nothing has been run here yet "
+                "(run `evalwh run`, or point -o/--output-dir at the folder that holds it)"
+            )
+
+    # -- reads ---------------------------------------------------------------------------
+    def query(self, name: str, **params: Any) -> pa.Table:
+        self._require()
+        with read_connection(self.path) as con:
+            return run_query(con, name, **params)
+
+    def sql(self, text: str, params: dict[str, Any] | list[Any] | None = None) -> pa.Table:
+        self._require()
+        with read_connection(self.path) as con:
+            return con.execute(text, params or []).to_arrow_table()
+
+    def resolve(self, ref: str) -> str:
+        """A run id from a full id, a unique prefix, a label (newest wins) or ``latest``."""
+        self._require()
+        rows = self.query("resolve_run", ref=ref).to_pylist()
+        if not rows:
+            raise RunNotFoundError(
+                f"no run matches '{ref}' (use a run id, a unique prefix, a label or 'latest'; "
+                "see `evalwh list`)"
+            )
+        best = rows[0]
+        if best["how"] == 3 and len(rows) > 1:
+            ids = ", ".join(r["run_id"] for r in rows[:5])
+            raise RunNotFoundError(
+                f"'{ref}' is a prefix of several runs ({ids}); give more of the id"
+            )
+        return str(best["run_id"])
+
+    def run_row(self, run_id: str) -> dict[str, Any]:
+        rows = self.sql("SELECT * FROM runs WHERE run_id = ?", [run_id]).to_pylist()
+        if not rows:
+            raise RunNotFoundError(f"no run {run_id}")
+        row = rows[0]
+        row["status"] = effective_status(row)
+        return row
+
+    # -- writes --------------------------------------------------------------------------
+    def create_run(self, row: dict[str, Any]) -> None:
+        row = {**row, "host": HOST, "pid": os.getpid()}
+        for key in ("config_snapshot", "filters"):
+            row[key] = to_json(row.get(key))
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with write_connection(self.path, wait_s=None) as con:
+            con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(row.values()))
+
+    def finish_run(self, run_id: str, status: str, totals: dict[str, Any] | None = None) -> None:
+        with write_connection(self.path, wait_s=None) as con:
+            con.execute(
+                "UPDATE runs SET status = ?, finished_at = now(), heartbeat_at = now(), totals = ? "
+                "WHERE run_id = ?",
+                [status, to_json(totals), run_id],
+            )
+
+    def export_run(self, run_id: str, exports_dir: Path) -> Path:
+        """Write Hive-partitioned Parquet: exports/run_id=<id>/{cases,scores}.parquet."""
+        target = exports_dir / f"run_id={run_id}"
+        target.mkdir(parents=True, exist_ok=True)
+        with read_connection(self.path) as con:
+            for table in ("cases", "scores"):
+                out = (target / f"{table}.parquet").as_posix().replace("'", "''")
+                con.execute(
+                    f"COPY (SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $run_id "
+                    f"ORDER BY {ORDER[table]}) TO '{out}' (FORMAT parquet, COMPRESSION zstd, "
+                    f"KV_METADATA {{schema_version: '{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})",
+                    {"run_id": run_id},
+                )
+        return target
+
+
+def effective_status(row: dict[str, Any]) -> str:
+    """A run still marked running whose process is gone on this host did not finish."""
+    if row.get("status") == "running" and row.get("host") == HOST and not pid_alive(row.get("pid")):
+        return "interrupted"
+    return str(row.get("status"))
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
