@@ -39,8 +39,8 @@ def num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def summary_table(rows: list[dict[str, Any]], title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left", show_lines=False)
+def summary_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(show_lines=False)
     table.add_column("variant", no_wrap=True)
     table.add_column("model", no_wrap=True)
     for name in ("pass", "95% CI", "n", "score", "errors", "p50", "p95", "cost"):
@@ -130,12 +130,10 @@ def print_gate(gate: list[dict[str, Any]]) -> None:
         return
     failed = [g for g in gate if not g["passed"]]
     head = Text("thresholds: ", style="bold")
-    head.append(
-        f"{len(failed)} failed" if failed else "all passed",
-        style="bold red" if failed else "bold green",
-    )
+    summary = f"{len(failed)} of {len(gate)} failed" if failed else f"all {len(gate)} passed"
+    head.append(summary, style="bold red" if failed else "bold green")
     out().print(head)
-    for line in gate_lines(failed or gate):
+    for line in gate_lines(failed):
         out().print("  ", line)
 
 

@@ -90,7 +90,8 @@ def run(
         emit_json(result.to_dict())
     else:
         title = f"run {result.run_id}" + (f" ({label})" if label else "") + f" — {result.suite}"
-        out().print(render.summary_table(result.summary, title=title))
+        out().print(title, style="bold", markup=False)
+        out().print(render.summary_table(result.summary))
         out().print(render.totals_line(result.totals))
         if result.stats.get("retries"):
             note(f"{result.stats['retries']} transient failure(s) retried")

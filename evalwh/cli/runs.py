@@ -62,7 +62,8 @@ def show(
     )
     if r["status"] != "completed":
         title += f" ({data['totals']['n']}/{r['n_planned']} cases stored)"
-    out().print(render.summary_table(data["summary"], title=title))
+    out().print(title, style="bold", markup=False)
+    out().print(render.summary_table(data["summary"]))
     out().print(render.totals_line(data["totals"]))
     if data["criteria"]:
         out().print(render.criteria_table(data["criteria"]))

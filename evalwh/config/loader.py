@@ -134,6 +134,7 @@ def load_config(path: str | Path) -> EvalConfig:
             {k: v for k, v in snapshot.items() if k not in ("cases", "settings")}
         ),
         dataset_hash=canonical_hash(rows),
+        node=node,
     )
 
 

@@ -99,6 +99,21 @@ class EvalConfig:
     raw: dict[str, Any]
     config_hash: str
     dataset_hash: str
+    node: Any = field(default=None, repr=False, compare=False)  # YAML node tree, for error lines
+
+    def locate_error(self, error: Any) -> Any:
+        """Add the line and column to a ConfigError about this config that lacks them."""
+        from evalwh.config.yamlpos import locate, parse_path
+
+        if (
+            error.line is None
+            and error.where
+            and error.file == str(self.path)
+            and self.node is not None
+        ):
+            error.line, error.column = locate(self.node, parse_path(error.where))
+            error.args = (error._format(),)
+        return error
 
     @property
     def root(self) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,11 @@ def format_path(path: list[str | int] | tuple[str | int, ...]) -> str:
     for p in path:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
     return out or "(top level)"
+
+
+def parse_path(where: str) -> list[str | int]:
+    """Inverse of :func:`format_path`: ``models[1].params`` -> ["models", 1, "params"]."""
+    out: list[str | int] = []
+    for token in re.findall(r"[^.\[\]]+|\[\d+\]", where):
+        out.append(int(token[1:-1]) if token.startswith("[") else token)
+    return out

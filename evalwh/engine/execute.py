@@ -53,6 +53,13 @@ def check_config(config: EvalConfig) -> Scorecard:
 
 def prepare(config: EvalConfig, settings: Settings, filters: Filters, repeats: int) -> Prepared:
     """Validate everything a run needs and render every prompt once (StrictUndefined)."""
+    try:
+        return _prepare(config, settings, filters, repeats)
+    except ConfigError as exc:
+        raise config.locate_error(exc) from None
+
+
+def _prepare(config: EvalConfig, settings: Settings, filters: Filters, repeats: int) -> Prepared:
     scorecard = check_config(config)
     plan = build_plan(config, filters, repeats)
     hashes: list[str] = []

@@ -1,0 +1,167 @@
+"""Migrations, the query registry, run references, exports: real DuckDB files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+import evalwh
+from evalwh.errors import RunNotFoundError, WarehouseError
+from evalwh.resources import resource_dir
+from evalwh.warehouse import connect, queries
+from evalwh.warehouse.store import Warehouse
+
+# Released migrations never change: add a new numbered file instead. When a migration ships,
+# record its hash in this lock file.
+LOCK = Path(__file__).parent / "migrations.lock.json"
+
+
+def test_migrations_are_numbered_uniquely_and_contiguously() -> None:
+    files = sorted(p.name for p in resource_dir("migrations").glob("*.sql"))
+    numbers = [int(re.match(r"(\d{4})_", f).group(1)) for f in files]  # type: ignore[union-attr]
+    assert numbers == list(range(1, len(files) + 1)), files
+
+
+def test_released_migrations_are_unchanged() -> None:
+    locked = json.loads(LOCK.read_text())
+    for name, digest in locked.items():
+        text = (resource_dir("migrations") / name).read_bytes()
+        assert hashlib.sha256(text).hexdigest() == digest, (
+            f"{name} was edited after release: add a new migration"
+        )
+
+
+def test_migrate_records_versions_and_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    with connect.write_connection(path) as con:
+        versions = con.execute(
+            "SELECT version, name FROM schema_migrations ORDER BY version"
+        ).fetchall()
+    with connect.write_connection(path) as con:
+        again = con.execute("SELECT count(*) FROM schema_migrations").fetchone()
+    assert versions[0] == (1, "0001_init") and again == (len(versions),)
+
+
+def test_refuses_a_warehouse_newer_than_the_code(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    with connect.write_connection(path) as con:
+        con.execute("INSERT INTO schema_migrations VALUES (999, '0999_future', now())")
+    with pytest.raises(WarehouseError, match="ahead of this evalwh"), connect.read_connection(path):
+        pass
+
+
+def test_every_query_has_a_header_and_declared_params() -> None:
+    registry = queries.registry()
+    assert {"summary", "case_list", "runs", "run_totals", "criteria", "gate", "resolve_run"} <= set(
+        registry
+    )
+    for q in registry.values():
+        assert q.title and q.description
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Two quickstart runs (one labelled) in one warehouse, shared by the read tests."""
+    import shutil
+
+    from tests.conftest import QUICKSTART
+
+    root = tmp_path_factory.mktemp("stored")
+    shutil.copytree(QUICKSTART, root / "qs", ignore=shutil.ignore_patterns(".evalwh"))
+    out = root / "out"
+    a = evalwh.run_eval(root / "qs" / "eval.yaml", output_dir=out, label="first")
+    b = evalwh.run_eval(root / "qs" / "eval.yaml", output_dir=out)
+    return out, [a.run_id, b.run_id]
+
+
+def test_summary_matches_a_hand_count(stored: tuple[Path, list[str]]) -> None:
+    out, (run_a, _) = stored
+    wh = Warehouse(out / "warehouse.duckdb")
+    summary = {(r["variant"], r["model"]): r for r in wh.query("summary", run_id=run_a).to_pylist()}
+    with duckdb.connect(str(out / "warehouse.duckdb"), read_only=True) as con:
+        counts = con.execute(
+            "SELECT variant, model, count(*), sum(passed::int) FROM cases WHERE run_id = ? GROUP BY ALL",
+            [run_a],
+        ).fetchall()
+    for variant, model, n, passed in counts:
+        row = summary[(variant, model)]
+        assert (row["n"], row["n_passed"]) == (n, passed)
+        p = passed / n
+        z = 1.959963984540054
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+        assert row["pass_rate_lo"] == pytest.approx(centre - half)
+        assert row["pass_rate_hi"] == pytest.approx(centre + half)
+
+
+def test_wilson_interval_against_a_reference_value() -> None:
+    # Wilson 95% interval for 3 of 12, computed by hand from Wilson (1927): 0.08894 .. 0.53231.
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE cases AS SELECT 'r' AS run_id, 'v' AS variant, 'm' AS model, i < 3 AS passed, "
+        "NULL::VARCHAR AS error, false AS cached, 1.0 AS score, 10.0 AS latency_ms, 1 AS input_tokens, "
+        "1 AS output_tokens, 0.0 AS cost_usd FROM range(12) t(i)"
+    )
+    row = queries.run_query(con, "summary", run_id="r").to_pylist()[0]
+    assert row["pass_rate_lo"] == pytest.approx(0.08894, abs=1e-5)
+    assert row["pass_rate_hi"] == pytest.approx(0.53231, abs=1e-5)
+
+
+def test_run_references(stored: tuple[Path, list[str]]) -> None:
+    out, (run_a, run_b) = stored
+    wh = Warehouse(out / "warehouse.duckdb")
+    assert wh.resolve(run_a) == run_a
+    assert wh.resolve("latest") == run_b
+    assert wh.resolve("first") == run_a
+    assert wh.resolve(run_b[:-2]) == run_b
+    with pytest.raises(RunNotFoundError, match="no run matches"):
+        wh.resolve("zzz")
+    with pytest.raises(RunNotFoundError, match="prefix of several runs"):
+        wh.resolve("20")
+
+
+def test_parquet_export_is_hive_partitioned_with_schema_version(
+    stored: tuple[Path, list[str]],
+) -> None:
+    import polars as pl
+
+    out, (run_a, run_b) = stored
+    cases = pl.scan_parquet(
+        str(out / "exports" / "*" / "cases.parquet"), hive_partitioning=True
+    ).collect()
+    assert set(cases["run_id"].unique()) == {run_a, run_b}
+    assert cases.height == 96
+    scores = pl.scan_parquet(
+        str(out / "exports" / "*" / "scores.parquet"), hive_partitioning=True
+    ).collect()
+    with duckdb.connect(str(out / "warehouse.duckdb"), read_only=True) as con:
+        (n_scores,) = con.execute("SELECT count(*) FROM scores").fetchone()  # type: ignore[misc]
+    assert scores.height == n_scores
+    meta = pq.read_metadata(out / "exports" / f"run_id={run_a}" / "cases.parquet").metadata
+    assert meta[b"schema_version"] == b"1"
+
+
+def test_documented_views(stored: tuple[Path, list[str]]) -> None:
+    out, (run_a, _) = stored
+    wh = evalwh.open_warehouse(out / "warehouse.duckdb")
+    cells = wh.sql(
+        f"SELECT * FROM cell_summary WHERE run_id = '{run_a}' ORDER BY variant, model"
+    ).to_pylist()
+    summary = wh.summary(run_a).to_dicts()
+    assert [(c["variant"], c["model"], c["n"], c["n_passed"]) for c in cells] == [
+        (s["variant"], s["model"], s["n"], s["n_passed"]) for s in summary
+    ]
+    labelled = wh.sql("SELECT DISTINCT label FROM case_results WHERE label IS NOT NULL").to_pylist()
+    assert labelled == [{"label": "first"}]
+
+
+def test_reading_a_missing_warehouse_creates_nothing(tmp_path: Path) -> None:
+    wh = evalwh.open_warehouse(tmp_path / "none" / "w.duckdb")
+    assert wh.runs() == []
+    assert not (tmp_path / "none").exists()
