@@ -20,7 +20,15 @@ def threshold_rules(thresholds: dict[str, Any]) -> list[dict[str, Any]]:
         for key, value in block.items():
             if key in METRICS:
                 metric, op = METRICS[key]
-                rules.append({"scope": scope, "target": target, "metric": metric, "op": op, "limit": float(value)})
+                rules.append(
+                    {
+                        "scope": scope,
+                        "target": target,
+                        "metric": metric,
+                        "op": op,
+                        "limit": float(value),
+                    }
+                )
 
     add("run", "run", thresholds)
     add("cell", "*", thresholds.get("per_cell") or {})

@@ -66,11 +66,17 @@ class _Rule:
             self.prompt = re.compile(when["prompt"]) if "prompt" in when else None
         except re.error as exc:
             raise ConfigError(
-                f"bad regular expression in when.prompt: {exc}", file=file, where=f"{where}.when.prompt",
+                f"bad regular expression in when.prompt: {exc}",
+                file=file,
+                where=f"{where}.when.prompt",
                 fix="fix the pattern (Python re syntax)",
             ) from None
         self.rate = float(raw.get("rate", 1.0))
-        self.reply = compile_template(raw["reply"], file=file or "", where=f"{where}.reply") if "reply" in raw else None
+        self.reply = (
+            compile_template(raw["reply"], file=file or "", where=f"{where}.reply")
+            if "reply" in raw
+            else None
+        )
         self.error = raw.get("error")
         self.transient = bool(raw.get("transient", False))
         self.latency = raw.get("latency_ms")
@@ -114,19 +120,27 @@ class MockProvider:
 
         for i, raw in enumerate(script.get("rules") or []):
             _Rule(raw, i, spec, file)
-        compile_template(script.get("default", DEFAULT_REPLY), file=file or "", where=f"{spec.where}.mock.default")
+        compile_template(
+            script.get("default", DEFAULT_REPLY),
+            file=file or "",
+            where=f"{spec.where}.mock.default",
+        )
 
     def _latency_s(self, latency: Any, request: Request) -> float:
         if isinstance(latency, list):
             low, high = latency
-            draw = _draw("latency", request.model.id, request.variant, request.case.id, request.repeat)
+            draw = _draw(
+                "latency", request.model.id, request.variant, request.case.id, request.repeat
+            )
             return (low + (high - low) * draw) / 1000
         return float(latency or 0) / 1000
 
     async def complete(self, request: Request) -> Completion:
         prompt = prompt_text(request.messages)
         rule = next((r for r in self.rules if r.fires(request, prompt)), None)
-        latency = self._latency_s(rule.latency if rule and rule.latency is not None else self.latency, request)
+        latency = self._latency_s(
+            rule.latency if rule and rule.latency is not None else self.latency, request
+        )
         if latency > 0:
             await asyncio.sleep(latency)
         if rule is not None and rule.error is not None:
