@@ -64,6 +64,7 @@ class DryRun:
     repeats: int
     warehouse: str
     sample: dict[str, Any] | None = None
+    estimate: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -80,6 +81,7 @@ class RunResult:
     summary: list[dict[str, Any]]
     gate: list[dict[str, Any]]
     stats: dict[str, int] = field(default_factory=dict)
+    estimate: dict[str, Any] | None = None
 
     @property
     def gate_passed(self) -> bool:
@@ -93,26 +95,136 @@ class RunResult:
         return {**self.__dict__, "gate_passed": self.gate_passed}
 
 
+@dataclass
+class _Planned:
+    config: EvalConfig
+    settings: Settings
+    prepared: Any
+    cache: dict[str, Any]
+    estimate: Any
+    continue_run: str | None = None
+    replace_rows: bool = False
+
+
+def _plan(
+    config: str | Path | EvalConfig,
+    *,
+    models: Sequence[str],
+    variants: Sequence[str],
+    cases: Sequence[str],
+    repeat: int | None,
+    output_dir: str | Path | None,
+    concurrency: int | None = None,
+    use_cache: bool = True,
+    resume: str | None = None,
+    retry_errors: str | None = None,
+) -> _Planned:
+    """Everything before the first request: validate, plan, look up the cache, estimate."""
+    from evalwh.engine.execute import cache_lookup, estimate, prepare
+    from evalwh.engine.plan import Filters
+    from evalwh.warehouse.store import Warehouse
+
+    cfg = _config(config)
+    settings = settings_for(cfg, output_dir=output_dir, concurrency=concurrency)
+    filters = Filters(tuple(models), tuple(variants), tuple(cases))
+    repeats = repeat or settings.repeat
+    skip = only = None
+    continue_run = None
+    if resume and retry_errors:
+        raise UsageError("--resume and --retry-errors do not go together: pick one")
+    if resume or retry_errors:
+        store = Warehouse(settings.warehouse)
+        continue_run = store.resolve(resume or retry_errors or "")
+        row = store.run_row(continue_run)
+        _check_same_config(row, cfg, continue_run, "--resume" if resume else "--retry-errors")
+        if row["status"] == "running":
+            raise UsageError(
+                f"run {continue_run} is still running (pid {row['pid']} on {row['host']})"
+            )
+        stored = _json(row.get("filters")) or {}
+        filters = Filters(
+            tuple(stored.get("models", ())),
+            tuple(stored.get("variants", ())),
+            tuple(stored.get("cases", ())),
+        )
+        repeats = int(stored.get("repeat", 1))
+        if resume:
+            skip = store.cells(continue_run)
+        else:
+            only = store.cells(continue_run, errors_only=True)
+    prepared = prepare(cfg, settings, filters, repeats, skip=skip, only=only)
+    cache = (
+        cache_lookup(Warehouse(settings.warehouse), prepared.hashes)
+        if use_cache and settings.cache
+        else {}
+    )
+    return _Planned(
+        cfg,
+        settings,
+        prepared,
+        cache,
+        estimate(prepared, cache),
+        continue_run,
+        retry_errors is not None,
+    )
+
+
+def _check_same_config(row: dict[str, Any], cfg: EvalConfig, run_id: str, flag: str) -> None:
+    changed = [
+        name
+        for name, stored, now in (
+            ("config", row["config_hash"], cfg.config_hash),
+            ("dataset", row["dataset_hash"], cfg.dataset_hash),
+        )
+        if stored != now
+    ]
+    if changed:
+        raise UsageError(
+            f"{flag} refused: the {' and '.join(changed)} changed since run {run_id} started "
+            f"({', '.join(changed)} hash differs), so its stored rows would not match a continuation; "
+            "restore the config it ran with, or start a new run"
+        )
+
+
+def _check_cost(est: Any, cap: float | None) -> None:
+    from evalwh.errors import CostRefusedError
+
+    if cap is not None and est.cost_usd > cap:
+        raise CostRefusedError(
+            f"estimated cost ${est.cost_usd:.4f} for {est.calls} call(s) exceeds the maximum "
+            f"${cap:.4f}; nothing was called (raise --max-cost or settings.max_cost_usd, or select "
+            "fewer models, variants or cases)"
+        )
+
+
 def validate(
     config: str | Path | EvalConfig,
     *,
     models: Sequence[str] = (),
     variants: Sequence[str] = (),
     cases: Sequence[str] = (),
-    repeat: int = 1,
+    repeat: int | None = None,
     output_dir: str | Path | None = None,
+    max_cost: float | None = None,
+    no_cache: bool = False,
 ) -> DryRun:
-    """Check a config end to end and render every prompt; call no model, write nothing."""
-    from evalwh.engine.execute import cache_lookup, prepare
-    from evalwh.engine.plan import Filters
-    from evalwh.warehouse.store import Warehouse
+    """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
-    cfg = _config(config)
-    settings = settings_for(cfg, output_dir=output_dir)
-    prepared = prepare(cfg, settings, Filters(tuple(models), tuple(variants), tuple(cases)), repeat)
-    plan = prepared.plan
-    cached = (
-        len(cache_lookup(Warehouse(settings.warehouse), prepared.hashes)) if settings.cache else 0
+    Raises CostRefusedError (exit code 4) when the estimate exceeds ``max_cost`` (or the
+    settings' ``max_cost_usd``), exactly as the run would.
+    """
+    planned = _plan(
+        config,
+        models=models,
+        variants=variants,
+        cases=cases,
+        repeat=repeat,
+        output_dir=output_dir,
+        use_cache=not no_cache,
+    )
+    plan = planned.prepared.plan
+    _check_cost(
+        planned.estimate, max_cost if max_cost is not None else planned.settings.max_cost_usd
     )
     sample = None
     if plan.variants and plan.cases:
@@ -122,15 +234,16 @@ def validate(
             "messages": plan.variants[0].render(plan.cases[0]),
         }
     return DryRun(
-        config=str(cfg.path),
+        config=str(planned.config.path),
         requests=plan.size,
-        cached=cached,
+        cached=planned.estimate.cached,
         variants=[v.variant.id for v in plan.variants],
         models=[m.id for m in plan.models],
         cases=len(plan.cases),
         repeats=plan.repeats,
-        warehouse=str(settings.warehouse),
+        warehouse=str(planned.settings.warehouse),
         sample=sample,
+        estimate=planned.estimate.to_dict(),
     )
 
 
@@ -142,31 +255,57 @@ def run_eval(
     cases: Sequence[str] = (),
     label: str | None = None,
     concurrency: int | None = None,
-    repeat: int = 1,
+    repeat: int | None = None,
     no_cache: bool = False,
+    max_cost: float | None = None,
+    resume: str | None = None,
+    retry_errors: str | None = None,
     output_dir: str | Path | None = None,
     progress: Progress | None = None,
+    on_estimate: Callable[[Any], None] | None = None,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
-    ``models``/``variants``/``cases`` select by id (shell-style wildcards allowed). Raises
-    ConfigError (exit code 2) before anything is written when the config is bad.
+    ``models``/``variants``/``cases`` select by id (shell-style wildcards allowed); ``repeat``
+    samples every cell N times. ``resume`` continues a killed run without repeating a stored
+    cell; ``retry_errors`` re-runs only a run's errored cells. Raises ConfigError (exit code 2)
+    before anything is written when the config is bad, CostRefusedError (exit code 4) when the
+    estimate exceeds ``max_cost`` (default: settings ``max_cost_usd``).
     """
-    from evalwh.engine.execute import execute, prepare
+    from evalwh.engine.execute import execute
     from evalwh.engine.plan import Filters
     from evalwh.gate import rules_json
+    from evalwh.secrets import redact
     from evalwh.warehouse.store import Warehouse
 
-    cfg = _config(config)
-    settings = settings_for(cfg, output_dir=output_dir, concurrency=concurrency)
+    use_cache = not no_cache
+    planned = _plan(
+        config,
+        models=models,
+        variants=variants,
+        cases=cases,
+        repeat=repeat,
+        output_dir=output_dir,
+        concurrency=concurrency,
+        use_cache=use_cache,
+        resume=resume,
+        retry_errors=retry_errors,
+    )
+    cfg, settings = planned.config, planned.settings
+    _check_cost(planned.estimate, max_cost if max_cost is not None else settings.max_cost_usd)
+    if on_estimate is not None:
+        on_estimate(planned.estimate)
     filters = Filters(tuple(models), tuple(variants), tuple(cases))
-    prepared = prepare(cfg, settings, filters, repeat)
     outcome = execute(
-        prepared,
+        planned.prepared,
         label=label,
         filters=filters,
-        use_cache=settings.cache and not no_cache,
+        use_cache=use_cache and settings.cache,
+        cache=planned.cache,
         progress=progress,
+        redact=redact,
+        continue_run=planned.continue_run,
+        replace_rows=planned.replace_rows,
     )
     warehouse = Warehouse(settings.warehouse)
     exports = (
@@ -195,6 +334,7 @@ def run_eval(
             "retries": stats.retries,
             "errors": stats.errors,
         },
+        estimate=planned.estimate.to_dict(),
     )
 
 
@@ -295,6 +435,41 @@ def _json(value: Any) -> Any:
         except ValueError:
             return None
     return value
+
+
+CACHE_KEY = (
+    "the response cache keys on a SHA-256 of: provider, model name, every param, the model's "
+    "provider options (not headers or key names), the rendered messages, the contents of "
+    "attached files and the repeat index; errors are never cached"
+)
+
+
+def cache_info(
+    *, config: str | Path | None = None, output_dir: str | Path | None = None
+) -> dict[str, Any]:
+    """Entries, size and age of the response cache, per provider and model."""
+    view = open_warehouse(config=config, output_dir=output_dir)
+    rows = view.query("cache_info").to_pylist() if view.store.exists else []
+    return {
+        "warehouse": str(view.path),
+        "entries": sum(r["entries"] for r in rows),
+        "text_bytes": sum(r["text_bytes"] or 0 for r in rows),
+        "warehouse_bytes": view.path.stat().st_size if view.store.exists else 0,
+        "by_model": rows,
+        "key": CACHE_KEY,
+    }
+
+
+def cache_clear(
+    *,
+    model: str | None = None,
+    older_than_days: float | None = None,
+    config: str | Path | None = None,
+    output_dir: str | Path | None = None,
+) -> int:
+    """Delete cached answers (all, one provider model name's, or older ones); run history stays."""
+    view = open_warehouse(config=config, output_dir=output_dir)
+    return view.store.clear_cache(model=model, older_than_days=older_than_days)
 
 
 def open_warehouse(

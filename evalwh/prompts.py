@@ -11,9 +11,11 @@ context, so a prompt cannot leak it by accident; put it in ``vars`` when a promp
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -64,6 +66,7 @@ class CompiledVariant:
 
     def __init__(self, variant: Variant) -> None:
         self.variant = variant
+        self._digest: str | None = None
         self._messages: list[tuple[str, list[_PartTemplate]]] = []
         for i, message in enumerate(variant.messages):
             parts = []
@@ -77,6 +80,31 @@ class CompiledVariant:
                 else:
                     parts.append(_PartTemplate(data, None, text))
             self._messages.append((message.role, parts))
+
+    def attachment_digest(self, root: Path) -> str:
+        """One hash over the contents of every file part (image, audio ...) of this variant.
+
+        Files are read once per variant; a missing file is a validation error.
+        """
+        if self._digest is None:
+            h = hashlib.sha256()
+            for i, message in enumerate(self.variant.messages):
+                for j, part in enumerate(message.content):
+                    if part.path is None:
+                        continue
+                    path = (root / part.path).resolve()
+                    try:
+                        h.update(path.read_bytes())
+                    except OSError as exc:
+                        raise ConfigError(
+                            f"cannot read the attached file {path}: {exc.strerror}",
+                            file=self.variant.source,
+                            where=f"{self.variant.where}.messages[{i}].content[{j}].path",
+                            fix="check the path; it is relative to the config file's folder",
+                        ) from None
+                    h.update(b"\x00")
+            self._digest = h.hexdigest() if h.digest() != hashlib.sha256().digest() else ""
+        return self._digest
 
     def render(self, case: Case) -> Rendered:
         context = context_for(case)

@@ -159,6 +159,7 @@ def test_threshold_for_unknown_criterion() -> None:
 
 
 def test_prompt_file_and_typed_parts(tmp_path: Path) -> None:
+    (tmp_path / "cat.png").write_bytes(b"\x89PNG fake")
     write(
         tmp_path / "prompts" / "p.yaml",
         "messages:\n  - role: user\n    content:\n      - type: text\n        text: 'Q: {{ question }}'\n      - type: image\n        path: cat.png\n",
@@ -194,3 +195,42 @@ def test_text_prompt_file_is_one_user_message(tmp_path: Path) -> None:
     assert plan.sample is not None and plan.sample["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Say hi"}]}
     ]
+
+
+def test_missing_attachment_is_a_validation_error(tmp_path: Path) -> None:
+    write(
+        tmp_path / "p.yaml",
+        "messages:\n  - role: user\n    content:\n      - {type: image, path: gone.png}\n",
+    )
+    cfg = write(
+        tmp_path / "eval.yaml",
+        BASE.replace(
+            '    messages:\n      - role: user\n        content: "{{ question }}"\n',
+            "    prompt: p.yaml\n",
+        ),
+    )
+    expect_error(cfg, "p.yaml", "cannot read the attached file", "gone.png")
+
+
+def test_attachment_contents_are_part_of_the_request_hash(tmp_path: Path) -> None:
+    from evalwh.config.settings import resolve_settings
+    from evalwh.engine.execute import prepare
+    from evalwh.engine.plan import Filters
+
+    (tmp_path / "cat.png").write_bytes(b"one")
+    write(
+        tmp_path / "p.yaml",
+        "messages:\n  - role: user\n    content:\n      - {type: image, path: cat.png}\n",
+    )
+    cfg = write(
+        tmp_path / "eval.yaml",
+        BASE.replace(
+            '    messages:\n      - role: user\n        content: "{{ question }}"\n',
+            "    prompt: p.yaml\n",
+        ),
+    )
+    settings = resolve_settings({}, None, None)
+    first = prepare(load_config(cfg), settings, Filters(), 1).hashes
+    (tmp_path / "cat.png").write_bytes(b"two")
+    second = prepare(load_config(cfg), settings, Filters(), 1).hashes
+    assert first != second and len(first) == len(second) == 1

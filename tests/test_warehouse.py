@@ -133,12 +133,16 @@ def test_parquet_export_is_hive_partitioned_with_schema_version(
 
     out, (run_a, run_b) = stored
     cases = pl.scan_parquet(
-        str(out / "exports" / "*" / "cases.parquet"), hive_partitioning=True
+        str(out / "exports" / "*" / "cases.parquet"),
+        hive_partitioning=True,
+        try_parse_hive_dates=False,
     ).collect()
     assert set(cases["run_id"].unique()) == {run_a, run_b}
     assert cases.height == 96
     scores = pl.scan_parquet(
-        str(out / "exports" / "*" / "scores.parquet"), hive_partitioning=True
+        str(out / "exports" / "*" / "scores.parquet"),
+        hive_partitioning=True,
+        try_parse_hive_dates=False,
     ).collect()
     with duckdb.connect(str(out / "warehouse.duckdb"), read_only=True) as con:
         (n_scores,) = con.execute("SELECT count(*) FROM scores").fetchone()  # type: ignore[misc]

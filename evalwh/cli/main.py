@@ -11,6 +11,7 @@ import sys
 import typer
 
 from evalwh import __version__
+from evalwh.cli import cache as cache_cmd
 from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
 from evalwh.cli.state import (
@@ -71,6 +72,7 @@ app.command("validate")(run_cmd.validate)
 app.command("list")(runs_cmd.list_runs)
 app.command("show")(runs_cmd.show)
 app.command("init")(runs_cmd.init)
+app.add_typer(cache_cmd.app, name="cache")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,6 +79,12 @@ def totals_line(t: dict[str, Any]) -> str:
     )
 
 
+def estimate_line(e: dict[str, Any]) -> str:
+    """The cost estimate printed before a run (and by --dry-run)."""
+    cached = f" ({e['cached']} of {e['cells']} from the cache)" if e["cached"] else ""
+    return f"estimate: {e['calls']} call(s){cached}, up to ~{usd(e['cost_usd'])}"
+
+
 def criteria_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="criteria", title_justify="left")
     for name in (

@@ -60,6 +60,40 @@ def run(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Bypass the response cache (and refresh it).")
     ] = False,
+    repeat: Annotated[
+        int | None,
+        typer.Option(
+            "--repeat",
+            "-n",
+            min=1,
+            help="Sample every cell N times (default: settings.repeat or 1).",
+        ),
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost",
+            min=0,
+            metavar="USD",
+            help="Refuse (exit 4) when the estimate exceeds this.",
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN",
+            help="Continue a killed run; stored cells are not asked again.",
+        ),
+    ] = None,
+    retry_errors: Annotated[
+        str | None,
+        typer.Option(
+            "--retry-errors",
+            metavar="RUN",
+            help="Re-run only the cells of RUN that ended in an error.",
+        ),
+    ] = None,
 ) -> None:
     """Run the eval matrix, store every result in the warehouse and judge the thresholds."""
     from evalwh import api
@@ -67,7 +101,14 @@ def run(
     path = _config_path(config_file)
     selection = {"models": model or (), "variants": variant or (), "cases": case or ()}
     if dry_run:
-        plan = api.validate(path, output_dir=STATE.output_dir, **selection)
+        plan = api.validate(
+            path,
+            output_dir=STATE.output_dir,
+            repeat=repeat,
+            max_cost=max_cost,
+            no_cache=no_cache,
+            **selection,
+        )
         if STATE.json:
             emit_json({"dry_run": True, **plan.to_dict()})
             return
@@ -82,8 +123,13 @@ def run(
             label=label,
             concurrency=concurrency,
             no_cache=no_cache,
+            repeat=repeat,
+            max_cost=max_cost,
+            resume=resume,
+            retry_errors=retry_errors,
             output_dir=STATE.output_dir,
             progress=progress,
+            on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
             **selection,
         )
     if STATE.json:
@@ -116,8 +162,15 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
     )
     console.print(f"variants: {', '.join(p.variants)}", markup=False)
     console.print(f"models:   {', '.join(p.models)}", markup=False)
-    if p.cached:
-        console.print(f"{p.cached} of them already in the cache", markup=False)
+    if p.estimate:
+        console.print(render.estimate_line(p.estimate), markup=False)
+        for row in p.estimate["by_model"]:
+            cost = render.usd(row["cost_usd"]) if row["cost_usd"] is not None else "no price"
+            console.print(
+                f"  {row['model']}: {row['calls']} call(s), {row['cached']} cached, "
+                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}",
+                markup=False,
+            )
     if dry and p.sample:
         s = p.sample
         console.print(f"sample prompt ({s['variant']} × case {s['case']}):", markup=False)

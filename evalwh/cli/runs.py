@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from evalwh.cli import render
 from evalwh.cli.state import STATE, emit_json, note, out, with_globals
 
+if TYPE_CHECKING:
+    from evalwh.api import WarehouseView
 
-def _warehouse():  # type: ignore[no-untyped-def]
+
+def config_for_reads() -> Path | None:
+    """-c, else ./eval.yaml when present: its settings may move the warehouse."""
+    if STATE.config is not None:
+        return STATE.config
+    return Path("eval.yaml") if Path("eval.yaml").is_file() else None
+
+
+def _warehouse() -> WarehouseView:
     from evalwh import api
 
-    config = STATE.config
-    if config is None and Path("eval.yaml").is_file():
-        config = Path("eval.yaml")
-    return api.open_warehouse(config=config, output_dir=STATE.output_dir)
+    return api.open_warehouse(config=config_for_reads(), output_dir=STATE.output_dir)
 
 
 @with_globals

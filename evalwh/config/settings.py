@@ -17,7 +17,10 @@ DEFAULTS: dict[str, Any] = {
     "cache": True,
     "export_parquet": True,
     "batch_size": 2000,
+    "repeat": 1,
+    "max_cost_usd": None,  # no cap unless set
 }
+FLOAT_KEYS = ("max_cost_usd",)
 PATH_KEYS = ("output_dir", "warehouse")
 
 
@@ -29,6 +32,8 @@ class Settings:
     cache: bool
     export_parquet: bool
     batch_size: int
+    repeat: int
+    max_cost_usd: float | None
     sources: Mapping[str, str]  # setting -> where its value came from (for `evalwh validate -v`)
 
     @property
@@ -49,8 +54,20 @@ def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def _parse_env(key: str, raw: str) -> Any:
-    kind = type(DEFAULTS[key]) if DEFAULTS[key] is not None else str
+    kind = (
+        float if key in FLOAT_KEYS else (type(DEFAULTS[key]) if DEFAULTS[key] is not None else str)
+    )
     name = f"EVALWH_{key.upper()}"
+    if kind is float:
+        try:
+            number = float(raw)
+        except ValueError:
+            raise ConfigError(
+                f"{name}={raw!r} is not a number", fix=f"set {name} to a number such as 2.50"
+            ) from None
+        if number < 0:
+            raise ConfigError(f"{name} must not be negative", fix=f"set {name} to 0 or more")
+        return number
     if kind is bool:
         low = raw.strip().lower()
         if low in ("1", "true", "yes", "on"):
@@ -141,5 +158,9 @@ def resolve_settings(
         cache=bool(values["cache"]),
         export_parquet=bool(values["export_parquet"]),
         batch_size=int(values["batch_size"]),
+        repeat=int(values["repeat"]),
+        max_cost_usd=float(values["max_cost_usd"])
+        if values.get("max_cost_usd") is not None
+        else None,
         sources=sources,
     )

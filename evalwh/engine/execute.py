@@ -1,23 +1,23 @@
-"""One run from start to end: validate, plan, look up the cache, execute, write, export, gate."""
+"""One run from start to end: validate, plan, look up the cache, estimate, execute, write."""
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from evalwh import __version__
-from evalwh.config.model import EvalConfig
+from evalwh.config.model import EvalConfig, ModelSpec
 from evalwh.config.settings import Settings
-from evalwh.engine.plan import Filters, Plan, build_plan, model_identity, request_hash
+from evalwh.engine.plan import Cell, Filters, Plan, build_plan, model_identity, request_hash
 from evalwh.engine.runner import CachedAnswer, CellResult, Engine, EngineStats
 from evalwh.errors import ConfigError
-from evalwh.scoring import Scorecard, build_scorecard
 
 Progress = Callable[[int, int, CellResult], None]
+DEFAULT_OUTPUT_TOKENS = 512  # the estimate's output size when a model sets no max_tokens
 
 
 @dataclass
@@ -27,17 +27,38 @@ class Prepared:
     config: EvalConfig
     settings: Settings
     plan: Plan
-    scorecard: Scorecard
+    scorecard: Any
     hashes: list[str] = field(default_factory=list)  # every planned request's hash
+    models: list[int] = field(default_factory=list)  # ... its model's index in plan.models
+    prompt_chars: list[int] = field(default_factory=list)  # ... and its rendered size
 
 
-def check_config(config: EvalConfig) -> Scorecard:
-    """Deep checks beyond the schema: providers, scorers, threshold names."""
+def check_config(config: EvalConfig) -> tuple[Any, list[ModelSpec]]:
+    """Deep checks beyond the schema: providers, prices, secrets, scorers, threshold names.
+
+    Returns the scorecard and the models with their prices resolved.
+    """
     from evalwh import providers
+    from evalwh.pricing import price_for
+    from evalwh.scoring import build_scorecard
+    from evalwh.secrets import find_key_shaped
 
     file = str(config.path)
+    leaked = find_key_shaped(config.raw)
+    if leaked:
+        path, kind = leaked[0]
+        raise ConfigError(
+            f"this looks like an API key ({kind}); keys never belong in eval.yaml",
+            file=file,
+            where=path,
+            fix="remove it, rotate the key if the file was shared, and set it in the environment "
+            "or in .evalwh.secrets.yaml (see docs/secrets.md)",
+        )
+    models = []
     for model in config.models:
         providers.check(model, file)
+        paid = bool(getattr(providers.provider_class(model.provider), "paid", False))
+        models.append(replace(model, price=price_for(model, paid=paid, file=file)))
     scorecard = build_scorecard(config.scorecard, config.root, file)
     names = {c.name for c in config.scorecard}
     for name in config.thresholds.get("criteria") or {}:
@@ -48,28 +69,104 @@ def check_config(config: EvalConfig) -> Scorecard:
                 where=f"thresholds.criteria.{name}",
                 fix=f"use a scorecard criterion name: {', '.join(sorted(names))}",
             )
-    return scorecard
+    return scorecard, models
 
 
-def prepare(config: EvalConfig, settings: Settings, filters: Filters, repeats: int) -> Prepared:
-    """Validate everything a run needs and render every prompt once (StrictUndefined)."""
+def prepare(
+    config: EvalConfig,
+    settings: Settings,
+    filters: Filters,
+    repeats: int,
+    *,
+    skip: set[Cell] | None = None,
+    only: set[Cell] | None = None,
+) -> Prepared:
+    """Validate everything a run needs and render every planned prompt once (StrictUndefined)."""
     try:
-        return _prepare(config, settings, filters, repeats)
+        return _prepare(config, settings, filters, repeats, skip, only)
     except ConfigError as exc:
         raise config.locate_error(exc) from None
 
 
-def _prepare(config: EvalConfig, settings: Settings, filters: Filters, repeats: int) -> Prepared:
-    scorecard = check_config(config)
-    plan = build_plan(config, filters, repeats)
-    hashes: list[str] = []
+def _prepare(
+    config: EvalConfig,
+    settings: Settings,
+    filters: Filters,
+    repeats: int,
+    skip: set[Cell] | None,
+    only: set[Cell] | None,
+) -> Prepared:
+    scorecard, models = check_config(config)
+    config = replace(config, models=models)
+    plan = build_plan(config, filters, repeats, skip=skip, only=only)
+    prepared = Prepared(config, settings, plan, scorecard)
     identities = [model_identity(m) for m in plan.models]
     for variant in plan.variants:
+        attachments = variant.attachment_digest(config.root)
         for case in plan.cases:
             messages = variant.render(case)  # raises ConfigError naming the template and case
-            for identity in identities:
-                hashes.extend(request_hash(identity, messages, r) for r in range(repeats))
-    return Prepared(config, settings, plan, scorecard, hashes)
+            size = sum(len(p.get("text", "")) for m in messages for p in m["content"])
+            for index, (model, identity) in enumerate(zip(plan.models, identities, strict=True)):
+                for r in range(repeats):
+                    if plan.wanted((variant.variant.id, model.id, case.id, r)):
+                        prepared.hashes.append(request_hash(identity, messages, r, attachments))
+                        prepared.models.append(index)
+                        prepared.prompt_chars.append(size)
+    return prepared
+
+
+@dataclass
+class Estimate:
+    """What a run will ask for and cost, before anything is called."""
+
+    cells: int
+    cached: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    by_model: list[dict[str, Any]]
+    note: str = f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when unset"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
+    models = prepared.plan.models
+    rows = [
+        {
+            "model": m.id,
+            "calls": 0,
+            "cached": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost_usd": 0.0,
+        }
+        for m in models
+    ]
+    for key, index, chars in zip(
+        prepared.hashes, prepared.models, prepared.prompt_chars, strict=True
+    ):
+        row = rows[index]
+        if key in cache:
+            row["cached"] += 1
+            continue
+        row["calls"] += 1
+        row["input_tokens"] += max(1, chars // 4)
+        row["output_tokens"] += int(models[index].params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
+    for row, model in zip(rows, models, strict=True):
+        price = model.price
+        row["cost_usd"] = price.cost(row["input_tokens"], row["output_tokens"]) if price else None
+    return Estimate(
+        cells=len(prepared.hashes),
+        cached=sum(r["cached"] for r in rows),
+        calls=sum(r["calls"] for r in rows),
+        input_tokens=sum(r["input_tokens"] for r in rows),
+        output_tokens=sum(r["output_tokens"] for r in rows),
+        cost_usd=sum(r["cost_usd"] or 0.0 for r in rows),
+        by_model=rows,
+    )
 
 
 def git_commit(folder: Path) -> str | None:
@@ -150,9 +247,13 @@ def execute(
     label: str | None,
     filters: Filters,
     use_cache: bool,
+    cache: dict[str, CachedAnswer],
     progress: Progress | None = None,
     redact: Callable[[str], str] = lambda s: s,
+    continue_run: str | None = None,
+    replace_rows: bool = False,
 ) -> Outcome:
+    """Execute the plan into a new run, or into ``continue_run`` (resume / retry errors)."""
     from evalwh import providers as registry
     from evalwh.engine.records import RowSink
     from evalwh.warehouse.store import Warehouse, new_run_id, utcnow
@@ -160,33 +261,39 @@ def execute(
 
     config, settings, plan = prepared.config, prepared.settings, prepared.plan
     warehouse = Warehouse(settings.warehouse)
-    cache = cache_lookup(warehouse, prepared.hashes) if use_cache else {}
-    run_id = new_run_id()
-    warehouse.create_run(
-        {
-            "run_id": run_id,
-            "label": label,
-            "suite": config.name,
-            "status": "running",
-            "config_path": str(config.path),
-            "config_hash": config.config_hash,
-            "dataset_hash": config.dataset_hash,
-            "git_commit": git_commit(config.root),
-            "config_snapshot": config.raw,
-            "filters": {**filters.to_dict(), "repeat": plan.repeats}
-            if filters.to_dict() or plan.repeats > 1
-            else None,
-            "n_planned": plan.size,
-            "started_at": utcnow(),
-            "heartbeat_at": utcnow(),
-            "evalwh_version": __version__,
-        }
-    )
+    if continue_run is not None:
+        run_id = continue_run
+        warehouse.reopen_run(run_id)
+    else:
+        run_id = new_run_id()
+        selection = filters.to_dict()
+        warehouse.create_run(
+            {
+                "run_id": run_id,
+                "label": label,
+                "suite": config.name,
+                "status": "running",
+                "config_path": str(config.path),
+                "config_hash": config.config_hash,
+                "dataset_hash": config.dataset_hash,
+                "git_commit": git_commit(config.root),
+                "config_snapshot": config.raw,
+                "filters": {**selection, "repeat": plan.repeats},
+                "n_planned": plan.size,
+                "started_at": utcnow(),
+                "heartbeat_at": utcnow(),
+                "evalwh_version": __version__,
+            }
+        )
     writer = RunWriter(
-        settings.warehouse, run_id, batch_size=settings.batch_size, refresh_cache=not use_cache
+        settings.warehouse,
+        run_id,
+        batch_size=settings.batch_size,
+        refresh_cache=not use_cache,
+        replace=replace_rows,
     )
     sink = RowSink(writer, run_id)
-    total = plan.size
+    total = len(prepared.hashes)
 
     def on_result(result: CellResult) -> None:
         sink(result)
@@ -202,6 +309,7 @@ def execute(
         concurrency=settings.concurrency,
         cache=cache,
         redact=redact,
+        attachments=prepared.config.root,
     )
 
     async def main() -> EngineStats:

@@ -15,6 +15,7 @@ from evalwh.prompts import CompiledVariant, Rendered
 
 # Model options that never reach a request's identity (they change how, not what, is asked).
 NON_IDENTITY_OPTIONS = frozenset({"headers", "api_key_env"})
+Cell = tuple[str, str, str, int]  # (variant, model, case_id, repeat)
 
 
 @dataclass(frozen=True)
@@ -36,18 +37,23 @@ class Plan:
     models: list[ModelSpec]
     cases: list[Case]
     repeats: int
-    skip: set[tuple[str, str, str, int]] = field(default_factory=set)  # finished cells (resume)
+    skip: set[Cell] = field(default_factory=set)  # cells already stored (resume)
+    only: set[Cell] | None = None  # when set, just these cells (retry errors)
 
     @property
     def size(self) -> int:
+        """The whole matrix, stored cells included."""
         return len(self.variants) * len(self.models) * len(self.cases) * self.repeats
+
+    def wanted(self, cell: Cell) -> bool:
+        return cell not in self.skip and (self.only is None or cell in self.only)
 
     def cells(self, model: ModelSpec) -> Iterator[tuple[CompiledVariant, Case, int]]:
         """One model's cells, case-major so a slow variant does not starve the others."""
         for case in self.cases:
             for variant in self.variants:
                 for repeat in range(self.repeats):
-                    if (variant.variant.id, model.id, case.id, repeat) not in self.skip:
+                    if self.wanted((variant.variant.id, model.id, case.id, repeat)):
                         yield variant, case, repeat
 
 
@@ -66,7 +72,14 @@ def _select(kind: str, items: Sequence[Any], wanted: Sequence[str], key: str = "
     return chosen
 
 
-def build_plan(config: EvalConfig, filters: Filters, repeats: int = 1) -> Plan:
+def build_plan(
+    config: EvalConfig,
+    filters: Filters,
+    repeats: int = 1,
+    *,
+    skip: set[Cell] | None = None,
+    only: set[Cell] | None = None,
+) -> Plan:
     if repeats < 1:
         raise UsageError("--repeat must be at least 1")
     return Plan(
@@ -77,6 +90,8 @@ def build_plan(config: EvalConfig, filters: Filters, repeats: int = 1) -> Plan:
         models=_select("model", config.models, filters.models),
         cases=_select("case", config.cases, filters.cases),
         repeats=repeats,
+        skip=skip or set(),
+        only=only,
     )
 
 
@@ -96,10 +111,12 @@ def model_identity(model: ModelSpec) -> str:
     )
 
 
-def request_hash(identity: str, messages: Rendered, repeat: int) -> str:
+def request_hash(identity: str, messages: Rendered, repeat: int, attachments: str = "") -> str:
+    """Content hash of a request: model identity, rendered messages, attached files' contents
+    (``attachments`` is their digest) and the repeat index. The cache and resume key on it."""
     body = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     h = hashlib.sha256(identity.encode())
     h.update(b"\x00")
     h.update(body.encode())
-    h.update(f"\x00{repeat}".encode())
+    h.update(f"\x00{attachments}\x00{repeat}".encode())
     return h.hexdigest()

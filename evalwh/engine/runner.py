@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
@@ -72,6 +73,7 @@ class Engine:
         concurrency: int,
         cache: Mapping[str, CachedAnswer] | None = None,
         redact: Callable[[str], str] = lambda s: s,
+        attachments: Path | None = None,
     ) -> None:
         self.plan = plan
         self.providers = providers
@@ -80,6 +82,7 @@ class Engine:
         self.concurrency = concurrency
         self.cache = cache or {}
         self.redact = redact
+        self.root = attachments or Path.cwd()
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
 
@@ -119,7 +122,7 @@ class Engine:
         repeat: int,
     ) -> CellResult:
         messages = variant.render(case)
-        key = request_hash(identity, messages, repeat)
+        key = request_hash(identity, messages, repeat, variant.attachment_digest(self.root))
         hit = self.cache.get(key)
         if hit is not None:
             self.stats.cache_hits += 1

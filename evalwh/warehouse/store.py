@@ -106,6 +106,40 @@ class Warehouse:
         with write_connection(self.path, wait_s=None) as con:
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(row.values()))
 
+    def reopen_run(self, run_id: str) -> None:
+        """Mark a stored run as running again, owned by this process (resume, retry errors)."""
+        with write_connection(self.path, wait_s=None) as con:
+            con.execute(
+                "UPDATE runs SET status = 'running', finished_at = NULL, heartbeat_at = now(), "
+                "host = ?, pid = ? WHERE run_id = ?",
+                [HOST, os.getpid(), run_id],
+            )
+
+    def cells(self, run_id: str, *, errors_only: bool = False) -> set[tuple[str, str, str, int]]:
+        """The (variant, model, case_id, repeat) cells stored for a run."""
+        table = self.query("run_cells", run_id=run_id, errors_only=errors_only)
+        cols = table.to_pydict()
+        return set(
+            zip(cols["variant"], cols["model"], cols["case_id"], cols["repeat"], strict=True)
+        )
+
+    def clear_cache(self, *, model: str | None = None, older_than_days: float | None = None) -> int:
+        """Delete response-cache entries (all, one model's, or older ones); returns how many."""
+        if not self.exists:
+            return 0
+        where, args = ["true"], []
+        if model is not None:
+            where.append("model = ?")
+            args.append(model)
+        if older_than_days is not None:
+            where.append("created_at < now() - to_microseconds(CAST(? * 86400e6 AS BIGINT))")
+            args.append(older_than_days)
+        with write_connection(self.path, wait_s=None) as con:
+            row = con.execute(
+                f"DELETE FROM response_cache WHERE {' AND '.join(where)} RETURNING 1", args
+            ).fetchall()
+        return len(row)
+
     def finish_run(self, run_id: str, status: str, totals: dict[str, Any] | None = None) -> None:
         with write_connection(self.path, wait_s=None) as con:
             con.execute(

@@ -122,6 +122,7 @@ class RunWriter:
         batch_size: int = 2000,
         flush_interval_s: float = 1.0,
         refresh_cache: bool = False,
+        replace: bool = False,
     ) -> None:
         self.path = path
         self.run_id = run_id
@@ -131,6 +132,7 @@ class RunWriter:
         self._scores = _Columns(SCORE_COLUMNS)
         self._cache = _Columns(CACHE_COLUMNS)
         self.refresh_cache = refresh_cache
+        self.replace = replace  # retrying errors: the new rows replace the stored ones
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
         self.rows_written = 0
@@ -167,6 +169,14 @@ class RunWriter:
         with self._lock, write_connection(self.path, wait_s=None) as con:
             con.execute("BEGIN TRANSACTION")
             try:
+                if cases is not None and self.replace:
+                    con.register("_evalwh_cases", cases)
+                    for table in ("scores", "cases"):
+                        con.execute(
+                            f"DELETE FROM {table} USING _evalwh_cases b WHERE {table}.run_id = b.run_id "
+                            f"AND {table}.variant = b.variant AND {table}.model = b.model "
+                            f"AND {table}.case_id = b.case_id AND {table}.repeat = b.repeat"
+                        )
                 if cases is not None:
                     con.register("_evalwh_cases", cases)
                     con.execute("INSERT INTO cases BY NAME SELECT * FROM _evalwh_cases")

@@ -1,0 +1,50 @@
+"""Token prices: a dated table shipped in the package, overridden per model by ``price:``.
+
+A paid provider (one whose class sets ``paid = True``) must know the price of every model it
+runs: from ``price:`` in eval.yaml, or from the table. An unknown price is a validation error,
+never a silent $0. Local models say ``price: 0``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from evalwh.config.model import ModelSpec, Price
+from evalwh.errors import ConfigError
+
+# Dated snapshots such as claude-3-5-sonnet-20241022 or gpt-4o-2024-08-06 price like their family.
+_DATE_SUFFIX = re.compile(r"(-\d{8}|-\d{4}-\d{2}-\d{2}|-latest)$")
+
+
+@cache
+def price_table() -> dict[str, Any]:
+    return json.loads(resources.files("evalwh").joinpath("prices.json").read_text("utf-8"))
+
+
+def table_price(provider: str, model: str) -> Price | None:
+    models = price_table()["providers"].get(provider, {})
+    # Exact names only (after a date suffix): a guess from a prefix could be a wrong price.
+    entry = models.get(model) or models.get(_DATE_SUFFIX.sub("", model))
+    return Price(float(entry[0]), float(entry[1])) if entry else None
+
+
+def price_for(spec: ModelSpec, *, paid: bool, file: str | None = None) -> Price | None:
+    """The price of a model, or None for a free provider with no price given."""
+    if spec.price is not None:
+        return spec.price
+    found = table_price(spec.provider, spec.model)
+    if found is None and paid:
+        table = price_table()
+        raise ConfigError(
+            f"no known price for {spec.provider} model '{spec.model}' "
+            f"(the shipped table, dated {table['as_of']}, does not list it)",
+            file=file,
+            where=spec.where,
+            fix="add `price: {input_per_mtok: ..., output_per_mtok: ...}` to the model, "
+            "or `price: 0` for a local model",
+        )
+    return found

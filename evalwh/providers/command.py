@@ -1,0 +1,189 @@
+"""The command provider (``provider: command``): any program is a model.
+
+::
+
+    - id: my-agent
+      provider: command
+      command: ["python", "agent.py", "--fast"]   # or a string, split like a shell would
+
+For each request the program is started (no shell), gets one JSON object on stdin::
+
+    {"model": ..., "messages": [...], "params": {...}, "case_id": ..., "variant": ..., "repeat": 0}
+
+and answers on stdout, either with a JSON object ``{"text": ..., "input_tokens": 12,
+"output_tokens": 3}`` (``"output"`` works as well as ``"text"``; the token counts are
+optional; ``{"error": "...", "retryable": true}`` reports a failure), or with plain text: the
+whole of stdout, trailing newlines removed. A non-zero exit is a non-retryable failure that
+quotes the end of stderr; running longer than ``timeout_s`` kills the program (and its
+children) and is a retryable timeout.
+
+The program runs in the current working directory, so a relative path such as
+``./agent.py`` resolves against where evalwh runs (a ModelSpec does not know its config's
+folder); a bare name is looked up on ``PATH``. It inherits the environment, API keys
+included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import signal
+from typing import Any
+
+from evalwh.config.model import ModelSpec
+from evalwh.errors import ConfigError
+from evalwh.providers.base import Completion, ProviderError, Request
+from evalwh.secrets import redact
+
+STDERR_TAIL = 500
+
+
+def _argv(command: Any) -> list[str]:
+    """The argument vector of a ``command`` option; ValueError if it is unusable."""
+    if isinstance(command, str):
+        argv = shlex.split(command, posix=os.name != "nt")
+    elif isinstance(command, (list, tuple)) and all(isinstance(a, str) for a in command):
+        argv = list(command)
+    else:
+        raise ValueError("command must be a string or a list of strings")
+    if not argv or not argv[0]:
+        raise ValueError("command is empty")
+    return argv
+
+
+class CommandProvider:
+    """Runs ``command`` once per request; see the module docstring."""
+
+    name = "command"
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.argv = _argv(spec.options.get("command"))
+
+    @classmethod
+    def check(cls, spec: ModelSpec, file: str | None = None) -> None:
+        command = spec.options.get("command")
+        if command is None:
+            raise ConfigError(
+                "provider 'command' needs a command",
+                file=file,
+                where=f"{spec.where}.command",
+                fix='add command: the program to run, e.g. command: "python my_model.py"',
+            )
+        try:
+            _argv(command)
+        except ValueError as exc:
+            raise ConfigError(
+                f"bad command: {exc}",
+                file=file,
+                where=f"{spec.where}.command",
+                fix='write the program and its arguments, e.g. "python my_model.py --flag" '
+                '(or a list: ["python", "my_model.py"])',
+            ) from None
+
+    def _payload(self, request: Request) -> bytes:
+        payload = {
+            "model": self.spec.model,
+            "messages": request.messages,
+            "params": request.params,
+            "case_id": request.case.id,
+            "variant": request.variant,
+            "repeat": request.repeat,
+        }
+        return json.dumps(payload, ensure_ascii=False).encode("utf-8")
+
+    def _fail(self, message: str, **kwargs: Any) -> ProviderError:
+        return ProviderError(redact(f"command: {message}"), **kwargs)
+
+    async def complete(self, request: Request) -> Completion:
+        posix = os.name == "posix"
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=posix,  # its own process group, so a kill reaches children
+            )
+        except FileNotFoundError:
+            raise self._fail(f"program not found: {self.argv[0]}", retryable=False) from None
+        except PermissionError:
+            raise self._fail(
+                f"program is not executable: {self.argv[0]}", retryable=False
+            ) from None
+        except OSError as exc:
+            raise self._fail(f"cannot start {self.argv[0]}: {exc}", retryable=False) from None
+        try:
+            stdout, stderr = await asyncio.wait_for(
+                proc.communicate(self._payload(request)), timeout=self.spec.timeout_s
+            )
+        except asyncio.TimeoutError:
+            await _kill(proc, posix)
+            raise self._fail(
+                f"{self.argv[0]} did not finish within {self.spec.timeout_s:g}s (killed)",
+                retryable=True,
+                kind="timeout",
+            ) from None
+        finally:
+            if proc.returncode is None:  # cancelled (or timed out): never leave it running
+                await _kill(proc, posix)
+        if proc.returncode != 0:
+            tail = stderr.decode("utf-8", errors="replace").strip()[-STDERR_TAIL:]
+            code = proc.returncode
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            raise self._fail(
+                f"{self.argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"),
+                retryable=False,
+                kind="exit",
+            )
+        return self._parse(stdout.decode("utf-8", errors="replace"))
+
+    def _parse(self, out: str) -> Completion:
+        stripped = out.strip()
+        if stripped.startswith("{"):
+            try:
+                data = json.loads(stripped)
+            except ValueError:
+                data = None
+            if isinstance(data, dict):
+                key = "text" if "text" in data else "output" if "output" in data else None
+                if key is not None:
+                    text = data[key]
+                    if not isinstance(text, str):
+                        raise self._fail(
+                            f'"{key}" must be a string, got {type(text).__name__}',
+                            retryable=False,
+                            kind="bad_response",
+                        )
+                    extra = data.get("extra")
+                    return Completion(
+                        text=text,
+                        input_tokens=_int_or_none(data.get("input_tokens")),
+                        output_tokens=_int_or_none(data.get("output_tokens")),
+                        extra=extra if isinstance(extra, dict) else {},
+                    )
+                if "error" in data:
+                    raise self._fail(
+                        str(data["error"]), retryable=bool(data.get("retryable", False))
+                    )
+        return Completion(text=out.rstrip("\r\n"))
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if posix:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    with contextlib.suppress(Exception):
+        await asyncio.shield(proc.wait())
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,385 @@
+"""Shared plumbing for providers that speak JSON over HTTP (httpx, no vendor SDKs).
+
+:class:`HttpProvider` owns one ``httpx.AsyncClient`` per provider instance, created on the
+first request (so validation and dry runs never open sockets or need keys) with a generous
+keep-alive pool. It resolves the API key through :mod:`evalwh.secrets`, posts the JSON body
+and turns every failure into a :class:`ProviderError`:
+
+=====================================  =========  ================  ===================
+failure                                retryable  kind              notes
+=====================================  =========  ================  ===================
+429                                    yes        ``rate_limit``    ``retry_after`` set
+408, 409, 5xx (and Anthropic's 529)    yes        ``server``        ``retry_after`` set
+401, 403                               no         ``auth``
+other 4xx (400, 404, 422, ...)         no         ``http``
+timeout (connect, read, write)         yes        ``timeout``
+refused / dropped / reset connection   yes        ``connection``
+2xx with a body that is not the API's  no         ``bad_response``  short excerpt
+missing API key                        no         ``auth``
+=====================================  =========  ================  ===================
+
+``retry_after`` comes from ``retry-after-ms`` when present, else ``Retry-After`` (seconds or
+an HTTP date). Every message names the provider and the status, carries the provider's own
+error message and goes through :func:`evalwh.secrets.redact`, so keys never leak into logs.
+
+Header values may reference secrets as ``${NAME}`` (resolved like API keys), so configs never
+need to hold a key: ``headers: {X-Api-Key: "${MY_GATEWAY_KEY}"}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import mimetypes
+import re
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from evalwh import __version__ as _evalwh_version
+from evalwh.config.model import ModelSpec
+from evalwh.errors import ConfigError
+from evalwh.providers.base import Completion, ProviderError, Request
+from evalwh.secrets import get_secret, key_shape, redact
+
+DEFAULT_MAX_CONNECTIONS = 100
+EXCERPT_CHARS = 200
+SECRET_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PARAM_KEYS = ("temperature", "max_tokens", "top_p", "stop", "system", "extra")
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A short, single-line, redacted excerpt of a response body."""
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        flat = flat[:limit] + "..."
+    return redact(flat) if flat else "(empty body)"
+
+
+def parse_retry_after(headers: httpx.Headers | dict[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lower.get("retry-after-ms")
+    if raw_ms:
+        try:
+            value = float(raw_ms) / 1000
+            if value >= 0:
+                return value
+        except ValueError:
+            pass
+    raw = lower.get("retry-after")
+    if not raw:
+        return None
+    raw = raw.strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    from datetime import datetime, timezone
+
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def stop_list(stop: Any) -> list[str]:
+    if stop is None:
+        return []
+    return [stop] if isinstance(stop, str) else [str(s) for s in stop]
+
+
+def unsupported_part(provider: str, part: dict[str, Any]) -> ProviderError:
+    return ProviderError(
+        f"{provider}: the {provider} provider does not support '{part.get('type')}' message "
+        "parts yet (text and image are supported)",
+        retryable=False,
+        kind="unsupported",
+    )
+
+
+def image_source(provider: str, part: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """``("url", url, None)`` or ``("base64", data, media_type)`` for an image part.
+
+    A ``path`` is read relative to the current directory.
+    """
+    if part.get("url"):
+        return "url", str(part["url"]), part.get("media_type")
+    path = part.get("path")
+    if not path:
+        raise ProviderError(
+            f"{provider}: an image part needs a 'url' or a 'path'",
+            retryable=False,
+            kind="unsupported",
+        )
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ProviderError(
+            f"{provider}: cannot read image {path}: {exc.strerror or exc}",
+            retryable=False,
+            kind="unsupported",
+        ) from None
+    media_type = part.get("media_type") or mimetypes.guess_type(str(path))[0]
+    if not media_type or not media_type.startswith("image/"):
+        raise ProviderError(
+            f"{provider}: cannot tell the image type of {path}; set media_type (e.g. image/png)",
+            retryable=False,
+            kind="unsupported",
+        )
+    return "base64", base64.b64encode(data).decode("ascii"), media_type
+
+
+class HttpProvider:
+    """Base class: subclasses set the class attributes and implement the wire format."""
+
+    name = "http"
+    default_base_url: str | None = None
+    default_key_env: str | None = None  # env var / secrets-file key holding the API key
+    endpoint = ""  # appended to the base URL
+    # Paid: every model needs a known price (the shipped table or `price:`; `price: 0` for a
+    # local server), so a run never reports a silent $0.
+    paid = True
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        base = spec.options.get("base_url") or self.default_base_url or ""
+        self.url = str(base).rstrip("/") + self.endpoint
+        self.key_env: str | None = spec.options.get("api_key_env") or self.default_key_env
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._headers: dict[str, str] | None = None
+        self._secrets: list[str] = []
+
+    # ---- validation -------------------------------------------------------------------------
+
+    @classmethod
+    def check(cls, spec: ModelSpec, file: str | None = None) -> None:
+        """Raise ConfigError for a bad model entry. Never needs a key or the network."""
+        opts = spec.options
+        base_url = opts.get("base_url")
+        if base_url is None and cls.default_base_url is None:
+            raise ConfigError(
+                f"provider '{spec.provider}' needs a base_url",
+                file=file,
+                where=f"{spec.where}.base_url",
+                fix="add base_url: the server's API root, e.g. http://localhost:8000/v1",
+            )
+        if base_url is not None and not re.match(r"^https?://[^/\s]+", str(base_url)):
+            raise ConfigError(
+                f"base_url {base_url!r} is not an http(s) URL",
+                file=file,
+                where=f"{spec.where}.base_url",
+                fix="write the full URL, e.g. http://localhost:8000/v1",
+            )
+        headers = opts.get("headers")
+        if headers is not None:
+            if not isinstance(headers, dict):
+                raise ConfigError(
+                    "headers must be a mapping of header name to value",
+                    file=file,
+                    where=f"{spec.where}.headers",
+                    fix="write headers: {X-Header: value}",
+                )
+            for key, value in headers.items():
+                if not isinstance(value, str):
+                    raise ConfigError(
+                        "header values must be strings",
+                        file=file,
+                        where=f"{spec.where}.headers.{key}",
+                        fix="quote the value",
+                    )
+                shape = key_shape(value)
+                if shape is not None and not SECRET_REF.search(value):
+                    raise ConfigError(
+                        f"this header holds what looks like a {shape} API key",
+                        file=file,
+                        where=f"{spec.where}.headers.{key}",
+                        fix='never put keys in a config: reference one as "${NAME}" and set NAME '
+                        "in the environment or .evalwh.secrets.yaml",
+                    )
+        extra = spec.params.get("extra")
+        if extra is not None and not isinstance(extra, dict):
+            raise ConfigError(
+                "params.extra must be a mapping",
+                file=file,
+                where=f"{spec.where}.params.extra",
+                fix="write extra: {field: value}",
+            )
+
+    # ---- wire format (subclasses) -----------------------------------------------------------
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def base_headers(self) -> dict[str, str]:
+        return {}
+
+    def build_body(self, request: Request) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse_body(self, data: Any) -> Completion:
+        """Turn a 2xx JSON body into a Completion; raise KeyError/TypeError/ValueError if malformed."""
+        raise NotImplementedError
+
+    def error_detail(self, data: Any) -> str | None:
+        """The provider's own error message from an error body, if it has one."""
+        if isinstance(data, dict):
+            err = data.get("error")
+            if isinstance(err, dict):
+                kind, message = err.get("type") or err.get("code"), err.get("message")
+                if message:
+                    return f"{kind}: {message}" if kind else str(message)
+            elif isinstance(err, str) and err:
+                return err
+            for key in ("message", "detail"):
+                if data.get(key):
+                    value = data[key]
+                    return value if isinstance(value, str) else json.dumps(value)[:EXCERPT_CHARS]
+        return None
+
+    # ---- plumbing ---------------------------------------------------------------------------
+
+    def _fail(self, message: str, **kwargs: Any) -> ProviderError:
+        return ProviderError(redact(f"{self.name}: {message}", self._secrets), **kwargs)
+
+    def _missing_secret(self, name: str) -> ProviderError:
+        return ProviderError(
+            f"{self.name}: {name} is not set; export it or put it in .evalwh.secrets.yaml",
+            retryable=False,
+            kind="auth",
+        )
+
+    def _secret(self, name: str) -> str:
+        try:
+            value = get_secret(name)
+        except ConfigError as exc:
+            raise ProviderError(f"{self.name}: {exc}", retryable=False, kind="auth") from None
+        if not value:
+            raise self._missing_secret(name)
+        self._secrets.append(value)
+        return value
+
+    def _resolve_headers(self) -> dict[str, str]:
+        headers = {"user-agent": f"evalwh/{_evalwh_version}", **self.base_headers()}
+        if self.key_env:
+            headers.update(self.auth_headers(self._secret(self.key_env)))
+        for key, value in (self.spec.options.get("headers") or {}).items():
+            headers[str(key)] = SECRET_REF.sub(lambda m: self._secret(m.group(1)), str(value))
+        return headers
+
+    def _client_for_loop(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            # A client is bound to the event loop it first ran in; a new loop needs a new one.
+            size = max(DEFAULT_MAX_CONNECTIONS, self.spec.max_concurrency or 0)
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.spec.timeout_s, pool=None),
+                limits=httpx.Limits(
+                    max_connections=size, max_keepalive_connections=size, keepalive_expiry=30.0
+                ),
+                follow_redirects=False,
+            )
+            self._loop = loop
+        return self._client
+
+    async def post_json(self, body: dict[str, Any]) -> Any:
+        """POST ``body``; the parsed JSON of a 2xx answer, or a ProviderError."""
+        if self._headers is None:
+            self._headers = self._resolve_headers()
+        client = self._client_for_loop()
+        try:
+            response = await client.post(self.url, json=body, headers=self._headers)
+        except httpx.TimeoutException as exc:
+            raise self._fail(
+                f"request timed out after {self.spec.timeout_s:g}s ({type(exc).__name__})",
+                retryable=True,
+                kind="timeout",
+            ) from None
+        except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+            raise self._fail(
+                f"connection failed ({type(exc).__name__}: {exc or 'no detail'})",
+                retryable=True,
+                kind="connection",
+            ) from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._fail(
+                f"request failed ({type(exc).__name__}: {exc})", retryable=False, kind="http"
+            ) from None
+        text = response.text
+        status = response.status_code
+        if not 200 <= status < 300:
+            raise self._status_error(response, text)
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise self._fail(
+                f"HTTP {status} with a body that is not JSON: {excerpt(text)}",
+                retryable=False,
+                kind="bad_response",
+                status=status,
+            ) from None
+
+    def _status_error(self, response: httpx.Response, text: str) -> ProviderError:
+        status = response.status_code
+        try:
+            detail = self.error_detail(json.loads(text))
+        except ValueError:
+            detail = None
+        detail = detail or excerpt(text)
+        if len(detail) > 1000:
+            detail = detail[:1000] + "..."
+        if status == 429:
+            retryable, kind = True, "rate_limit"
+        elif status in (408, 409) or status >= 500:
+            retryable, kind = True, "server"
+        elif status in (401, 403):
+            retryable, kind = False, "auth"
+        else:
+            retryable, kind = False, "http"
+        hint = ""
+        if kind == "auth" and self.key_env:
+            hint = f" (check {self.key_env})"
+        return self._fail(
+            f"HTTP {status}{hint}: {detail}",
+            retryable=retryable,
+            retry_after=parse_retry_after(response.headers) if retryable else None,
+            status=status,
+            kind=kind,
+        )
+
+    async def complete(self, request: Request) -> Completion:
+        body = self.build_body(request)
+        data = await self.post_json(body)
+        try:
+            return self.parse_body(data)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raw = json.dumps(data, ensure_ascii=False) if not isinstance(data, str) else data
+            raise self._fail(
+                f"unexpected response ({type(exc).__name__}: {exc}): {excerpt(raw)}",
+                retryable=False,
+                kind="bad_response",
+                status=200,
+            ) from None
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.aclose()
+        self._loop = None
+
+
+def merge_extra(body: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Shallow-merge ``params.extra`` into the body (provider-specific pass-through)."""
+    extra = params.get("extra")
+    if isinstance(extra, dict):
+        body.update(extra)
+    return body

@@ -1,0 +1,102 @@
+"""OpenAI Chat Completions providers, over plain httpx.
+
+``provider: openai`` posts to ``{base_url}/chat/completions`` (default base URL
+``https://api.openai.com/v1``) with ``Authorization: Bearer $OPENAI_API_KEY`` (or the
+secret named by ``api_key_env``) and sends ``max_tokens`` as ``max_completion_tokens``,
+the field every current OpenAI model accepts.
+
+``provider: openai-compatible`` is the same wire format for other servers (vLLM, llama.cpp,
+Ollama, LM Studio, gateways): ``base_url`` is required, the key is optional (only sent when
+``api_key_env`` names one) and ``max_tokens`` is sent as ``max_tokens``.
+
+``params.system`` replaces the system messages; ``stop`` goes as given; ``params.extra`` is
+merged into the body as-is. Text-only messages are sent as plain strings; messages with
+images as content arrays (image ``url``, or ``path`` sent as a base64 data URL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalwh.providers.base import Completion, Request, message_text
+from evalwh.providers.http import HttpProvider, image_source, merge_extra, unsupported_part
+
+
+class OpenAIProvider(HttpProvider):
+    name = "openai"
+    default_base_url: str | None = "https://api.openai.com/v1"
+    default_key_env: str | None = "OPENAI_API_KEY"
+    endpoint = "/chat/completions"
+    max_tokens_field = "max_completion_tokens"
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
+
+    def _content(self, message: dict[str, Any]) -> str | list[dict[str, Any]]:
+        parts = message["content"]
+        if all(p.get("type") == "text" for p in parts):
+            return message_text(message)
+        out: list[dict[str, Any]] = []
+        for part in parts:
+            kind = part.get("type")
+            if kind == "text":
+                out.append({"type": "text", "text": part.get("text") or ""})
+            elif kind == "image":
+                how, value, media_type = image_source(self.name, part)
+                url = value if how == "url" else f"data:{media_type};base64,{value}"
+                out.append({"type": "image_url", "image_url": {"url": url}})
+            else:
+                raise unsupported_part(self.name, part)
+        return out
+
+    def build_body(self, request: Request) -> dict[str, Any]:
+        params = request.params
+        system = params.get("system")
+        messages: list[dict[str, Any]] = []
+        if system is not None:
+            messages.append({"role": "system", "content": system})
+        for message in request.messages:
+            if message["role"] == "system" and system is not None:
+                continue  # replaced by params.system
+            messages.append({"role": message["role"], "content": self._content(message)})
+        body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        if params.get("max_tokens") is not None:
+            body[self.max_tokens_field] = int(params["max_tokens"])
+        for key in ("temperature", "top_p", "stop"):
+            if params.get(key) is not None:
+                body[key] = params[key]
+        return merge_extra(body, params)
+
+    def parse_body(self, data: Any) -> Completion:
+        choice = data["choices"][0]
+        message = choice["message"]
+        content = message["content"]
+        extra: dict[str, Any] = {}
+        if content is None:
+            content = ""
+            if message.get("refusal"):
+                extra["refusal"] = message["refusal"]
+        elif isinstance(content, list):  # some compatible servers answer with parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        elif not isinstance(content, str):
+            raise TypeError("'content' is not a string")
+        if choice.get("finish_reason") is not None:
+            extra["finish_reason"] = choice["finish_reason"]
+        usage = data.get("usage") or {}
+        return Completion(
+            text=content,
+            input_tokens=_int_or_none(usage.get("prompt_tokens")),
+            output_tokens=_int_or_none(usage.get("completion_tokens")),
+            extra=extra,
+        )
+
+
+class OpenAICompatibleProvider(OpenAIProvider):
+    name = "openai-compatible"
+    default_base_url = None  # required: check() insists on base_url
+    default_key_env = None  # optional: local servers need none
+    max_tokens_field = "max_tokens"
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

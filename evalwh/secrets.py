@@ -1,0 +1,157 @@
+"""API keys and other secrets: where they are looked up, and how they are kept out of output.
+
+Lookup order for :func:`get_secret`, first hit wins:
+
+1. the environment (``ANTHROPIC_API_KEY=... evalwh run``);
+2. ``.evalwh.secrets.yaml`` in the current directory;
+3. ``secrets.yaml`` in the user config folder (``$EVALWH_CONFIG_DIR``, else
+   ``$XDG_CONFIG_HOME/evalwh``, else ``~/.config/evalwh``).
+
+Both files are flat YAML mappings, ``NAME: value``. Keep them out of version control.
+
+Every value that was looked up or loaded, and every environment variable whose name ends in
+``_API_KEY``, ``_TOKEN`` or ``_SECRET``, is a *known secret*: :func:`redact` replaces known
+secrets, and anything shaped like a well-known API key (:data:`KEY_PATTERNS`), with ``***``.
+Providers pass every error message through it. :func:`find_key_shaped` finds key-shaped
+strings in a config, so configs that hold secrets can be refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evalwh.errors import ConfigError
+
+PROJECT_SECRETS_FILE = ".evalwh.secrets.yaml"
+USER_SECRETS_FILE = "secrets.yaml"
+SECRET_NAME_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
+MIN_SECRET_LENGTH = 8
+MASK = "***"
+
+# A key must not be glued to other key characters on its left ("task-..." is no "sk-...").
+_START = r"(?<![A-Za-z0-9_\-])"
+
+#: Name -> regex for strings shaped like well-known API keys. Order matters: the first
+#: pattern that matches names the key (Anthropic's ``sk-ant-`` before OpenAI's ``sk-``).
+KEY_PATTERNS: dict[str, re.Pattern[str]] = {
+    "anthropic": re.compile(_START + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+    "openai": re.compile(_START + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    "google": re.compile(_START + r"AIza[0-9A-Za-z_\-]{35}"),
+    "aws": re.compile(_START + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
+    "github": re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+    "huggingface": re.compile(_START + r"hf_[A-Za-z0-9]{30,}"),
+    "slack": re.compile(_START + r"xox[baprs]-[A-Za-z0-9\-]{10,}"),
+}
+
+_lock = threading.Lock()
+_loaded: set[str] = set()  # values handed out by get_secret or read from a secrets file
+
+
+def _remember(values: Any) -> None:
+    with _lock:
+        for value in values:
+            if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+                _loaded.add(value)
+
+
+def secret_files(
+    *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None
+) -> list[Path]:
+    """The secrets files, in lookup order (whether or not they exist)."""
+    from evalwh.config.settings import user_config_dir
+
+    here = Path.cwd() if cwd is None else Path(cwd)
+    return [here / PROJECT_SECRETS_FILE, user_config_dir(env) / USER_SECRETS_FILE]
+
+
+def _read_file(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    from evalwh.config.yamlpos import load_yaml
+
+    data, _node = load_yaml(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "a secrets file must be a mapping of NAME: value",
+            file=str(path),
+            fix="write one line per secret, like `ANTHROPIC_API_KEY: sk-ant-...`",
+        )
+    out = {str(k): str(v) for k, v in data.items() if v is not None}
+    _remember(out.values())
+    return out
+
+
+def get_secret(
+    name: str, *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None
+) -> str | None:
+    """The value of secret ``name``: environment, then the project file, then the user file.
+
+    Empty values count as unset. Returns None when no source has it.
+    """
+    env = os.environ if env is None else env
+    value = env.get(name)
+    if value:
+        _remember([value])
+        return value
+    for path in secret_files(env=env, cwd=cwd):
+        value = _read_file(path).get(name)
+        if value:
+            return value
+    return None
+
+
+def known_secret_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """Secrets to hide: loaded values and secret-named environment variables, longest first."""
+    env = os.environ if env is None else env
+    with _lock:
+        values = set(_loaded)
+    for name, value in env.items():
+        if name.upper().endswith(SECRET_NAME_SUFFIXES) and len(value) >= MIN_SECRET_LENGTH:
+            values.add(value)
+    return sorted(values, key=lambda v: (-len(v), v))
+
+
+def redact(text: str, extra: list[str] | tuple[str, ...] = ()) -> str:
+    """``text`` with known secrets, the ``extra`` values and key-shaped strings replaced by ***."""
+    if not isinstance(text, str):
+        text = str(text)
+    for value in [*extra, *known_secret_values()]:
+        if value and len(value) >= MIN_SECRET_LENGTH and value in text:
+            text = text.replace(value, MASK)
+    for pattern in KEY_PATTERNS.values():
+        text = pattern.sub(MASK, text)
+    return text
+
+
+def key_shape(value: str) -> str | None:
+    """The name of the first key pattern ``value`` contains, or None."""
+    for name, pattern in KEY_PATTERNS.items():
+        if pattern.search(value):
+            return name
+    return None
+
+
+def find_key_shaped(data: Any, path: str = "") -> list[tuple[str, str]]:
+    """(path, pattern name) for every string in a nested config that looks like an API key.
+
+    Paths read like ``models[0].headers.Authorization``.
+    """
+    found: list[tuple[str, str]] = []
+    if isinstance(data, str):
+        name = key_shape(data)
+        if name is not None:
+            found.append((path, name))
+    elif isinstance(data, Mapping):
+        for key, value in data.items():
+            found.extend(find_key_shaped(value, f"{path}.{key}" if path else str(key)))
+    elif isinstance(data, (list, tuple)):
+        for i, value in enumerate(data):
+            found.extend(find_key_shaped(value, f"{path}[{i}]"))
+    return found
