@@ -79,6 +79,7 @@ class RunResult:
     exports: str | None
     totals: dict[str, Any]
     summary: list[dict[str, Any]]
+    errors: list[dict[str, Any]]
     gate: list[dict[str, Any]]
     stats: dict[str, int] = field(default_factory=dict)
     estimate: dict[str, Any] | None = None
@@ -315,6 +316,7 @@ def run_eval(
     )
     totals = warehouse.query("run_totals", run_id=outcome.run_id).to_pylist()[0]
     summary = warehouse.query("summary", run_id=outcome.run_id).to_pylist()
+    errors = warehouse.query("errors", run_id=outcome.run_id).to_pylist()
     gate = warehouse.query(
         "gate", run_id=outcome.run_id, rules=rules_json(cfg.thresholds)
     ).to_pylist()
@@ -327,6 +329,7 @@ def run_eval(
         exports=exports,
         totals=totals,
         summary=summary,
+        errors=errors,
         gate=gate,
         stats={
             "requests": stats.requests,
@@ -421,6 +424,7 @@ class WarehouseView:
             "totals": self.query("run_totals", run_id=run_id).to_pylist()[0],
             "summary": self.query("summary", run_id=run_id).to_pylist(),
             "criteria": self.query("criteria", run_id=run_id).to_pylist(),
+            "errors": self.query("errors", run_id=run_id).to_pylist(),
             "gate": self.query("gate", run_id=run_id, rules=rules_json(thresholds)).to_pylist(),
             "cases": cases if (failures or case_id is not None) else [],
         }

@@ -79,6 +79,19 @@ def totals_line(t: dict[str, Any]) -> str:
     )
 
 
+def print_errors(groups: list[dict[str, Any]]) -> None:
+    """Failed requests grouped by message, so a permanent failure is named, not just counted."""
+    if not groups:
+        return
+    total = sum(g["n"] for g in groups)
+    out().print(Text(f"errors: {total} case(s) failed to get an answer", style="bold red"))
+    for g in groups[:10]:
+        examples = ", ".join(g["examples"][:3]) + (" …" if g["n"] > 3 else "")
+        out().print(f"  {g['n']} case(s): {clip(g['error'], 200)}  ({examples})", markup=False)
+    if len(groups) > 10:
+        out().print(f"  … and {len(groups) - 10} more kinds of error", markup=False)
+
+
 def estimate_line(e: dict[str, Any]) -> str:
     """The cost estimate printed before a run (and by --dry-run)."""
     cached = f" ({e['cached']} of {e['cells']} from the cache)" if e["cached"] else ""

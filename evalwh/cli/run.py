@@ -141,6 +141,7 @@ def run(
         out().print(render.totals_line(result.totals))
         if result.stats.get("retries"):
             note(f"{result.stats['retries']} transient failure(s) retried")
+        render.print_errors(result.errors)
         render.print_gate(result.gate)
         note(
             f"warehouse: {result.warehouse}"

@@ -74,6 +74,7 @@ def show(
     out().print(render.totals_line(data["totals"]))
     if data["criteria"]:
         out().print(render.criteria_table(data["criteria"]))
+    render.print_errors(data["errors"])
     render.print_gate(data["gate"])
     for c in data["cases"]:
         render.case_block(c, full=case is not None)

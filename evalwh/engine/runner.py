@@ -185,8 +185,10 @@ class Engine:
     ) -> CellResult:
         if answer is None:
             assert error is not None
-            status = f"HTTP {error.status}: " if error.status else ""
-            text = self.redact(f"{status}{error}")
+            message = str(error)
+            if error.status and str(error.status) not in message:
+                message = f"HTTP {error.status}: {message}"
+            text = self.redact(message)
             return CellResult(
                 variant.variant.id,
                 model,
