@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
+    from evalwh.analysis.compare import Comparison
+    from evalwh.analysis.exports import Export
+    from evalwh.analysis.gate import GateResult
     from evalwh.engine.execute import Progress
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "init_project",
     "load_config",
     "open_warehouse",
+    "render_prompt",
     "run_eval",
     "settings_for",
     "validate",
@@ -83,6 +87,7 @@ class RunResult:
     gate: list[dict[str, Any]]
     stats: dict[str, int] = field(default_factory=dict)
     estimate: dict[str, Any] | None = None
+    pairwise: dict[str, Any] | None = None  # calibration first, then win rates (judges only)
 
     @property
     def gate_passed(self) -> bool:
@@ -261,6 +266,7 @@ def run_eval(
     max_cost: float | None = None,
     resume: str | None = None,
     retry_errors: str | None = None,
+    baseline: str | None = None,
     output_dir: str | Path | None = None,
     progress: Progress | None = None,
     on_estimate: Callable[[Any], None] | None = None,
@@ -271,11 +277,13 @@ def run_eval(
     samples every cell N times. ``resume`` continues a killed run without repeating a stored
     cell; ``retry_errors`` re-runs only a run's errored cells. Raises ConfigError (exit code 2)
     before anything is written when the config is bad, CostRefusedError (exit code 4) when the
-    estimate exceeds ``max_cost`` (default: settings ``max_cost_usd``).
+    estimate exceeds ``max_cost`` (default: settings ``max_cost_usd``). ``baseline`` (a run
+    reference) is what the regression thresholds compare with, instead of the pinned one.
     """
+    from evalwh.analysis.gate import judge, log_notes
+    from evalwh.analysis.judging import report as judging_report
     from evalwh.engine.execute import execute
     from evalwh.engine.plan import Filters
-    from evalwh.gate import rules_json
     from evalwh.secrets import redact
     from evalwh.warehouse.store import Warehouse
 
@@ -293,6 +301,7 @@ def run_eval(
         retry_errors=retry_errors,
     )
     cfg, settings = planned.config, planned.settings
+    baseline_id = Warehouse(settings.warehouse).resolve(baseline) if baseline else None
     _check_cost(planned.estimate, max_cost if max_cost is not None else settings.max_cost_usd)
     if on_estimate is not None:
         on_estimate(planned.estimate)
@@ -317,9 +326,12 @@ def run_eval(
     totals = warehouse.query("run_totals", run_id=outcome.run_id).to_pylist()[0]
     summary = warehouse.query("summary", run_id=outcome.run_id).to_pylist()
     errors = warehouse.query("errors", run_id=outcome.run_id).to_pylist()
-    gate = warehouse.query(
-        "gate", run_id=outcome.run_id, rules=rules_json(cfg.thresholds)
-    ).to_pylist()
+    judged = judge(warehouse, outcome.run_id, cfg.raw, baseline=baseline_id)
+    log_notes(judged)
+    pairwise = (
+        judging_report(warehouse, outcome.run_id, cfg.raw) if cfg.pairwise or cfg.judges else None
+    )
+    gate = judged.rules
     stats = outcome.stats
     return RunResult(
         run_id=outcome.run_id,
@@ -331,6 +343,7 @@ def run_eval(
         summary=summary,
         errors=errors,
         gate=gate,
+        pairwise=pairwise,
         stats={
             "requests": stats.requests,
             "cache_hits": stats.cache_hits,
@@ -415,19 +428,117 @@ class WarehouseView:
         ).to_pylist()
         if case_id is not None and not cases:
             raise UsageError(f"run {run_id} has no case '{case_id}'")
-        from evalwh.gate import rules_json
-
         snapshot = run.get("config_snapshot")
-        thresholds = (_json(snapshot) or {}).get("thresholds") or {}
         return {
             "run": {k: v for k, v in run.items() if k not in ("config_snapshot",)},
             "totals": self.query("run_totals", run_id=run_id).to_pylist()[0],
             "summary": self.query("summary", run_id=run_id).to_pylist(),
             "criteria": self.query("criteria", run_id=run_id).to_pylist(),
             "errors": self.query("errors", run_id=run_id).to_pylist(),
-            "gate": self.query("gate", run_id=run_id, rules=rules_json(thresholds)).to_pylist(),
+            "gate": self.gate(run_id).rules,
             "cases": cases if (failures or case_id is not None) else [],
+            "pairwise": self.judging(run_id) if _uses_judges(_json(snapshot) or {}) else None,
         }
+
+    def judging(self, ref: str, *, by: str | None = None) -> dict[str, Any]:
+        """Judge calibration (kappa, confusion matrix, agreement) first, then pairwise win rates
+        with flip rates and the UNCALIBRATED flags; pointwise calibration of llm-judge criteria."""
+        from evalwh.analysis.judging import report
+
+        return report(self.store, self.resolve(ref), by=by)
+
+    # -- analysis: compare, slices, repeats, baselines, gate, exports (evalwh/analysis) ----
+    def compare(
+        self,
+        a: str,
+        b: str = "latest",
+        *,
+        by: str | Sequence[str] | None = None,
+        cluster: str | None = None,
+        movers: int | None = 20,
+    ) -> Comparison:
+        """Run ``b`` minus run ``a``, paired on (variant, model, case_id, repeat): deltas with
+        standard errors and 95% intervals per run, cell, criterion and slice, and the cases
+        that moved. ``by`` combines metadata keys into one slice dimension (default: each key
+        on its own); ``cluster`` overrides the runs' ``analysis.cluster``."""
+        from evalwh.analysis.compare import compare
+        from evalwh.analysis.runinfo import split_keys
+
+        return compare(self.store, a, b, by=split_keys(by), cluster=cluster, movers=movers)
+
+    def slice(self, ref: str = "latest", by: str | Sequence[str] = ()) -> pl.DataFrame:
+        """The run cut by metadata keys: n and pass rate (Wilson) per slice and per cell."""
+        import polars as pl
+
+        from evalwh.analysis.runinfo import split_keys
+        from evalwh.analysis.slices import slice_run
+
+        return pl.from_arrow(slice_run(self.store, self.resolve(ref), split_keys(by)))  # type: ignore[return-value]
+
+    def repeats(self, ref: str = "latest") -> pl.DataFrame:
+        """pass@k and pass^k per cell (and overall) for k = 1..repeats, with flaky counts."""
+        import polars as pl
+
+        from evalwh.analysis.repeats import repeat_stats
+
+        return pl.from_arrow(repeat_stats(self.store, self.resolve(ref)))  # type: ignore[return-value]
+
+    def flaky(self, ref: str = "latest") -> pl.DataFrame:
+        """The cases whose repeats disagree on pass, least stable first."""
+        import polars as pl
+
+        from evalwh.analysis.repeats import flaky_cases
+
+        return pl.from_arrow(flaky_cases(self.store, self.resolve(ref)))  # type: ignore[return-value]
+
+    def gate(self, ref: str = "latest", *, baseline: str | None = None) -> GateResult:
+        """Judge a stored run by the thresholds it was run with, absolute and regression
+        (versus ``baseline``, else the pinned baseline)."""
+        from evalwh.analysis.gate import judge
+
+        return judge(self.store, self.resolve(ref), baseline=baseline)
+
+    def set_baseline(self, ref: str, name: str = "baseline") -> dict[str, Any]:
+        """Pin ``name`` (default ``baseline``) to a run; the name then works as a reference."""
+        from evalwh.analysis.baselines import set_baseline
+
+        return set_baseline(self.store, ref, name)
+
+    def baselines(self) -> list[dict[str, Any]]:
+        from evalwh.analysis.baselines import list_baselines
+
+        return list_baselines(self.store)
+
+    def remove_baseline(self, name: str) -> dict[str, Any]:
+        from evalwh.analysis.baselines import remove_baseline
+
+        return remove_baseline(self.store, name)
+
+    def export(
+        self,
+        ref: str,
+        format: str,
+        *,
+        out: str | Path | None = None,
+        baseline: str | None = None,
+    ) -> Export:
+        """Export a stored run as json, csv, md, parquet or junit (nothing is re-run)."""
+        from evalwh.analysis.exports import export_run
+
+        return export_run(self.store, ref, format, out=out, baseline=baseline)
+
+    def read_sql(self, text: str, *, limit: int | None = None) -> tuple[pa.Table, bool]:
+        """One read-only query (SELECT, WITH, DESCRIBE, SHOW ...; writes, ATTACH, COPY, SET
+        and file access are refused). Returns at most ``limit`` rows and whether more were
+        left."""
+        from evalwh.analysis.readonly import run_readonly
+
+        self.store._require()
+        return run_readonly(self.path, text, limit=limit)
+
+
+def _uses_judges(config: dict[str, Any]) -> bool:
+    return bool(config.get("pairwise") or config.get("judges"))
 
 
 def _json(value: Any) -> Any:
@@ -439,6 +550,20 @@ def _json(value: Any) -> Any:
         except ValueError:
             return None
     return value
+
+
+def calibrate(
+    config: str | Path,
+    *,
+    judges: Sequence[str] = (),
+    output_dir: str | Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run every judge (or the given ones) over the labelled cases; rank them by agreement
+    with the human labels (Cohen's kappa, then raw agreement, then flip rate)."""
+    from evalwh.analysis.calibrate import calibrate as run
+
+    return run(config, judges=judges, output_dir=output_dir, progress=progress)
 
 
 CACHE_KEY = (
@@ -501,3 +626,28 @@ def default_config_path(explicit: str | Path | None) -> Path:
 
 
 ProgressCallback = Callable[[int, int, Any], None]
+
+
+def render_prompt(config: str | Path | EvalConfig, variant: str, case_id: str) -> dict[str, Any]:
+    """The messages one variant renders for one case, exactly as a run would send them; no
+    model is called and nothing is written."""
+    from evalwh.prompts import CompiledVariant
+
+    cfg = _config(config)
+    chosen = next((v for v in cfg.variants if v.id == variant), None)
+    if chosen is None:
+        known = ", ".join(v.id for v in cfg.variants)
+        raise UsageError(f"no variant '{variant}' in {cfg.path} (known: {known})")
+    case = next((c for c in cfg.cases if c.id == case_id), None)
+    if case is None:
+        known = ", ".join(c.id for c in cfg.cases[:20]) + (", ..." if len(cfg.cases) > 20 else "")
+        raise UsageError(f"no case '{case_id}' in {cfg.path} (known: {known})")
+    return {
+        "config": str(cfg.path),
+        "variant": variant,
+        "case_id": case_id,
+        "messages": CompiledVariant(chosen).render(case),
+        "vars": case.vars,
+        "expected": case.expected,
+        "metadata": case.metadata,
+    }

@@ -104,6 +104,7 @@ def inline_case(raw: dict[str, Any], source: str) -> Case:
         metadata=dict(raw.get("metadata") or {}),
         human_label=raw.get("human_label"),
         source=source,
+        check=raw.get("check"),
     )
 
 
@@ -189,6 +190,7 @@ def dataset_rows(cases: list[Case]) -> list[dict[str, Any]]:
             "expected": c.expected,
             "metadata": c.metadata,
             "human_label": c.human_label,
+            "check": c.check,
         }
         for c in cases
     ]

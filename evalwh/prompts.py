@@ -27,19 +27,73 @@ from evalwh.errors import ConfigError
 Rendered = list[dict[str, Any]]
 
 
+class Template(jinja2.Template):
+    """A Jinja2 template that renders plain substitutions without Jinja's runtime.
+
+    A template made only of literal text and ``{{ name }}`` expressions (the common prompt
+    shape) keeps a *plan*: literal pieces and variable names. Rendering it with a dict that
+    holds every name joins the pieces, each value through ``str()``, which is exactly what
+    Jinja's compiled code yields for such a template (no autoescape, no finalize). Anything
+    else (a missing name, a global, keyword arguments, a template with filters, tags or
+    attribute access) takes Jinja's own path, so errors and semantics stay Jinja's.
+    """
+
+    _plan: tuple[tuple[bool, str], ...] | None = None
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        plan = self._plan
+        if plan is not None and not kwargs and len(args) == 1 and type(args[0]) is dict:
+            context = args[0]
+            out = []
+            for is_name, text in plan:
+                if not is_name:
+                    out.append(text)
+                    continue
+                value = context.get(text, _MISSING)
+                if value is _MISSING:
+                    break  # a global or an undefined name: Jinja decides
+                out.append(value if type(value) is str else str(value))
+            else:
+                return "".join(out)
+        return super().render(*args, **kwargs)
+
+
+_MISSING = object()
+
+
+def _plan_of(source: str) -> tuple[tuple[bool, str], ...] | None:
+    """Literal pieces and names of a template made only of text and ``{{ name }}``."""
+    from jinja2 import nodes
+
+    plan: list[tuple[bool, str]] = []
+    for node in environment().parse(source).body:
+        if not isinstance(node, nodes.Output):
+            return None
+        for child in node.nodes:
+            if isinstance(child, nodes.TemplateData):
+                plan.append((False, child.data))
+            elif isinstance(child, nodes.Name) and child.ctx == "load":
+                plan.append((True, child.name))
+            else:
+                return None
+    return tuple(plan)
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
         auto_reload=False,
     )
+    env.template_class = Template
+    return env
 
 
 def compile_template(text: str, *, file: str, where: str) -> jinja2.Template:
     try:
-        return environment().from_string(text)
+        template = environment().from_string(text)
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigError(
             f"template syntax error: {exc.message} (line {exc.lineno} of the template)",
@@ -47,6 +101,9 @@ def compile_template(text: str, *, file: str, where: str) -> jinja2.Template:
             where=where,
             fix="fix the Jinja2 syntax: {{ variable }}, {% if %}...{% endif %}",
         ) from None
+    if isinstance(template, Template):
+        template._plan = _plan_of(text)
+    return template
 
 
 def template_variables(text: str) -> set[str]:

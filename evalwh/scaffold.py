@@ -70,6 +70,23 @@ FILES = {
 }
 
 
+IGNORED = (".evalwh/", ".evalwh.secrets.yaml")
+
+
+def _ignore_outputs(folder: Path) -> Path | None:
+    """Make sure the warehouse and the secrets file stay out of version control."""
+    path = folder / ".gitignore"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    missing = [entry for entry in IGNORED if entry not in lines]
+    if not missing:
+        return None
+    with path.open("a", encoding="utf-8") as fh:
+        if lines and lines[-1].strip():
+            fh.write("\n")
+        fh.write("# evalwh: results and secrets\n" + "".join(f"{entry}\n" for entry in missing))
+    return path
+
+
 def write_scaffold(folder: Path, *, force: bool = False) -> list[Path]:
     targets = [folder / name for name in FILES]
     existing = [p for p in targets if p.exists()]
@@ -79,4 +96,5 @@ def write_scaffold(folder: Path, *, force: bool = False) -> list[Path]:
     for path, text in zip(targets, FILES.values(), strict=True):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    return targets
+    ignore = _ignore_outputs(folder)
+    return targets + ([ignore] if ignore else [])

@@ -19,7 +19,9 @@ metrics AS (
            coalesce(sum(cost_usd) FILTER (WHERE NOT cached), 0)
     FROM cases WHERE run_id = $run_id GROUP BY variant, model
     UNION ALL
-    SELECT 'criterion', criterion, count(*), avg(passed::INTEGER), avg(score), NULL, NULL
+    -- a criterion's error rate is the share of answers its scorer could not score
+    SELECT 'criterion', criterion, count(*), avg(passed::INTEGER), avg(score),
+           avg((error IS NOT NULL)::INTEGER), NULL
     FROM scores WHERE run_id = $run_id GROUP BY criterion
 ),
 long AS (

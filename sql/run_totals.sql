@@ -1,5 +1,5 @@
 -- title: Run totals
--- description: One row for a whole run: n, passes, errors, pass rate with its 95% Wilson interval, mean score, cost, tokens and the share of cached answers.
+-- description: One row for a whole run: n, passes, errors, pass rate with its 95% Wilson interval, mean score, cost, tokens and how many answers came from the cache.
 -- params: run_id
 WITH t AS (
     SELECT

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import evalwh
 from evalwh import load_config
 from evalwh.api import validate
 from evalwh.errors import ConfigError
@@ -234,3 +235,29 @@ def test_attachment_contents_are_part_of_the_request_hash(tmp_path: Path) -> Non
     (tmp_path / "cat.png").write_bytes(b"two")
     second = prepare(load_config(cfg), settings, Filters(), 1).hashes
     assert first != second and len(first) == len(second) == 1
+
+
+def test_a_plug_in_scorer_type_takes_its_own_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalwh.scoring import base
+
+    write(
+        tmp_path / "plug.py",
+        "from evalwh.scoring import ScoreResult\n\n"
+        "def factory(criterion, root, file):\n"
+        "    word = criterion.options['word']\n"
+        "    return lambda output, case: ScoreResult(1.0 if word in output else 0.0)\n",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(base.SCORERS, "has-word", "plug:factory")
+    base.available.cache_clear()
+    try:
+        cfg = write(
+            tmp_path / "eval.yaml",
+            BASE.replace("    type: exact\n", "    type: has-word\n    word: hi\n"),
+        )
+        result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+        assert result.totals["n_passed"] == 1
+    finally:
+        base.available.cache_clear()

@@ -11,7 +11,10 @@ import sys
 import typer
 
 from evalwh import __version__
+from evalwh.cli import analysis as analysis_cmd
 from evalwh.cli import cache as cache_cmd
+from evalwh.cli import calibrate as calibrate_cmd
+from evalwh.cli import mcp as mcp_cmd
 from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
 from evalwh.cli.state import (
@@ -73,6 +76,14 @@ app.command("list")(runs_cmd.list_runs)
 app.command("show")(runs_cmd.show)
 app.command("init")(runs_cmd.init)
 app.add_typer(cache_cmd.app, name="cache")
+app.command("calibrate")(calibrate_cmd.calibrate)
+app.command("compare")(analysis_cmd.compare)
+app.command("gate")(analysis_cmd.gate)
+app.add_typer(analysis_cmd.baseline_app, name="baseline")
+app.command("repeats")(analysis_cmd.repeats)
+app.command("sql")(analysis_cmd.sql)
+app.command("export")(analysis_cmd.export)
+app.command("mcp")(mcp_cmd.mcp)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             emit_json(exc.to_dict())
         err().print(f"error: {exc}", markup=False, style="red" if not STATE.no_color else None)
         return exc.exit_code
-    except typer.Abort:
+    except typer.Abort:  # Ctrl-C inside the command-line parser's own handling
+        err().print("interrupted: the rows already flushed are kept (see `evalwh list`)")
         return 130
     except Exception as exc:  # the command-line parser's usage errors carry their own exit code
         show = getattr(exc, "show", None)

@@ -12,7 +12,9 @@ from evalwh.cli.state import err, out
 
 
 def pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
+    if x is None:
+        return "–"
+    return f"{100 * x + 0.0:.1f}%" if abs(x) >= 5e-5 else "0.0%"  # no "-0.0%" from rounding
 
 
 def rate(row: dict[str, Any]) -> str:
@@ -129,21 +131,6 @@ def criteria_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def gate_lines(gate: list[dict[str, Any]]) -> list[Text]:
-    lines = []
-    for g in gate:
-        value = "no data" if g["value"] is None else f"{g['value']:.4g}"
-        where = g["target"] if g["scope"] != "run" else "run"
-        label = "PASS" if g["passed"] else "FAIL"
-        style = "green" if g["passed"] else "bold red"
-        line = Text(f"{label} ", style=style)
-        line.append(f"{g['metric']} {g['op']} {g['limit']:g} for {where}: {value} (n={g['n']})")
-        if not g["passed"] and g["value"] is not None:
-            line.append(f", off by {abs(g['value'] - g['limit']):.4g}")
-        lines.append(line)
-    return lines
-
-
 def print_gate(gate: list[dict[str, Any]]) -> None:
     if not gate:
         return
@@ -152,8 +139,10 @@ def print_gate(gate: list[dict[str, Any]]) -> None:
     summary = f"{len(failed)} of {len(gate)} failed" if failed else f"all {len(gate)} passed"
     head.append(summary, style="bold red" if failed else "bold green")
     out().print(head)
-    for line in gate_lines(failed):
-        out().print("  ", line)
+    from evalwh.cli.render_analysis import gate_line
+
+    for rule in failed:
+        out().print("  ", gate_line(rule))
 
 
 def clip(text: str | None, limit: int = 300) -> str:
@@ -247,3 +236,63 @@ def runs_table(rows: list[dict[str, Any]]) -> Table:
 
 def warn(message: str) -> None:
     err().print(Text(message, style="yellow"))
+
+
+def print_judging(data: dict[str, Any] | None) -> None:
+    """Pairwise comparisons: calibration first, then the win rate (flagged when not a headline)."""
+    if not data:
+        return
+    for c in data["comparisons"]:
+        head = Text(f"pairwise {c['comparison']}: ", style="bold")
+        head.append(
+            f"{c['candidate']} (candidate) vs {c['baseline']} (baseline), judge {c['judge']}"
+        )
+        out().print(head)
+        if c["kappa"] is None:
+            cal = f"kappa undefined on {c['n_labels']} label(s)"
+        else:
+            cal = (
+                f"kappa {c['kappa']:.2f} ({c['kappa_band']}) on {c['n_labels']} label(s); "
+                f"agreement {pct(c['agreement'])}, base rate {pct(c['base_rate'])}"
+            )
+        out().print(f"  calibration: {cal}", markup=False)
+        if c["confusion"]:
+            order = ("baseline", "candidate", "tie")
+            cells = {(x["human"], x["judge"]): x["n"] for x in c["confusion"]}
+            out().print("    human \\ judge    baseline  candidate        tie", markup=False)
+            for h in order:
+                counts = "".join(f"{cells.get((h, j), 0):>11}" for j in order)
+                out().print(f"    {h:<13}{counts}", markup=False)
+        flag = Text(" UNCALIBRATED", style="bold red") if not c["calibrated"] else Text("")
+        line = Text(
+            f"  win rate: {pct(c['win_rate'])} [{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}] "
+            f"({c['candidate_wins']}/{c['n']} eligible pairs; {c['baseline_wins']} baseline win(s), "
+            f"{c['ties']} tie(s); {c['n_excluded']} excluded)"
+        )
+        line.append(flag)
+        out().print(line)
+        flip = Text(f"  flip rate: {pct(c['flip_rate'])} ({c['n_flipped']}/{c['n']})")
+        if c["flip_flagged"]:
+            flip.append(" FLIPPY", style="bold red")
+        out().print(flip)
+        out().print(
+            f"  pass rate of each side: baseline {pct(c['baseline_pass_rate'])}, "
+            f"candidate {pct(c['candidate_pass_rate'])} (n={c['n_pairs']})",
+            markup=False,
+        )
+        for reason in c["flags"]:
+            out().print(f"  {reason}", style="red", markup=False)
+    for p in data.get("pointwise") or []:
+        if not p["n_labels"] and not p["n_numeric"]:
+            continue
+        kappa = "undefined" if p["kappa"] is None else f"{p['kappa']:.2f}"
+        out().print(
+            f"judge calibration of {p['criterion']}: kappa {kappa}, agreement {pct(p['agreement'])} "
+            f"(n={p['n_labels']})"
+            + (
+                f"; exact {pct(p['exact_agreement'])}, within 1 {pct(p['within_1_agreement'])} (n={p['n_numeric']})"
+                if p["n_numeric"]
+                else ""
+            ),
+            markup=False,
+        )

@@ -16,20 +16,22 @@ if TYPE_CHECKING:
 ConfigArg = Annotated[
     Path | None,
     typer.Argument(
-        metavar="[CONFIG]",
+        metavar="CONFIG",
         help="The eval config (default: -c, else ./eval.yaml).",
         show_default=False,
     ),
 ]
 ModelOpt = Annotated[
     list[str] | None,
-    typer.Option("--model", "-m", help="Only this model id (repeatable; wildcards)."),
+    typer.Option("--model", "-m", metavar="ID", help="Only this model id (repeatable; wildcards)."),
 ]
 VariantOpt = Annotated[
-    list[str] | None, typer.Option("--variant", help="Only this variant id (repeatable).")
+    list[str] | None,
+    typer.Option("--variant", metavar="ID", help="Only this variant id (repeatable; wildcards)."),
 ]
 CaseOpt = Annotated[
-    list[str] | None, typer.Option("--case", help="Only this case id (repeatable).")
+    list[str] | None,
+    typer.Option("--case", metavar="ID", help="Only this case id (repeatable; wildcards)."),
 ]
 
 
@@ -46,10 +48,12 @@ def run(
     variant: VariantOpt = None,
     case: CaseOpt = None,
     label: Annotated[
-        str | None, typer.Option("--label", "-l", help="A name to find this run by.")
+        str | None,
+        typer.Option("--label", "-l", metavar="LABEL", help="A name to find this run by."),
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option("--concurrency", min=1, help="Requests in flight at once.")
+        int | None,
+        typer.Option("--concurrency", min=1, metavar="N", help="Requests in flight at once."),
     ] = None,
     dry_run: Annotated[
         bool,
@@ -66,6 +70,7 @@ def run(
             "--repeat",
             "-n",
             min=1,
+            metavar="N",
             help="Sample every cell N times (default: settings.repeat or 1).",
         ),
     ] = None,
@@ -92,6 +97,14 @@ def run(
             "--retry-errors",
             metavar="RUN",
             help="Re-run only the cells of RUN that ended in an error.",
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            metavar="RUN",
+            help="Judge thresholds.regression against RUN instead of the pinned baseline.",
         ),
     ] = None,
 ) -> None:
@@ -127,6 +140,7 @@ def run(
             max_cost=max_cost,
             resume=resume,
             retry_errors=retry_errors,
+            baseline=baseline,
             output_dir=STATE.output_dir,
             progress=progress,
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
@@ -142,6 +156,7 @@ def run(
         if result.stats.get("retries"):
             note(f"{result.stats['retries']} transient failure(s) retried")
         render.print_errors(result.errors)
+        render.print_judging(result.pairwise)
         render.print_gate(result.gate)
         note(
             f"warehouse: {result.warehouse}"

@@ -55,9 +55,20 @@ def show(
     case: Annotated[
         str | None, typer.Option("--case", help="Everything about one case id.")
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="Slice by case metadata keys (comma-separated: lang,length): n and pass "
+            "rate per slice.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Show a stored run: the matrix, criteria, thresholds, and failing cases on request."""
     data = _warehouse().show(run, failures=failures, case_id=case)
+    if by:
+        data["slices"] = _warehouse().slice(data["run"]["run_id"], by).to_dicts()
     if STATE.json:
         emit_json(data)
         return
@@ -74,7 +85,12 @@ def show(
     out().print(render.totals_line(data["totals"]))
     if data["criteria"]:
         out().print(render.criteria_table(data["criteria"]))
+    if by:
+        from evalwh.cli.render_analysis import slices_table
+
+        out().print(slices_table(data["slices"], by))
     render.print_errors(data["errors"])
+    render.print_judging(data.get("pairwise"))
     render.print_gate(data["gate"])
     for c in data["cases"]:
         render.case_block(c, full=case is not None)

@@ -38,7 +38,11 @@ STATE = GlobalState()
 ConfigOpt = Annotated[
     Path | None,
     typer.Option(
-        "--config", "-c", help="The eval config (default: ./eval.yaml).", show_default=False
+        "--config",
+        "-c",
+        metavar="PATH",
+        help="The eval config (default: ./eval.yaml).",
+        show_default=False,
     ),
 ]
 OutputDirOpt = Annotated[
@@ -46,6 +50,7 @@ OutputDirOpt = Annotated[
     typer.Option(
         "--output-dir",
         "-o",
+        metavar="DIR",
         help="Folder of the warehouse and exports (default: .evalwh).",
         show_default=False,
     ),

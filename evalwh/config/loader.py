@@ -7,7 +7,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalwh.config.model import Criterion, EvalConfig, ModelSpec, Price, Variant
+from evalwh.config.model import (
+    Calibration,
+    Comparison,
+    Criterion,
+    EvalConfig,
+    Judge,
+    Label,
+    ModelSpec,
+    Price,
+    Side,
+    Variant,
+)
 from evalwh.config.validate import validate_document
 from evalwh.config.yamlpos import format_path, load_yaml, locate
 from evalwh.errors import ConfigError
@@ -24,6 +35,8 @@ MODEL_KEYS = {
     "max_retries",
     "price",
 }
+# Sections that do not change what a run asks or scores (resume keeps working when they change).
+NOT_HASHED = ("cases", "settings", "labels", "calibration", "thresholds", "description")
 CRITERION_KEYS = {"name", "type", "weight", "required", "threshold", "description"}
 
 
@@ -34,8 +47,6 @@ def canonical_hash(value: Any) -> str:
 
 def load_config(path: str | Path) -> EvalConfig:
     """Read and validate an eval config. Raises ConfigError naming the file, place and fix."""
-    from evalwh.datasets import dataset_rows, inline_case, load_file_source
-
     path = Path(path)
     if path.is_dir():
         path = path / DEFAULT_CONFIG
@@ -52,6 +63,14 @@ def load_config(path: str | Path) -> EvalConfig:
         raise ConfigError(
             "the config must be a YAML mapping", file=file, fix="start with `models:`"
         )
+    return build_config(data, path, node)
+
+
+def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConfig:
+    """Validate config data (as parsed from ``path``) and build the typed config."""
+    from evalwh.datasets import dataset_rows, inline_case, load_file_source
+
+    file = str(path)
     validate_document(data, node, file)
 
     def where_line(p: list[str | int]) -> dict[str, Any]:
@@ -71,7 +90,7 @@ def load_config(path: str | Path) -> EvalConfig:
             seen[value] = i
 
     unique(data["models"], "id", "models")
-    models = [_model(m, f"models[{i}]") for i, m in enumerate(data["models"])]
+    models = [_model(m, f"models[{i}]", path.parent) for i, m in enumerate(data["models"])]
 
     unique(data["variants"], "id", "variants")
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
@@ -113,6 +132,28 @@ def load_config(path: str | Path) -> EvalConfig:
             fix="give at least one criterion a positive weight",
         )
 
+    judges = [_judge(j, f"judges[{i}]", path) for i, j in enumerate(data.get("judges") or [])]
+    unique(data.get("judges") or [], "id", "judges")
+    judge_ids = {j.id for j in judges}
+    for i, c in enumerate(data["scorecard"]):
+        if c["type"] == "llm-judge" and c["judge"] not in judge_ids:
+            raise ConfigError(
+                f"unknown judge '{c['judge']}'",
+                **where_line(["scorecard", i, "judge"]),
+                fix=f"define it under `judges:` (known: {', '.join(sorted(judge_ids)) or 'none'})",
+            )
+    comparisons = _comparisons(
+        data, models, variants, judge_ids, {c.name for c in scorecard}, where_line
+    )
+    labels = _labels(data, comparisons, {c.id for c in cases}, where_line)
+    raw_cal = data.get("calibration") or {}
+    calibration = Calibration(
+        min_kappa=float(raw_cal.get("min_kappa", 0.6)),
+        min_labels=int(raw_cal.get("min_labels", 20)),
+        max_flip_rate=float(raw_cal.get("max_flip_rate", 0.30)),
+        on_below_floor=str(raw_cal.get("on_below_floor", "flag")),
+    )
+
     snapshot = dict(data)
     snapshot["variants"] = [
         {"id": v.id, "messages": [[m.role, [p.to_dict() for p in m.content]] for m in v.messages]}
@@ -130,15 +171,17 @@ def load_config(path: str | Path) -> EvalConfig:
         scorecard=scorecard,
         thresholds=dict(data.get("thresholds") or {}),
         raw=data,
-        config_hash=canonical_hash(
-            {k: v for k, v in snapshot.items() if k not in ("cases", "settings")}
-        ),
+        config_hash=canonical_hash({k: v for k, v in snapshot.items() if k not in NOT_HASHED}),
         dataset_hash=canonical_hash(rows),
+        judges=judges,
+        pairwise=comparisons,
+        labels=labels,
+        calibration=calibration,
         node=node,
     )
 
 
-def _model(raw: dict[str, Any], where: str) -> ModelSpec:
+def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSpec:
     price = raw.get("price")
     return ModelSpec(
         id=raw["id"],
@@ -152,6 +195,7 @@ def _model(raw: dict[str, Any], where: str) -> ModelSpec:
         price=Price(0.0, 0.0) if price == 0 else (Price(**price) if price else None),
         options={k: v for k, v in raw.items() if k not in MODEL_KEYS},
         where=where,
+        root=root,
     )
 
 
@@ -195,3 +239,121 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
         source=str(prompt_path),
         where="prompt",
     )
+
+
+def _judge(raw: dict[str, Any], where: str, config_path: Path) -> Judge:
+    from evalwh.prompts import messages_from_config
+
+    scale = raw.get("scale") or {"min": 0, "max": 1}
+    if scale["max"] <= scale["min"]:
+        raise ConfigError(
+            "the scale's max must be above its min",
+            file=str(config_path),
+            where=f"{where}.scale",
+            fix="e.g. scale: {min: 1, max: 5}",
+        )
+    return Judge(
+        id=raw["id"],
+        model=_model(raw["model"], f"{where}.model", config_path.parent),
+        rubric=raw.get("rubric"),
+        messages=messages_from_config(raw["messages"]) if raw.get("messages") else None,
+        scale=(float(scale["min"]), float(scale["max"])),
+        where=where,
+    )
+
+
+def _comparisons(
+    data: dict[str, Any],
+    models: list[ModelSpec],
+    variants: list[Variant],
+    judge_ids: set[str],
+    criteria: set[str],
+    where_line: Any,
+) -> list[Comparison]:
+    model_ids, variant_ids = {m.id for m in models}, {v.id for v in variants}
+    out = []
+    for i, raw in enumerate(data.get("pairwise") or []):
+        if raw["judge"] not in judge_ids:
+            raise ConfigError(
+                f"unknown judge '{raw['judge']}'",
+                **where_line(["pairwise", i, "judge"]),
+                fix=f"define it under `judges:` (known: {', '.join(sorted(judge_ids)) or 'none'})",
+            )
+        sides = {}
+        for role in ("baseline", "candidate"):
+            side = raw[role]
+            for key, known in (("model", model_ids), ("variant", variant_ids)):
+                if key in side and side[key] not in known:
+                    raise ConfigError(
+                        f"unknown {key} '{side[key]}'",
+                        **where_line(["pairwise", i, role, key]),
+                        fix=f"use one of: {', '.join(sorted(known))}",
+                    )
+            sides[role] = Side(model=side.get("model"), variant=side.get("variant"))
+        if sides["baseline"] == sides["candidate"]:
+            raise ConfigError(
+                "baseline and candidate are the same side",
+                **where_line(["pairwise", i]),
+                fix="compare two different models or variants",
+            )
+        for name in raw.get("require") or []:
+            if name not in criteria:
+                raise ConfigError(
+                    f"unknown criterion '{name}'",
+                    **where_line(["pairwise", i, "require"]),
+                    fix=f"use scorecard criterion names: {', '.join(sorted(criteria))}",
+                )
+        out.append(
+            Comparison(
+                raw["name"],
+                raw["judge"],
+                sides["baseline"],
+                sides["candidate"],
+                tuple(raw.get("require") or ()),
+                f"pairwise[{i}]",
+            )
+        )
+    names = [c.name for c in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(
+            "duplicate pairwise name", **where_line(["pairwise"]), fix="give each a unique name"
+        )
+    return out
+
+
+PREFER = {"A": "baseline", "B": "candidate", "tie": "tie"}
+
+
+def _labels(
+    data: dict[str, Any], comparisons: list[Comparison], case_ids: set[str], where_line: Any
+) -> list[Label]:
+    out = []
+    for i, raw in enumerate(data.get("labels") or []):
+        case_id = str(raw["case"])
+        if case_id not in case_ids:
+            raise ConfigError(
+                f"label for unknown case '{case_id}'",
+                **where_line(["labels", i, "case"]),
+                fix="use a case id from `cases:`",
+            )
+        matches = comparisons
+        if "comparison" in raw:
+            matches = [c for c in comparisons if c.name == raw["comparison"]]
+        for key in ("baseline", "candidate"):
+            if key in raw:
+                matches = [
+                    c
+                    for c in matches
+                    if raw[key] in (getattr(c, key).model, getattr(c, key).variant)
+                ]
+        if len(matches) != 1:
+            names = ", ".join(c.name for c in comparisons) or "none"
+            raise ConfigError(
+                "this label matches "
+                + ("no" if not matches else "more than one")
+                + " pairwise comparison",
+                **where_line(["labels", i]),
+                fix=f"name it with `comparison:` (pairwise entries: {names}) or give baseline/candidate",
+            )
+        out.append(Label(matches[0].name, case_id, PREFER[raw["prefer"]], raw.get("note")))
+    return out

@@ -60,6 +60,7 @@ class ModelSpec:
     price: Price | None = None
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific keys (mock: ...)
     where: str = ""
+    root: Path | None = None  # the config's folder: relative files (images, commands) resolve here
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class Case:
     metadata: dict[str, Any] = field(default_factory=dict)
     human_label: Any = None
     source: str = ""  # "file:line" or "eval.yaml cases[3]", for error messages
+    check: Any = None  # an exec check (evalwh.checks.CheckSpec) or None
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,55 @@ class Criterion:
     threshold: float = 0.5
     options: dict[str, Any] = field(default_factory=dict)
     where: str = ""
+
+
+@dataclass(frozen=True)
+class Judge:
+    """An LLM judge: its own model (outside the matrix), a rubric, an optional prompt."""
+
+    id: str
+    model: ModelSpec
+    rubric: str | None = None
+    messages: tuple[Message, ...] | None = None
+    scale: tuple[float, float] = (0.0, 1.0)
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class Side:
+    model: str | None = None
+    variant: str | None = None
+
+    def describe(self) -> str:
+        return " × ".join(x for x in (self.variant, self.model) if x)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A pairwise comparison: the judge sees baseline and candidate answers in both orders."""
+
+    name: str
+    judge: str
+    baseline: Side
+    candidate: Side
+    require: tuple[str, ...] = ()
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class Label:
+    comparison: str
+    case_id: str
+    prefer: str  # baseline | candidate | tie
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    min_kappa: float = 0.6
+    min_labels: int = 20
+    max_flip_rate: float = 0.30
+    on_below_floor: str = "flag"
 
 
 @dataclass
@@ -99,6 +150,10 @@ class EvalConfig:
     raw: dict[str, Any]
     config_hash: str
     dataset_hash: str
+    judges: list[Judge] = field(default_factory=list)
+    pairwise: list[Comparison] = field(default_factory=list)
+    labels: list[Label] = field(default_factory=list)
+    calibration: Calibration = field(default_factory=Calibration)
     node: Any = field(default=None, repr=False, compare=False)  # YAML node tree, for error lines
 
     def locate_error(self, error: Any) -> Any:

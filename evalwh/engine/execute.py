@@ -12,9 +12,19 @@ from typing import Any
 from evalwh import __version__
 from evalwh.config.model import EvalConfig, ModelSpec
 from evalwh.config.settings import Settings
+from evalwh.engine.pairwise import judge_pairs
 from evalwh.engine.plan import Cell, Filters, Plan, build_plan, model_identity, request_hash
-from evalwh.engine.runner import CachedAnswer, CellResult, Engine, EngineStats
+from evalwh.engine.runner import (
+    CachedAnswer,
+    CellResult,
+    CheckOutcome,
+    Endpoint,
+    Engine,
+    EngineStats,
+    JudgeRuntime,
+)
 from evalwh.errors import ConfigError
+from evalwh.scoring.judge import JudgePrompts
 
 Progress = Callable[[int, int, CellResult], None]
 DEFAULT_OUTPUT_TOKENS = 512  # the estimate's output size when a model sets no max_tokens
@@ -33,10 +43,10 @@ class Prepared:
     prompt_chars: list[int] = field(default_factory=list)  # ... and its rendered size
 
 
-def check_config(config: EvalConfig) -> tuple[Any, list[ModelSpec]]:
-    """Deep checks beyond the schema: providers, prices, secrets, scorers, threshold names.
+def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
+    """Deep checks beyond the schema: providers, prices, secrets, scorers, checks, thresholds.
 
-    Returns the scorecard and the models with their prices resolved.
+    Returns the scorecard and the config with prices resolved and exec checks parsed.
     """
     from evalwh import providers
     from evalwh.pricing import price_for
@@ -59,6 +69,16 @@ def check_config(config: EvalConfig) -> tuple[Any, list[ModelSpec]]:
         providers.check(model, file)
         paid = bool(getattr(providers.provider_class(model.provider), "paid", False))
         models.append(replace(model, price=price_for(model, paid=paid, file=file)))
+    judges = []
+    for judge in config.judges:
+        providers.check(judge.model, file)
+        paid = bool(getattr(providers.provider_class(judge.model.provider), "paid", False))
+        judges.append(
+            replace(
+                judge,
+                model=replace(judge.model, price=price_for(judge.model, paid=paid, file=file)),
+            )
+        )
     scorecard = build_scorecard(config.scorecard, config.root, file)
     names = {c.name for c in config.scorecard}
     for name in config.thresholds.get("criteria") or {}:
@@ -69,7 +89,17 @@ def check_config(config: EvalConfig) -> tuple[Any, list[ModelSpec]]:
                 where=f"thresholds.criteria.{name}",
                 fix=f"use a scorecard criterion name: {', '.join(sorted(names))}",
             )
-    return scorecard, models
+    cases = config.cases
+    if any(c.check is not None for c in cases):
+        from evalwh.checks import parse_check
+
+        cases = [
+            replace(c, check=parse_check(c.check, f"{c.source} check", file))
+            if c.check is not None
+            else c
+            for c in cases
+        ]
+    return scorecard, replace(config, models=models, judges=judges, cases=cases)
 
 
 def prepare(
@@ -96,8 +126,7 @@ def _prepare(
     skip: set[Cell] | None,
     only: set[Cell] | None,
 ) -> Prepared:
-    scorecard, models = check_config(config)
-    config = replace(config, models=models)
+    scorecard, config = check_config(config)
     plan = build_plan(config, filters, repeats, skip=skip, only=only)
     prepared = Prepared(config, settings, plan, scorecard)
     identities = [model_identity(m) for m in plan.models]
@@ -300,24 +329,50 @@ def execute(
         if progress is not None:
             progress(sink.seen, total, result)
 
-    instances = {m.id: registry.create(m) for m in plan.models}
-    engine = Engine(
-        plan,
-        instances,
-        prepared.scorecard,
-        on_result,
-        concurrency=settings.concurrency,
-        cache=cache,
-        redact=redact,
-        attachments=prepared.config.root,
-    )
+    if continue_run is None:
+        warehouse.insert_labels(run_id, config)
 
     async def main() -> EngineStats:
+        endpoints = {m.id: Endpoint.for_model(m, registry.create(m)) for m in plan.models}
+        judges = {
+            j.id: JudgeRuntime(
+                JudgePrompts(j, str(config.path)),
+                Endpoint.for_model(j.model, registry.create(j.model), limited=True),
+            )
+            for j in config.judges
+        }
+        if judges:
+            cache.update(
+                judge_cache(warehouse, [j.model for j in config.judges]) if use_cache else {}
+            )
+        engine = Engine(
+            plan,
+            endpoints,
+            prepared.scorecard,
+            on_result,
+            concurrency=settings.concurrency,
+            cache=cache,
+            remember=sink.remember,
+            redact=redact,
+            attachments=config.root,
+            judges=judges,
+            check_runner=_check_runner if any(c.check for c in plan.cases) else None,
+        )
+        holder.append(engine)
         try:
-            return await _drive(engine, writer)
+            stats = await _drive(engine, writer)
+            if config.pairwise:
+                rows = warehouse.query("pair_sides", run_id=run_id).to_pylist()
+                pairs = await judge_pairs(engine, config, run_id, rows)
+                await asyncio.to_thread(
+                    writer.write_pairs, pairs, [c.name for c in config.pairwise]
+                )
+            return stats
         finally:
-            for provider in instances.values():
-                await provider.aclose()
+            for endpoint in [*endpoints.values(), *(j.endpoint for j in judges.values())]:
+                await endpoint.provider.aclose()
+
+    holder: list[Engine] = []
 
     status = "failed"
     try:
@@ -327,15 +382,44 @@ def execute(
         status = "interrupted"
         raise
     finally:
+        done = holder[0].stats if holder else EngineStats()
         warehouse.finish_run(
             run_id,
             status,
             {
-                "requests": engine.stats.requests,
-                "cache_hits": engine.stats.cache_hits,
-                "retries": engine.stats.retries,
-                "errors": engine.stats.errors,
+                "requests": done.requests,
+                "cache_hits": done.cache_hits,
+                "retries": done.retries,
+                "errors": done.errors,
+                "judge_requests": done.judge_requests,
                 "rows": writer.rows_written,
             },
         )
     return Outcome(run_id, status, stats, writer.rows_written)
+
+
+async def _check_runner(case: Any, output: str) -> CheckOutcome:
+    from evalwh.checks import run_check
+
+    result = await run_check(case.check, output, case.vars)
+    return CheckOutcome(result.passed, result.exit_code, result.output, result.error)
+
+
+def judge_cache(warehouse: Any, models: list[ModelSpec]) -> dict[str, CachedAnswer]:
+    """Cached replies of the judge models (judge requests are only known once answers exist)."""
+    if not warehouse.exists:
+        return {}
+    out: dict[str, CachedAnswer] = {}
+    for model in models:
+        table = warehouse.query("cache_for_model", provider=model.provider, model=model.model)
+        cols = table.to_pydict()
+        for h, o, i, t, lat in zip(
+            cols["request_hash"],
+            cols["output"],
+            cols["input_tokens"],
+            cols["output_tokens"],
+            cols["latency_ms"],
+            strict=True,
+        ):
+            out[h] = CachedAnswer(o, i, t, lat)
+    return out

@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from evalwh.config.model import Case, EvalConfig, ModelSpec
@@ -111,12 +112,48 @@ def model_identity(model: ModelSpec) -> str:
     )
 
 
-def request_hash(identity: str, messages: Rendered, repeat: int, attachments: str = "") -> str:
-    """Content hash of a request: model identity, rendered messages, attached files' contents
-    (``attachments`` is their digest) and the repeat index. The cache and resume key on it."""
-    body = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def _body_encoder() -> Any:
+    """``json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
+    minus its per-call set-up: the C encoder json.dumps would build, called directly."""
+    from json.encoder import c_make_encoder, encode_basestring
+
+    reference = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if c_make_encoder is None:  # pragma: no cover - a Python without the _json accelerator
+        return reference.encode
+    default = reference.default
+
+    def encode(messages: Any) -> str:
+        chunks = c_make_encoder(
+            {}, default, encode_basestring, None, ":", ",", True, False, True
+        )(messages, 0)
+        return "".join(chunks)
+
+    return encode
+
+
+_encode_body = _body_encoder()
+
+
+@lru_cache(maxsize=256)
+def _identity_prefix(identity: str) -> Any:
+    """sha256 state after ``identity`` and its separator (copied for every request)."""
     h = hashlib.sha256(identity.encode())
     h.update(b"\x00")
-    h.update(body.encode())
+    return h
+
+
+def request_body(messages: Rendered) -> str:
+    """The canonical JSON of rendered messages that :func:`request_hash` hashes."""
+    return _encode_body(messages)
+
+
+def request_hash(
+    identity: str, messages: Rendered, repeat: int, attachments: str = "", *, body: str | None = None
+) -> str:
+    """Content hash of a request: model identity, rendered messages, attached files' contents
+    (``attachments`` is their digest) and the repeat index. The cache and resume key on it.
+    ``body``, when given, is ``request_body(messages)`` computed once for several hashes."""
+    h = _identity_prefix(identity).copy()
+    h.update((_encode_body(messages) if body is None else body).encode())
     h.update(f"\x00{attachments}\x00{repeat}".encode())
     return h.hexdigest()

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from evalwh.engine.runner import CellResult
+from evalwh.config.model import ModelSpec
+from evalwh.engine.runner import CachedAnswer, CellResult
 from evalwh.warehouse.writer import RunWriter, to_json
 
 
@@ -13,8 +14,11 @@ class RowSink:
     """The engine's sink: converts results to rows and buffers them in a RunWriter.
 
     Case fields that repeat for every variant x model (vars, expected, metadata) are
-    serialised once per case.
+    serialised once per case (remembered for the last ``CASE_MEMO`` cases, so memory does
+    not grow with the dataset).
     """
+
+    CASE_MEMO = 4096
 
     def __init__(self, writer: RunWriter, run_id: str) -> None:
         self.writer = writer
@@ -34,7 +38,10 @@ class RowSink:
                 to_json(case.metadata),
                 to_json(case.human_label),
             )
-            self._case_json[case.id] = fields
+            memo = self._case_json
+            if len(memo) >= self.CASE_MEMO:
+                del memo[next(iter(memo))]  # the oldest
+            memo[case.id] = fields
         return fields
 
     def __call__(self, result: CellResult) -> None:
@@ -43,52 +50,85 @@ class RowSink:
         self.seen += 1
         self.passed += scored.passed
         self.errors += result.error is not None
-        key = (self.run_id, result.variant, result.model.id, result.case.id, result.repeat)
-        row: list[Any] = [
-            *key,
-            *self._case_fields(result),
-            to_json(result.messages),
-            result.output,
-            result.error,
-            result.error_kind,
-            result.latency_ms,
-            result.input_tokens,
-            result.output_tokens,
-            result.cost_usd,
-            result.cached,
-            result.request_hash,
-            result.attempts,
-            scored.score,
-            scored.passed,
-            now,
-        ]
-        self.writer.add_case(row)
+        run_id, variant, model, case_id, repeat = (
+            self.run_id,
+            result.variant,
+            result.model.id,
+            result.case.id,
+            result.repeat,
+        )
+        vars_json, expected, metadata, human_label = self._case_fields(result)
+        check = result.check
+        self.writer.add_case(
+            [
+                run_id,
+                variant,
+                model,
+                case_id,
+                repeat,
+                vars_json,
+                expected,
+                metadata,
+                human_label,
+                to_json(result.messages),
+                result.output,
+                result.error,
+                result.error_kind,
+                result.latency_ms,
+                result.input_tokens,
+                result.output_tokens,
+                result.cost_usd,
+                result.cached,
+                result.request_hash,
+                result.attempts,
+                scored.score,
+                scored.passed,
+                now,
+                result.judge_cost_usd,
+                *((None, None, None, None) if check is None else _check_fields(check)),
+            ]
+        )
+        add_score = self.writer.add_score
         for c in scored.criteria:
-            self.writer.add_score(
+            details = c.details
+            add_score(
                 [
-                    *key,
+                    run_id,
+                    variant,
+                    model,
+                    case_id,
+                    repeat,
                     c.name,
                     c.scorer,
                     c.score,
                     c.passed,
                     c.weight,
                     c.required,
-                    to_json(c.details),
+                    None if details is None else to_json(details),
                     c.rationale,
                     c.error,
+                    c.judge_model,
+                    c.raw_score,
+                    c.cost_usd,
                 ]
             )
-        if result.output is not None and not result.cached:
-            self.writer.add_cache(
-                [
-                    result.request_hash,
-                    result.model.provider,
-                    result.model.model,
-                    result.output,
-                    result.input_tokens,
-                    result.output_tokens,
-                    result.latency_ms,
-                    now,
-                    self.run_id,
-                ]
-            )
+
+    def remember(self, key: str, model: ModelSpec, answer: CachedAnswer) -> None:
+        """A new successful answer (or judge reply) for the response cache."""
+        self.writer.add_cache(
+            [
+                key,
+                model.provider,
+                model.model,
+                answer.output,
+                answer.input_tokens,
+                answer.output_tokens,
+                answer.latency_ms,
+                datetime.now(timezone.utc),
+                self.run_id,
+            ]
+        )
+
+
+def _check_fields(check: Any) -> tuple[Any, ...]:
+    return (check.passed, check.exit_code, check.output, check.error)

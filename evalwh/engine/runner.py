@@ -1,16 +1,18 @@
 """Execute a plan: per-model workers under one global limit, never aborting on a failure.
 
 Each model gets ``min(max_concurrency, concurrency)`` workers pulling its cells; a global
-semaphore caps requests in flight across models. Every cell ends as a result (an answer or an
-error) that is scored and handed to the sink; the run goes on whatever a provider does.
+semaphore caps requests in flight across models (answers and judge calls alike). Every cell
+ends as a result (an answer or an error) that is scored and handed to the sink; the run goes
+on whatever a provider does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,24 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.engine.limits import RatePacer, backoff_s
 from evalwh.engine.plan import Plan, model_identity, request_hash
 from evalwh.prompts import CompiledVariant, Rendered
-from evalwh.providers.base import Completion, Provider, ProviderError, Request
-from evalwh.scoring import CaseScore, Scorecard
+from evalwh.providers.base import Provider, ProviderError, Request
+from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
+
+
+@dataclass
+class CachedAnswer:
+    output: str
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: float | None
+
+
+@dataclass
+class CheckOutcome:
+    passed: bool
+    exit_code: int | None
+    output: str
+    error: str | None
 
 
 @dataclass
@@ -40,14 +58,8 @@ class CellResult:
     cached: bool
     attempts: int
     scored: CaseScore
-
-
-@dataclass
-class CachedAnswer:
-    output: str
-    input_tokens: int | None
-    output_tokens: int | None
-    latency_ms: float | None
+    judge_cost_usd: float | None = None
+    check: CheckOutcome | None = None
 
 
 @dataclass
@@ -57,32 +69,105 @@ class EngineStats:
     errors: int = 0
     retries: int = 0
     done: int = 0
+    judge_requests: int = 0
 
+
+@dataclass
+class Endpoint:
+    """One model as the engine calls it: provider, identity (for hashes), pacing, limit."""
+
+    model: ModelSpec
+    provider: Provider
+    identity: str
+    pacer: RatePacer
+    limit: asyncio.Semaphore | None = None
+
+    @classmethod
+    def for_model(cls, model: ModelSpec, provider: Provider, *, limited: bool = False) -> Endpoint:
+        semaphore = (
+            asyncio.Semaphore(model.max_concurrency) if limited and model.max_concurrency else None
+        )
+        return cls(
+            model, provider, model_identity(model), RatePacer(model.requests_per_minute), semaphore
+        )
+
+
+@dataclass
+class Call:
+    """The outcome of one request after cache and retries."""
+
+    key: str
+    answer: CachedAnswer | None
+    error: ProviderError | None
+    cached: bool
+    attempts: int
+
+    def cost(self, model: ModelSpec) -> float | None:
+        a = self.answer
+        if a is None or model.price is None or a.input_tokens is None or a.output_tokens is None:
+            return None
+        return model.price.cost(a.input_tokens, a.output_tokens)
+
+
+@dataclass
+class JudgeRuntime:
+    prompts: Any  # evalwh.scoring.judge.JudgePrompts
+    endpoint: Endpoint
+
+
+if sys.version_info >= (3, 11):
+
+    async def _with_timeout(awaitable: Awaitable[Any], seconds: float | None) -> Any:
+        """``asyncio.wait_for`` without a task per call (3.11+)."""
+        async with asyncio.timeout(seconds):
+            return await awaitable
+
+else:  # pragma: no cover - Python 3.10
+    _with_timeout = asyncio.wait_for
+
+# A worker whose cells never suspend (cache hits, an instant provider) hands the event loop
+# over every this many cells, so the writer's flushes and progress keep going.
+YIELD_EVERY = 32
 
 Sink = Callable[[CellResult], None]
+Remember = Callable[[str, ModelSpec, CachedAnswer], None]
+CheckRunner = Callable[[Case, str], Awaitable[CheckOutcome]]
+
+
+def error_text(error: ProviderError, redact: Callable[[str], str]) -> str:
+    message = str(error)
+    if error.status and str(error.status) not in message:
+        message = f"HTTP {error.status}: {message}"
+    return redact(message)
 
 
 class Engine:
     def __init__(
         self,
         plan: Plan,
-        providers: Mapping[str, Provider],
+        endpoints: Mapping[str, Endpoint],
         scorecard: Scorecard,
         sink: Sink,
         *,
         concurrency: int,
-        cache: Mapping[str, CachedAnswer] | None = None,
+        cache: dict[str, CachedAnswer] | None = None,
+        remember: Remember | None = None,
         redact: Callable[[str], str] = lambda s: s,
         attachments: Path | None = None,
+        judges: Mapping[str, JudgeRuntime] | None = None,
+        check_runner: CheckRunner | None = None,
     ) -> None:
         self.plan = plan
-        self.providers = providers
+        self.endpoints = endpoints
         self.scorecard = scorecard
         self.sink = sink
         self.concurrency = concurrency
-        self.cache = cache or {}
+        self.cache = cache if cache is not None else {}
+        self.remember = remember
         self.redact = redact
         self.root = attachments or Path.cwd()
+        self.judges = judges or {}
+        self.check_runner = check_runner
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
 
@@ -90,12 +175,9 @@ class Engine:
         workers = []
         for model in self.plan.models:
             cells = self.plan.cells(model)
-            identity = model_identity(model)
-            pacer = RatePacer(model.requests_per_minute)
+            endpoint = self.endpoints[model.id]
             n = min(model.max_concurrency or self.concurrency, self.concurrency)
-            workers += [
-                asyncio.create_task(self._worker(model, identity, cells, pacer)) for _ in range(n)
-            ]
+            workers += [asyncio.create_task(self._worker(endpoint, cells)) for _ in range(n)]
         try:
             await asyncio.gather(*workers)
         finally:
@@ -104,54 +186,62 @@ class Engine:
             await asyncio.gather(*workers, return_exceptions=True)
         return self.stats
 
-    async def _worker(self, model: ModelSpec, identity: str, cells: Any, pacer: RatePacer) -> None:
-        provider = self.providers[model.id]
+    async def _worker(self, endpoint: Endpoint, cells: Any) -> None:
+        stats, sink, cell = self.stats, self.sink, self._cell
+        count = 0
         for variant, case, repeat in cells:  # a shared iterator: each cell is taken once
-            result = await self._cell(provider, model, identity, pacer, variant, case, repeat)
-            self.stats.done += 1
-            self.sink(result)
+            result = await cell(endpoint, variant, case, repeat)
+            stats.done += 1
+            sink(result)
+            count += 1
+            if count % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
 
-    async def _cell(
+    async def call(
         self,
-        provider: Provider,
-        model: ModelSpec,
-        identity: str,
-        pacer: RatePacer,
-        variant: CompiledVariant,
+        endpoint: Endpoint,
+        messages: Rendered,
         case: Case,
-        repeat: int,
-    ) -> CellResult:
-        messages = variant.render(case)
-        key = request_hash(identity, messages, repeat, variant.attachment_digest(self.root))
+        variant: str,
+        repeat: int = 0,
+        attachments: str = "",
+    ) -> Call:
+        """One request through the cache, the limits and the retries. Never raises."""
+        model = endpoint.model
+        key = request_hash(endpoint.identity, messages, repeat, attachments)
         hit = self.cache.get(key)
         if hit is not None:
             self.stats.cache_hits += 1
-            return self._finish(model, variant, case, repeat, messages, key, hit, None, True, 0)
-
-        request = Request(
-            model=model, messages=messages, case=case, variant=variant.variant.id, repeat=repeat
-        )
-        attempt, error = 0, None
+            return Call(key, hit, None, True, 0)
+        request = Request(model=model, messages=messages, case=case, variant=variant, repeat=repeat)
+        attempt = 0
         while True:
             attempt += 1
             try:
-                await pacer.wait()
-                async with self._global:
-                    self.stats.requests += 1
-                    started = time.perf_counter()
-                    completion: Completion = await asyncio.wait_for(
-                        provider.complete(
-                            request if attempt == 1 else _with_attempt(request, attempt)
-                        ),
-                        timeout=model.timeout_s,
-                    )
-                    latency = (time.perf_counter() - started) * 1000
+                await endpoint.pacer.wait()
+                if endpoint.limit is not None:
+                    await endpoint.limit.acquire()
+                try:
+                    async with self._global:
+                        self.stats.requests += 1
+                        started = time.perf_counter()
+                        completion = await _with_timeout(
+                            endpoint.provider.complete(
+                                request if attempt == 1 else replace(request, attempt=attempt)
+                            ),
+                            model.timeout_s,
+                        )
+                        latency = (time.perf_counter() - started) * 1000
+                finally:
+                    if endpoint.limit is not None:
+                        endpoint.limit.release()
                 answer = CachedAnswer(
                     completion.text, completion.input_tokens, completion.output_tokens, latency
                 )
-                return self._finish(
-                    model, variant, case, repeat, messages, key, answer, None, False, attempt
-                )
+                self.cache[key] = answer
+                if self.remember is not None:
+                    self.remember(key, model, answer)
+                return Call(key, answer, None, False, attempt)
             except asyncio.TimeoutError:
                 error = ProviderError(
                     f"timed out after {model.timeout_s:g} s", retryable=True, kind="timeout"
@@ -163,78 +253,121 @@ class Engine:
                     f"{type(exc).__name__}: {exc}", retryable=False, kind="internal"
                 )
             if not error.retryable or attempt > model.max_retries:
-                self.stats.errors += 1
-                return self._finish(
-                    model, variant, case, repeat, messages, key, None, error, False, attempt
-                )
+                return Call(key, None, error, False, attempt)
             self.stats.retries += 1
             await asyncio.sleep(backoff_s(attempt, error.retry_after))
 
-    def _finish(
-        self,
-        model: ModelSpec,
-        variant: CompiledVariant,
-        case: Case,
-        repeat: int,
-        messages: Rendered,
-        key: str,
-        answer: CachedAnswer | None,
-        error: ProviderError | None,
-        cached: bool,
-        attempts: int,
+    async def _cell(
+        self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int
     ) -> CellResult:
-        if answer is None:
-            assert error is not None
-            message = str(error)
-            if error.status and str(error.status) not in message:
-                message = f"HTTP {error.status}: {message}"
-            text = self.redact(message)
-            return CellResult(
-                variant.variant.id,
-                model,
-                case,
-                repeat,
-                messages,
-                key,
-                None,
-                text,
-                error.kind,
-                None,
-                None,
-                None,
-                None,
-                False,
-                attempts,
-                self.scorecard.failed(text),
-            )
-        cost = None
-        if (
-            model.price is not None
-            and answer.input_tokens is not None
-            and answer.output_tokens is not None
-        ):
-            cost = model.price.cost(answer.input_tokens, answer.output_tokens)
-        return CellResult(
-            variant.variant.id,
-            model,
-            case,
-            repeat,
+        model = endpoint.model
+        messages = variant.render(case)
+        call = await self.call(
+            endpoint,
             messages,
-            key,
-            answer.output,
-            None,
-            None,
-            answer.latency_ms,
-            answer.input_tokens,
-            answer.output_tokens,
-            cost,
-            cached,
-            attempts,
-            self.scorecard.score(answer.output, case),
+            case,
+            variant.variant.id,
+            repeat,
+            variant.attachment_digest(self.root),
+        )
+        base = {
+            "variant": variant.variant.id,
+            "model": model,
+            "case": case,
+            "repeat": repeat,
+            "messages": messages,
+            "request_hash": call.key,
+            "cached": call.cached,
+            "attempts": call.attempts,
+        }
+        if call.answer is None:
+            assert call.error is not None
+            self.stats.errors += 1
+            text = error_text(call.error, self.redact)
+            return CellResult(
+                **base,
+                output=None,
+                error=text,
+                error_kind=call.error.kind,
+                latency_ms=None,
+                input_tokens=None,
+                output_tokens=None,
+                cost_usd=None,
+                scored=self.scorecard.failed(text),
+            )
+        answer = call.answer
+        if self.scorecard.judged or (case.check is not None and self.check_runner is not None):
+            scored, judge_cost, check = await self._score(answer.output, case, messages)
+        else:  # deterministic scorers only: nothing to await
+            scored, judge_cost, check = self.scorecard.score(answer.output, case), None, None
+        return CellResult(
+            **base,
+            output=answer.output,
+            error=None,
+            error_kind=None,
+            latency_ms=answer.latency_ms,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            cost_usd=call.cost(model),
+            scored=scored,
+            judge_cost_usd=judge_cost,
+            check=check,
         )
 
+    async def _score(
+        self, output: str, case: Case, messages: Rendered
+    ) -> tuple[CaseScore, float | None, CheckOutcome | None]:
+        """Judge criteria and the exec check run concurrently; then the whole scorecard."""
+        jobs: list[Awaitable[Any]] = [
+            self._judge(name, jid, case, messages, output) for name, jid in self.scorecard.judged
+        ]
+        if case.check is not None and self.check_runner is not None:
+            jobs.append(self.check_runner(case, output))
+        done = await asyncio.gather(*jobs) if jobs else []
+        judged = done[: len(self.scorecard.judged)]
+        check: CheckOutcome | None = done[-1] if len(done) > len(judged) else None
+        given = {name: result for name, result, _ in judged}
+        scored = self.scorecard.score(output, case, given)
+        meta = {name: m for name, _, m in judged}
+        judge_cost = None
+        for row in scored.criteria:
+            if row.name in meta:
+                row.judge_model, row.raw_score, row.cost_usd = meta[row.name]
+                judge_cost = (judge_cost or 0.0) + (row.cost_usd or 0.0)
+        if check is not None:
+            scored.criteria.append(
+                CriterionScore(
+                    "check",
+                    "exec-check",
+                    1.0 if check.passed else 0.0,
+                    check.passed,
+                    0.0,
+                    True,
+                    {"exit_code": check.exit_code},
+                    None,
+                    check.error,
+                )
+            )
+            scored.passed = scored.passed and check.passed
+        return scored, judge_cost, check
 
-def _with_attempt(request: Request, attempt: int) -> Request:
-    from dataclasses import replace
+    async def _judge(
+        self, name: str, judge_id: str, case: Case, messages: Rendered, output: str
+    ) -> tuple[str, ScoreResult, tuple[str, float | None, float | None]]:
+        from evalwh.scoring.judge import input_text, parse_score
 
-    return replace(request, attempt=attempt)
+        runtime = self.judges[judge_id]
+        endpoint = runtime.endpoint
+        prompt = runtime.prompts.point(case, input_text(messages), output)
+        call = await self.call(endpoint, prompt, case, f"judge:{judge_id}")
+        self.stats.judge_requests += 0 if call.cached else 1
+        cost = None if call.cached else call.cost(endpoint.model)
+        if call.answer is None:
+            assert call.error is not None
+            result = ScoreResult(
+                0.0, error=f"judge '{judge_id}' failed: {error_text(call.error, self.redact)}"
+            )
+            return name, result, (endpoint.model.model, None, cost)
+        result = parse_score(call.answer.output, runtime.prompts.judge.scale)
+        raw = (result.details or {}).get("raw_score")
+        return name, result, (endpoint.model.model, raw, cost)

@@ -42,7 +42,7 @@ class AnthropicProvider(HttpProvider):
         if kind == "text":
             return {"type": "text", "text": part.get("text") or ""}
         if kind == "image":
-            how, value, media_type = image_source(self.name, part)
+            how, value, media_type = image_source(self.name, part, self.spec.root)
             if how == "url":
                 return {"type": "image", "source": {"type": "url", "url": value}}
             return {

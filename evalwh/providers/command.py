@@ -17,10 +17,9 @@ whole of stdout, trailing newlines removed. A non-zero exit is a non-retryable f
 quotes the end of stderr; running longer than ``timeout_s`` kills the program (and its
 children) and is a retryable timeout.
 
-The program runs in the current working directory, so a relative path such as
-``./agent.py`` resolves against where evalwh runs (a ModelSpec does not know its config's
-folder); a bare name is looked up on ``PATH``. It inherits the environment, API keys
-included.
+The program runs in the config file's folder, so a relative path such as ``./agent.py`` or
+``python agent.py`` resolves next to ``eval.yaml`` wherever evalwh is started; a bare name is
+looked up on ``PATH``. It inherits the environment, API keys included.
 """
 
 from __future__ import annotations
@@ -106,6 +105,7 @@ class CommandProvider:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                cwd=self.spec.root,  # the config's folder: `python agent.py` finds agent.py there
                 start_new_session=posix,  # its own process group, so a kill reaches children
             )
         except FileNotFoundError:

@@ -106,10 +106,12 @@ def unsupported_part(provider: str, part: dict[str, Any]) -> ProviderError:
     )
 
 
-def image_source(provider: str, part: dict[str, Any]) -> tuple[str, str | None, str | None]:
+def image_source(
+    provider: str, part: dict[str, Any], root: Path | None = None
+) -> tuple[str, str | None, str | None]:
     """``("url", url, None)`` or ``("base64", data, media_type)`` for an image part.
 
-    A ``path`` is read relative to the current directory.
+    A relative ``path`` is read from ``root`` (the config's folder), else the current directory.
     """
     if part.get("url"):
         return "url", str(part["url"]), part.get("media_type")
@@ -121,7 +123,7 @@ def image_source(provider: str, part: dict[str, Any]) -> tuple[str, str | None, 
             kind="unsupported",
         )
     try:
-        data = Path(path).read_bytes()
+        data = ((root or Path.cwd()) / path).read_bytes()
     except OSError as exc:
         raise ProviderError(
             f"{provider}: cannot read image {path}: {exc.strerror or exc}",

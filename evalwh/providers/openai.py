@@ -42,7 +42,7 @@ class OpenAIProvider(HttpProvider):
             if kind == "text":
                 out.append({"type": "text", "text": part.get("text") or ""})
             elif kind == "image":
-                how, value, media_type = image_source(self.name, part)
+                how, value, media_type = image_source(self.name, part, self.spec.root)
                 url = value if how == "url" else f"data:{media_type};base64,{value}"
                 out.append({"type": "image_url", "image_url": {"url": url}})
             else:

@@ -44,6 +44,10 @@ SCORERS: dict[str, str] = {
     "json-valid": "evalwh.scoring.builtin:json_valid",
     "json-schema": "evalwh.scoring.builtin:json_schema",
     "python": "evalwh.scoring.python:python_scorer",
+    "bleu": "evalwh.scoring.similarity:bleu",
+    "rouge-l": "evalwh.scoring.similarity:rouge_l_scorer",
+    "semantic": "evalwh.scoring.similarity:semantic",
+    "llm-judge": "evalwh.scoring.judge:judge_criterion",
 }
 
 ENTRY_POINT_GROUP = "evalwh.scorers"
@@ -80,12 +84,17 @@ def scorer_factory(criterion: Criterion, file: str | None = None) -> ScorerFacto
     registry = available()
     target = registry.get(criterion.type)
     if target is None:
+        import difflib
+
+        close = difflib.get_close_matches(criterion.type, list(registry), n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
         raise option_error(
             criterion,
             file,
             "type",
             f"unknown scorer type '{criterion.type}'",
-            f"use one of: {', '.join(sorted(registry))}, or install the package that provides it",
+            f"{hint}use one of: {', '.join(sorted(registry))}, or install the package that "
+            "provides it",
         )
     module_name, _, attr = target.partition(":")
     try:

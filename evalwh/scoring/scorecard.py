@@ -27,6 +27,9 @@ class CriterionScore:
     details: dict | None
     rationale: str | None
     error: str | None
+    judge_model: str | None = None
+    raw_score: float | None = None
+    cost_usd: float | None = None
 
 
 @dataclass
@@ -53,8 +56,17 @@ class Scorecard:
             for c, fn in zip(self.criteria, scorers, strict=True)
         )
         self._total_weight = sum(c.weight for c in self.criteria if c.weight > 0)
+        # llm-judge criteria: (name, judge id); the engine awaits them and passes the results in
+        self.judged = [
+            (c.name, getattr(fn, "judge_id", ""))
+            for c, fn in zip(self.criteria, scorers, strict=True)
+            if getattr(fn, "is_judge", False)
+        ]
 
-    def score(self, output: str, case: Case) -> CaseScore:
+    def score(
+        self, output: str, case: Case, given: dict[str, ScoreResult] | None = None
+    ) -> CaseScore:
+        """Score one output; ``given`` holds results computed elsewhere (judge criteria)."""
         if not isinstance(output, str):
             output = "" if output is None else str(output)
         rows: list[CriterionScore] = []
@@ -62,7 +74,7 @@ class Scorecard:
         case_passed = True
         for name, scorer, weight, required, threshold, fn in self._entries:
             try:
-                result = fn(output, case)
+                result = given[name] if given is not None and name in given else fn(output, case)
             except Exception as exc:
                 row = CriterionScore(
                     name, scorer, 0.0, False, weight, required, None, None, _describe(exc)
@@ -85,6 +97,13 @@ class Scorecard:
 def _row(
     name: str, scorer: str, weight: float, required: bool, threshold: float, result: object
 ) -> CriterionScore:
+    if type(result) is ScoreResult and result.error is None:
+        value = result.score
+        if type(value) is float and 0.0 <= value <= 1.0:  # the common case (NaN fails here)
+            passed = value >= threshold if result.passed is None else bool(result.passed)
+            return CriterionScore(
+                name, scorer, value, passed, weight, required, result.details, result.rationale, None
+            )
     if not isinstance(result, ScoreResult):
         return CriterionScore(
             name,

@@ -26,7 +26,8 @@ HOST = socket.gethostname()
 
 def new_run_id(now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
-    return f"{now:%Y-%m-%dT%H%M%S}-{secrets.token_hex(2)}"
+    # Milliseconds keep ids in start order even for runs started within one second.
+    return f"{now:%Y-%m-%dT%H%M%S}.{now.microsecond // 1000:03d}-{secrets.token_hex(2)}"
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -72,13 +73,18 @@ class Warehouse:
             return con.execute(text, params or []).to_arrow_table()
 
     def resolve(self, ref: str) -> str:
-        """A run id from a full id, a unique prefix, a label (newest wins) or ``latest``."""
+        """A run id from a full id, a unique prefix, a label (newest wins), ``latest`` or a
+        baseline name (``baseline`` unless pinned under another name)."""
         self._require()
         rows = self.query("resolve_run", ref=ref).to_pylist()
+        if not rows and ref == "baseline":
+            raise RunNotFoundError(
+                "no baseline is pinned yet: pin one with `evalwh baseline set RUN`"
+            )
         if not rows:
             raise RunNotFoundError(
-                f"no run matches '{ref}' (use a run id, a unique prefix, a label or 'latest'; "
-                "see `evalwh list`)"
+                f"no run matches '{ref}' (use a run id, a unique prefix, a label, 'latest' or a "
+                "baseline name; see `evalwh list` and `evalwh baseline list`)"
             )
         best = rows[0]
         if best["how"] == 3 and len(rows) > 1:
@@ -105,6 +111,22 @@ class Warehouse:
         marks = ", ".join("?" for _ in row)
         with write_connection(self.path, wait_s=None) as con:
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(row.values()))
+
+    def insert_labels(self, run_id: str, config: Any) -> None:
+        """Store the config's human labels with the run (pairwise and pointwise)."""
+        rows = [
+            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note]
+            for lb in config.labels
+        ]
+        rows += [
+            [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None]
+            for c in config.cases
+            if c.human_label is not None
+        ]
+        if not rows:
+            return
+        with write_connection(self.path, wait_s=None) as con:
+            con.executemany("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def reopen_run(self, run_id: str) -> None:
         """Mark a stored run as running again, owned by this process (resume, retry errors)."""
@@ -149,14 +171,18 @@ class Warehouse:
             )
 
     def export_run(self, run_id: str, exports_dir: Path) -> Path:
-        """Write Hive-partitioned Parquet: exports/run_id=<id>/{cases,scores}.parquet."""
+        """Write Hive-partitioned Parquet: exports/run_id=<id>/{cases,scores}.parquet.
+
+        The files also hold ``run_id`` as a column, so a reader needs no partition parsing
+        (Polars would otherwise try to read the id as a date).
+        """
         target = exports_dir / f"run_id={run_id}"
         target.mkdir(parents=True, exist_ok=True)
         with read_connection(self.path) as con:
             for table in ("cases", "scores"):
                 out = (target / f"{table}.parquet").as_posix().replace("'", "''")
                 con.execute(
-                    f"COPY (SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $run_id "
+                    f"COPY (SELECT * FROM {table} WHERE run_id = $run_id "
                     f"ORDER BY {ORDER[table]}) TO '{out}' (FORMAT parquet, COMPRESSION zstd, "
                     f"KV_METADATA {{schema_version: '{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})",
                     {"run_id": run_id},

@@ -44,6 +44,11 @@ CASE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("score", pa.float64()),
     ("passed", pa.bool_()),
     ("created_at", pa.timestamp("us", tz="UTC")),
+    ("judge_cost_usd", pa.float64()),
+    ("check_passed", pa.bool_()),
+    ("check_exit_code", pa.int32()),
+    ("check_output", pa.string()),
+    ("check_error", pa.string()),
 )
 SCORE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("run_id", pa.string()),
@@ -60,6 +65,35 @@ SCORE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("details", pa.string()),
     ("rationale", pa.string()),
     ("error", pa.string()),
+    ("judge_model", pa.string()),
+    ("raw_score", pa.float64()),
+    ("cost_usd", pa.float64()),
+)
+PAIR_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
+    ("run_id", pa.string()),
+    ("comparison", pa.string()),
+    ("case_id", pa.string()),
+    ("repeat", pa.int32()),
+    ("baseline_variant", pa.string()),
+    ("baseline_model", pa.string()),
+    ("candidate_variant", pa.string()),
+    ("candidate_model", pa.string()),
+    ("judge", pa.string()),
+    ("judge_model", pa.string()),
+    ("verdict_ab", pa.string()),
+    ("verdict_ba", pa.string()),
+    ("verdict", pa.string()),
+    ("flipped", pa.bool_()),
+    ("eligible", pa.bool_()),
+    ("excluded_reason", pa.string()),
+    ("baseline_ok", pa.bool_()),
+    ("candidate_ok", pa.bool_()),
+    ("rationale_ab", pa.string()),
+    ("rationale_ba", pa.string()),
+    ("error", pa.string()),
+    ("metadata", pa.string()),
+    ("cost_usd", pa.float64()),
+    ("created_at", pa.timestamp("us", tz="UTC")),
 )
 CACHE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("request_hash", pa.string()),
@@ -76,39 +110,68 @@ CASES_SCHEMA = pa.schema(CASE_COLUMNS)
 SCORES_SCHEMA = pa.schema(SCORE_COLUMNS)
 
 
-Batch = tuple["pa.Table | None", "pa.Table | None", "pa.Table | None"]
+# Rows detached from the buffers (cases, scores, cache, pairs); flush() turns them into Arrow.
+Batch = tuple[list[Sequence[Any]], list[Sequence[Any]], list[Sequence[Any]], list[Sequence[Any]]]
+
+def _json_encoder() -> Any:
+    """``json.dumps(value, ensure_ascii=False, default=str)``, minus its per-call set-up: the
+    C encoder json.dumps would build (with a fresh circular-reference memo each call)."""
+    from json.encoder import c_make_encoder, encode_basestring
+
+    if c_make_encoder is None:  # pragma: no cover - a Python without the _json accelerator
+        return json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+    def encode(value: Any) -> str:
+        chunks = c_make_encoder({}, str, encode_basestring, None, ": ", ", ", False, False, True)(
+            value, 0
+        )
+        return "".join(chunks)
+
+    return encode
+
+
+_encode_json = _json_encoder()
 
 
 def to_json(value: Any) -> str | None:
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _encode_json(value)
 
 
 class _Columns:
-    """Column-wise buffer: appending to lists is far cheaper than building dicts per row."""
+    """Row buffer for one table: appending a row is one list append; the rows become an
+    Arrow table (column by column) only when a batch is written, off the event loop."""
 
     def __init__(self, columns: Sequence[tuple[str, pa.DataType]]) -> None:
         self.names = [name for name, _ in columns]
         self.schema = pa.schema(columns)
-        self.data: list[list[Any]] = [[] for _ in columns]
+        self.width = len(self.names)
+        self.rows: list[Sequence[Any]] = []
 
     def __len__(self) -> int:
-        return len(self.data[0])
+        return len(self.rows)
 
     def append(self, row: Sequence[Any]) -> None:
-        for column, value in zip(self.data, row, strict=True):
-            column.append(value)
+        if len(row) != self.width:
+            raise ValueError(f"a row of {len(row)} values for {self.width} columns")
+        self.rows.append(row)
 
-    def take(self) -> pa.Table | None:
-        if not len(self):
+    def take_rows(self) -> list[Sequence[Any]]:
+        rows, self.rows = self.rows, []
+        return rows
+
+    def table(self, rows: list[Sequence[Any]]) -> pa.Table | None:
+        if not rows:
             return None
-        table = pa.Table.from_arrays(
-            [pa.array(col, type=t) for col, t in zip(self.data, self.schema.types, strict=True)],
+        columns = zip(*rows, strict=True)
+        return pa.Table.from_arrays(
+            [pa.array(col, type=t) for col, t in zip(columns, self.schema.types, strict=True)],
             schema=self.schema,
         )
-        self.data = [[] for _ in self.names]
-        return table
+
+    def take(self) -> pa.Table | None:
+        return self.table(self.take_rows())
 
 
 class RunWriter:
@@ -131,6 +194,7 @@ class RunWriter:
         self._cases = _Columns(CASE_COLUMNS)
         self._scores = _Columns(SCORE_COLUMNS)
         self._cache = _Columns(CACHE_COLUMNS)
+        self._pairs = _Columns(PAIR_COLUMNS)
         self.refresh_cache = refresh_cache
         self.replace = replace  # retrying errors: the new rows replace the stored ones
         self._lock = threading.Lock()
@@ -147,6 +211,9 @@ class RunWriter:
     def add_cache(self, row: Sequence[Any]) -> None:
         self._cache.append(row)
 
+    def add_pair(self, row: Sequence[Any]) -> None:
+        self._pairs.append(row)
+
     @property
     def pending(self) -> int:
         return len(self._cases)
@@ -159,12 +226,50 @@ class RunWriter:
     def take_batch(self) -> Batch:
         """Detach the buffered rows (call on the event loop; then flush in a thread)."""
         self._last_flush = time.monotonic()
-        return self._cases.take(), self._scores.take(), self._cache.take()
+        return (
+            self._cases.take_rows(),
+            self._scores.take_rows(),
+            self._cache.take_rows(),
+            self._pairs.take_rows(),
+        )
+
+    def write_pairs(self, rows: list[list[Any]], comparisons: list[str]) -> None:
+        """Replace a run's pairwise verdicts for these comparisons, in one transaction."""
+        buffer = _Columns(PAIR_COLUMNS)
+        for row in rows:
+            buffer.append(row)
+        table = buffer.take()
+        cache = self._cache.take()
+        with self._lock, write_connection(self.path, wait_s=None) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.execute(
+                    "DELETE FROM pairs WHERE run_id = ? AND list_contains(?, comparison)",
+                    [self.run_id, comparisons],
+                )
+                if table is not None:
+                    con.register("_evalwh_pairs", table)
+                    con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
+                    con.unregister("_evalwh_pairs")
+                if cache is not None:
+                    con.register("_evalwh_cache", cache)
+                    con.execute(
+                        "INSERT OR IGNORE INTO response_cache BY NAME "
+                        "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
+                    )
+                    con.unregister("_evalwh_cache")
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
 
     def flush(self, batch: Batch) -> None:
         """Write one batch in one transaction, waiting as long as needed for the file lock."""
-        cases, scores, cache = batch
-        if cases is None and scores is None and cache is None:
+        cases = self._cases.table(batch[0])
+        scores = self._scores.table(batch[1])
+        cache = self._cache.table(batch[2])
+        pairs = self._pairs.table(batch[3])
+        if cases is None and scores is None and cache is None and pairs is None:
             return
         with self._lock, write_connection(self.path, wait_s=None) as con:
             con.execute("BEGIN TRANSACTION")
@@ -185,6 +290,10 @@ class RunWriter:
                     con.register("_evalwh_scores", scores)
                     con.execute("INSERT INTO scores BY NAME SELECT * FROM _evalwh_scores")
                     con.unregister("_evalwh_scores")
+                if pairs is not None:
+                    con.register("_evalwh_pairs", pairs)
+                    con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
+                    con.unregister("_evalwh_pairs")
                 if cache is not None:
                     verb = "INSERT OR REPLACE" if self.refresh_cache else "INSERT OR IGNORE"
                     con.register("_evalwh_cache", cache)

@@ -1,0 +1,335 @@
+"""Exports of a stored run: json, csv, md (a PR comment), parquet, junit. Nothing re-runs.
+
+- ``json``: one document — the run, totals, the matrix, criteria, the gate, repeat
+  statistics (when sampled more than once) and every case row.
+- ``csv``: every case row, flat (sql/export_cases.sql).
+- ``md``: a pull-request comment — the gate result, the matrix, and the top movers versus
+  the baseline (``--baseline``, else the pinned one). Model outputs are left out on purpose.
+- ``parquet``: Hive-partitioned ``<out>/run_id=<id>/{cases,scores}.parquet``.
+- ``junit``: one testsuite per variant x model with a testcase per case row (failures and
+  errors carry the failed criteria), and a ``gate`` testsuite with one testcase per rule.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalwh.analysis import fmt
+from evalwh.analysis.gate import GateResult, find_baseline, judge
+from evalwh.analysis.runinfo import snapshot
+from evalwh.errors import UsageError
+
+if TYPE_CHECKING:
+    from evalwh.analysis.compare import Comparison
+    from evalwh.warehouse.store import Warehouse
+
+FORMATS = ("json", "csv", "md", "parquet", "junit")
+JSON_COLUMNS = ("criteria", "expected", "vars", "metadata")
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+@dataclass
+class Export:
+    """What an export produced: the text (written nowhere yet) or the path written."""
+
+    run_id: str
+    format: str
+    text: str | None = None
+    path: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "format": self.format, "path": self.path}
+
+
+def export_run(
+    store: Warehouse,
+    ref: str,
+    format: str,
+    *,
+    out: str | Path | None = None,
+    baseline: str | None = None,
+) -> Export:
+    """Export run ``ref`` as ``format``; to ``out`` when given, else as text (parquet:
+    to ``out`` or the warehouse's ``exports/`` folder)."""
+    if format not in FORMATS:
+        raise UsageError(f"unknown export format {format!r}; use one of: {', '.join(FORMATS)}")
+    run_id = store.resolve(ref)
+    if format == "parquet":
+        root = Path(out) if out is not None else store.path.parent / "exports"
+        return Export(run_id, format, path=store.export_run(run_id, root))
+    text = WRITERS[format](store, run_id, baseline)
+    if out is None:
+        return Export(run_id, format, text=text)
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return Export(run_id, format, path=path)
+
+
+# -- json / csv ---------------------------------------------------------------------------
+def _loads(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def document(store: Warehouse, run_id: str, baseline: str | None = None) -> dict[str, Any]:
+    """Everything about a run as one JSON-ready dict."""
+    from evalwh.analysis.repeats import repeats_report
+
+    run = {k: v for k, v in store.run_row(run_id).items() if k != "config_snapshot"}
+    for key in ("filters", "totals"):
+        run[key] = _loads(run.get(key))
+    cases = store.query("export_cases", run_id=run_id).to_pylist()
+    for row in cases:
+        for key in JSON_COLUMNS:
+            row[key] = _loads(row[key])
+    repeats = repeats_report(store, run_id)
+    return {
+        "run": run,
+        "totals": store.query("run_totals", run_id=run_id).to_pylist()[0],
+        "summary": store.query("summary", run_id=run_id).to_pylist(),
+        "criteria": store.query("criteria", run_id=run_id).to_pylist(),
+        "gate": judge(store, run_id, baseline=baseline).to_dict(),
+        "repeats": repeats if repeats["repeats"] > 1 else None,
+        "cases": cases,
+    }
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return str(value)
+
+
+def _json(store: Warehouse, run_id: str, baseline: str | None) -> str:
+    data = document(store, run_id, baseline)
+    return json.dumps(data, default=_encode, ensure_ascii=False, indent=2) + "\n"
+
+
+def _csv(store: Warehouse, run_id: str, baseline: str | None) -> str:
+    import io
+
+    import pyarrow.csv as pacsv
+
+    sink = io.BytesIO()
+    pacsv.write_csv(store.query("export_cases", run_id=run_id), sink)
+    return sink.getvalue().decode("utf-8")
+
+
+# -- markdown -----------------------------------------------------------------------------
+def _cell(text: Any) -> str:
+    """A value safe inside a Markdown table cell (no pipes, no line breaks, no HTML)."""
+    return (
+        str(text)
+        .replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace("\n", " ")
+        .replace("`", "'")
+    )
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _gate_md(gate: GateResult) -> list[str]:
+    if not gate.rules:
+        lines = ["**Gate:** no thresholds configured"]
+    elif gate.passed:
+        lines = [f"**Gate: ✅ passed** (all {len(gate.rules)} rules)"]
+    else:
+        lines = [f"**Gate: ❌ failed** ({len(gate.failed)} of {len(gate.rules)} rules)"]
+    if gate.baseline_id and any(r["kind"] == "regression" for r in gate.rules):
+        lines += ["", f"Drops are measured against the baseline run `{gate.baseline_id}`."]
+    if gate.rules:
+        rows = [["✅" if r["passed"] else "❌", fmt.rule_text(r)] for r in gate.rules]
+        lines += ["", *_table(["", "rule"], rows)]
+    return lines + [f"> {note}" for note in gate.notes]
+
+
+def _summary_md(store: Warehouse, run_id: str) -> list[str]:
+    totals = store.query("run_totals", run_id=run_id).to_pylist()[0]
+    rows = [
+        [
+            r["variant"],
+            r["model"],
+            fmt.rate(r),
+            fmt.num(r["mean_score"]),
+            f"{r['n_errors']}/{r['n']}",
+            fmt.usd(r["cost_usd"]),
+        ]
+        for r in store.query("summary", run_id=run_id).to_pylist()
+    ]
+    overall = (
+        f"**Overall:** {fmt.rate(totals)} · score {fmt.num(totals['mean_score'])} · "
+        f"errors {totals['n_errors']}/{totals['n']} · cost {fmt.usd(totals['cost_usd'])}"
+    )
+    headers = ["variant", "model", "pass [95% CI] (passed/n)", "score", "errors", "cost"]
+    return [overall, "", *_table(headers, rows)]
+
+
+def _run_name(run: dict[str, Any]) -> str:
+    return f"`{run['run_id']}`" + (f" ({_cell(run['label'])})" if run.get("label") else "")
+
+
+def _compare_md(cmp: Comparison, top: int) -> list[str]:
+    o = cmp.overall
+    lines = [f"### vs baseline {_run_name(cmp.a)}", ""]
+    if not o.get("n"):
+        return [*lines, "No case in common with the baseline."]
+    lines.append(
+        f"Pass rate {fmt.pct(o['pass_rate_a'])} → {fmt.pct(o['pass_rate_b'])}: "
+        f"{fmt.delta(o, 'pass_rate')} (n={o['n']} paired) · score {fmt.delta(o, 'score', 'abs')}"
+        f" · fixed {o['n_fixed']}, broken {o['n_broken']}"
+    )
+    cells = [
+        [
+            r["variant"],
+            r["model"],
+            r["n"],
+            f"{fmt.pct(r['pass_rate_a'])} → {fmt.pct(r['pass_rate_b'])}",
+            fmt.delta(r, "pass_rate"),
+            fmt.delta(r, "score", "abs"),
+            r["n_fixed"] or 0,
+            r["n_broken"] or 0,
+            ("🔴 " if r["verdict"] == "worse" else "") + r["verdict"],
+        ]
+        for r in cmp.rows("cell")
+    ]
+    headers = ["variant", "model", "n pairs", "pass", "Δ pass [95% CI]", "Δ score", "fixed"]
+    lines += ["", *_table([*headers, "broken", "verdict"], cells)]
+    movers = cmp.movers.to_pylist()[:top]
+    if movers:
+        rows = [
+            [
+                m["movement"],
+                m["case_id"] + (f" #{m['repeat']}" if m["repeat"] else ""),
+                f"{m['variant']} × {m['model']}",
+                f"{fmt.num(m['score_a'], 2)} → {fmt.num(m['score_b'], 2)}",
+                ", ".join(m["criteria_broken"] or m["criteria_fixed"]) or (m["error_b"] or ""),
+            ]
+            for m in movers
+        ]
+        lines += ["", f"**Top movers** (worst first, {len(movers)} shown)", ""]
+        lines += _table(["", "case", "cell", "score", "criteria"], rows)
+    worst = [s for s in cmp.rows("slice") if (s["pass_rate_delta"] or 0) < 0][:5]
+    if worst:
+        rows = [[s["target"], s["n"], fmt.delta(s, "pass_rate")] for s in worst]
+        lines += ["", "**Slices that dropped most**", ""]
+        lines += _table(["slice", "n pairs", "Δ pass [95% CI]"], rows)
+    return lines
+
+
+def markdown(store: Warehouse, run_id: str, baseline: str | None = None, *, top: int = 10) -> str:
+    """A pull-request comment: gate, matrix, and movers versus the baseline."""
+    from evalwh.analysis.compare import compare
+
+    run = store.run_row(run_id)
+    gate = judge(store, run_id, baseline=baseline)
+    lines = [f"## evalwh · {_cell(run['suite'])} · run {_run_name(run)}", ""]
+    lines += [*_gate_md(gate), "", *_summary_md(store, run_id)]
+    base_id = gate.baseline_id
+    if base_id is None:
+        thresholds = snapshot(store, run_id).get("thresholds") or {}
+        base_id, _ = find_baseline(store, run_id, thresholds, None)
+    if base_id and base_id != run_id:
+        lines += ["", *_compare_md(compare(store, base_id, run_id, movers=top), top)]
+    return "\n".join(lines) + "\n"
+
+
+def _md(store: Warehouse, run_id: str, baseline: str | None) -> str:
+    return markdown(store, run_id, baseline)
+
+
+# -- junit --------------------------------------------------------------------------------
+def junit(store: Warehouse, run_id: str, baseline: str | None = None) -> str:
+    """JUnit XML: a testsuite per variant x model, a testcase per case row; plus the gate."""
+    import xml.etree.ElementTree as ET
+
+    run = store.run_row(run_id)
+    suite_name = run["suite"]
+    rows = store.query("export_cases", run_id=run_id).to_pylist()
+    cells = store.query("summary", run_id=run_id).to_pylist()
+    gate = judge(store, run_id, baseline=baseline)
+    root = ET.Element("testsuites", name=f"evalwh {suite_name} {run_id}")
+    suites = {
+        (c["variant"], c["model"]): ET.SubElement(
+            root,
+            "testsuite",
+            name=f"{c['variant']} × {c['model']}",
+            tests=str(c["n"]),
+            failures=str(c["n"] - c["n_passed"] - c["n_errors"]),
+            errors=str(c["n_errors"]),
+        )
+        for c in cells
+    }
+    for row in rows:
+        key = (row["variant"], row["model"])
+        name = row["case_id"] + (f" [repeat {row['repeat']}]" if row["repeat"] else "")
+        case = ET.SubElement(
+            suites[key],
+            "testcase",
+            classname=_xml(f"{suite_name}.{key[0]}.{key[1]}"),
+            name=_xml(name),
+            time=f"{(row['latency_ms'] or 0) / 1000:.3f}",
+        )
+        if row["error"]:
+            error = _xml(row["error"])
+            ET.SubElement(case, "error", message=error, type=row["error_kind"] or "error")
+        elif not row["passed"]:
+            failure = ET.SubElement(
+                case,
+                "failure",
+                message=_xml(f"failed: {row['failed_criteria'] or 'score below threshold'}"),
+                type="failed",
+            )
+            failure.text = _xml(
+                f"score {row['score']:.3f}\noutput: {row['output']}\nexpected: {row['expected']}"
+            )
+    failed = len(gate.failed)
+    gate_suite = ET.SubElement(
+        root, "testsuite", name="gate", tests=str(len(gate.rules)), failures=str(failed), errors="0"
+    )
+    for rule in gate.rules:
+        where = "run" if rule["scope"] == "run" else f"{rule['scope']} {rule['target']}"
+        case = ET.SubElement(
+            gate_suite,
+            "testcase",
+            classname=_xml(f"{suite_name}.gate"),
+            name=_xml(f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}"),
+            time="0",
+        )
+        if not rule["passed"]:
+            ET.SubElement(case, "failure", message=_xml(fmt.rule_text(rule)), type="threshold")
+    totals = store.query("run_totals", run_id=run_id).to_pylist()[0]
+    root.set("tests", str(totals["n"] + len(gate.rules)))
+    root.set("failures", str(totals["n"] - totals["n_passed"] - totals["n_errors"] + failed))
+    root.set("errors", str(totals["n_errors"]))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _xml(text: str) -> str:
+    """Drop the characters XML 1.0 cannot carry (model output may hold any)."""
+    return NOT_XML.sub("\ufffd", text)
+
+
+WRITERS: dict[str, Callable[[Warehouse, str, str | None], str]] = {
+    "json": _json,
+    "csv": _csv,
+    "md": _md,
+    "junit": junit,
+}

@@ -1,0 +1,66 @@
+"""Plain-text number formats for exports (Markdown, JUnit). The CLI has its own, with colour."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def pts(x: float | None) -> str:
+    """A difference of two rates in percentage points, signed."""
+    return "–" if x is None else f"{100 * x:+.1f} pts"
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def signed(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:+.{digits}f}"
+
+
+def usd(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"${x:.4f}" if abs(x) < 1 else f"${x:.2f}"
+
+
+def rate(row: dict[str, Any], prefix: str = "pass_rate") -> str:
+    """``68.8% [54.7%–80.1%] (33/48)``: a rate always with its interval and n."""
+    if not row.get("n"):
+        return "– (n=0)"
+    return (
+        f"{pct(row[prefix])} [{pct(row[prefix + '_lo'])}–{pct(row[prefix + '_hi'])}] "
+        f"({row['n_passed']}/{row['n']})"
+    )
+
+
+def delta(row: dict[str, Any], metric: str, unit: str = "pts") -> str:
+    """``-6.3 pts [-13.2, +0.6]``: a paired difference with its 95% interval."""
+    d, lo, hi = row.get(f"{metric}_delta"), row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
+    if d is None:
+        return "–"
+    if unit == "pts":
+        head = pts(d)
+        ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else ""
+    else:
+        head = signed(d)
+        ci = f" [{lo:+.3f}, {hi:+.3f}]" if lo is not None and hi is not None else ""
+    return head + ci
+
+
+def rule_text(rule: dict[str, Any]) -> str:
+    """``pass_rate >= 0.5 for run: 0.6875 (n=48)`` (+ how far off, + the interval of a drop)."""
+    where = "run" if rule["scope"] == "run" else f"{rule['scope']} {rule['target']}"
+    value = "no data" if rule["value"] is None else f"{rule['value']:.4g}"
+    text = f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}: {value} (n={rule['n']})"
+    if rule.get("kind") == "regression" and rule.get("drop_lo") is not None:
+        text += f", 95% CI [{rule['drop_lo']:.4g}, {rule['drop_hi']:.4g}]"
+        if rule.get("significant_only") and rule["value"] > rule["limit"]:
+            text += " (a clear drop)" if rule.get("significant") else " (not a clear drop: passes)"
+    if not rule["passed"] and rule["value"] is not None:
+        text += f", off by {abs(rule['value'] - rule['limit']):.4g}"
+    return text

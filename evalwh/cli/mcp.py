@@ -1,0 +1,29 @@
+"""`evalwh mcp`: serve evalwh to agents over stdio (needs the extra `evalwh[mcp]`)."""
+
+from __future__ import annotations
+
+from evalwh.cli.state import STATE, with_globals
+
+INSTALL_HINT = (
+    "`evalwh mcp` needs the MCP SDK: install evalwh[mcp] "
+    "(pip install 'evalwh[mcp]', or uvx --from 'evalwh[mcp]' evalwh mcp)"
+)
+
+
+@with_globals
+def mcp() -> None:
+    """Serve the evalwh tools to an MCP client over stdio (needs evalwh[mcp]).
+
+    Configs must lie inside EVALWH_MCP_ROOT (default: the working folder); runs are capped
+    at EVALWH_MCP_MAX_COST (default $1.00), requests above EVALWH_MCP_MAX_COST_CEILING
+    (default $5.00) are refused. See docs/mcp.md.
+    """
+    from evalwh.errors import UsageError
+
+    try:
+        import mcp.server.mcpserver  # noqa: F401  (the SDK, not this command)
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    from evalwh.mcp.server import serve
+
+    serve(output_dir=STATE.output_dir)

@@ -1,0 +1,273 @@
+"""Rich renderings for compare, slices, repeats, baselines, the gate and `evalwh sql`.
+
+Formatting only: every number arrives computed. Rates always come with their n; drops and
+regressions are red.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from evalwh.cli.render import num, pct, usd
+from evalwh.cli.state import note, out
+
+VERDICT_STYLE = {
+    "worse": "bold red",
+    "better": "green",
+    "only in A": "yellow",
+    "only in B": "yellow",
+}
+
+
+def _run_name(run: dict[str, Any]) -> str:
+    return run["run_id"] + (f" ({run['label']})" if run.get("label") else "")
+
+
+def _style(value: float | None, *, bold: bool = False, lower_is_better: bool = False) -> str:
+    if not value:
+        return ""
+    worse = value > 0 if lower_is_better else value < 0
+    return ("bold " if bold else "") + ("red" if worse else "green")
+
+
+def delta_text(
+    row: dict[str, Any], metric: str, *, unit: str = "pts", lower_is_better: bool = False
+) -> Text:
+    """``-6.3 pts [-13.2, +0.6]`` coloured by direction (bold when the interval excludes 0)."""
+    d, lo, hi = row.get(f"{metric}_delta"), row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
+    if d is None:
+        return Text("–")
+    clear = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    if unit == "pts":
+        body = f"{100 * d:+.1f} pts"
+        ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else ""
+    elif unit == "usd":
+        body, ci = (f"+{usd(d)}" if d >= 0 else f"-{usd(-d)}"), ""
+    elif unit == "ms":
+        body, ci = (f"{d:+.0f} ms" if abs(d) >= 0.5 else "±0 ms"), ""
+    else:
+        body = f"{d:+.3f}"
+        ci = f" [{lo:+.3f}, {hi:+.3f}]" if lo is not None and hi is not None else ""
+    return Text(body + ci, style=_style(d, bold=clear, lower_is_better=lower_is_better))
+
+
+def _rates(row: dict[str, Any]) -> str:
+    if not row.get("n"):
+        return "– (n=0)"
+    return f"{pct(row['pass_rate_a'])} → {pct(row['pass_rate_b'])}"
+
+
+def _verdict(row: dict[str, Any]) -> Text:
+    return Text(row["verdict"], style=VERDICT_STYLE.get(row["verdict"], ""))
+
+
+def _delta_table(title: str, first: list[str], rows: list[dict[str, Any]], cost: bool) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name in first:
+        table.add_column(name, no_wrap=True)
+    names = ["n", "pass A → B", "Δ pass [95% CI]", "Δ score [95% CI]"]
+    names += ["Δ cost", "Δ latency"] if cost else []
+    for name in [*names, "fixed", "broken", "verdict"]:
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in rows:
+        labels = [r["variant"], r["model"]] if r["scope"] == "cell" else [r["target"]]
+        if not r["n"]:
+            table.add_row(*labels, "0", *["–"] * (len(names) - 1), "–", "–", _verdict(r))
+            continue
+        cells: list[Any] = [
+            str(r["n"]),
+            _rates(r),
+            delta_text(r, "pass_rate"),
+            delta_text(r, "score", unit="abs"),
+        ]
+        if cost:
+            cells += [
+                delta_text(r, "cost_usd", unit="usd", lower_is_better=True),
+                delta_text(r, "latency_ms", unit="ms", lower_is_better=True),
+            ]
+        broken = Text(str(r["n_broken"] or 0), style="red" if r["n_broken"] else "")
+        table.add_row(*labels, *cells, str(r["n_fixed"] or 0), broken, _verdict(r))
+    return table
+
+
+def print_comparison(data: dict[str, Any], *, max_slices: int = 15) -> None:
+    console = out()
+    a, b, o = data["a"], data["b"], data["overall"]
+    console.print(
+        f"compare {_run_name(b)} against {_run_name(a)}: B minus A, paired on "
+        "(variant, model, case_id, repeat)",
+        style="bold",
+        markup=False,
+    )
+    head = Text(
+        f"overall: n={o.get('n', 0)} pairs (A has {o.get('n_a', 0)}, B has {o.get('n_b', 0)}); "
+    )
+    if o.get("n"):
+        head.append(f"pass {_rates(o)} ")
+        head.append_text(delta_text(o, "pass_rate"))
+        head.append("  score ")
+        head.append_text(delta_text(o, "score", unit="abs"))
+        head.append(f"  fixed {o['n_fixed']}, broken ")
+        head.append(str(o["n_broken"]), style="red" if o["n_broken"] else "")
+        head.append("  ")
+        head.append_text(_verdict(o))
+    console.print(head)
+    if data["cluster"]:
+        console.print(
+            f"standard errors: cluster-robust over {o.get('n_clusters')} cluster(s) of "
+            f"{data['cluster']!r}",
+            markup=False,
+        )
+    console.print(_delta_table("cells", ["variant", "model"], data["cells"], cost=True))
+    if data["criteria"]:
+        console.print(_delta_table("criteria, worst first", ["criterion"], data["criteria"], False))
+    slices = data["slices"]
+    if slices:
+        title = "slices, worst first" + (
+            f" ({max_slices} of {len(slices)}; all in --json)" if len(slices) > max_slices else ""
+        )
+        console.print(_delta_table(title, ["slice"], slices[:max_slices], cost=False))
+    print_movers(data["movers"])
+    for message in data["notes"]:
+        note(f"note: {message}")
+
+
+def print_movers(movers: list[dict[str, Any]]) -> None:
+    if not movers:
+        out().print("no case moved", style="dim")
+        return
+    out().print(Text(f"cases that moved, worst first ({len(movers)} shown):", style="bold"))
+    for m in movers:
+        style = "red" if m["movement"] in ("broken", "score down") else "green"
+        line = Text(f"  {m['movement']:<10} ", style=style)
+        line.append(f"{m['case_id']}" + (f" [repeat {m['repeat']}]" if m["repeat"] else ""))
+        line.append(f"  {m['variant']} × {m['model']}  score {num(m['score_a'], 2)} → ")
+        line.append(num(m["score_b"], 2))
+        why = m["criteria_broken"] or m["criteria_fixed"]
+        if why:
+            line.append(f"  ({', '.join(why)})")
+        elif m["error_b"]:
+            line.append(f"  error: {m['error_b']}", style="red")
+        out().print(line)
+
+
+def slices_table(rows: list[dict[str, Any]], keys: str) -> Table:
+    table = Table(title=f"slices by {keys}", title_justify="left")
+    for name in ("slice", "variant", "model"):
+        table.add_column(name, no_wrap=True)
+    for name in ("pass", "95% CI", "n", "score", "errors", "cost"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in rows:
+        total = r["variant"] is None
+        table.add_row(
+            r["slice"] if total else "",
+            "all" if total else r["variant"],
+            "" if total else r["model"],
+            pct(r["pass_rate"]),
+            f"{pct(r['pass_rate_lo'])}–{pct(r['pass_rate_hi'])}",
+            f"{r['n_passed']}/{r['n']}",
+            num(r["mean_score"]),
+            Text(str(r["n_errors"]), style="red" if r["n_errors"] else ""),
+            usd(r["cost_usd"]),
+            style="bold" if total else "",
+        )
+    return table
+
+
+def print_repeats(data: dict[str, Any]) -> None:
+    console = out()
+    if data["repeats"] <= 1:
+        console.print("this run sampled every case once: no repeat statistics (run --repeat N)")
+        return
+    table = Table(title=f"repeats (up to {data['repeats']} per case)", title_justify="left")
+    for name in ("variant", "model"):
+        table.add_column(name, no_wrap=True)
+    for name in ("k", "cases", "pass@k", "pass^k", "flaky", "score sd"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in data["stats"]:
+        overall = r["variant"] is None
+        table.add_row(
+            "all" if overall else r["variant"],
+            "" if overall else r["model"],
+            str(r["k"]),
+            str(r["n_cases"]),
+            pct(r["pass_at_k"]),
+            pct(r["pass_hat_k"]),
+            Text(f"{r['n_flaky']}/{r['n_cases']}", style="yellow" if r["n_flaky"] else ""),
+            num(r["mean_score_sd"]),
+            style="bold" if overall else "",
+        )
+    console.print(table)
+    flaky = data["flaky"]
+    if not flaky:
+        console.print("no flaky case: every case passed all its repeats or none", style="green")
+        return
+    console.print(Text(f"flaky cases ({len(flaky)}), least stable first:", style="bold"))
+    for f in flaky:
+        marks = "".join("✓" if p else "✗" for p in f["passed_by_repeat"])
+        console.print(
+            f"  {f['case_id']}  {f['variant']} × {f['model']}  {marks}  "
+            f"passed {f['n_passed']}/{f['n']}  score {num(f['mean_score'], 2)} ± "
+            f"{num(f['score_sd'], 2)}",
+            markup=False,
+        )
+
+
+def gate_line(rule: dict[str, Any]) -> Text:
+    from evalwh.analysis.fmt import rule_text
+
+    line = Text(
+        "PASS " if rule["passed"] else "FAIL ", style="green" if rule["passed"] else "bold red"
+    )
+    text = rule_text(rule)
+    if rule["kind"] == "regression":
+        text = text.replace(" for ", f" vs baseline {rule['baseline']} for ", 1)
+    line.append(text)
+    return line
+
+
+def print_gate_result(data: dict[str, Any], *, verbose: bool = False) -> None:
+    console = out()
+    rules, failed = data["rules"], [r for r in data["rules"] if not r["passed"]]
+    head = Text(f"gate for run {data['run_id']}: ", style="bold")
+    if not rules:
+        head.append("no thresholds configured", style="yellow")
+    elif failed:
+        head.append(f"FAILED, {len(failed)} of {len(rules)} rules", style="bold red")
+    else:
+        head.append(f"passed, all {len(rules)} rules", style="bold green")
+    console.print(head)
+    for rule in rules if verbose else failed:
+        console.print("  ", gate_line(rule))
+    for message in data["notes"]:
+        note(f"note: {message}")
+
+
+def baselines_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table()
+    for name in ("name", "run", "label", "suite", "status", "pass rate (passed/n)", "pinned"):
+        table.add_column(name, no_wrap=True)
+    for r in rows:
+        table.add_row(
+            r["name"],
+            r["run_id"],
+            r["label"] or "",
+            r["suite"] or "",
+            r["status"] or "",
+            f"{pct(r['pass_rate'])} ({r['n_passed']}/{r['n']})" if r["n"] else "–",
+            r["set_at"].strftime("%Y-%m-%d %H:%M") if r.get("set_at") else "",
+        )
+    return table
+
+
+def arrow_table(table: Any) -> Table:
+    """Any Arrow table as a rich table (``evalwh sql``)."""
+    view = Table()
+    for name in table.column_names:
+        view.add_column(name, no_wrap=False, overflow="fold")
+    for row in table.to_pylist():
+        view.add_row(*("NULL" if v is None else str(v) for v in row.values()))
+    return view

@@ -1,0 +1,54 @@
+-- title: Cases that moved between two runs
+-- description: Paired case rows (same variant, model, case_id, repeat) whose verdict or score differs from run A to run B, worst first: broken (pass -> fail), score down, score up, fixed (fail -> pass); with the criteria that broke or got fixed. At most $limit rows (NULL: all).
+-- params: run_a, run_b, limit
+WITH a AS (
+    SELECT variant, model, case_id, repeat, passed, score, error, output, metadata
+    FROM cases
+    WHERE run_id = $run_a
+),
+b AS (
+    SELECT variant, model, case_id, repeat, passed, score, error, output, metadata
+    FROM cases
+    WHERE run_id = $run_b
+),
+moved AS (
+    SELECT
+        variant, model, case_id, repeat,
+        a.passed AS passed_a, b.passed AS passed_b,
+        a.score AS score_a, b.score AS score_b,
+        b.score - a.score AS score_delta,
+        CASE
+            WHEN a.passed AND NOT b.passed THEN 'broken'
+            WHEN b.passed AND NOT a.passed THEN 'fixed'
+            WHEN b.score < a.score THEN 'score down'
+            ELSE 'score up'
+        END AS movement,
+        a.error AS error_a, b.error AS error_b,
+        a.output AS output_a, b.output AS output_b,
+        coalesce(b.metadata, a.metadata) AS metadata
+    FROM a JOIN b USING (variant, model, case_id, repeat)
+    WHERE a.passed <> b.passed OR a.score IS DISTINCT FROM b.score
+),
+criteria AS (
+    SELECT
+        variant, model, case_id, repeat,
+        list(criterion ORDER BY criterion) FILTER (WHERE sa.passed AND NOT sb.passed) AS criteria_broken,
+        list(criterion ORDER BY criterion) FILTER (WHERE sb.passed AND NOT sa.passed) AS criteria_fixed
+    FROM (SELECT * FROM scores WHERE run_id = $run_a) sa
+    JOIN (SELECT * FROM scores WHERE run_id = $run_b) sb
+        USING (variant, model, case_id, repeat, criterion)
+    SEMI JOIN moved m USING (variant, model, case_id, repeat)
+    WHERE sa.passed <> sb.passed
+    GROUP BY variant, model, case_id, repeat
+)
+SELECT
+    m.*,
+    coalesce(c.criteria_broken, []) AS criteria_broken,
+    coalesce(c.criteria_fixed, []) AS criteria_fixed
+FROM moved m
+LEFT JOIN criteria c USING (variant, model, case_id, repeat)
+ORDER BY
+    passed_b::INTEGER - passed_a::INTEGER,
+    score_delta NULLS FIRST,
+    case_id, variant, model, repeat
+LIMIT $limit;

@@ -1,0 +1,206 @@
+"""`evalwh compare`, `show --by`, `baseline`, `repeats` and `evalwh sql` through the real
+command, over quickstart runs stored in one warehouse."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import evalwh
+from tests.conftest import QUICKSTART, run_cli
+from tests.inprocess import evalwh_inprocess
+
+Cli = Callable[..., tuple[int, str, str]]
+TERSE_RULE = '          rate: 0.3\n          reply: "The answer is {{ expected }}."'
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str | Path]:
+    """Runs 'a' (the quickstart), 'b' (mock-small answers terse prompts badly more often),
+    'part' (only the terse variant) and 'rep' (3 repeats) in one warehouse."""
+    root = tmp_path_factory.mktemp("compare")
+    shutil.copytree(QUICKSTART, root / "qs", ignore=shutil.ignore_patterns(".evalwh"))
+    config = root / "qs" / "eval.yaml"
+    changed = root / "qs" / "b.yaml"
+    changed.write_text(config.read_text().replace(TERSE_RULE, TERSE_RULE.replace("0.3", "0.8")))
+    out = root / "out"
+    ids = {
+        "a": evalwh.run_eval(config, output_dir=out, label="a").run_id,
+        "b": evalwh.run_eval(changed, output_dir=out, label="b").run_id,
+        "part": evalwh.run_eval(config, output_dir=out, label="part", variants=["terse"]).run_id,
+        "rep": evalwh.run_eval(config, output_dir=out, label="rep", repeat=3).run_id,
+    }
+    return {**ids, "out": out, "db": out / "warehouse.duckdb"}
+
+
+@pytest.fixture
+def cli(
+    stored: dict[str, str | Path], capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[int, str, str]]:
+    """The `evalwh` command in this process (fast): exit code, stdout, stderr."""
+    return lambda *args: evalwh_inprocess(capsys, *args, "-o", str(stored["out"]))
+
+
+def paired(db: Path, a: str, b: str, where: str = "") -> list[tuple[int, int, float, float]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(
+            "SELECT x.passed::INT, y.passed::INT, x.score, y.score FROM cases x JOIN cases y "
+            "USING (variant, model, case_id, repeat) WHERE x.run_id = ? AND y.run_id = ? " + where,
+            [a, b],
+        ).fetchall()  # type: ignore[return-value]
+
+
+def test_compare_numbers_match_hand_counts(stored: dict[str, str | Path], cli: Cli) -> None:
+    code, out, err = cli("compare", "a", "b", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    pairs = paired(stored["db"], stored["a"], stored["b"])  # type: ignore[arg-type]
+    d = [pb - pa for pa, pb, _, _ in pairs]
+    o = data["overall"]
+    assert o["n"] == len(pairs) == 48
+    assert o["n_broken"] == d.count(-1) > 0 and o["n_fixed"] == d.count(1)
+    assert o["pass_rate_delta"] == pytest.approx(statistics.mean(d))
+    assert o["pass_rate_se"] == pytest.approx(statistics.stdev(d) / math.sqrt(48))
+    ds = [sb - sa for _, _, sa, sb in pairs]
+    assert o["score_delta"] == pytest.approx(statistics.mean(ds))
+    cell = next(c for c in data["cells"] if (c["variant"], c["model"]) == ("terse", "mock-small"))
+    terse = paired(
+        stored["db"], stored["a"], stored["b"], "AND variant = 'terse' AND model = 'mock-small'"
+    )  # type: ignore[arg-type]
+    assert cell["n"] == 12 and cell["n_broken"] == sum(1 for pa, pb, *_ in terse if pa > pb)
+    unchanged = next(c for c in data["cells"] if c["model"] == "mock-large")
+    assert unchanged["verdict"] == "same" and unchanged["pass_rate_delta"] == 0
+    assert {m["movement"] for m in data["movers"]} <= {"broken", "fixed", "score down", "score up"}
+    assert data["movers"][0]["movement"] == "broken"
+    assert {s["target"] for s in data["slices"]} == {
+        "topic=geography",
+        "topic=math",
+        "difficulty=easy",
+        "difficulty=hard",
+    }
+    # the table shows the same numbers, rates with their n
+    code, table, _ = cli("compare", "a", "b")
+    assert code == 0
+    assert "overall: n=48 pairs" in table
+    assert f"{100 * o['pass_rate_delta']:+.1f} pts" in table
+    assert f"broken {o['n_broken']}" in table
+    assert "terse × mock-small" in table or "terse" in table
+
+
+def test_compare_runs_whose_matrices_only_overlap(stored: dict[str, str | Path], cli: Cli) -> None:
+    code, out, _ = cli("compare", "a", "part", "--json", "--by", "topic,difficulty")
+    assert code == 0
+    data = json.loads(out)
+    assert data["overall"]["n"] == 24 and data["overall"]["n_a"] == 48
+    verdicts = {(c["variant"], c["model"]): c["verdict"] for c in data["cells"]}
+    assert verdicts[("reasoned", "mock-large")] == "only in A"
+    assert verdicts[("terse", "mock-small")] == "same"  # same config, same (cached) answers
+    assert {s["target"] for s in data["slices"]} == {
+        "topic=geography, difficulty=easy",
+        "topic=geography, difficulty=hard",
+        "topic=math, difficulty=easy",
+        "topic=math, difficulty=hard",
+    }
+    assert sum(s["n"] for s in data["slices"]) == 24
+
+
+def test_compare_bad_references_are_usage_errors(stored: dict[str, str | Path], cli: Cli) -> None:
+    code, _, err = cli("compare", "a", "nope")
+    assert code == 2 and "no run matches 'nope'" in err
+    code, _, err = cli("compare", "a", "b", "--by", "lang")
+    assert code == 2 and "known keys: difficulty, topic" in err
+
+
+def test_show_by_slices_with_n(stored: dict[str, str | Path], cli: Cli) -> None:
+    code, out, _ = cli("show", "a", "--by", "topic,difficulty")
+    assert code == 0
+    assert "slices by topic,difficulty" in out
+    assert "topic=math, difficulty=hard" in out and "4/8" in out  # math-4 errors on mock-small
+    code, out, _ = cli("show", "a", "--by", "topic", "--json")
+    slices = json.loads(out)["slices"]
+    overall = {s["slice"]: s for s in slices if s["variant"] is None}
+    assert overall["topic=math"]["n"] == 24 and overall["topic=geography"]["n"] == 24
+    assert all(0 <= s["pass_rate_lo"] <= s["pass_rate"] <= s["pass_rate_hi"] <= 1 for s in slices)
+
+
+def test_baseline_pins_and_references(stored: dict[str, str | Path], cli: Cli) -> None:
+    code, out, _ = cli("baseline", "set", "a", "--name", "prod")
+    assert code == 0 and f"baseline 'prod' → run {stored['a']} (a)" in out
+    code, out, _ = cli("baseline", "list", "--json")
+    (row,) = json.loads(out)["baselines"]
+    assert row["name"] == "prod" and row["run_id"] == stored["a"] and row["n"] == 48
+    code, out, _ = cli("--json", "compare", "prod", "b")
+    assert code == 0 and json.loads(out)["a"]["run_id"] == stored["a"]
+    assert cli("baseline", "set", "a", "--name", "latest")[0] == 2
+    code, _, err = cli("baseline", "remove", "nope")
+    assert code == 2 and "pinned: prod" in err
+    assert cli("baseline", "remove", "prod")[0] == 0
+    assert cli("show", "prod")[0] == 2
+
+
+def test_repeats_command(stored: dict[str, str | Path], cli: Cli) -> None:
+    code, out, _ = cli("repeats", "rep", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["repeats"] == 3 and {r["k"] for r in data["stats"]} == {1, 2, 3}
+    assert all(f["n"] == 3 and 0 < f["n_passed"] < 3 for f in data["flaky"])
+    code, table, _ = cli("repeats", "rep")
+    assert code == 0 and "pass@k" in table and "pass^k" in table
+    code, once, _ = cli("repeats", "a")
+    assert code == 0 and "no repeat statistics" in once
+
+
+REFUSED = [
+    "INSERT INTO baselines VALUES ('x', 'y', now())",
+    "DELETE FROM cases",
+    "CREATE TABLE t AS SELECT 1",
+    "ATTACH 'other.duckdb'",
+    "COPY cases TO 'out.csv'",
+    "INSTALL httpfs",
+    "LOAD json",
+    "SET threads = 1",
+    "PRAGMA version",
+    "SELECT 1; DROP TABLE runs",
+    "SELECT * FROM read_csv('/etc/hostname')",
+    "SELECT * FROM glob('*')",
+]
+
+
+def test_sql_refuses_anything_but_one_read_only_query(
+    stored: dict[str, str | Path], cli: Cli
+) -> None:
+    from evalwh.errors import UsageError
+
+    view = evalwh.open_warehouse(stored["db"])
+    for query in REFUSED:
+        with pytest.raises(UsageError, match=r"read-only|one statement|disabled"):
+            view.read_sql(query)
+    result = run_cli("sql", "DROP TABLE runs", "-o", str(stored["out"]))
+    code, err = result.returncode, result.stderr
+    assert code == 2 and "evalwh sql is read-only: DROP statements are refused" in err
+    assert view.read_sql("SELECT count(*) AS n FROM runs")[0].to_pylist() == [{"n": 4}]
+
+
+def test_sql_reads_as_table_csv_and_json(stored: dict[str, str | Path], cli: Cli) -> None:
+    query = "SELECT label, count(*) AS n FROM case_results GROUP BY label ORDER BY label"
+    code, out, _ = cli("sql", query, "--format", "json")
+    assert code == 0
+    assert json.loads(out)["rows"] == [
+        {"label": "a", "n": 48},
+        {"label": "b", "n": 48},
+        {"label": "part", "n": 24},
+        {"label": "rep", "n": 144},
+    ]
+    code, out, _ = cli("sql", query, "--format", "csv")
+    assert out.splitlines()[:2] == ['"label","n"', '"a",48']
+    code, out, err = cli("sql", "SELECT * FROM cases", "--limit", "5")
+    assert code == 0 and "first 5 rows" in err
+    code, out, _ = cli("sql", "SHOW TABLES", "--json")
+    assert "baselines" in {r["name"] for r in json.loads(out)["rows"]}

@@ -1,0 +1,171 @@
+"""The gate: a planted regression versus the pinned baseline makes `evalwh run` exit 1 and say
+why (with n); an improvement exits 0; `evalwh gate` judges stored runs the same way;
+`--baseline` overrides the pin; `significant_only` needs the interval to exclude 0."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import evalwh
+from evalwh.analysis.gate import judge, regression_rules
+from evalwh.warehouse.store import Warehouse
+from tests.conftest import run_cli
+from tests.inprocess import evalwh_inprocess
+
+TERSE_RULE = '          rate: 0.3\n          reply: "The answer is {{ expected }}."'
+REGRESSION = """\
+  regression:
+    max_drop_pass_rate: 0.02
+    per_cell: {max_drop_pass_rate: 0.5}
+    criteria: {correct: {max_drop_score: 0.5}}
+"""
+
+
+def variant_of(config: Path, name: str, terse_rate: float) -> Path:
+    """A copy of the quickstart config whose mock-small answers terse prompts in the wrong
+    format for ``terse_rate`` of the cases, with regression thresholds."""
+    text = config.read_text()
+    assert TERSE_RULE in text
+    text = text.replace(TERSE_RULE, TERSE_RULE.replace("0.3", str(terse_rate)))
+    target = config.with_name(f"{name}.yaml")
+    target.write_text(text.rstrip("\n") + "\n" + REGRESSION)
+    return target
+
+
+def pass_vector(db: Path, run_id: str) -> dict[tuple[str, str, str, int], int]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT variant, model, case_id, repeat, passed::INT FROM cases WHERE run_id = ?",
+            [run_id],
+        ).fetchall()
+    return {tuple(r[:4]): r[4] for r in rows}  # type: ignore[misc]
+
+
+def test_planted_regression_fails_the_run_and_an_improvement_passes(
+    quickstart: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        """Commands other than `run` in this process (fast)."""
+        code, stdout, stderr = evalwh_inprocess(capsys, *args)
+        return subprocess.CompletedProcess(args, code, stdout, stderr)
+
+    base = evalwh.run_eval(quickstart, output_dir=out, label="base")
+    assert cli("baseline", "set", "base", "-o", str(out)).returncode == 0
+
+    worse = run_cli("run", str(variant_of(quickstart, "worse", 0.7)), "-o", str(out), "-l", "w")
+    assert worse.returncode == 1, worse.stderr
+    # the reason, by how much, with n: computed here from the two runs' rows
+    db = out / "warehouse.duckdb"
+    a, b = pass_vector(db, base.run_id), pass_vector(db, evalwh.open_warehouse(db).resolve("w"))
+    drop = -statistics.mean(b[k] - a[k] for k in a)
+    assert drop > 0.02
+    line = f"FAIL pass_rate_drop <= 0.02 vs baseline {base.run_id} for run: {drop:.4g} (n=48)"
+    assert line in worse.stdout and f"off by {drop - 0.02:.4g}" in worse.stdout, worse.stdout
+
+    gate = cli("gate", "w", "-o", str(out))
+    assert gate.returncode == 1
+    assert f"pass_rate_drop <= 0.02 vs baseline {base.run_id} for run: {drop:.4g} (n=48)" in (
+        gate.stdout
+    )
+    assert cli("gate", "base", "-o", str(out)).returncode == 0
+
+    better = run_cli("run", str(variant_of(quickstart, "better", 0.0)), "-o", str(out), "-l", "b")
+    assert better.returncode == 0, better.stdout + better.stderr
+    data = json.loads(cli("gate", "b", "--json", "-o", str(out)).stdout)
+    regression = [r for r in data["rules"] if r["kind"] == "regression"]
+    assert data["passed"] and data["baseline_id"] == base.run_id
+    assert {r["scope"] for r in regression} == {"run", "cell", "criterion"}
+    run_rule = next(r for r in regression if r["scope"] == "run")
+    assert run_rule["value"] < 0 and run_rule["n"] == 48  # a negative drop: it improved
+
+    # --baseline overrides the pin: the original config is a regression versus "b"
+    again = run_cli("run", str(variant_of(quickstart, "same", 0.3)), "-o", str(out), "-q")
+    assert again.returncode == 0, again.stdout  # versus the pinned base: no drop at all
+    override = run_cli(
+        "run", str(variant_of(quickstart, "same", 0.3)), "-o", str(out), "--baseline", "b"
+    )
+    assert override.returncode == 1 and "FAIL pass_rate_drop <= 0.02 vs baseline" in override.stdout
+
+    # without a pinned baseline the regression rules are skipped, with a note
+    assert cli("baseline", "remove", "-o", str(out)).returncode == 0
+    skipped = cli("gate", "w", "-o", str(out))
+    assert skipped.returncode == 0, skipped.stdout
+    assert "regression thresholds skipped: no baseline pinned as 'baseline'" in skipped.stderr
+
+
+def test_significant_only_and_rule_building(quickstart: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    base = evalwh.run_eval(quickstart, output_dir=out)
+    text = quickstart.read_text().replace(
+        'reply: "Let me work through it.\\nAnswer: {{ expected }}"',
+        'reply: "Let me work through it.\\nAnswer: {{ vars.distractor }}"',
+    )
+    assert text != quickstart.read_text()
+    broken = quickstart.with_name("broken.yaml")
+    broken.write_text(text)
+    # mock-large x reasoned now fails every case: a drop of 1.0 with sd 0, a clear drop;
+    run = evalwh.run_eval(broken, output_dir=out)
+    store = Warehouse(out / "warehouse.duckdb")
+
+    def verdicts(**regression: object) -> dict[tuple[str, str], dict[str, object]]:
+        config = {"thresholds": {"regression": regression}}
+        result = judge(store, run.run_id, config, baseline=base.run_id)
+        return {(r["scope"], r["target"]): r for r in result.rules if r["kind"] == "regression"}
+
+    loose = verdicts(
+        max_drop_pass_rate=0.1, significant_only=True, per_cell={"max_drop_pass_rate": 0.5}
+    )
+    cell = loose[("cell", "reasoned × mock-large")]
+    assert cell["value"] == pytest.approx(1.0) and cell["significant"] and not cell["passed"]
+    overall = loose[("run", "run")]
+    assert overall["value"] == pytest.approx(0.25) and overall["significant"]
+    assert not overall["passed"]
+    strict = verdicts(max_drop_pass_rate=0.3)
+    assert strict[("run", "run")]["passed"]  # a drop of 0.25 is within 0.3
+
+    # one broken case of 12 in a cell: a drop of 1/12 over a 0.05 limit, but only noise
+    one = quickstart.read_text().replace(
+        "      rules:\n        - when: {variant: reasoned}\n",
+        '      rules:\n        - when: {case: geo-1, variant: reasoned}\n          reply: "Answer: Lyon"\n'
+        "        - when: {variant: reasoned}\n",
+        1,
+    )
+    noisy_config = quickstart.with_name("one.yaml")
+    noisy_config.write_text(one)
+    noisy = evalwh.run_eval(noisy_config, output_dir=out)
+    cell_rule = {"max_drop_pass_rate": 0.05}
+    for significant_only, passed in ((True, True), (False, False)):
+        config = {
+            "thresholds": {
+                "regression": {"per_cell": cell_rule, "significant_only": significant_only}
+            }
+        }
+        result = judge(store, noisy.run_id, config, baseline=base.run_id)
+        (row,) = [r for r in result.rules if r["target"] == "reasoned × mock-large"]
+        assert row["value"] == pytest.approx(1 / 12) and row["n"] == 12
+        assert not row["significant"] and row["passed"] is passed
+
+    rules = regression_rules(
+        {"regression": {"max_drop_score": 0.1, "significant_only": True, "criteria": {"x": {}}}}
+    )
+    assert rules == [
+        {"scope": "run", "target": "run", "metric": "score", "limit": 0.1, "significant_only": True}
+    ]
+
+
+def test_run_with_an_unknown_baseline_is_a_usage_error(quickstart: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    evalwh.run_eval(quickstart, output_dir=out)
+    result = run_cli("run", str(quickstart), "-o", str(out), "--baseline", "nope")
+    assert result.returncode == 2 and "no run matches 'nope'" in result.stderr
+    assert len(evalwh.open_warehouse(out / "warehouse.duckdb").runs()) == 1  # nothing ran
+    no_pin = run_cli("show", "baseline", "-o", str(out))
+    assert no_pin.returncode == 2 and "no baseline is pinned yet" in no_pin.stderr

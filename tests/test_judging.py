@@ -1,0 +1,319 @@
+"""LLM judges, pairwise judging in both orders, and calibration against human labels."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import evalwh
+from evalwh.scoring.judge import combine, parse_score, parse_winner
+from evalwh.warehouse import connect, queries
+from tests.conftest import ROOT, run_cli, write
+
+PAIRWISE = ROOT / "examples" / "pairwise"
+
+
+# -- reply parsing ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("reply", "scale", "score", "raw"),
+    [
+        ('{"score": 1, "rationale": "ok"}', (0, 1), 1.0, 1.0),
+        ('Here you go:\n```json\n{"score": 4, "reasoning": "good"}\n```', (1, 5), 0.75, 4.0),
+        ("I think it is decent. Score: 3/5", (1, 5), 0.5, 3.0),
+        ("Rating = 0.8", (0, 1), 0.8, 0.8),
+        ("**Score:** 7 / 10", (0, 1), 0.7, 0.7),
+        ('{"score": "5 (excellent)"}', (1, 5), 1.0, 5.0),
+    ],
+)
+def test_score_replies_are_parsed_leniently(
+    reply: str, scale: tuple[float, float], score: float, raw: float
+) -> None:
+    result = parse_score(reply, scale)
+    assert result.error is None
+    assert result.score == pytest.approx(score)
+    assert result.details == {"raw_score": pytest.approx(raw)}
+
+
+@pytest.mark.parametrize("reply", ["I cannot grade this.", "", '{"verdict": "good"}', "Score: 9"])
+def test_unusable_score_is_an_error_not_a_crash(reply: str) -> None:
+    result = parse_score(reply, (1, 5))
+    assert result.error is not None and result.score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("reply", "winner"),
+    [
+        ('{"winner": "B", "rationale": "x"}', "B"),
+        ('```json\n{"verdict": "tie"}\n```', "tie"),
+        ("After comparing both, the better answer is A.", "A"),
+        ("Winner: **B**", "B"),
+        ("A", "A"),
+        ("They are equally good. Verdict: tie", "tie"),
+        ("no idea", "invalid"),
+    ],
+)
+def test_pairwise_replies(reply: str, winner: str) -> None:
+    assert parse_winner(reply)[0] == winner
+
+
+def test_a_win_needs_both_orders() -> None:
+    # AB: A is the baseline; BA: A is the candidate.
+    assert combine("B", "A") == ("candidate", False)
+    assert combine("A", "B") == ("baseline", False)
+    assert combine("A", "A") == ("tie", True)  # position bias: the first answer always wins
+    assert combine("B", "tie") == ("tie", True)
+    assert combine("tie", "tie") == ("tie", False)
+    assert combine("invalid", "A") == ("tie", False)
+
+
+# -- the statistics in SQL, against hand-computed values ----------------------------------------
+def _fixture_warehouse(
+    tmp_path: Path, pairs: list[tuple[str, str, bool, bool]]
+) -> duckdb.DuckDBPyConnection:
+    """pairs: (human label, judge verdict, eligible, flipped) per case."""
+    path = tmp_path / "w.duckdb"
+    with connect.write_connection(path):
+        pass
+    con = duckdb.connect(str(path))
+    for i, (human, verdict, eligible, flipped) in enumerate(pairs):
+        con.execute(
+            "INSERT INTO pairs (run_id, comparison, case_id, repeat, baseline_variant, baseline_model, "
+            "candidate_variant, candidate_model, judge, judge_model, verdict, flipped, eligible, "
+            "baseline_ok, candidate_ok, created_at) VALUES ('r', 'c', ?, 0, 'v', 'a', 'v', 'b', 'j', 'jm', ?, ?, ?, "
+            "true, ?, now())",
+            [f"k{i}", verdict, flipped, eligible, eligible],
+        )
+        if human:
+            con.execute(
+                "INSERT INTO labels VALUES ('r', 'pairwise', 'c', ?, ?, NULL, NULL)",
+                [f"k{i}", human],
+            )
+    return con
+
+
+def test_kappa_matches_the_textbook_example(tmp_path: Path) -> None:
+    # 50 items: human/judge candidate-candidate 20, candidate-baseline 5, baseline-candidate 10,
+    # baseline-baseline 15 -> po = 0.70, pe = 0.5*0.6 + 0.5*0.4 = 0.50, kappa = 0.40.
+    rows = (
+        [("candidate", "candidate", True, False)] * 20
+        + [("candidate", "baseline", True, False)] * 5
+        + [("baseline", "candidate", True, False)] * 10
+        + [("baseline", "baseline", True, False)] * 15
+    )
+    con = _fixture_warehouse(tmp_path, rows)
+    row = queries.run_query(
+        con, "pairwise", run_id="r", min_kappa=0.6, min_labels=20, max_flip_rate=0.3
+    ).to_pylist()[0]
+    assert row["n_labels"] == 50
+    assert row["agreement"] == pytest.approx(0.70)
+    assert row["chance_agreement"] == pytest.approx(0.50)
+    assert row["kappa"] == pytest.approx(0.40)
+    assert row["kappa_band"] == "fair"
+    assert row["base_rate"] == pytest.approx(0.5)
+    assert row["calibrated"] is False and row["headline_eligible"] is False
+    confusion = {
+        (r["human"], r["judge"]): r["n"]
+        for r in queries.run_query(con, "calibration", run_id="r").to_pylist()
+    }
+    assert len(confusion) == 9
+    assert (
+        confusion[("candidate", "candidate")] == 20 and confusion[("baseline", "candidate")] == 10
+    )
+    assert confusion[("tie", "tie")] == 0
+
+
+def _cohen_kappa(pairs: list[tuple[str, str]]) -> float:
+    """An independent implementation (for checking the SQL): Cohen (1960)."""
+    n = len(pairs)
+    labels = sorted({x for p in pairs for x in p})
+    po = sum(a == b for a, b in pairs) / n
+    pe = sum(
+        (sum(a == k for a, _ in pairs) / n) * (sum(b == k for _, b in pairs) / n) for k in labels
+    )
+    return (po - pe) / (1 - pe)
+
+
+def test_win_rate_interval_flip_rate_and_three_class_kappa(tmp_path: Path) -> None:
+    import itertools
+    import random
+
+    rng = random.Random(3)
+    classes = ["baseline", "candidate", "tie"]
+    rows = []
+    for _ in range(60):
+        human = rng.choice(classes)
+        judge = human if rng.random() < 0.6 else rng.choice(classes)
+        rows.append((human, judge, True, rng.random() < 0.2))
+    rows += [(None, "candidate", False, False)] * 4  # excluded, unlabelled
+    con = _fixture_warehouse(tmp_path, rows)
+    row = queries.run_query(
+        con, "pairwise", run_id="r", min_kappa=0.2, min_labels=20, max_flip_rate=0.3
+    ).to_pylist()[0]
+    labelled = [(h, j) for h, j, e, _ in rows if h]
+    assert row["kappa"] == pytest.approx(_cohen_kappa(labelled))
+    wins = sum(1 for _, j, e, _ in rows if e and j == "candidate")
+    n = 60
+    assert (row["n"], row["n_excluded"], row["candidate_wins"]) == (n, 4, wins)
+    p, z = wins / n, 1.959963984540054
+    centre, half = (
+        (p + z * z / (2 * n)) / (1 + z * z / n),
+        z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n),
+    )
+    assert row["win_rate_lo"] == pytest.approx(centre - half) and row[
+        "win_rate_hi"
+    ] == pytest.approx(centre + half)
+    assert row["flip_rate"] == pytest.approx(sum(1 for *_, f in rows[:60] if f) / 60)
+    del itertools
+
+
+def test_undefined_kappa_is_not_a_headline(tmp_path: Path) -> None:
+    con = _fixture_warehouse(tmp_path, [("tie", "tie", True, False)] * 25)  # chance agreement 1
+    row = queries.run_query(
+        con, "pairwise", run_id="r", min_kappa=0.6, min_labels=20, max_flip_rate=0.3
+    ).to_pylist()[0]
+    assert (
+        row["kappa"] is None
+        and row["kappa_band"] == "undefined"
+        and row["headline_eligible"] is False
+    )
+
+
+# -- end to end on the mock ---------------------------------------------------------------------
+@pytest.fixture
+def pairwise_example(tmp_path: Path) -> Path:
+    shutil.copytree(PAIRWISE, tmp_path / "pairwise", ignore=shutil.ignore_patterns(".evalwh"))
+    return tmp_path / "pairwise" / "eval.yaml"
+
+
+def test_pairwise_example_prints_calibration_first_and_flags_the_win_rate(
+    pairwise_example: Path, tmp_path: Path
+) -> None:
+    result = run_cli("run", str(pairwise_example), "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.index("calibration: kappa") < out.index("win rate:")
+    assert "UNCALIBRATED" in out.split("win rate:")[1].splitlines()[0]
+    data = json.loads(run_cli("--json", "show", "latest", cwd=tmp_path).stdout)
+    comparison = data["pairwise"]["comparisons"][0]
+    assert comparison["headline_eligible"] is False
+    assert any(f.startswith("UNCALIBRATED") for f in comparison["flags"])
+    assert comparison["n"] + comparison["n_excluded"] == comparison["n_pairs"] == 24
+    with duckdb.connect(str(tmp_path / ".evalwh" / "warehouse.duckdb"), read_only=True) as con:
+        orders = con.execute(
+            "SELECT count(*) FROM pairs WHERE verdict_ab IS NOT NULL AND verdict_ba IS NOT NULL"
+        ).fetchone()
+        judged = con.execute(
+            "SELECT count(*), count(judge_model) FROM scores WHERE criterion = 'judged'"
+        ).fetchone()
+    assert orders == (24,) and judged == (48, 48)
+
+
+def test_on_below_floor_fail_fails_the_gate(pairwise_example: Path, tmp_path: Path) -> None:
+    pairwise_example.write_text(
+        pairwise_example.read_text().replace("on_below_floor: flag", "on_below_floor: fail")
+    )
+    result = run_cli("run", str(pairwise_example), "-q", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "FAIL kappa >= 0.6 for pairwise large-vs-small" in result.stdout
+
+
+def test_judge_calls_are_cached_and_costed_apart(pairwise_example: Path, tmp_path: Path) -> None:
+    text = pairwise_example.read_text().replace(
+        "      id: referee\n      provider: mock\n",
+        "      id: referee\n      provider: mock\n      price: {input_per_mtok: 10, output_per_mtok: 30}\n",
+    )
+    pairwise_example.write_text(text)
+    first = evalwh.run_eval(pairwise_example, output_dir=tmp_path / "out")
+    assert first.pairwise is not None and first.pairwise["comparisons"][0]["judge_cost_usd"] > 0
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        answer_cost, judge_cost = con.execute(
+            "SELECT sum(cost_usd), sum(judge_cost_usd) FROM cases"
+        ).fetchone()  # type: ignore[misc]
+    assert (
+        answer_cost or 0
+    ) == 0 and judge_cost > 0  # the answering mocks are free, the judge is not
+    second = evalwh.run_eval(pairwise_example, output_dir=tmp_path / "out")
+    assert second.stats["requests"] == 0  # answers, pointwise and pairwise judgements all cached
+    assert (
+        second.pairwise["comparisons"][0]["candidate_wins"]
+        == first.pairwise["comparisons"][0]["candidate_wins"]
+    )
+
+
+GARBAGE = """\
+models:
+  - {id: m, provider: mock}
+variants:
+  - id: v
+    messages: [{role: user, content: "{{ q }}"}]
+cases:
+  - {id: a, vars: {q: one}, expected: one, human_label: pass}
+  - {id: b, vars: {q: two}, expected: two, human_label: fail}
+judges:
+  - id: j
+    model:
+      id: j
+      provider: mock
+      mock:
+        rules:
+          - when: {case: b}
+            reply: "Honestly I am not sure what to say."
+        default: '{"score": 1}'
+scorecard:
+  - {name: exact, type: exact}
+  - {name: judged, type: llm-judge, judge: j}
+"""
+
+
+def test_a_garbage_judge_reply_fails_one_criterion_only(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "eval.yaml", GARBAGE)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    assert (
+        result.status == "completed" and result.totals["n"] == 2 and result.totals["n_errors"] == 0
+    )
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT case_id, criterion, passed, error FROM scores ORDER BY ALL"
+        ).fetchall()
+    assert rows[0] == ("a", "exact", True, None) and rows[1] == ("a", "judged", True, None)
+    assert rows[2] == ("b", "exact", True, None)
+    assert rows[3][:3] == ("b", "judged", False) and "no usable score" in rows[3][3]
+    # pointwise calibration counts the judged, labelled answers (the broken reply is left out)
+    point = result.pairwise["pointwise"][0]
+    assert point["criterion"] == "judged" and point["n_labels"] == 1 and point["agreement"] == 1.0
+
+
+def test_unknown_judge_is_a_config_error(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "eval.yaml", GARBAGE.replace("judge: j}", "judge: nobody}"))
+    result = run_cli("validate", str(cfg), cwd=tmp_path)
+    assert result.returncode == 2 and "unknown judge 'nobody'" in result.stderr
+
+
+def test_calibrate_ranks_judges_by_agreement(pairwise_example: Path, tmp_path: Path) -> None:
+    result = run_cli("calibrate", str(pairwise_example), "--json", "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    ranking = [(r["rank"], r["judge"]) for r in data["ranking"] if r["kind"] == "pairwise"]
+    assert ranking == [(1, "fair"), (2, "referee")]  # the position-biased judge agrees less
+    fair, referee = (r for r in data["ranking"] if r["kind"] == "pairwise")
+    assert fair["kappa"] > referee["kappa"] and fair["flip_rate"] == 0 and referee["flip_rate"] > 0
+    listed = json.loads(run_cli("--json", "list", cwd=tmp_path).stdout)["runs"]
+    assert {r["label"] for r in listed} == {"calibrate:fair", "calibrate:referee"}
+    unknown = run_cli("calibrate", str(pairwise_example), "--judge", "nobody", cwd=tmp_path)
+    assert unknown.returncode == 2 and "unknown judge(s) nobody" in unknown.stderr
+
+
+def test_the_printed_example_in_the_docs_is_what_the_example_prints(
+    pairwise_example: Path, tmp_path: Path
+) -> None:
+    doc = (ROOT / "docs" / "evaluating-judges.md").read_text()
+    block = doc.split("```\npairwise large-vs-small")[1].split("```")[0]
+    expected = ["pairwise large-vs-small" + block.splitlines()[0], *block.splitlines()[1:]]
+    result = run_cli("run", str(pairwise_example), "-q", cwd=tmp_path)
+    printed = [line.rstrip() for line in result.stdout.splitlines()]
+    for line in expected:
+        assert line.rstrip() in printed, line

@@ -1,0 +1,573 @@
+"""Similarity scorers: bleu and rouge-l against reference implementations, semantic.
+
+The reference numbers below were computed once, outside the project, in a throwaway venv
+(``python3 -m venv /tmp/refs && /tmp/refs/bin/pip install nltk sacrebleu rouge-score``;
+Python 3.11.7, sacrebleu 2.6.0, nltk 3.10.4, rouge-score 0.1.2) and are hard-coded here;
+none of those libraries is a dependency of evalwh. ``tok`` below is evalwh's own tokeniser,
+``re.findall(r"\\w+|[^\\w\\s]", text)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from evalwh.config.model import Case, Criterion
+from evalwh.errors import ConfigError
+from evalwh.scoring import SCORERS, build_scorer
+from evalwh.scoring.similarity import lcs_length, rouge_l, sentence_bleu, tokenize
+
+FILE = "eval.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "evalwh" / "config" / "eval.schema.json"
+
+
+def crit(type_: str, name: str = "c", where: str = "scorecard[0]", **options) -> Criterion:
+    extra = {k: options.pop(k) for k in ("weight", "required", "threshold") if k in options}
+    return Criterion(name=name, type=type_, options=options, where=where, **extra)
+
+
+def run(criterion: Criterion, output: str, case: Case | None = None, root: Path | None = None):
+    fn = build_scorer(criterion, root or Path.cwd(), FILE)
+    return fn(output, case or Case(id="c1"))
+
+
+def build_error(criterion: Criterion, root: Path | None = None) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        build_scorer(criterion, root or Path.cwd(), FILE)
+    return info.value
+
+
+def expect(refs: str | list[str]) -> Case:
+    return Case(id="q1", expected=refs)
+
+
+def test_types_are_registered():
+    assert SCORERS["bleu"] == "evalwh.scoring.similarity:bleu"
+    assert SCORERS["rouge-l"] == "evalwh.scoring.similarity:rouge_l_scorer"
+    assert SCORERS["semantic"] == "evalwh.scoring.similarity:semantic"
+
+
+# --- tokeniser ---------------------------------------------------------------------------
+
+
+def test_tokenize():
+    assert tokenize("Don't stop, 3.5!") == ["Don", "'", "t", "stop", ",", "3", ".", "5", "!"]
+    assert tokenize("Don't stop, 3.5!", lowercase=True, keep_punctuation=False) == [
+        "don",
+        "t",
+        "stop",
+        "3",
+        "5",
+    ]
+    assert tokenize("  Ça   va? 日本語_ok ") == ["Ça", "va", "?", "日本語_ok"]
+    assert tokenize("") == []
+
+
+# --- bleu: algorithm vs sacrebleu and nltk -----------------------------------------------
+
+H1 = ("The cat sat on the mat .", ["The cat is sitting on the mat ."])
+H2 = (
+    "the quick brown fox jumps over the lazy dog",
+    ["a quick brown fox jumped over the lazy dog", "the fast brown fox leaps over a sleepy dog"],
+)
+H3 = (
+    "it is a guide to action which ensures that the military always obeys the commands of "
+    "the party",
+    [
+        "it is a guide to action that ensures that the military will forever heed party commands",
+        "it is the guiding principle which guarantees the military forces always being under "
+        "the command of the party",
+        "it is the practical guide for the army always to heed the directions of the party",
+    ],
+)
+H4 = ("Paris is the capital", ["The capital of France is Paris"])  # no 3- or 4-gram match
+H5 = ("the cat", ["the cat sat on the mat"])  # shorter than 4 tokens
+H6 = ("mat the on sat cat the", ["the cat sat on the mat"])  # unigram matches only
+H7 = ("the cat sat on a mat", ["the cat sat on the mat", "a cat was sitting on the mat"])
+
+# sacrebleu 2.6.0:
+#   BLEU(tokenize="none", smooth_method=SMOOTHING, effective_order=EFF, max_ngram_order=N)
+#     .sentence_score(" ".join(tok(hyp)), [" ".join(tok(r)) for r in refs]).score / 100
+# (hyp, refs), smoothing, effective_order, max_n, expected
+SACREBLEU = [
+    (H1, "exp", True, 4, 0.42383656282787785),
+    (H1, "add-k", True, 4, 0.5127984735494305),
+    (H1, "exp", True, 2, 0.6552980970848461),
+    (H1, "add-k", True, 2, 0.6782979718512521),
+    (H2, "exp", True, 4, 0.4316700106852254),
+    (H2, "none", False, 4, 0.4316700106852254),
+    (H2, "add-k", True, 4, 0.5216948600244293),
+    (H2, "exp", True, 2, 0.6972166887783967),
+    (H2, "add-k", False, 2, 0.720082299823096),
+    (H3, "exp", True, 4, 0.5045666840058485),
+    (H3, "add-k", True, 4, 0.539755306744061),
+    (H3, "exp", True, 2, 0.7453559924999297),
+    (H3, "add-k", True, 2, 0.7597107961765193),
+    (H4, "exp", True, 4, 0.12750736437345597),
+    (H4, "exp", False, 4, 0.12750736437345597),
+    (H4, "floor", True, 4, 0.0641328089975786),
+    (H4, "add-k", True, 4, 0.255014728746912),
+    (H4, "none", True, 4, 0.0),
+    (H4, "exp", True, 2, 0.21444097124017666),
+    (H4, "floor", True, 2, 0.09590091777082246),
+    (H4, "add-k", True, 2, 0.2626354797426377),
+    (H4, "none", True, 2, 0.0),
+    (H5, "exp", True, 4, 0.13533528323661276),
+    (H5, "floor", True, 4, 0.13533528323661276),
+    (H5, "none", True, 4, 0.13533528323661276),
+    (H5, "add-k", True, 4, 0.13533528323661276),
+    (H5, "exp", False, 4, 0.0),
+    (H5, "floor", False, 4, 0.0),
+    (H5, "none", False, 4, 0.0),
+    # (H5, "add-k", False) differs on purpose: sacrebleu gives 0.1353 by smoothing the
+    # 3- and 4-gram orders the output does not have to precision 1; evalwh scores 0.
+    (H6, "exp", True, 4, 0.12703318703865377),
+    (H6, "floor", False, 4, 0.06389431042462726),
+    (H6, "add-k", True, 4, 0.30213753973567686),
+    (H6, "none", True, 4, 0.0),
+    (H7, "exp", True, 4, 0.5623413251903492),
+    (H7, "add-k", True, 4, 0.6687403049764223),
+]
+
+
+@pytest.mark.parametrize(("pair", "smoothing", "effective", "max_n", "expected"), SACREBLEU)
+def test_bleu_agrees_with_sacrebleu(pair, smoothing, effective, max_n, expected):
+    hyp, refs = pair
+    c = crit("bleu", smoothing=smoothing, effective_order=effective, max_n=max_n)
+    result = run(c, hyp, expect(refs))
+    assert result.score == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    assert result.error is None
+
+
+# nltk 3.10.4:
+#   nltk.translate.bleu_score.sentence_bleu([tok(r) for r in refs], tok(hyp),
+#       smoothing_function=SmoothingFunction().METHOD)
+# method1 (epsilon 0.1) = floor, method2 = add-k with k=1, method3 = exp. Every hypothesis has
+# at least 4 tokens (nltk has no effective order).
+NLTK = [
+    (H1, "method1", 0.42383656282787796),
+    (H1, "method2", 0.5127984735494304),
+    (H2, "method1", 0.43167001068522526),
+    (H2, "method2", 0.5216948600244291),
+    (H3, "method3", 0.5045666840058485),
+    (H4, "method1", 0.0641328089975786),
+    (H4, "method2", 0.255014728746912),
+    (H4, "method3", 0.12750736437345603),
+    (H6, "method1", 0.06389431042462725),
+    (H6, "method2", 0.3021375397356768),
+    (H6, "method3", 0.1270331870386537),
+    (H7, "method2", 0.668740304976422),
+    (H7, "method3", 0.5623413251903491),
+]
+NLTK_METHOD = {"method1": "floor", "method2": "add-k", "method3": "exp"}
+
+
+@pytest.mark.parametrize(("pair", "method", "expected"), NLTK)
+def test_bleu_agrees_with_nltk(pair, method, expected):
+    hyp, refs = pair
+    result = run(crit("bleu", smoothing=NLTK_METHOD[method]), hyp, expect(refs))
+    assert result.score == pytest.approx(expected, rel=1e-12)
+
+
+# sacrebleu 2.6.0: sacrebleu.sentence_bleu(hyp, refs).score / 100 - every default (13a
+# tokeniser, case-sensitive, exp smoothing, effective order), on raw text where 13a and
+# evalwh's tokeniser split alike.
+SACREBLEU_DEFAULTS = [
+    ("The cat sat on the mat.", ["The cat is sitting on the mat."], 0.42383656282787785),
+    ("Hello, world! How are you?", ["Hello world, how are you today?"], 0.14535768424205484),
+    (
+        "Yes: the answer is (b), not (c).",
+        ["The answer is (b).", "Answer: (b)"],
+        0.30576902884505125,
+    ),
+]
+
+
+@pytest.mark.parametrize(("hyp", "refs", "expected"), SACREBLEU_DEFAULTS)
+def test_bleu_defaults_agree_with_sacrebleu_sentence_bleu(hyp, refs, expected):
+    assert run(crit("bleu"), hyp, expect(refs)).score == pytest.approx(expected, rel=1e-12)
+
+
+def test_bleu_details():
+    result = run(crit("bleu"), "the cat", expect("the cat sat on the mat"))
+    assert result.details == {
+        "precisions": [1.0, 1.0],
+        "brevity_penalty": pytest.approx(math.exp(1 - 6 / 2)),
+        "hyp_len": 2,
+        "ref_len": 6,
+    }
+    json.dumps(result.details)
+
+
+def test_bleu_identical_disjoint_and_empty():
+    text = "The answer is forty-two, of course."
+    assert run(crit("bleu"), text, expect(text)).score == pytest.approx(1.0)
+    assert run(crit("bleu"), "completely unrelated words", expect(text)).score == 0.0
+    assert run(crit("bleu"), "", expect(text)).score == 0.0
+    assert run(crit("bleu"), "anything", expect("")).score == 0.0
+
+
+def test_bleu_closest_reference_length_breaks_ties_to_the_shorter():
+    # 3 tokens; references of 2 and 4 tokens are equally close: the shorter one (2) is used.
+    _, details = sentence_bleu(["a", "b", "c"], [["a", "b", "c", "d"], ["a", "b"]])
+    assert details["ref_len"] == 2
+    assert details["brevity_penalty"] == 1.0
+
+
+def test_bleu_lowercase_and_punctuation_options():
+    case = expect("Hello, World!")
+    assert run(crit("bleu"), "hello world", case).score == 0.0
+    assert run(crit("bleu", lowercase=True), "hello world", case).score < 1.0
+    both = crit("bleu", lowercase=True, keep_punctuation=False)
+    assert run(both, "hello world", case).score == pytest.approx(1.0)
+
+
+def test_bleu_reference_option_and_threshold_pass():
+    c = crit("bleu", reference=["the cat sat on the mat"], threshold=0.9)
+    result = run(c, "the cat sat on the mat", Case(id="x", expected="ignored"))
+    assert result.score == pytest.approx(1.0)
+    assert result.passed is None  # decided by the scorecard from threshold
+
+
+def test_bleu_without_expected_is_an_error_result():
+    result = run(crit("bleu"), "x", Case(id="q7"))
+    assert (result.score, result.passed) == (0.0, False)
+    assert result.error.startswith("case 'q7' has no expected value")
+    empty = run(crit("bleu"), "x", Case(id="q8", expected=[]))
+    assert "empty list" in empty.error
+
+
+def test_bleu_non_string_expected_compared_as_text():
+    assert run(crit("bleu"), "42", Case(id="a", expected=42)).score == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"max_n": 0}, "max_n"),
+        ({"max_n": "4"}, "max_n"),
+        ({"max_n": True}, "max_n"),
+        ({"smoothing": "method1"}, "smoothing"),
+        ({"smoothing": "exp", "smooth_value": 0.1}, "smooth_value"),
+        ({"smoothing": "floor", "smooth_value": 0}, "smooth_value"),
+        ({"smoothing": "add-k", "smooth_value": "1"}, "smooth_value"),
+        ({"effective_order": "yes"}, "effective_order"),
+        ({"lowercase": 1}, "lowercase"),
+        ({"keep_punctuation": None}, "keep_punctuation"),
+        ({"reference": []}, "reference"),
+        ({"reference": 3}, "reference"),
+        ({"reference": ["a", 1]}, "reference"),
+    ],
+)
+def test_bleu_bad_options_are_config_errors(options, option):
+    err = build_error(crit("bleu", **options))
+    assert err.where == f"scorecard[0].{option}"
+    assert err.file == FILE
+    assert err.fix
+
+
+def test_bleu_smooth_value_is_used():
+    hyp, refs = H4
+    low = run(crit("bleu", smoothing="floor", smooth_value=0.01), hyp, expect(refs)).score
+    default = run(crit("bleu", smoothing="floor"), hyp, expect(refs)).score
+    assert 0 < low < default
+
+
+# --- rouge-l -----------------------------------------------------------------------------
+
+# rouge-score 0.1.2: rouge_scorer.RougeScorer(["rougeL"]).score(target, prediction)["rougeL"]
+# (default tokeniser, no stemmer) -> precision, recall, fmeasure
+ROUGE = [
+    (
+        "The cat sat on the mat.",
+        "The cat is sitting on the mat.",
+        0.8333333333333334,
+        0.7142857142857143,
+        0.7692307692307692,
+    ),
+    (
+        "Paris is the capital of France",
+        "The capital of France is Paris.",
+        0.6666666666666666,
+        0.6666666666666666,
+        0.6666666666666666,
+    ),
+    (
+        "police killed the gunman",
+        "the gunman was shot down by police",
+        0.5,
+        0.2857142857142857,
+        0.36363636363636365,
+    ),
+]
+
+
+@pytest.mark.parametrize(("prediction", "target", "precision", "recall", "fmeasure"), ROUGE)
+def test_rouge_l_agrees_with_rouge_score(prediction, target, precision, recall, fmeasure):
+    result = run(crit("rouge-l"), prediction, expect(target))
+    assert result.score == pytest.approx(fmeasure, rel=1e-12)
+    assert result.details["precision"] == pytest.approx(precision, rel=1e-12)
+    assert result.details["recall"] == pytest.approx(recall, rel=1e-12)
+
+
+def test_rouge_l_multiple_references_take_the_best():
+    # rouge-score 0.1.2: RougeScorer(["rougeL"]).score_multi(
+    #     ["Paris is France's capital city.", "The capital of France is Paris."],
+    #     "Paris is the capital of France")["rougeL"].fmeasure == 0.6666666666666666
+    refs = ["Paris is France's capital city.", "The capital of France is Paris."]
+    result = run(crit("rouge-l"), "Paris is the capital of France", expect(refs))
+    assert result.score == pytest.approx(0.6666666666666666, rel=1e-12)
+    assert result.details["reference"] == 1
+    assert result.details["lcs"] == 4
+
+
+def test_rouge_l_case_and_punctuation_options_agree_with_rouge_score_custom_tokenizer():
+    # rouge-score 0.1.2: RougeScorer(["rougeL"], tokenizer=T()) where T().tokenize(text) is
+    # tok(text) (case and punctuation kept); .score(target, prediction)["rougeL"].fmeasure
+    c = crit("rouge-l", lowercase=False, keep_punctuation=True)
+    result = run(c, "The cat sat on the mat.", expect("The cat is sitting on the mat."))
+    assert result.score == pytest.approx(0.7999999999999999, rel=1e-12)
+    assert run(c, "Hello, World!", expect("hello world")).score == 0.0
+    assert run(crit("rouge-l"), "Hello, World!", expect("hello world")).score == 1.0
+
+
+def test_rouge_l_beta_weights_recall():
+    # P = 2/4, R = 2/7: F_beta = (1 + b^2) P R / (R + b^2 P); with beta 2 that is 5/16.
+    c = crit("rouge-l", beta=2)
+    result = run(c, "police killed the gunman", expect("the gunman was shot down by police"))
+    assert result.score == pytest.approx(5 / 16)
+
+
+def test_rouge_l_empty_and_identical():
+    assert run(crit("rouge-l"), "", expect("a b")).score == 0.0
+    assert run(crit("rouge-l"), "a b", expect("")).score == 0.0
+    assert run(crit("rouge-l"), "!!!", expect("a b")).score == 0.0  # no words at all
+    assert run(crit("rouge-l"), "A b.", expect("a B")).score == 1.0
+
+
+def test_rouge_l_reference_option():
+    c = crit("rouge-l", reference="the cat sat")
+    assert run(c, "the cat sat", Case(id="a")).score == 1.0
+
+
+@pytest.mark.parametrize("beta", [0, -1, "1", True, float("nan")])
+def test_rouge_l_bad_beta_is_a_config_error(beta):
+    assert build_error(crit("rouge-l", beta=beta)).where == "scorecard[0].beta"
+
+
+def test_lcs_length_and_rouge_l_helper():
+    assert lcs_length("abcbdab", "bdcaba") == 4
+    assert lcs_length([], ["a"]) == 0
+    assert lcs_length(["a", "b"], ["a", "b"]) == 2
+    assert rouge_l(["a"], []) == (0.0, 0.0, 0.0, 0)
+
+
+# --- semantic ----------------------------------------------------------------------------
+
+EMBEDDER = """
+CALLS = []
+
+
+def letters(texts):
+    '''A toy embedder: counts of the letters a-z (deterministic, no model).'''
+    CALLS.append(list(texts))
+    return [[t.lower().count(chr(c)) for c in range(ord("a"), ord("z") + 1)] for t in texts]
+
+
+def polar(texts):
+    return [[1.0, 0.0] if t == "yes" else [-1.0, 0.0] for t in texts]
+
+
+def boom(texts):
+    raise RuntimeError("model not loaded")
+
+
+def too_few(texts):
+    return [[1.0]]
+
+
+def not_numbers(texts):
+    return [["x"] for _ in texts]
+
+
+def ragged(texts):
+    return [[1.0] * (i + 1) for i, _ in enumerate(texts)]
+
+
+def not_a_list(texts):
+    return 3
+"""
+
+
+@pytest.fixture
+def embed_module(tmp_path: Path):
+    """The toy embedders, importable as ``module:function`` with ``tmp_path`` as root."""
+    name = f"embed_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(EMBEDDER)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_semantic_cosine_of_toy_embeddings(tmp_path: Path, embed_module: str):
+    c = crit("semantic", embedder=f"{embed_module}:letters")
+    same = run(c, "abc", expect("cab"), root=tmp_path)
+    assert same.score == pytest.approx(1.0)
+    assert same.error is None
+    apart = run(c, "ab", expect("cd"), root=tmp_path)
+    assert apart.score == 0.0
+    assert apart.details == {"cosine": 0.0}
+    # (2, 1) . (1, 1) / (sqrt 5 * sqrt 2)
+    near = run(c, "aab", expect("ab"), root=tmp_path)
+    assert near.score == pytest.approx(3 / math.sqrt(10))
+
+
+def test_semantic_file_path_embedder(tmp_path: Path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "emb.py").write_text(EMBEDDER)
+    c = crit("semantic", embedder="models/emb.py:letters")
+    assert run(c, "abc", expect("abc"), root=tmp_path).score == pytest.approx(1.0)
+
+
+def test_semantic_negative_cosine_is_clamped_to_zero(tmp_path: Path, embed_module: str):
+    c = crit("semantic", embedder=f"{embed_module}:polar")
+    result = run(c, "no", expect("yes"), root=tmp_path)
+    assert result.score == 0.0
+    assert result.details == {"cosine": -1.0}
+    assert run(c, "yes", expect("yes"), root=tmp_path).score == 1.0
+
+
+def test_semantic_caches_reference_embeddings(tmp_path: Path, embed_module: str):
+    fn = build_scorer(crit("semantic", embedder=f"{embed_module}:letters"), tmp_path, FILE)
+    calls = sys.modules[embed_module].CALLS
+    case = expect("the reference")
+    fn("first answer", case)
+    fn("second answer", case)
+    fn("third", expect(["the reference", "another one", "another one"]))
+    assert calls == [
+        ["first answer", "the reference"],
+        ["second answer"],
+        ["third", "another one"],
+    ]
+
+
+def test_semantic_multiple_references_take_the_best(tmp_path: Path, embed_module: str):
+    c = crit("semantic", embedder=f"{embed_module}:letters")
+    result = run(c, "abc", expect(["xyz", "abc"]), root=tmp_path)
+    assert result.score == pytest.approx(1.0)
+    assert result.details["reference"] == 1
+
+
+def test_semantic_reference_option_and_zero_vector(tmp_path: Path, embed_module: str):
+    c = crit("semantic", embedder=f"{embed_module}:letters", reference="abc")
+    assert run(c, "cba", Case(id="a"), root=tmp_path).score == pytest.approx(1.0)
+    zero = run(c, "123", Case(id="a"), root=tmp_path)  # no letters: a zero vector
+    assert (zero.score, zero.error) == (0.0, None)
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("boom", "raised RuntimeError: model not loaded"),
+        ("too_few", "returned 1 vectors for 2 texts"),
+        ("not_numbers", "vector 0 is not a non-empty list of finite numbers"),
+        ("ragged", "vectors differ in length (1 for the output, 2 for the reference)"),
+        ("not_a_list", "returned int, not a list of vectors"),
+    ],
+)
+def test_semantic_embedder_failures_are_error_results(
+    tmp_path: Path, embed_module: str, function: str, message: str
+):
+    c = crit("semantic", embedder=f"{embed_module}:{function}")
+    result = run(c, "abc", expect("abd"), root=tmp_path)
+    assert (result.score, result.passed) == (0.0, False)
+    assert result.error == f"embedder {embed_module}:{function}: {message}"
+
+
+def test_semantic_without_expected_is_an_error_result(tmp_path: Path, embed_module: str):
+    c = crit("semantic", embedder=f"{embed_module}:letters")
+    assert run(c, "x", Case(id="q7"), root=tmp_path).error.startswith("case 'q7' has no")
+
+
+def test_semantic_embedder_is_required():
+    err = build_error(crit("semantic"))
+    assert err.where == "scorecard[0].embedder"
+    assert "'embedder' is required" in err.message
+
+
+@pytest.mark.parametrize(
+    ("embedder", "message"),
+    [
+        ("no_colon", "'embedder' must look like module:function"),
+        ("missing.py:f", "python file not found"),
+        ("no_such_module_xyz:f", "cannot import module 'no_such_module_xyz'"),
+    ],
+)
+def test_semantic_bad_embedder_is_a_config_error(tmp_path: Path, embedder: str, message: str):
+    err = build_error(crit("semantic", embedder=embedder), root=tmp_path)
+    assert err.where == "scorecard[0].embedder"
+    assert message in err.message
+    assert err.file == FILE
+    assert "`function" not in (err.fix or "")
+
+
+def test_semantic_unknown_function_is_a_config_error(tmp_path: Path, embed_module: str):
+    err = build_error(crit("semantic", embedder=f"{embed_module}:nope"), root=tmp_path)
+    assert err.where == "scorecard[0].embedder"
+    assert "has no attribute 'nope'" in err.message
+    assert "(texts)" in err.fix
+
+
+# --- schema ------------------------------------------------------------------------------
+
+
+def schema_errors(criterion: dict) -> list[str]:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    validator = Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/criterion"})
+    return [e.message for e in validator.iter_errors(criterion)]
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    [
+        {"name": "b", "type": "bleu"},
+        {
+            "name": "b",
+            "type": "bleu",
+            "reference": ["x", "y"],
+            "max_n": 2,
+            "smoothing": "floor",
+            "smooth_value": 0.2,
+            "effective_order": False,
+            "lowercase": True,
+            "keep_punctuation": False,
+            "threshold": 0.3,
+        },
+        {"name": "r", "type": "rouge-l", "beta": 1.5, "reference": "x", "lowercase": False},
+        {"name": "s", "type": "semantic", "embedder": "emb.py:embed", "reference": "x"},
+    ],
+)
+def test_schema_accepts_similarity_criteria(criterion):
+    assert schema_errors(criterion) == []
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    [
+        {"name": "b", "type": "bleu", "smoothing": "method1"},
+        {"name": "b", "type": "bleu", "max_ngram": 4},
+        {"name": "b", "type": "bleu", "beta": 1},
+        {"name": "r", "type": "rouge-l", "beta": 0},
+        {"name": "r", "type": "rouge-l", "embedder": "x:y"},
+        {"name": "s", "type": "semantic"},
+        {"name": "s", "type": "semantic", "embedder": "x:y", "max_n": 2},
+    ],
+)
+def test_schema_rejects_bad_similarity_criteria(criterion):
+    assert schema_errors(criterion)
