@@ -199,7 +199,10 @@ def _check_cost(est: Any, cap: float | None) -> None:
         raise CostRefusedError(
             f"estimated cost ${est.cost_usd:.4f} for {est.calls} call(s) exceeds the maximum "
             f"${cap:.4f}; nothing was called (raise --max-cost or settings.max_cost_usd, or select "
-            "fewer models, variants or cases)"
+            "fewer models, variants or cases)",
+            estimate_usd=est.cost_usd,
+            cap_usd=cap,
+            calls=est.calls,
         )
 
 

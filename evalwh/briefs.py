@@ -260,12 +260,9 @@ def run_eval(
         )
     except CostCapError:
         raise
-    except CostRefusedError:
-        # The core refused before any call; look at the estimate again for the numbers.
-        plan = api.validate(
-            cfg, max_cost=math.inf, no_cache=no_cache, output_dir=output_dir, **selection
-        )
-        over_cap(plan.estimate or {}, cap, agent.env)
+    except CostRefusedError as exc:
+        # The core refused before any call; its error carries the estimate.
+        over_cap({"cost_usd": exc.estimate_usd, "calls": exc.calls}, cap, agent.env)
         raise
     brief = run_brief(result, label=label, cap_usd=cap)
     if Path(result.warehouse) != agent.warehouse:

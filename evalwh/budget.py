@@ -34,12 +34,9 @@ class CostCapError(CostRefusedError):
         estimate_usd: float | None = None,
         calls: int | None = None,
     ) -> None:
-        super().__init__(reason)
+        super().__init__(reason, estimate_usd=estimate_usd, cap_usd=cap_usd, calls=calls)
         self.reason = reason
-        self.cap_usd = cap_usd
         self.ceiling_usd = ceiling_usd
-        self.estimate_usd = estimate_usd
-        self.calls = calls
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -80,3 +80,25 @@ class CostRefusedError(EvalwhError):
     """The cost estimate exceeds the allowed maximum: nothing was spent."""
 
     exit_code = 4
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        estimate_usd: float | None = None,
+        cap_usd: float | None = None,
+        calls: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.estimate_usd = estimate_usd
+        self.cap_usd = cap_usd
+        self.calls = calls
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **super().to_dict(),
+            "estimate_usd": self.estimate_usd,
+            "cap_usd": self.cap_usd,
+            "calls": self.calls,
+            "spent_usd": 0.0,
+        }

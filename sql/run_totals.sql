@@ -1,5 +1,5 @@
 -- title: Run totals
--- description: One row for a whole run: n, passes, errors, pass rate with its 95% Wilson interval, mean score, cost, tokens and how many answers came from the cache.
+-- description: One row for a whole run: n, passes, errors, pass rate with its 95% Wilson interval, mean score, cost (answers, and judges apart), tokens and how many answers came from the cache.
 -- params: run_id
 WITH t AS (
     SELECT
@@ -12,6 +12,8 @@ WITH t AS (
         coalesce(sum(cost_usd), 0)                        AS cost_uncached_usd,
         coalesce(sum(input_tokens), 0)                    AS input_tokens,
         coalesce(sum(output_tokens), 0)                   AS output_tokens,
+        coalesce(sum(judge_cost_usd), 0)
+            + (SELECT coalesce(sum(cost_usd), 0) FROM pairs WHERE run_id = $run_id) AS judge_cost_usd,
         1.959963984540054                                 AS z
     FROM cases
     WHERE run_id = $run_id
@@ -31,5 +33,6 @@ SELECT
     cost_usd,
     cost_uncached_usd,
     input_tokens,
-    output_tokens
+    output_tokens,
+    judge_cost_usd
 FROM t;

@@ -236,6 +236,9 @@ def test_judge_calls_are_cached_and_costed_apart(pairwise_example: Path, tmp_pat
     assert (
         answer_cost or 0
     ) == 0 and judge_cost > 0  # the answering mocks are free, the judge is not
+    # pointwise and pairwise judge calls, shown apart from the answers' cost
+    pairwise_cost = first.pairwise["comparisons"][0]["judge_cost_usd"]
+    assert first.totals["judge_cost_usd"] == pytest.approx(judge_cost + pairwise_cost)
     second = evalwh.run_eval(pairwise_example, output_dir=tmp_path / "out")
     assert second.stats["requests"] == 0  # answers, pointwise and pairwise judgements all cached
     assert (

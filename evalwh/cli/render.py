@@ -78,6 +78,7 @@ def totals_line(t: dict[str, Any]) -> str:
     return (
         f"overall: {rate(t)}  score {num(t['mean_score'])}  errors {t['n_errors']}/{t['n']}{cached}  "
         f"cost {usd(t['cost_usd'])}{uncached}"
+        + (f", judges {usd(t['judge_cost_usd'])}" if t.get("judge_cost_usd") else "")
     )
 
 
