@@ -1,0 +1,48 @@
+"""The layers stay apart: the core never imports the CLI's, the MCP server's or the shell's
+libraries (typer, rich, mcp), so everything the CLI does is reachable as a plain Python call."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+SHELL_ONLY = {"typer", "rich", "mcp", "click"}
+OUTER = ("evalwh/cli/", "evalwh/mcp/")
+
+
+def imported_roots(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+            if node.module.startswith(("evalwh.cli", "evalwh.mcp")):
+                names.add(node.module)
+    return names
+
+
+def test_core_modules_do_not_import_the_shell() -> None:
+    offenders = {}
+    for path in sorted((ROOT / "evalwh").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(OUTER):
+            continue
+        bad = {
+            n
+            for n in imported_roots(path)
+            if n in SHELL_ONLY or n.startswith(("evalwh.cli", "evalwh.mcp"))
+        }
+        if bad:
+            offenders[rel] = sorted(bad)
+    assert not offenders, offenders
+
+
+def test_cli_commands_stay_short() -> None:
+    # one call into evalwh.api per command, rendering aside: no god-file
+    for path in sorted((ROOT / "evalwh" / "cli").glob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert lines < 500, f"{path.name} has {lines} lines: move logic into the core"
