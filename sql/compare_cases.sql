@@ -29,15 +29,33 @@ moved AS (
     FROM a JOIN b USING (variant, model, case_id, repeat)
     WHERE a.passed <> b.passed OR a.score IS DISTINCT FROM b.score
 ),
+-- the movers shown (worst first, at most $limit): their criteria are all that is looked up
+top AS (
+    SELECT *
+    FROM moved
+    ORDER BY
+        passed_b::INTEGER - passed_a::INTEGER,
+        score_delta NULLS FIRST,
+        case_id, variant, model, repeat
+    LIMIT $limit
+),
+score_a AS (
+    SELECT variant, model, case_id, repeat, criterion, passed
+    FROM scores
+    WHERE run_id = $run_a AND case_id IN (SELECT case_id FROM top)
+),
+score_b AS (
+    SELECT variant, model, case_id, repeat, criterion, passed
+    FROM scores
+    WHERE run_id = $run_b AND case_id IN (SELECT case_id FROM top)
+),
 criteria AS (
     SELECT
         variant, model, case_id, repeat,
         list(criterion ORDER BY criterion) FILTER (WHERE sa.passed AND NOT sb.passed) AS criteria_broken,
         list(criterion ORDER BY criterion) FILTER (WHERE sb.passed AND NOT sa.passed) AS criteria_fixed
-    FROM (SELECT * FROM scores WHERE run_id = $run_a) sa
-    JOIN (SELECT * FROM scores WHERE run_id = $run_b) sb
-        USING (variant, model, case_id, repeat, criterion)
-    SEMI JOIN moved m USING (variant, model, case_id, repeat)
+    FROM score_a sa
+    JOIN score_b sb USING (variant, model, case_id, repeat, criterion)
     WHERE sa.passed <> sb.passed
     GROUP BY variant, model, case_id, repeat
 )
@@ -45,7 +63,7 @@ SELECT
     m.*,
     coalesce(c.criteria_broken, []) AS criteria_broken,
     coalesce(c.criteria_fixed, []) AS criteria_fixed
-FROM moved m
+FROM top m
 LEFT JOIN criteria c USING (variant, model, case_id, repeat)
 ORDER BY
     passed_b::INTEGER - passed_a::INTEGER,

@@ -1,6 +1,24 @@
 -- title: Runs
 -- description: The newest runs first with their status, label, suite, size, pass rate (with n) and cost.
 -- params: limit
+WITH top AS (
+    SELECT run_id, label, suite, status, started_at, finished_at, heartbeat_at, host, pid, n_planned
+    FROM runs
+    ORDER BY run_id DESC
+    LIMIT $limit
+),
+-- case rows of the listed runs only (a warehouse of many runs reads just their row groups)
+counts AS (
+    SELECT
+        run_id,
+        count(*)                                   AS n,
+        count(*) FILTER (WHERE passed)             AS n_passed,
+        count(*) FILTER (WHERE error IS NOT NULL)  AS n_errors,
+        sum(cost_usd) FILTER (WHERE NOT cached)    AS cost_usd
+    FROM cases
+    WHERE run_id IN (SELECT run_id FROM top)
+    GROUP BY run_id
+)
 SELECT
     r.run_id,
     r.label,
@@ -12,13 +30,11 @@ SELECT
     r.host,
     r.pid,
     r.n_planned,
-    count(c.run_id)                                   AS n,
-    count(c.run_id) FILTER (WHERE c.passed)           AS n_passed,
-    count(c.run_id) FILTER (WHERE c.error IS NOT NULL) AS n_errors,
-    count(c.run_id) FILTER (WHERE c.passed) / nullif(count(c.run_id), 0) AS pass_rate,
-    coalesce(sum(c.cost_usd) FILTER (WHERE NOT c.cached), 0) AS cost_usd
-FROM runs r
-LEFT JOIN cases c USING (run_id)
-GROUP BY ALL
-ORDER BY r.run_id DESC
-LIMIT $limit;
+    coalesce(c.n, 0)                                  AS n,
+    coalesce(c.n_passed, 0)                           AS n_passed,
+    coalesce(c.n_errors, 0)                           AS n_errors,
+    c.n_passed / nullif(c.n, 0)                       AS pass_rate,
+    coalesce(c.cost_usd, 0)                           AS cost_usd
+FROM top r
+LEFT JOIN counts c USING (run_id)
+ORDER BY r.run_id DESC;

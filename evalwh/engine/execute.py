@@ -13,7 +13,15 @@ from evalwh import __version__
 from evalwh.config.model import EvalConfig, ModelSpec
 from evalwh.config.settings import Settings
 from evalwh.engine.pairwise import judge_pairs
-from evalwh.engine.plan import Cell, Filters, Plan, build_plan, model_identity, request_hash
+from evalwh.engine.plan import (
+    Cell,
+    Filters,
+    Plan,
+    build_plan,
+    model_identity,
+    request_body,
+    request_hash,
+)
 from evalwh.engine.runner import (
     CachedAnswer,
     CellResult,
@@ -135,10 +143,13 @@ def _prepare(
         for case in plan.cases:
             messages = variant.render(case)  # raises ConfigError naming the template and case
             size = sum(len(p.get("text", "")) for m in messages for p in m["content"])
+            body = request_body(messages)  # serialised once for every model and repeat
             for index, (model, identity) in enumerate(zip(plan.models, identities, strict=True)):
                 for r in range(repeats):
                     if plan.wanted((variant.variant.id, model.id, case.id, r)):
-                        prepared.hashes.append(request_hash(identity, messages, r, attachments))
+                        prepared.hashes.append(
+                            request_hash(identity, messages, r, attachments, body=body)
+                        )
                         prepared.models.append(index)
                         prepared.prompt_chars.append(size)
     return prepared
@@ -252,7 +263,12 @@ async def _drive(engine: Engine, writer: Any) -> EngineStats:
     flushing: asyncio.Future[None] | None = None
     try:
         while not run.done():
-            await asyncio.wait({run}, timeout=0.05)
+            # wake up when the run ends, a flush ends (the next batch may be waiting) or 50 ms
+            await asyncio.wait(
+                {run} if flushing is None else {run, flushing},
+                timeout=0.05,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
             if flushing is not None and flushing.done():
                 flushing.result()
                 flushing = None
@@ -357,6 +373,7 @@ def execute(
             attachments=config.root,
             judges=judges,
             check_runner=_check_runner if any(c.check for c in plan.cases) else None,
+            backpressure=lambda: writer.pending >= writer.max_pending,
         )
         holder.append(engine)
         try:

@@ -123,9 +123,9 @@ def _body_encoder() -> Any:
     default = reference.default
 
     def encode(messages: Any) -> str:
-        chunks = c_make_encoder(
-            {}, default, encode_basestring, None, ":", ",", True, False, True
-        )(messages, 0)
+        chunks = c_make_encoder({}, default, encode_basestring, None, ":", ",", True, False, True)(
+            messages, 0
+        )
         return "".join(chunks)
 
     return encode
@@ -148,7 +148,12 @@ def request_body(messages: Rendered) -> str:
 
 
 def request_hash(
-    identity: str, messages: Rendered, repeat: int, attachments: str = "", *, body: str | None = None
+    identity: str,
+    messages: Rendered,
+    repeat: int,
+    attachments: str = "",
+    *,
+    body: str | None = None,
 ) -> str:
     """Content hash of a request: model identity, rendered messages, attached files' contents
     (``attachments`` is their digest) and the repeat index. The cache and resume key on it.

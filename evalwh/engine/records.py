@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import time
 from typing import Any
 
 from evalwh.config.model import ModelSpec
@@ -45,7 +45,7 @@ class RowSink:
         return fields
 
     def __call__(self, result: CellResult) -> None:
-        now = datetime.now(timezone.utc)
+        now = time.time_ns() // 1000  # created_at: microseconds since the epoch (UTC)
         scored = result.scored
         self.seen += 1
         self.passed += scored.passed
@@ -124,7 +124,7 @@ class RowSink:
                 answer.input_tokens,
                 answer.output_tokens,
                 answer.latency_ms,
-                datetime.now(timezone.utc),
+                time.time_ns() // 1000,
                 self.run_id,
             ]
         )

@@ -156,6 +156,7 @@ class Engine:
         attachments: Path | None = None,
         judges: Mapping[str, JudgeRuntime] | None = None,
         check_runner: CheckRunner | None = None,
+        backpressure: Callable[[], bool] | None = None,
     ) -> None:
         self.plan = plan
         self.endpoints = endpoints
@@ -168,6 +169,8 @@ class Engine:
         self.root = attachments or Path.cwd()
         self.judges = judges or {}
         self.check_runner = check_runner
+        # True while the sink holds as many rows as it may: workers wait for a flush.
+        self.backpressure = backpressure
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
 
@@ -187,14 +190,16 @@ class Engine:
         return self.stats
 
     async def _worker(self, endpoint: Endpoint, cells: Any) -> None:
-        stats, sink, cell = self.stats, self.sink, self._cell
-        count = 0
-        for variant, case, repeat in cells:  # a shared iterator: each cell is taken once
+        stats, sink, cell, full = self.stats, self.sink, self._cell, self.backpressure
+        # a shared iterator: each cell is taken once
+        for count, (variant, case, repeat) in enumerate(cells, start=1):
             result = await cell(endpoint, variant, case, repeat)
             stats.done += 1
             sink(result)
-            count += 1
-            if count % YIELD_EVERY == 0:
+            if full is not None and full():
+                while full():  # the writer is behind: memory stays bounded
+                    await asyncio.sleep(0.005)
+            elif count % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
 
     async def call(

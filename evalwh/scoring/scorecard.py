@@ -102,7 +102,15 @@ def _row(
         if type(value) is float and 0.0 <= value <= 1.0:  # the common case (NaN fails here)
             passed = value >= threshold if result.passed is None else bool(result.passed)
             return CriterionScore(
-                name, scorer, value, passed, weight, required, result.details, result.rationale, None
+                name,
+                scorer,
+                value,
+                passed,
+                weight,
+                required,
+                result.details,
+                result.rationale,
+                None,
             )
     if not isinstance(result, ScoreResult):
         return CriterionScore(

@@ -1,0 +1,552 @@
+"""The measurements. Each ``measure_*`` runs inside a child process started by run.py and
+returns a JSON-able dict; nothing here prints a table or judges a target."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import workloads  # noqa: E402
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+@contextlib.contextmanager
+def timed_execute(into: list[float]) -> Iterator[None]:
+    """Record the wall time of every evalwh.engine.execute.execute() call (the engine phase:
+    create the run, call, score, write every row, finish the run)."""
+    import evalwh.engine.execute as ex
+
+    original = ex.execute
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            into.append(time.perf_counter() - started)
+
+    ex.execute = wrapper
+    try:
+        yield
+    finally:
+        ex.execute = original
+
+
+@contextlib.contextmanager
+def timed_engine(into: list[float]) -> Iterator[None]:
+    """Record the wall time of every Engine.run() (the request phase: first request to the
+    last result handed to the writer; the run's bookkeeping and final flush excluded)."""
+    from evalwh.engine.runner import Engine
+
+    original = Engine.run
+
+    async def wrapper(self: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await original(self)
+        finally:
+            into.append(time.perf_counter() - started)
+
+    Engine.run = wrapper  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Engine.run = original  # type: ignore[method-assign]
+
+
+def _fresh(folder: Path) -> None:
+    shutil.rmtree(folder / ".evalwh", ignore_errors=True)
+
+
+def _warm_up(work: Path, base_url: str | None = None) -> None:
+    """One tiny run first, so lazy imports (duckdb, pyarrow, jsonschema, httpx) are done."""
+    import evalwh
+
+    config = workloads.write_config(work / "warm-up", 20, base_url=base_url)
+    _fresh(config.parent)
+    evalwh.run_eval(config)
+
+
+# ---- engine overhead and cached rerun ---------------------------------------------------
+
+
+def measure_engine(work: Path, n: int, runs: int) -> dict[str, Any]:
+    """``n`` mock cases end to end (run_eval), fresh warehouse each time; then the same run
+    again ``runs`` times from the cache."""
+    import evalwh
+
+    _warm_up(work)
+    config = workloads.write_config(work / f"engine-{n}", n)
+    fresh: list[float] = []
+    fresh_exec: list[float] = []
+    calls: list[int] = []
+    for _ in range(runs):
+        _fresh(config.parent)
+        with timed_execute(fresh_exec):
+            started = time.perf_counter()
+            result = evalwh.run_eval(config)
+            fresh.append(time.perf_counter() - started)
+        calls.append(result.stats["requests"])
+        assert result.totals["n"] == n, result.totals
+    cached: list[float] = []
+    cached_exec: list[float] = []
+    cached_calls: list[int] = []
+    hits: list[int] = []
+    for _ in range(runs):
+        with timed_execute(cached_exec):
+            started = time.perf_counter()
+            result = evalwh.run_eval(config)
+            cached.append(time.perf_counter() - started)
+        cached_calls.append(result.stats["requests"])
+        hits.append(result.stats["cache_hits"])
+        assert result.totals["n"] == n, result.totals
+    return {
+        "n": n,
+        "runs": runs,
+        "fresh_s": fresh,
+        "fresh_execute_s": fresh_exec,
+        "fresh_calls": calls,
+        "cached_s": cached,
+        "cached_execute_s": cached_exec,
+        "cached_calls": cached_calls,
+        "cached_hits": hits,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+# ---- latency-bound efficiency -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def latency_server(latency: float) -> Iterator[str]:
+    """benchmarks/server.py in its own process; yields its OpenAI base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "server.py"), "--latency", str(latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"benchmark server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def server_stats(base_url: str) -> dict[str, Any]:
+    import httpx
+
+    return httpx.get(base_url + "/stats", timeout=5).json()
+
+
+def measure_latency(
+    work: Path, n: int, latency: float, concurrency: list[int], runs: int, mode: str = "http"
+) -> dict[str, Any]:
+    """``n`` cases at each concurrency, every answer taking ``latency`` s.
+
+    ``mode``: ``http`` - the shipped openai-compatible provider against the loopback server;
+    ``http-patched`` - the same with the provider change proposed in http_patch.py;
+    ``mock`` - the mock provider sleeping ``latency`` (the engine alone, no HTTP client).
+    """
+    import evalwh
+
+    if mode == "http-patched":
+        import http_patch
+
+        http_patch.apply()
+    out: dict[str, Any] = {
+        "n": n,
+        "latency_s": latency,
+        "runs": runs,
+        "mode": mode,
+        "by_concurrency": {},
+    }
+    with contextlib.ExitStack() as stack:
+        base_url = None if mode == "mock" else stack.enter_context(latency_server(latency))
+        _warm_up(work, base_url)
+        for c in concurrency:
+            config = workloads.write_config(
+                work / f"latency-{n}-c{c}-{mode}",
+                n,
+                concurrency=c,
+                base_url=base_url,
+                mock_latency_ms=latency * 1000 if mode == "mock" else 0,
+            )
+            walls: list[float] = []
+            engine: list[float] = []
+            totals: list[float] = []
+            peaks: list[int] = []
+            errors: list[int] = []
+            for _ in range(runs):
+                _fresh(config.parent)
+                before = server_stats(base_url)["requests"] if base_url else 0
+                with timed_execute(walls), timed_engine(engine):
+                    started = time.perf_counter()
+                    result = evalwh.run_eval(config)
+                    totals.append(time.perf_counter() - started)
+                errors.append(result.stats["errors"])  # a request past timeout_s (300 s)
+                if base_url:
+                    stats = server_stats(base_url)
+                    assert stats["requests"] - before >= n, (stats, before)
+                    peaks.append(stats["max_in_flight"])
+            out["by_concurrency"][str(c)] = {
+                "ideal_s": n / c * latency,
+                "engine_s": engine,
+                "execute_s": walls,
+                "run_eval_s": totals,
+                "server_max_in_flight": max(peaks) if peaks else None,
+                "errors": errors,
+            }
+    return out
+
+
+# ---- memory -------------------------------------------------------------------------------
+
+
+def _vm() -> tuple[float, float]:
+    """(current RSS, peak RSS) of this process in MB, from /proc."""
+    values = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS", "VmHWM")):
+                values[line[:5]] = int(line.split()[1]) / 1024
+    return values.get("VmRSS", 0.0), values.get("VmHWM", 0.0)
+
+
+@contextlib.contextmanager
+def phase_marks(into: list[tuple[str, float, float]]) -> Iterator[None]:
+    """Note (phase, RSS, peak RSS) after each phase of run_eval: load the config, prepare
+    (render + hash), the cache lookup, execute, the Parquet export."""
+    import evalwh.api as api
+    import evalwh.engine.execute as ex
+    from evalwh.warehouse.store import Warehouse
+
+    patched = [
+        (api, "load_config", "load config"),
+        (ex, "prepare", "prepare"),
+        (ex, "cache_lookup", "cache lookup"),
+        (ex, "execute", "execute"),
+        (Warehouse, "export_run", "Parquet export"),
+    ]
+    originals = [getattr(owner, name) for owner, name, _ in patched]
+
+    def marked(fn: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                into.append((label, *_vm()))
+
+        return wrapper
+
+    for (owner, name, label), fn in zip(patched, originals, strict=True):
+        setattr(owner, name, marked(fn, label))
+    try:
+        yield
+    finally:
+        for (owner, name, _), fn in zip(patched, originals, strict=True):
+            setattr(owner, name, fn)
+
+
+def measure_memory(work: Path, n: int) -> dict[str, Any]:
+    """One mock run of ``n`` cases in this (fresh) process; its peak RSS, phase by phase."""
+    import evalwh
+
+    config = workloads.write_config(work / f"memory-{n}", n)
+    _fresh(config.parent)
+    # the libraries a run loads, first: the phases below then show data, not imports
+    import duckdb  # noqa: F401
+    import jsonschema  # noqa: F401
+    import pyarrow  # noqa: F401
+
+    import evalwh.analysis.gate
+    import evalwh.api
+    import evalwh.engine.execute
+    import evalwh.providers.mock
+    import evalwh.warehouse.store
+
+    marks: list[tuple[str, float, float]] = [("imports", *_vm())]
+    started = time.perf_counter()
+    with phase_marks(marks):
+        result = evalwh.run_eval(config)
+    wall = time.perf_counter() - started
+    marks.append(("end", *_vm()))
+    assert result.totals["n"] == n
+    shutil.rmtree(config.parent, ignore_errors=True)
+    return {"n": n, "peak_rss_mb": peak_rss_mb(), "phases": marks, "wall_s": wall}
+
+
+# ---- ingest -------------------------------------------------------------------------------
+
+
+def _realistic_rows(n_cases: int, criteria: int, offset: int) -> Iterator[tuple[list, list]]:
+    """Case and score rows shaped like evalwh.engine.records.RowSink's."""
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc)
+    for i in range(offset, offset + n_cases):
+        key = ["ingest", "plain", "mock", f"case-{i:07d}", 0]
+        question = f"What is {i} plus {i}?"
+        case = [
+            *key,
+            f'{{"question": "{question}"}}',
+            f'"{2 * i}"',
+            '{"topic": "math", "difficulty": "easy"}',
+            None,
+            '[{"role": "system", "content": [{"type": "text", "text": "Answer with the number '
+            f'only."}}]}}, {{"role": "user", "content": [{{"type": "text", "text": "{question}"}}]}}]',
+            str(2 * i),
+            None,
+            None,
+            12.5,
+            20,
+            3,
+            None,
+            False,
+            f"{i:064x}",
+            1,
+            1.0,
+            True,
+            now,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ]
+        scores = [
+            [
+                *key,
+                f"criterion-{k}",
+                "contains",
+                1.0,
+                True,
+                1.0,
+                k == 0,
+                '{"found": ["' + str(2 * i) + '"], "missing": []}' if k % 2 else None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            ]
+            for k in range(criteria)
+        ]
+        yield case, scores
+
+
+def measure_ingest(work: Path, cases_per_flush: int, criteria: int, flushes: int) -> dict[str, Any]:
+    """Score rows per second through RunWriter: take_batch (rows -> Arrow) + flush (one
+    transaction on a short-lived connection), into a warehouse that already holds rows."""
+    from evalwh.warehouse.writer import RunWriter
+
+    folder = work / "ingest"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    path = folder / "warehouse.duckdb"
+    writer = RunWriter(path, "ingest", batch_size=cases_per_flush)
+    # the run row the heartbeat updates, and one warm-up batch (creates the schema)
+    from evalwh.warehouse.connect import write_connection
+
+    with write_connection(path) as con:
+        con.execute(
+            "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, n_planned, "
+            "started_at, evalwh_version) VALUES ('ingest', 'bench', 'running', 'c', 'd', 0, "
+            "now(), 'bench')"
+        )
+    add_s: list[float] = []
+    arrow_s: list[float] = []
+    write_s: list[float] = []
+    for f in range(flushes + 1):
+        started = time.perf_counter()
+        for case, scores in _realistic_rows(cases_per_flush, criteria, f * cases_per_flush):
+            writer.add_case(case)
+            for row in scores:
+                writer.add_score(row)
+        added = time.perf_counter()
+        if hasattr(writer, "tables"):
+            tables = writer.tables(writer.take_batch())  # rows -> Arrow
+            converted = time.perf_counter()
+            writer.write(tables)  # Arrow -> DuckDB, one transaction
+        else:  # the writer before the benchmarks: take_batch() built the Arrow tables
+            tables = writer.take_batch()
+            converted = time.perf_counter()
+            writer.flush(tables)
+        done = time.perf_counter()
+        if f:  # the first batch warms up
+            add_s.append(added - started)
+            arrow_s.append(converted - added)
+            write_s.append(done - converted)
+    score_rows = cases_per_flush * criteria * flushes
+    return {
+        "cases_per_flush": cases_per_flush,
+        "criteria": criteria,
+        "flushes": flushes,
+        "score_rows": score_rows,
+        "case_rows": cases_per_flush * flushes,
+        "add_s": add_s,
+        "arrow_s": arrow_s,
+        "write_s": write_s,
+        "score_rows_per_s": score_rows / sum(write_s),
+        "score_rows_per_s_with_arrow": score_rows / (sum(write_s) + sum(arrow_s)),
+    }
+
+
+# ---- queries ------------------------------------------------------------------------------
+
+
+def measure_queries(work: Path, synthetic: str, quick: bool, repeats: int) -> dict[str, Any]:
+    """The named queries over the synthetic warehouse (built once, cached by layout)."""
+    import synth
+
+    from evalwh.analysis.compare import compare
+    from evalwh.analysis.judging import report
+    from evalwh.analysis.slices import slice_run
+    from evalwh.warehouse.store import Warehouse
+
+    layout = synth.QUICK if quick else synth.Layout()
+    path = synth.ensure(Path(synthetic), layout, log=_log)
+    store = Warehouse(path)
+    run_a, run_b = synth.big_run_ids(layout)
+    small = synth.run_id(layout.runs // 2)
+
+    jobs: dict[str, Callable[[], Any]] = {
+        "summary": lambda: store.query("summary", run_id=run_b),
+        "summary_small_run": lambda: store.query("summary", run_id=small),
+        "run_totals": lambda: store.query("run_totals", run_id=run_b),
+        "criteria": lambda: store.query("criteria", run_id=run_b),
+        "compare_sql": lambda: store.query(
+            "compare",
+            run_a=run_a,
+            run_b=run_b,
+            cluster=None,
+            keys=["difficulty", "lang", "topic"],
+            combine=False,
+        ),
+        "compare": lambda: compare(store, run_a, run_b),
+        "compare_cases": lambda: store.query("compare_cases", run_a=run_a, run_b=run_b, limit=20),
+        "slice": lambda: slice_run(store, run_b, ["topic"]),
+        "slice_two_keys": lambda: slice_run(store, run_b, ["topic", "difficulty"]),
+        "calibration": lambda: report(store, run_b, by="topic"),
+        "runs_list": lambda: store.query("runs", limit=20),
+    }
+    timings: dict[str, list[float]] = {}
+    for name, job in jobs.items():
+        job()  # warm-up: the file's pages in the OS cache, as for any second query
+        values = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            job()
+            values.append(time.perf_counter() - started)
+        timings[name] = values
+    import duckdb
+
+    with duckdb.connect(str(path), read_only=True) as con:
+        counts = {
+            t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # type: ignore[index]
+            for t in ("runs", "cases", "scores", "pairs", "labels")
+        }
+        per_run = con.execute("SELECT count(*) FROM scores WHERE run_id = ?", [run_b]).fetchone()[0]  # type: ignore[index]
+    return {
+        "warehouse": str(path),
+        "layout": layout.key,
+        "rows": counts,
+        "compared_run_score_rows": per_run,
+        "file_mb": path.stat().st_size / 2**20,
+        "timings_s": timings,
+    }
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---- start-up -------------------------------------------------------------------------------
+
+
+def evalwh_command() -> list[str]:
+    script = Path(sys.executable).parent / "evalwh"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "evalwh.cli.main"]
+
+
+def time_command(argv: list[str], runs: int, env: dict[str, str], cwd: Path) -> list[float]:
+    """Wall times of ``runs`` runs of a command (after two untimed warm-up runs)."""
+    values = []
+    for i in range(runs + 2):
+        started = time.perf_counter()
+        done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+        elapsed = time.perf_counter() - started
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed: {done.stderr[-500:]}")
+        if i >= 2:
+            values.append(elapsed)
+    return values
+
+
+def measure_startup(warehouse: Path, scratch: Path, runs: int) -> dict[str, Any]:
+    """`evalwh --help`, and `evalwh list` on ``warehouse``, as fresh processes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALWH_")}
+    scratch.mkdir(parents=True, exist_ok=True)
+    env["EVALWH_CONFIG_DIR"] = str(scratch / "no-user-config")  # no user config
+    cmd = evalwh_command()
+    return {
+        "command": cmd,
+        "help_s": time_command([*cmd, "--help"], runs, env, scratch),
+        "list_s": time_command(
+            [*cmd, "list"], runs, {**env, "EVALWH_WAREHOUSE": str(warehouse)}, scratch
+        ),
+        "python_s": time_command([sys.executable, "-c", "pass"], runs, env, scratch),
+    }
+
+
+def compile_bytecode() -> float:
+    """What `UV_COMPILE_BYTECODE=1 uv sync` does: .pyc for the package and site-packages."""
+    import sysconfig
+
+    import evalwh
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            str(Path(evalwh.__file__).parent),
+            sysconfig.get_paths()["purelib"],
+        ],
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    return time.perf_counter() - started
+
+
+def run_async(coro: Any) -> Any:
+    return asyncio.run(coro)

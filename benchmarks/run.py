@@ -1,0 +1,601 @@
+"""evalwh benchmarks: the figures of benchmarks/README.md, as a table and as JSON.
+
+    uv run python benchmarks/run.py            # the full set (about 5 minutes the first
+                                               # time: it builds a 12M-row warehouse once)
+    uv run python benchmarks/run.py --quick    # tiny sizes: checks the runner works
+    uv run python benchmarks/run.py --only engine,queries --runs 3
+
+Every figure is measured in a child process of its own (so one measurement's memory and
+imports do not leak into the next) and is the median of several runs. The machines are
+shared: compare ratios, not single absolute times. Results go to
+benchmarks/results/latest.json (``--out`` to change); the Markdown table beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+GROUPS = ("engine", "latency", "memory", "ingest", "queries", "startup")
+
+
+@dataclass
+class Sizes:
+    engine_cases: int = 10_000
+    engine_runs: int = 5
+    latency_cases: int = 1_000
+    latency_s: float = 0.1
+    concurrency: tuple[int, ...] = (32, 128)
+    latency_runs: int = 5
+    memory_cases: tuple[int, ...] = (10_000, 50_000, 100_000)
+    memory_runs: int = 3
+    # (row id, cases per flush, criteria per case, flushes): big flushes (the writer's
+    # capacity, as when it is the bottleneck and batches grow) and the default batch_size
+    ingest: tuple[tuple[str, int, int, int], ...] = (
+        ("ingest", 10_000, 10, 4),
+        ("ingest-default-batch", 2_000, 10, 10),
+    )
+    ingest_runs: int = 3
+    query_repeats: int = 5
+    startup_runs: int = 10
+
+
+QUICK = Sizes(
+    engine_cases=300,
+    engine_runs=1,
+    latency_cases=64,
+    latency_s=0.02,
+    latency_runs=1,
+    memory_cases=(300, 600),
+    memory_runs=1,
+    ingest=(("ingest", 500, 10, 2), ("ingest-default-batch", 200, 10, 2)),
+    ingest_runs=1,
+    query_repeats=1,
+    startup_runs=1,
+)
+
+
+@dataclass
+class Row:
+    id: str
+    what: str
+    workload: str
+    target: str
+    measured: float | None
+    unit: str
+    limit: float  # the target's number
+    higher_is_better: bool
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        """measured / target."""
+        return None if self.measured is None else self.measured / self.limit
+
+    @property
+    def met(self) -> bool | None:
+        if self.measured is None:
+            return None
+        return self.measured >= self.limit if self.higher_is_better else self.measured <= self.limit
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ratio": self.ratio, "met": self.met}
+
+
+# ---- children -------------------------------------------------------------------------------
+
+
+def child(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one measurement in a fresh interpreter; its result is the last line it prints."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, json.dumps(params)]
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmark child {name} failed (exit {done.returncode})")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def child_main(name: str, params: dict[str, Any]) -> None:
+    sys.path.insert(0, str(HERE))
+    import figures
+
+    work = Path(params.pop("work"))
+    if name == "engine":
+        out = figures.measure_engine(work, **params)
+    elif name == "latency":
+        out = figures.measure_latency(work, **params)
+    elif name == "memory":
+        out = figures.measure_memory(work, **params)
+    elif name == "ingest":
+        out = figures.measure_ingest(work, **params)
+    elif name == "queries":
+        out = figures.measure_queries(work, **params)
+    elif name == "startup":
+        out = figures.measure_startup(Path(params["warehouse"]), work / "startup", params["runs"])
+    elif name == "compile":
+        out = {"compile_s": figures.compile_bytecode()}
+    else:
+        raise SystemExit(f"unknown child {name}")
+    print(json.dumps(out))
+
+
+def med(values: list[float]) -> float:
+    from statistics import median
+
+    return median(values)
+
+
+# ---- the rows -------------------------------------------------------------------------------
+
+
+def engine_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    n = sizes.engine_cases
+    log(f"engine: {n} mock cases x {sizes.engine_runs} runs, fresh then cached")
+    raw = child("engine", {"work": str(work), "n": n, "runs": sizes.engine_runs})
+    fresh, cached = med(raw["fresh_s"]), med(raw["cached_s"])
+    fresh_exec, cached_exec = med(raw["fresh_execute_s"]), med(raw["cached_execute_s"])
+    rows = [
+        Row(
+            "engine",
+            "engine overhead",
+            f"{n:,} cases x 1 model, mock provider 0 ms, 3 deterministic scorers, "
+            "warehouse writes + Parquet export included (run_eval end to end)",
+            ">= 5,000 cases/s",
+            n / fresh,
+            "cases/s",
+            5000,
+            True,
+            f"median of {len(raw['fresh_s'])}: {fresh:.2f} s; engine phase alone "
+            f"(execute) {n / fresh_exec:,.0f} cases/s",
+        ),
+        Row(
+            "cached",
+            "cached rerun",
+            f"the {n:,}-case run again, all from the cache (run_eval end to end)",
+            ">= 20,000 cases/s, 0 provider calls",
+            n / cached,
+            "cases/s",
+            20000,
+            True,
+            f"median of {len(raw['cached_s'])}: {cached:.2f} s; provider calls "
+            f"{max(raw['cached_calls'])}, cache hits {min(raw['cached_hits'])}; engine phase "
+            f"alone {n / cached_exec:,.0f} cases/s",
+        ),
+    ]
+    if max(raw["cached_calls"]) != 0:
+        rows[1].measured = 0.0  # any provider call fails the row
+    return rows, raw
+
+
+def latency_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    n, lat = sizes.latency_cases, sizes.latency_s
+    raw: dict[str, Any] = {}
+    for mode in ("http", "http-patched", "mock"):
+        log(
+            f"latency ({mode}): {n} cases, {lat * 1000:.0f} ms a reply, concurrency {sizes.concurrency}"
+        )
+        raw[mode] = child(
+            "latency",
+            {
+                "work": str(work),
+                "n": n,
+                "latency": lat,
+                "concurrency": list(sizes.concurrency),
+                "runs": sizes.latency_runs,
+                "mode": mode,
+            },
+        )
+    rows = []
+    for c, item in raw["http"]["by_concurrency"].items():
+        ideal = item["ideal_s"]
+
+        def ratio(mode: str, key: str, c: str = c, ideal: float = ideal) -> float:
+            return med(raw[mode]["by_concurrency"][c][key]) / ideal
+
+        rows.append(
+            Row(
+                f"latency-{c}",
+                "latency-bound efficiency",
+                f"{n:,} cases, openai-compatible provider -> local HTTP server (loopback, "
+                f"its own process) with {lat * 1000:.0f} ms latency, concurrency {c}",
+                "wall <= 1.10 x ideal",
+                ratio("http", "engine_s"),
+                "x ideal",
+                1.10,
+                False,
+                f"ideal {n}/{c} x {lat:g} s = {ideal:.3f} s; wall = the request phase "
+                f"(Engine.run) {med(item['engine_s']):.3f} s, median of {len(item['engine_s'])}; "
+                f"with the run's bookkeeping and final flush (execute) {ratio('http', 'execute_s'):.2f} x, "
+                f"run_eval end to end {ratio('http', 'run_eval_s'):.2f} x; with the proposed "
+                f"HTTP-provider fix (http_patch.py) {ratio('http-patched', 'engine_s'):.2f} x; "
+                f"engine alone (mock provider sleeping {lat * 1000:.0f} ms, no HTTP) "
+                f"{ratio('mock', 'engine_s'):.2f} x (execute {ratio('mock', 'execute_s'):.2f} x); "
+                f"server saw at most {item['server_max_in_flight']} in flight"
+                + (
+                    f"; requests that failed: {item['errors']} per run"
+                    if any(item.get("errors") or [])
+                    else ""
+                ),
+                {
+                    mode: {key: ratio(mode, key) for key in ("engine_s", "execute_s", "run_eval_s")}
+                    for mode in raw
+                },
+            )
+        )
+    return rows, raw
+
+
+def memory_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    peaks: dict[int, list[float]] = {}
+    walls: dict[int, list[float]] = {}
+    phases: dict[int, list[Any]] = {}
+    for n in sizes.memory_cases:
+        log(f"memory: {n} mock cases x {sizes.memory_runs}")
+        for _ in range(sizes.memory_runs):
+            raw = child("memory", {"work": str(work), "n": n})
+            peaks.setdefault(n, []).append(raw["peak_rss_mb"])
+            walls.setdefault(n, []).append(raw["wall_s"])
+            phases[n] = raw["phases"]
+    by_n = {n: med(v) for n, v in peaks.items()}
+    largest = phases[max(phases)]
+    steps, previous = [], 0.0
+    for label, _rss, peak in largest:
+        steps.append(f"{label} {peak:.0f}" + (f" (+{peak - previous:.0f})" if previous else ""))
+        previous = peak
+    small, large = min(by_n), max(by_n)
+    slope = (by_n[large] - by_n[small]) / (large - small) * 10_000 if large > small else 0.0
+    row = Row(
+        "memory",
+        "memory",
+        f"{large:,}-case mock run (peak RSS of the whole process)",
+        "peak RSS <= 300 MB, flat in case count",
+        by_n[large],
+        "MB",
+        300,
+        False,
+        "peak RSS by cases: "
+        + ", ".join(f"{n:,}: {v:.0f} MB" for n, v in by_n.items())
+        + f"; growth {slope:.1f} MB per 10,000 cases; peak RSS after each phase of the "
+        f"{max(phases):,}-case run, MB: " + ", ".join(steps),
+        {"growth_mb_per_10k": slope},
+    )
+    return [row], {"peak_rss_mb": peaks, "wall_s": walls, "phases": phases}
+
+
+def ingest_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    rows = []
+    for rid, cases, criteria, flushes in sizes.ingest:
+        log(f"ingest: {flushes} flushes of {cases} cases x {criteria} criteria")
+        runs = [
+            child(
+                "ingest",
+                {
+                    "work": str(work),
+                    "cases_per_flush": cases,
+                    "criteria": criteria,
+                    "flushes": flushes,
+                },
+            )
+            for _ in range(sizes.ingest_runs)
+        ]
+        results.append({"cases": cases, "criteria": criteria, "runs": runs})
+        rate = med([r["score_rows_per_s"] for r in runs])
+        with_arrow = med([r["score_rows_per_s_with_arrow"] for r in runs])
+        write_s = med([med(r["write_s"]) for r in runs])
+        arrow_s = med([med(r["arrow_s"]) for r in runs])
+        rows.append(
+            Row(
+                rid,
+                "ingest",
+                f"score rows/s into the warehouse through RunWriter.write (Arrow -> DuckDB, one "
+                f"transaction on a short-lived connection): {cases:,} cases x {criteria} criteria "
+                "per flush",
+                ">= 500,000 score rows/s",
+                rate,
+                "score rows/s",
+                500_000,
+                True,
+                f"{write_s * 1000:.0f} ms per flush of {cases * criteria:,} score + {cases:,} "
+                f"case rows (median of {len(runs)} x {flushes}); rows -> Arrow adds "
+                f"{arrow_s * 1000:.0f} ms: {with_arrow:,.0f} score rows/s with it",
+            )
+        )
+    return rows, {"ingest": results}
+
+
+def query_rows(
+    sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    log(f"queries: synthetic warehouse (built once, then cached under {results / 'synthetic'})")
+    raw = child(
+        "queries",
+        {
+            "work": str(work),
+            "synthetic": str(results / "synthetic"),
+            "quick": quick,
+            "repeats": sizes.query_repeats,
+        },
+    )
+    t = {k: med(v) for k, v in raw["timings_s"].items()}
+    scores = raw["rows"]["scores"]
+    size = (
+        f"warehouse of {scores / 1e6:.1f}M score rows over {raw['rows']['runs']} runs "
+        f"({raw['rows']['cases'] / 1e6:.2f}M case rows)"
+    )
+    big = raw["compared_run_score_rows"]
+    spec = [
+        (
+            "query-summary",
+            "summary",
+            f"summary of a {big / 1e6:.1f}M-score-row run",
+            t["summary"],
+            f"run_totals {t['run_totals']:.3f} s, criteria {t['criteria']:.3f} s, summary of a "
+            f"small run {t['summary_small_run']:.3f} s",
+        ),
+        (
+            "query-compare",
+            "compare",
+            f"compare of two {big / 1e6:.1f}M-score-row runs "
+            "(analysis.compare: deltas per run, cell, criterion, slice of every metadata key; "
+            "movers)",
+            t["compare"],
+            f"sql/compare.sql alone {t['compare_sql']:.3f} s, compare_cases {t['compare_cases']:.3f} s",
+        ),
+        (
+            "query-slice",
+            "slice",
+            "slice of the big run by a metadata key",
+            t["slice"],
+            f"two keys {t['slice_two_keys']:.3f} s",
+        ),
+        (
+            "query-calibration",
+            "calibration",
+            "pairwise win rates + judge calibration "
+            "(kappa, confusion, pointwise, by slice) of the big run",
+            t["calibration"],
+            f"evalwh list query (runs) {t['runs_list']:.3f} s",
+        ),
+    ]
+    rows = [
+        Row(
+            rid,
+            f"query: {name}",
+            f"{what}; {size}",
+            "< 1 s",
+            value,
+            "s",
+            1.0,
+            False,
+            f"median of {sizes.query_repeats}, each opening its own read connection; {detail}",
+        )
+        for rid, name, what, value, detail in spec
+    ]
+    return rows, raw
+
+
+def startup_rows(
+    sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    sys.path.insert(0, str(HERE))
+    import synth
+
+    layout = synth.QUICK if quick else synth.Layout()
+    warehouse = synth.ensure(results / "synthetic", layout, log=log)
+    compiled = None
+    if not quick:
+        log("start-up: compiling bytecode (as `UV_COMPILE_BYTECODE=1 uv sync` would)")
+        compiled = child("compile", {"work": str(work)})["compile_s"]
+    log(f"start-up: `evalwh --help`, `evalwh list` x {sizes.startup_runs}")
+    raw = child(
+        "startup", {"work": str(work), "warehouse": str(warehouse), "runs": sizes.startup_runs}
+    )
+    raw["compile_s"] = compiled
+    python = med(raw["python_s"])
+    rows = [
+        Row(
+            "startup-help",
+            "start-up",
+            "`evalwh --help` (a new process, bytecode compiled)",
+            "<= 0.3 s",
+            med(raw["help_s"]),
+            "s",
+            0.3,
+            False,
+            f"median of {len(raw['help_s'])}; a bare `python -c pass` takes {python:.3f} s",
+        ),
+        Row(
+            "startup-list",
+            "start-up",
+            f"`evalwh list` on the synthetic warehouse ({layout.runs + layout.big_runs} runs)",
+            "<= 0.5 s",
+            med(raw["list_s"]),
+            "s",
+            0.5,
+            False,
+            f"median of {len(raw['list_s'])}",
+        ),
+    ]
+    return rows, raw
+
+
+# ---- output -------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_start": os.getloadavg(),
+    }
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["ram_gb"] = round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    for module in ("duckdb", "pyarrow", "jinja2", "httpx"):
+        try:
+            info[module] = __import__(module).__version__
+        except Exception:
+            info[module] = None
+    return info
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "x ideal":
+        return f"{value:.3f} x"
+    if unit == "MB":
+        return f"{value:.0f} MB"
+    return f"{value:,.0f} {unit}"
+
+
+def table(rows: list[Row], markdown: bool = False) -> str:
+    head = ["what", "workload", "target", "measured", "ratio to target", "met?"]
+    body = [
+        [
+            r.what,
+            r.workload,
+            r.target,
+            fmt(r.measured, r.unit),
+            "-" if r.ratio is None else f"{r.ratio:.2f}",
+            {True: "yes", False: "NO", None: "-"}[r.met],
+        ]
+        for r in rows
+    ]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+        return "\n".join(lines)
+    short = [
+        [c if i != 1 else (c if len(c) <= 60 else c[:57] + "...") for i, c in enumerate(b)]
+        for b in body
+    ]
+    widths = [max(len(x) for x in col) for col in zip(head, *short, strict=False)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out.append("  ".join("-" * w for w in widths))
+    out += ["  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) for cells in short]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="evalwh benchmarks")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (checks the runner)")
+    parser.add_argument("--only", default="", help=f"comma-separated groups: {', '.join(GROUPS)}")
+    parser.add_argument("--runs", type=int, default=None, help="runs per figure (median)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="folder for scratch runs, the cached synthetic warehouse and the JSON "
+        "(default benchmarks/results/, gitignored)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON path (default RESULTS/latest.json, or RESULTS/quick.json with --quick)",
+    )
+    parser.add_argument("--child", nargs=2, metavar=("NAME", "PARAMS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child_main(args.child[0], json.loads(args.child[1]))
+        return 0
+
+    sizes = QUICK if args.quick else Sizes()
+    if args.runs:
+        for name in (
+            "engine_runs",
+            "latency_runs",
+            "memory_runs",
+            "ingest_runs",
+            "query_repeats",
+            "startup_runs",
+        ):
+            setattr(sizes, name, args.runs)
+    groups = [g for g in args.only.split(",") if g] or list(GROUPS)
+    unknown = set(groups) - set(GROUPS)
+    if unknown:
+        parser.error(f"unknown group(s) {', '.join(sorted(unknown))}; known: {', '.join(GROUPS)}")
+    results = args.results.resolve()
+    out = args.out or results / ("quick.json" if args.quick else "latest.json")
+    work = results / ("work-quick" if args.quick else "work")
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    info = machine()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    log(f"machine: {info.get('cpu')}, {info['nproc']} cores, load {info['loadavg_start']}")
+    rows: list[Row] = []
+    raw: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for group in GROUPS:
+        if group not in groups:
+            continue
+        try:
+            if group == "engine":
+                got, raw["engine"] = engine_rows(sizes, work, log)
+            elif group == "latency":
+                got, raw["latency"] = latency_rows(sizes, work, log)
+            elif group == "memory":
+                got, raw["memory"] = memory_rows(sizes, work, log)
+            elif group == "ingest":
+                got, raw["ingest"] = ingest_rows(sizes, work, log)
+            elif group == "queries":
+                got, raw["queries"] = query_rows(sizes, work, results, args.quick, log)
+            else:
+                got, raw["startup"] = startup_rows(sizes, work, results, args.quick, log)
+        except Exception as exc:  # one broken group must not lose the others' figures
+            failed[group] = f"{type(exc).__name__}: {exc}"
+            log(f"{group} FAILED: {failed[group]}")
+            continue
+        rows += got
+    info["loadavg_end"] = os.getloadavg()
+    result = {
+        "quick": args.quick,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "duration_s": round(time.perf_counter() - started, 1),
+        "machine": info,
+        "sizes": asdict(sizes),
+        "rows": [r.to_dict() for r in rows],
+        "failed": failed,
+        "raw": raw,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    out.with_suffix(".md").write_text(table(rows, markdown=True) + "\n", encoding="utf-8")
+    print(table(rows))
+    for r in rows:
+        if r.detail:
+            print(f"- {r.id}: {r.detail}")
+    for group, why in failed.items():
+        print(f"- {group}: FAILED ({why})")
+    print(f"\nwrote {out} ({result['duration_s']} s; load average {info['loadavg_end']})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

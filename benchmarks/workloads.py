@@ -1,0 +1,95 @@
+"""Eval configs and case files the benchmarks run (written into a scratch folder)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TOPICS = ("geography", "math", "history", "science", "art")
+
+# Three deterministic scorers: exact (case.expected), contains (case.expected) and a regex.
+SCORECARD = """\
+scorecard:
+  - name: exact
+    type: exact
+  - name: mentions
+    type: contains
+    required: false
+  - name: digits
+    type: regex
+    pattern: '^\\d+$'
+    required: false
+"""
+
+
+def write_cases(path: Path, n: int) -> Path:
+    """``n`` arithmetic questions as JSONL: id, question, expected, topic, difficulty."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            row = {
+                "id": f"case-{i:06d}",
+                "question": f"What is {i} plus {i}?",
+                "expected": str(2 * i),
+                "topic": TOPICS[i % len(TOPICS)],
+                "difficulty": "hard" if i % 3 == 0 else "easy",
+            }
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
+def write_config(
+    folder: Path,
+    n: int,
+    *,
+    concurrency: int = 16,
+    base_url: str | None = None,
+    cases_file: Path | None = None,
+    mock_latency_ms: float = 0,
+) -> Path:
+    """An eval of ``n`` cases x 1 model x 1 variant with three deterministic scorers.
+
+    Without ``base_url`` the model is the mock provider, answering the expected answer after
+    ``mock_latency_ms`` (default 0); with it, an ``openai-compatible`` model at that URL (max_concurrency =
+    ``concurrency``, so the HTTP pool never caps the run below it).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    cases = cases_file or write_cases(folder / "cases.jsonl", n)
+    if base_url is None:
+        model = f"""\
+  - id: mock
+    provider: mock
+    mock:
+      latency_ms: {mock_latency_ms:g}
+"""
+    else:
+        model = f"""\
+  - id: local
+    provider: openai-compatible
+    model: bench
+    price: {{input_per_mtok: 0, output_per_mtok: 0}}
+    max_concurrency: {concurrency}
+    timeout_s: 300
+    max_retries: 0
+    base_url: {base_url}
+"""
+    text = f"""\
+name: bench
+settings:
+  output_dir: .evalwh
+  concurrency: {concurrency}
+models:
+{model}variants:
+  - id: plain
+    messages:
+      - role: system
+        content: Answer with the number only.
+      - role: user
+        content: "{{{{ question }}}}"
+cases:
+  - file: {cases.resolve().as_posix()}
+    metadata: [topic, difficulty]
+{SCORECARD}"""
+    path = folder / "eval.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
