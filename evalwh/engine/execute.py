@@ -235,6 +235,11 @@ def cache_lookup(warehouse: Any, hashes: list[str]) -> dict[str, CachedAnswer]:
     with read_connection(warehouse.path) as con:
         con.register("planned_hashes", pa.table({"request_hash": pa.array(hashes, pa.string())}))
         table = run_query(con, "cache_lookup")
+    return cached_answers(table)
+
+
+def cached_answers(table: Any) -> dict[str, CachedAnswer]:
+    """request_hash -> CachedAnswer from a cache query's Arrow table."""
     cols = table.to_pydict()
     return {
         h: CachedAnswer(o, i, t, lat)
@@ -428,15 +433,9 @@ def judge_cache(warehouse: Any, models: list[ModelSpec]) -> dict[str, CachedAnsw
         return {}
     out: dict[str, CachedAnswer] = {}
     for model in models:
-        table = warehouse.query("cache_for_model", provider=model.provider, model=model.model)
-        cols = table.to_pydict()
-        for h, o, i, t, lat in zip(
-            cols["request_hash"],
-            cols["output"],
-            cols["input_tokens"],
-            cols["output_tokens"],
-            cols["latency_ms"],
-            strict=True,
-        ):
-            out[h] = CachedAnswer(o, i, t, lat)
+        out.update(
+            cached_answers(
+                warehouse.query("cache_for_model", provider=model.provider, model=model.model)
+            )
+        )
     return out
