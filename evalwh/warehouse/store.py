@@ -17,6 +17,7 @@ from evalwh.warehouse.queries import run_query
 from evalwh.warehouse.writer import to_json
 
 EXPORT_SCHEMA_VERSION = "1"
+EXPORT_MEMORY_LIMIT = "128MB"
 ORDER = {
     "cases": "variant, model, case_id, repeat",
     "scores": "variant, model, case_id, repeat, criterion",
@@ -179,6 +180,8 @@ class Warehouse:
         target = exports_dir / f"run_id={run_id}"
         target.mkdir(parents=True, exist_ok=True)
         with read_connection(self.path) as con:
+            # Sorting a large run for the export may spill to disk rather than hold it all.
+            con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
             for table in ("cases", "scores"):
                 out = (target / f"{table}.parquet").as_posix().replace("'", "''")
                 con.execute(
