@@ -168,15 +168,10 @@ def measure_latency(
     """``n`` cases at each concurrency, every answer taking ``latency`` s.
 
     ``mode``: ``http`` - the shipped openai-compatible provider against the loopback server;
-    ``http-patched`` - the same with the provider change proposed in http_patch.py;
     ``mock`` - the mock provider sleeping ``latency`` (the engine alone, no HTTP client).
     """
     import evalwh
 
-    if mode == "http-patched":
-        import http_patch
-
-        http_patch.apply()
     out: dict[str, Any] = {
         "n": n,
         "latency_s": latency,

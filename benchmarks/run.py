@@ -181,7 +181,7 @@ def engine_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str
 def latency_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
     n, lat = sizes.latency_cases, sizes.latency_s
     raw: dict[str, Any] = {}
-    for mode in ("http", "http-patched", "mock"):
+    for mode in ("http", "mock"):
         log(
             f"latency ({mode}): {n} cases, {lat * 1000:.0f} ms a reply, concurrency {sizes.concurrency}"
         )
@@ -217,8 +217,7 @@ def latency_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[st
                 f"ideal {n}/{c} x {lat:g} s = {ideal:.3f} s; wall = the request phase "
                 f"(Engine.run) {med(item['engine_s']):.3f} s, median of {len(item['engine_s'])}; "
                 f"with the run's bookkeeping and final flush (execute) {ratio('http', 'execute_s'):.2f} x, "
-                f"run_eval end to end {ratio('http', 'run_eval_s'):.2f} x; with the proposed "
-                f"HTTP-provider fix (http_patch.py) {ratio('http-patched', 'engine_s'):.2f} x; "
+                f"run_eval end to end {ratio('http', 'run_eval_s'):.2f} x; "
                 f"engine alone (mock provider sleeping {lat * 1000:.0f} ms, no HTTP) "
                 f"{ratio('mock', 'engine_s'):.2f} x (execute {ratio('mock', 'execute_s'):.2f} x); "
                 f"server saw at most {item['server_max_in_flight']} in flight"
