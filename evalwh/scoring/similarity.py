@@ -254,17 +254,12 @@ def bleu(criterion: Criterion, root: Path, file: str) -> ScorerFn:
         )
     effective_order = _bool_option(criterion, file, "effective_order", True)
     tok = _tokenizer(criterion, file, lowercase=False, keep_punctuation=True)
-    fixed = _fixed_references(criterion, file)
-    fixed_tokens = None if fixed is None else [tok(r) for r in fixed]
+    references = _reference_tokens(criterion, file, tok)
 
     def score(output: str, case: Case) -> ScoreResult:
-        if fixed_tokens is not None:
-            ref_tokens = fixed_tokens
-        else:
-            refs = _references(None, case)
-            if isinstance(refs, ScoreResult):
-                return refs
-            ref_tokens = [tok(r) for r in refs]
+        ref_tokens = references(case)
+        if isinstance(ref_tokens, ScoreResult):
+            return ref_tokens
         value, details = sentence_bleu(
             tok(output),
             ref_tokens,
@@ -309,21 +304,33 @@ def rouge_l(
     return (1 + b2) * precision * recall / (recall + b2 * precision), precision, recall, lcs
 
 
+def _reference_tokens(
+    criterion: Criterion, file: str, tok: Callable[[str], list[str]]
+) -> Callable[[Case], list[list[str]] | ScoreResult]:
+    """The tokenised references of a case: the criterion's ``reference`` (tokenised once) or
+    the case's expected value(s); a ScoreResult when the case has none."""
+    fixed = _fixed_references(criterion, file)
+    fixed_tokens = None if fixed is None else [tok(r) for r in fixed]
+
+    def references(case: Case) -> list[list[str]] | ScoreResult:
+        if fixed_tokens is not None:
+            return fixed_tokens
+        refs = _references(None, case)
+        return refs if isinstance(refs, ScoreResult) else [tok(r) for r in refs]
+
+    return references
+
+
 def rouge_l_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
     """ROUGE-L F-measure against the reference(s), the best one counting."""
     beta = _number(criterion, file, "beta", 1.0, "write e.g. `beta: 1` (F1) or `beta: 2`")
     tok = _tokenizer(criterion, file, lowercase=True, keep_punctuation=False)
-    fixed = _fixed_references(criterion, file)
-    fixed_tokens = None if fixed is None else [tok(r) for r in fixed]
+    references = _reference_tokens(criterion, file, tok)
 
     def score(output: str, case: Case) -> ScoreResult:
-        if fixed_tokens is not None:
-            ref_tokens = fixed_tokens
-        else:
-            refs = _references(None, case)
-            if isinstance(refs, ScoreResult):
-                return refs
-            ref_tokens = [tok(r) for r in refs]
+        ref_tokens = references(case)
+        if isinstance(ref_tokens, ScoreResult):
+            return ref_tokens
         hyp = tok(output)
         best: tuple[float, float, float, int] | None = None
         best_index = 0
