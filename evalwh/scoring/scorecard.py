@@ -97,75 +97,31 @@ class Scorecard:
 def _row(
     name: str, scorer: str, weight: float, required: bool, threshold: float, result: object
 ) -> CriterionScore:
-    if type(result) is ScoreResult and result.error is None:
-        value = result.score
-        if type(value) is float and 0.0 <= value <= 1.0:  # the common case (NaN fails here)
-            passed = value >= threshold if result.passed is None else bool(result.passed)
-            return CriterionScore(
-                name,
-                scorer,
-                value,
-                passed,
-                weight,
-                required,
-                result.details,
-                result.rationale,
-                None,
-            )
     if not isinstance(result, ScoreResult):
-        return CriterionScore(
-            name,
-            scorer,
-            0.0,
-            False,
-            weight,
-            required,
-            None,
-            None,
-            f"scorer returned {type(result).__name__}, not a ScoreResult",
-        )
-    if result.error is not None:
-        return CriterionScore(
-            name,
-            scorer,
-            0.0,
-            False,
-            weight,
-            required,
-            result.details,
-            result.rationale,
-            str(result.error),
-        )
+        error = f"scorer returned {type(result).__name__}, not a ScoreResult"
+        return CriterionScore(name, scorer, 0.0, False, weight, required, None, None, error)
     value = result.score
-    if (
+    if result.error is not None:
+        error: str | None = str(result.error)
+    elif type(value) is float and 0.0 <= value <= 1.0:  # the common case (NaN fails here)
+        error = None
+    elif (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or math.isnan(value)
         or not 0.0 <= value <= 1.0
     ):
+        error = f"scorer returned score {value!r}, outside [0, 1]"
+    else:
+        error = None
+    if error is not None:
         return CriterionScore(
-            name,
-            scorer,
-            0.0,
-            False,
-            weight,
-            required,
-            result.details,
-            result.rationale,
-            f"scorer returned score {value!r}, outside [0, 1]",
+            name, scorer, 0.0, False, weight, required, result.details, result.rationale, error
         )
     value = float(value)
     passed = value >= threshold if result.passed is None else bool(result.passed)
     return CriterionScore(
-        name,
-        scorer,
-        value,
-        passed,
-        weight,
-        required,
-        result.details,
-        result.rationale,
-        None,
+        name, scorer, value, passed, weight, required, result.details, result.rationale, None
     )
 
 
