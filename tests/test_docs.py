@@ -8,6 +8,11 @@ Conventions the docs follow so that these tests can read them:
   the config before loading it;
 - a ```yaml block holding ``models:`` and ``scorecard:`` is a full eval config: it must load
   and validate, unless its first line says ``# not-runnable``.
+
+Pages that run as a whole have tests of their own: docs/analysis.md and docs/ci.md
+(test_analysis_docs.py), docs/tutorial.md (test_tutorial_docs.py), docs/python-api.md
+(test_python_api_docs.py) and the "Writing a scorer" guide of docs/scoring.md
+(test_scorer_guide.py).
 """
 
 from __future__ import annotations
