@@ -76,6 +76,8 @@ class DryRun:
 
 @dataclass
 class RunResult:
+    """What a run did: its id and status, totals, the matrix, errors and the threshold rules."""
+
     run_id: str
     status: str
     suite: str
@@ -367,6 +369,8 @@ class WarehouseView:
         self.path = self.store.path
 
     def resolve(self, ref: str) -> str:
+        """The run id a reference names (an id, a unique prefix, a label, 'latest' or a
+        baseline name); UsageError when none or several match."""
         return self.store.resolve(ref)
 
     def query(self, name: str, **params: Any) -> pa.Table:
@@ -378,6 +382,8 @@ class WarehouseView:
         return self.store.sql(text)
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest runs first, one dict each (what `evalwh list` shows); [] without a
+        warehouse."""
         from evalwh.warehouse.store import effective_status
 
         if not self.store.exists:
@@ -388,9 +394,12 @@ class WarehouseView:
         return rows
 
     def run(self, ref: str) -> dict[str, Any]:
+        """The stored row of one run: status, label, suite, hashes, config snapshot, times."""
         return self.store.run_row(self.resolve(ref))
 
     def summary(self, ref: str = "latest") -> pl.DataFrame:
+        """One row per variant × model cell: n, pass rate with its Wilson interval, score,
+        errors, latency and cost."""
         import polars as pl
 
         return pl.from_arrow(self.query("summary", run_id=self.resolve(ref)))  # type: ignore[return-value]
@@ -398,6 +407,8 @@ class WarehouseView:
     def cases(
         self, ref: str = "latest", *, failures: bool = False, case_id: str | None = None
     ) -> pl.DataFrame:
+        """One row per answer of a run with its output, score and criteria; only the failing
+        ones with ``failures``, only one case id's with ``case_id``."""
         import polars as pl
 
         table = self.query(
@@ -508,11 +519,13 @@ class WarehouseView:
         return set_baseline(self.store, ref, name)
 
     def baselines(self) -> list[dict[str, Any]]:
+        """The pinned baselines, each with its run."""
         from evalwh.analysis.baselines import list_baselines
 
         return list_baselines(self.store)
 
     def remove_baseline(self, name: str) -> dict[str, Any]:
+        """Unpin a baseline; the run itself stays."""
         from evalwh.analysis.baselines import remove_baseline
 
         return remove_baseline(self.store, name)

@@ -8,6 +8,11 @@ Conventions the docs follow so that these tests can read them:
   the config before loading it;
 - a ```yaml block holding ``models:`` and ``scorecard:`` is a full eval config: it must load
   and validate, unless its first line says ``# not-runnable``.
+
+Pages that run as a whole have tests of their own: docs/analysis.md and docs/ci.md
+(test_analysis_docs.py), docs/tutorial.md (test_tutorial_docs.py), docs/python-api.md
+(test_python_api_docs.py) and the "Writing a scorer" guide of docs/scoring.md
+(test_scorer_guide.py).
 """
 
 from __future__ import annotations
@@ -351,3 +356,35 @@ def test_readme_quickstart_excerpt_is_what_the_run_prints(clean_env):
     line = totals_line(result.totals)
     assert line in read(README), f"README.md shows another overall line than: {line}"
     assert result.exit_code == 0
+
+
+def pyproject_extras() -> set[str]:
+    text = read(ROOT / "pyproject.toml")
+    table = re.search(r"^\[project\.optional-dependencies\]\n(.*?)(?=^\[)", text, re.M | re.S)
+    assert table, "pyproject.toml has no [project.optional-dependencies]"
+    return set(re.findall(r"^([\w-]+)\s*=", table.group(1), re.M))
+
+
+def test_readme_install_section_lists_the_extras_that_exist():
+    part = section(read(README), "Install")
+    code = code_text(part)
+    for command in ("uv tool install evalwh", "pip install evalwh", 'pip install "evalwh[mcp]"'):
+        assert command in code, f"README.md '## Install' lacks `{command}`"
+    extras = pyproject_extras()
+    assert "mcp" in extras
+    named = set(re.findall(r"evalwh\[([\w,-]+)\]", code))
+    unknown = {e for group in named for e in group.split(",")} - extras
+    assert not unknown, f"README.md installs extras that pyproject.toml lacks: {unknown}"
+    unlisted = [e for e in sorted(extras) if f"`{e}`" not in part]
+    assert not unlisted, f"README.md '## Install' does not list the extras {unlisted}"
+    headings = re.findall(r"^## (.+)$", read(README), re.M)
+    assert headings.index("Install") == headings.index("Try it") + 1
+
+
+def test_changelog_has_unreleased_and_the_current_version():
+    text = read(ROOT / "CHANGELOG.md")
+    assert re.search(r"^## Unreleased$", text, re.M)
+    version = re.escape(evalwh.__version__)
+    assert re.search(rf"^## {version} - \d{{4}}-\d\d-\d\d$", text, re.M), (
+        f"CHANGELOG.md has no '## {evalwh.__version__} - YYYY-MM-DD' section"
+    )
