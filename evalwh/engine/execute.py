@@ -315,7 +315,7 @@ def execute(
     """
     from evalwh import providers as registry
     from evalwh.engine.records import RowSink
-    from evalwh.engine.signals import RunInterrupted, cancel_on_signals
+    from evalwh.engine.signals import RunInterrupted, stop_on_signals
     from evalwh.warehouse.lease import new_token
     from evalwh.warehouse.store import Warehouse, new_run_id, utcnow
     from evalwh.warehouse.writer import RunWriter
@@ -396,7 +396,7 @@ def execute(
         holder.append(engine)
         try:
             stats = await _drive(engine, writer)
-            if config.pairwise:
+            if config.pairwise and not engine.stopping:
                 rows = warehouse.query("pair_sides", run_id=run_id).to_pylist()
                 pairs = await judge_pairs(engine, config, run_id, rows)
                 await asyncio.to_thread(
@@ -410,16 +410,20 @@ def execute(
     holder: list[Engine] = []
     caught: list[str] = []
 
+    def stop() -> None:
+        if holder:
+            holder[0].stop()
+
     async def guarded() -> EngineStats:
         task = asyncio.current_task()
         assert task is not None
-        with cancel_on_signals(task, caught):
+        with stop_on_signals(task, stop, caught):
             return await main()
 
     status = "failed"
     try:
         stats = asyncio.run(guarded())
-        status = "exporting"
+        status = "interrupted" if caught else "exporting"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
         caught.append(caught[0] if caught else "SIGINT")

@@ -207,6 +207,11 @@ class Engine:
         self.backpressure = backpressure
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
+        self.stopping = False  # set on SIGINT/SIGTERM: finish the cells in flight, start none
+
+    def stop(self) -> None:
+        """Start no new cell; the ones in flight finish (and are written)."""
+        self.stopping = True
 
     async def run(self) -> EngineStats:
         workers = []
@@ -227,6 +232,8 @@ class Engine:
         stats, sink, cell, full = self.stats, self.sink, self._cell, self.backpressure
         # a shared iterator: each cell is taken once
         for count, (variant, case, repeat) in enumerate(cells, start=1):
+            if self.stopping:
+                return
             result = await cell(endpoint, variant, case, repeat)
             stats.done += 1
             sink(result)

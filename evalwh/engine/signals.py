@@ -1,21 +1,23 @@
 """Stop a run cleanly on Ctrl-C (SIGINT) or SIGTERM.
 
-While a run executes, both signals cancel the run's main task instead of killing the process:
-the engine stops asking, the answers already received are flushed, the run is marked
-``interrupted`` and :class:`RunInterrupted` (exit code 130) says how to continue. A second
-signal during that clean-up is left to the default handler (a second Ctrl-C still stops).
+While a run executes, the first signal asks the engine to stop: no new cell starts, the
+requests in flight get up to ``GRACE_S`` seconds to finish (so a resume never pays for an
+answer twice), every answer received is flushed, the run is marked ``interrupted`` and
+:class:`RunInterrupted` (exit code 130) says how to continue. A second signal cancels the
+requests in flight at once (what was received is still flushed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from evalwh.errors import EvalwhError
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+GRACE_S = 10.0
 
 
 class RunInterrupted(EvalwhError):
@@ -33,20 +35,25 @@ class RunInterrupted(EvalwhError):
 
 
 @contextmanager
-def cancel_on_signals(task: asyncio.Task[object], caught: list[str]) -> Iterator[None]:
-    """Cancel ``task`` on SIGINT/SIGTERM (main thread only), noting the signal in ``caught``."""
+def stop_on_signals(
+    task: asyncio.Task[object], stop: Callable[[], None], caught: list[str]
+) -> Iterator[None]:
+    """On SIGINT/SIGTERM (main thread only) call ``stop`` and cancel ``task`` after GRACE_S;
+    on a second signal cancel it at once. Each signal's name is appended to ``caught``."""
     loop = asyncio.get_running_loop()
     installed = []
 
-    def stop(sig: signal.Signals) -> None:
+    def on_signal(sig: signal.Signals) -> None:
         caught.append(sig.name)
-        for s in installed:  # a second signal falls back to the default behaviour
-            loop.remove_signal_handler(s)
-        task.cancel()
+        if len(caught) == 1:
+            stop()
+            loop.call_later(GRACE_S, task.cancel)
+        else:
+            task.cancel()
 
     for sig in SIGNALS:
         try:
-            loop.add_signal_handler(sig, stop, sig)
+            loop.add_signal_handler(sig, on_signal, sig)
             installed.append(sig)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
             pass
