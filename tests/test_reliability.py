@@ -426,3 +426,19 @@ def test_read_commands_never_migrate_an_old_warehouse(tmp_path: Path) -> None:
     assert migrated.returncode == 0, migrated.stderr
     assert "from schema version 3" in migrated.stdout
     assert run_cli("list", cwd=tmp_path).returncode == 0
+
+
+def test_a_writer_whose_run_was_taken_over_stops_instead_of_writing(tmp_path: Path) -> None:
+    """After `--resume --force` elsewhere, the old owner's next flush must not add rows."""
+    from evalwh.warehouse.writer import LeaseLostError, RunWriter
+
+    cfg = eval_for(tmp_path, "  - {id: m, provider: mock}", 3)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    db = tmp_path / "out" / "warehouse.duckdb"
+    _forge(db, result.run_id, host=socket.gethostname(), heartbeat_age_s=0)  # token 'theirs'
+    writer = RunWriter(db, result.run_id, token="mine", heartbeat_s=0)
+    with pytest.raises(LeaseLostError, match="taken over"):
+        writer.flush(writer.take_batch())
+    with duckdb.connect(str(db), read_only=True) as con:
+        (token,) = con.execute("SELECT lease_token FROM runs").fetchone()  # type: ignore[misc]
+    assert token == "theirs" and len(_stored(db)) == 3
