@@ -33,6 +33,7 @@ __all__ = [
     "WarehouseView",
     "init_project",
     "load_config",
+    "migrate_warehouse",
     "open_warehouse",
     "render_prompt",
     "run_eval",
@@ -90,6 +91,7 @@ class RunResult:
     stats: dict[str, int] = field(default_factory=dict)
     estimate: dict[str, Any] | None = None
     pairwise: dict[str, Any] | None = None  # calibration first, then win rates (judges only)
+    failure: str | None = None  # why the run failed (too many requests errored), else None
 
     @property
     def gate_passed(self) -> bool:
@@ -97,6 +99,9 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
+        """0 passed, 1 a threshold failed, 3 the run failed (too many requests errored)."""
+        if self.failure is not None:
+            return 3
         return 0 if self.gate_passed else 1
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,6 +117,21 @@ class _Planned:
     estimate: Any
     continue_run: str | None = None
     replace_rows: bool = False
+    token: str | None = None  # the lease of the continued run, held from planning on
+    previous_status: str | None = None
+
+    def release(self) -> None:
+        """Give a claimed run back untouched (the resume stopped before any request)."""
+        from evalwh.warehouse.lease import LIVE_STATES, release
+
+        if self.continue_run and self.token:
+            status = self.previous_status or "interrupted"
+            release(
+                self.settings.warehouse,
+                self.continue_run,
+                self.token,
+                "interrupted" if status in LIVE_STATES else status,
+            )
 
 
 def _plan(
@@ -126,29 +146,60 @@ def _plan(
     use_cache: bool = True,
     resume: str | None = None,
     retry_errors: str | None = None,
+    force: bool = False,
 ) -> _Planned:
-    """Everything before the first request: validate, plan, look up the cache, estimate."""
-    from evalwh.engine.execute import cache_lookup, estimate, prepare
+    """Everything before the first request: validate, plan, look up the cache, estimate.
+
+    A resume (or retry of errors) claims the run's lease first, so no other process can
+    continue it while its stored cells are read; the caller releases it on failure.
+    """
     from evalwh.engine.plan import Filters
+    from evalwh.warehouse.lease import claim
     from evalwh.warehouse.store import Warehouse
 
     cfg = _config(config)
     settings = settings_for(cfg, output_dir=output_dir, concurrency=concurrency)
     filters = Filters(tuple(models), tuple(variants), tuple(cases))
     repeats = repeat or settings.repeat
-    skip = only = None
-    continue_run = None
+    continue_run = token = previous = None
     if resume and retry_errors:
         raise UsageError("--resume and --retry-errors do not go together: pick one")
+    if force and not (resume or retry_errors):
+        raise UsageError("--force only goes with --resume or --retry-errors")
     if resume or retry_errors:
-        store = Warehouse(settings.warehouse)
+        store = Warehouse(settings.warehouse, stale_after_s=settings.stale_after_s)
         continue_run = store.resolve(resume or retry_errors or "")
         row = store.run_row(continue_run)
         _check_same_config(row, cfg, continue_run, "--resume" if resume else "--retry-errors")
-        if row["status"] == "running":
-            raise UsageError(
-                f"run {continue_run} is still running (pid {row['pid']} on {row['host']})"
-            )
+        token, previous = claim(
+            settings.warehouse, continue_run, force=force, stale_after_s=settings.stale_after_s
+        )
+    planned = _Planned(cfg, settings, None, {}, None, continue_run, retry_errors is not None)
+    planned.token, planned.previous_status = token, previous
+    try:
+        return _plan_cells(planned, filters, repeats, resume, retry_errors, use_cache)
+    except BaseException:
+        planned.release()
+        raise
+
+
+def _plan_cells(
+    planned: _Planned,
+    filters: Any,
+    repeats: int,
+    resume: str | None,
+    retry_errors: str | None,
+    use_cache: bool,
+) -> _Planned:
+    from evalwh.engine.execute import cache_lookup, estimate, prepare
+    from evalwh.engine.plan import Filters
+    from evalwh.warehouse.store import Warehouse
+
+    cfg, settings, continue_run = planned.config, planned.settings, planned.continue_run
+    skip = only = None
+    if continue_run is not None:
+        store = Warehouse(settings.warehouse)
+        row = store.run_row(continue_run)
         stored = _json(row.get("filters")) or {}
         filters = Filters(
             tuple(stored.get("models", ())),
@@ -166,14 +217,20 @@ def _plan(
         if use_cache and settings.cache
         else {}
     )
-    return _Planned(
-        cfg,
-        settings,
-        prepared,
-        cache,
-        estimate(prepared, cache),
-        continue_run,
-        retry_errors is not None,
+    planned.prepared, planned.cache = prepared, cache
+    planned.estimate = estimate(prepared, cache)
+    return planned
+
+
+def _too_many_errors(totals: dict[str, Any], max_error_rate: float) -> str | None:
+    """Why the run failed when its share of errored cells reaches ``max_error_rate`` (1.0:
+    only when every cell errored), else None."""
+    n, errors = int(totals.get("n") or 0), int(totals.get("n_errors") or 0)
+    if n == 0 or errors == 0 or errors / n < max_error_rate:
+        return None
+    return (
+        f"the run failed: too many requests errored ({errors} of {n} cells, "
+        f"settings.max_error_rate {max_error_rate:g})"
     )
 
 
@@ -271,6 +328,7 @@ def run_eval(
     max_cost: float | None = None,
     resume: str | None = None,
     retry_errors: str | None = None,
+    force: bool = False,
     baseline: str | None = None,
     output_dir: str | Path | None = None,
     progress: Progress | None = None,
@@ -284,6 +342,11 @@ def run_eval(
     before anything is written when the config is bad, CostRefusedError (exit code 4) when the
     estimate exceeds ``max_cost`` (default: settings ``max_cost_usd``). ``baseline`` (a run
     reference) is what the regression thresholds compare with, instead of the pinned one.
+    ``force`` takes over a run whose owner cannot be verified (another host, fresh heartbeat).
+
+    The run is ``completed`` only once its Parquet export is in place; when the share of
+    errored cells reaches ``settings.max_error_rate`` it ends ``failed`` and
+    ``RunResult.exit_code`` is 3. SIGINT/SIGTERM raise RunInterrupted (exit code 130).
     """
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
@@ -304,12 +367,17 @@ def run_eval(
         use_cache=use_cache,
         resume=resume,
         retry_errors=retry_errors,
+        force=force,
     )
     cfg, settings = planned.config, planned.settings
-    baseline_id = Warehouse(settings.warehouse).resolve(baseline) if baseline else None
-    _check_cost(planned.estimate, max_cost if max_cost is not None else settings.max_cost_usd)
-    if on_estimate is not None:
-        on_estimate(planned.estimate)
+    try:
+        baseline_id = Warehouse(settings.warehouse).resolve(baseline) if baseline else None
+        _check_cost(planned.estimate, max_cost if max_cost is not None else settings.max_cost_usd)
+        if on_estimate is not None:
+            on_estimate(planned.estimate)
+    except BaseException:
+        planned.release()
+        raise
     filters = Filters(tuple(models), tuple(variants), tuple(cases))
     outcome = execute(
         planned.prepared,
@@ -321,6 +389,7 @@ def run_eval(
         redact=redact,
         continue_run=planned.continue_run,
         replace_rows=planned.replace_rows,
+        token=planned.token,
     )
     warehouse = Warehouse(settings.warehouse)
     exports = (
@@ -329,6 +398,9 @@ def run_eval(
         else None
     )
     totals = warehouse.query("run_totals", run_id=outcome.run_id).to_pylist()[0]
+    failure = _too_many_errors(totals, settings.max_error_rate)
+    status = "failed" if failure else "completed"
+    warehouse.set_status(outcome.run_id, status, token=outcome.token)
     summary = warehouse.query("summary", run_id=outcome.run_id).to_pylist()
     errors = warehouse.query("errors", run_id=outcome.run_id).to_pylist()
     judged = judge(warehouse, outcome.run_id, cfg.raw, baseline=baseline_id)
@@ -340,7 +412,8 @@ def run_eval(
     stats = outcome.stats
     return RunResult(
         run_id=outcome.run_id,
-        status=outcome.status,
+        status=status,
+        failure=failure,
         suite=cfg.name,
         warehouse=str(settings.warehouse),
         exports=exports,
@@ -362,10 +435,12 @@ def run_eval(
 class WarehouseView:
     """Read access to a warehouse as Arrow or Polars. Every answer is a query in ``sql/``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, stale_after_s: float | None = None) -> None:
         from evalwh.warehouse.store import Warehouse
 
-        self.store = Warehouse(path)
+        self.store = (
+            Warehouse(path, stale_after_s=stale_after_s) if stale_after_s else Warehouse(path)
+        )
         self.path = self.store.path
 
     def resolve(self, ref: str) -> str:
@@ -384,13 +459,13 @@ class WarehouseView:
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first, one dict each (what `evalwh list` shows); [] without a
         warehouse."""
-        from evalwh.warehouse.store import effective_status
+        from evalwh.warehouse.lease import effective_status
 
         if not self.store.exists:
             return []
         rows = self.store.query("runs", limit=limit).to_pylist()
         for row in rows:
-            row["status"] = effective_status(row)
+            row["status"] = effective_status(row, self.store.stale_after_s)
         return rows
 
     def run(self, ref: str) -> dict[str, Any]:
@@ -452,6 +527,7 @@ class WarehouseView:
             "gate": self.gate(run_id).rules,
             "cases": cases if (failures or case_id is not None) else [],
             "pairwise": self.judging(run_id) if _uses_judges(_json(snapshot) or {}) else None,
+            "next": _next_step(run),
         }
 
     def judging(self, ref: str, *, by: str | None = None) -> dict[str, Any]:
@@ -553,6 +629,26 @@ class WarehouseView:
         return run_readonly(self.path, text, limit=limit)
 
 
+def _next_step(run: dict[str, Any]) -> str | None:
+    """What to run for a run that did not complete (shown by `evalwh show`)."""
+    config, run_id = run.get("config_path") or "CONFIG", run["run_id"]
+    if run["status"] == "interrupted":
+        return (
+            f"interrupted: the stored rows are kept, but the run (and its Parquet export) is "
+            f"unfinished; continue and repair it with `evalwh run {config} --resume {run_id}`"
+        )
+    if run["status"] == "failed":
+        return (
+            f"failed: re-run the errored cells with `evalwh run {config} --retry-errors {run_id}`"
+        )
+    if run["status"] in ("running", "exporting"):
+        return (
+            f"{run['status']}: held by pid {run.get('pid')} on {run.get('host')}; a run whose "
+            "owner is gone can be taken over with `--resume RUN --force`"
+        )
+    return None
+
+
 def _uses_judges(config: dict[str, Any]) -> bool:
     return bool(config.get("pairwise") or config.get("judges"))
 
@@ -627,7 +723,23 @@ def open_warehouse(
     if path is not None:
         return WarehouseView(Path(path))
     cfg = _config(config) if config is not None else None
-    return WarehouseView(settings_for(cfg, output_dir=output_dir).warehouse)
+    settings = settings_for(cfg, output_dir=output_dir)
+    return WarehouseView(settings.warehouse, stale_after_s=settings.stale_after_s)
+
+
+def migrate_warehouse(
+    path: str | Path | None = None,
+    *,
+    config: str | Path | EvalConfig | None = None,
+    output_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Upgrade a warehouse written by an older evalwh to this version's schema (read
+    commands never do this themselves). Returns the versions before and after."""
+    from evalwh.warehouse.connect import migrate_file
+
+    view = open_warehouse(path, config=config, output_dir=output_dir)
+    before, after = migrate_file(view.path)
+    return {"warehouse": str(view.path), "from_version": before, "to_version": after}
 
 
 def init_project(folder: str | Path = ".", *, force: bool = False) -> list[Path]:

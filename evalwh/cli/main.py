@@ -1,7 +1,8 @@
 """The `evalwh` command. Parses, calls evalwh.api, renders; errors become exit codes.
 
-Exit codes: 0 success, 1 a threshold failed, 2 bad usage or config, 4 cost refused,
-130 interrupted.
+Exit codes: 0 success, 1 a threshold failed, 2 bad usage, config or file (a full disk, a
+foreign warehouse, a run held by another process), 3 the run failed (too many requests
+errored), 4 cost refused, 130 interrupted (Ctrl-C or SIGTERM).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ app.add_typer(analysis_cmd.baseline_app, name="baseline")
 app.command("repeats")(analysis_cmd.repeats)
 app.command("sql")(analysis_cmd.sql)
 app.command("export")(analysis_cmd.export)
+app.command("migrate")(runs_cmd.migrate)
 app.command("mcp")(mcp_cmd.mcp)
 
 
@@ -101,8 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     except EvalwhError as exc:
         if STATE.json:
             emit_json(exc.to_dict())
-        err().print(f"error: {exc}", markup=False, style="red" if not STATE.no_color else None)
+        prefix = "" if exc.exit_code == 130 else "error: "  # an interrupt is not an error
+        err().print(f"{prefix}{exc}", markup=False, style="red" if not STATE.no_color else None)
         return exc.exit_code
+    except OSError as exc:  # a file problem the core did not name: still no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        err().print(f"error: {where}{exc.strerror or exc}", markup=False)
+        return 2
     except typer.Abort:  # Ctrl-C inside the command-line parser's own handling
         err().print("interrupted: the rows already flushed are kept (see `evalwh list`)")
         return 130

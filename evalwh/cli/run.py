@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evalwh.cli import render
-from evalwh.cli.state import STATE, emit_json, note, out, with_globals
+from evalwh.cli.state import STATE, emit_json, err, note, out, with_globals
 
 if TYPE_CHECKING:
     from evalwh.api import DryRun
@@ -99,6 +99,14 @@ def run(
             help="Re-run only the cells of RUN that ended in an error.",
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="With --resume/--retry-errors: take over a run whose owner cannot be verified "
+            "(another host, fresh heartbeat).",
+        ),
+    ] = False,
     baseline: Annotated[
         str | None,
         typer.Option(
@@ -140,6 +148,7 @@ def run(
             max_cost=max_cost,
             resume=resume,
             retry_errors=retry_errors,
+            force=force,
             baseline=baseline,
             output_dir=STATE.output_dir,
             progress=progress,
@@ -164,8 +173,11 @@ def run(
         )
         if result.totals["n_errors"]:
             note(f"see the errors: evalwh show {result.run_id} --failures")
-    if not result.gate_passed:
-        raise typer.Exit(1)
+    if result.failure:  # on stderr in --json mode too, like every error
+        err().print(f"error: {result.failure}", markup=False)
+        note(f"once the endpoint is back: evalwh run {path} --retry-errors {result.run_id}")
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
 
 
 def _print_plan(p: DryRun, *, dry: bool) -> None:

@@ -42,6 +42,11 @@ def list_runs(
         note("no runs yet: start one with `evalwh run`")
         return
     out().print(render.runs_table(rows))
+    if any(r["status"] == "interrupted" for r in rows):
+        note(
+            "an interrupted run (killed, or its export unfinished) continues, and its export is "
+            "repaired, with: evalwh run CONFIG --resume RUN"
+        )
 
 
 @with_globals
@@ -81,6 +86,8 @@ def show(
     if r["status"] != "completed":
         title += f" ({data['totals']['n']}/{r['n_planned']} cases stored)"
     out().print(title, style="bold", markup=False)
+    if data.get("next"):
+        note(data["next"])
     out().print(render.summary_table(data["summary"]))
     out().print(render.totals_line(data["totals"]))
     if data["criteria"]:
@@ -114,3 +121,22 @@ def init(
         out().print(f"created {path}", markup=False)
     target = written[0]
     out().print(f"next: evalwh run {target}", markup=False)
+
+
+@with_globals
+def migrate() -> None:
+    """Upgrade the warehouse to this evalwh's schema (read commands never change the file)."""
+    from evalwh import api
+
+    done = api.migrate_warehouse(config=config_for_reads(), output_dir=STATE.output_dir)
+    if STATE.json:
+        emit_json(done)
+        return
+    if done["from_version"] == done["to_version"]:
+        out().print(f"{done['warehouse']} is up to date (schema version {done['to_version']})")
+    else:
+        out().print(
+            f"migrated {done['warehouse']} from schema version {done['from_version']} "
+            f"to {done['to_version']}",
+            markup=False,
+        )

@@ -24,6 +24,7 @@ from evalwh.config.yamlpos import format_path, load_yaml, locate
 from evalwh.errors import ConfigError
 
 DEFAULT_CONFIG = "eval.yaml"
+DEFAULT_DEADLINE_S = 300.0  # one call's overall bound, retries and Retry-After waits included
 MODEL_KEYS = {
     "id",
     "provider",
@@ -33,6 +34,7 @@ MODEL_KEYS = {
     "requests_per_minute",
     "timeout_s",
     "max_retries",
+    "deadline_s",
     "price",
 }
 # Sections that do not change what a run asks or scores (resume keeps working when they change).
@@ -192,6 +194,7 @@ def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSp
         requests_per_minute=raw.get("requests_per_minute"),
         timeout_s=float(raw.get("timeout_s", 60.0)),
         max_retries=int(raw.get("max_retries", 3)),
+        deadline_s=float(raw.get("deadline_s", DEFAULT_DEADLINE_S)),
         price=Price(0.0, 0.0) if price == 0 else (Price(**price) if price else None),
         options={k: v for k, v in raw.items() if k not in MODEL_KEYS},
         where=where,

@@ -57,6 +57,7 @@ class ModelSpec:
     requests_per_minute: float | None = None
     timeout_s: float = 60.0
     max_retries: int = 3
+    deadline_s: float = 300.0  # one call, retries and Retry-After waits included
     price: Price | None = None
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific keys (mock: ...)
     where: str = ""

@@ -19,8 +19,10 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": 2000,
     "repeat": 1,
     "max_cost_usd": None,  # no cap unless set
+    "stale_after_s": 120.0,  # a running run whose heartbeat is older counts as interrupted
+    "max_error_rate": 1.0,  # a run whose share of errored cells reaches this fails (exit 3)
 }
-FLOAT_KEYS = ("max_cost_usd",)
+FLOAT_KEYS = ("max_cost_usd", "stale_after_s", "max_error_rate")
 PATH_KEYS = ("output_dir", "warehouse")
 
 
@@ -34,6 +36,8 @@ class Settings:
     batch_size: int
     repeat: int
     max_cost_usd: float | None
+    stale_after_s: float
+    max_error_rate: float
     sources: Mapping[str, str]  # setting -> where its value came from (for `evalwh validate -v`)
 
     @property
@@ -162,5 +166,7 @@ def resolve_settings(
         max_cost_usd=float(values["max_cost_usd"])
         if values.get("max_cost_usd") is not None
         else None,
+        stale_after_s=float(values["stale_after_s"]),
+        max_error_rate=float(values["max_error_rate"]),
         sources=sources,
     )

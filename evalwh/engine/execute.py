@@ -232,7 +232,8 @@ def cache_lookup(warehouse: Any, hashes: list[str]) -> dict[str, CachedAnswer]:
 
     if not hashes or not warehouse.exists:
         return {}
-    with read_connection(warehouse.path) as con:
+    # waits for another process's write lock as long as a flush would (never fails a run for it)
+    with read_connection(warehouse.path, wait_s=None) as con:
         con.register("planned_hashes", pa.table({"request_hash": pa.array(hashes, pa.string())}))
         table = run_query(con, "cache_lookup")
     return cached_answers(table)
@@ -260,6 +261,7 @@ class Outcome:
     status: str
     stats: EngineStats
     rows_written: int
+    token: str | None = None  # the run's lease, still held until the export is in place
 
 
 async def _drive(engine: Engine, writer: Any) -> EngineStats:
@@ -302,10 +304,19 @@ def execute(
     redact: Callable[[str], str] = lambda s: s,
     continue_run: str | None = None,
     replace_rows: bool = False,
+    token: str | None = None,
 ) -> Outcome:
-    """Execute the plan into a new run, or into ``continue_run`` (resume / retry errors)."""
+    """Execute the plan into a new run, or into ``continue_run`` (resume / retry errors),
+    whose lease ``token`` the caller already holds (evalwh.warehouse.lease.claim).
+
+    On success the run is left ``exporting`` (lease kept): the caller writes the export and
+    then the final status. SIGINT/SIGTERM flush the answers, mark the run ``interrupted`` and
+    raise RunInterrupted.
+    """
     from evalwh import providers as registry
     from evalwh.engine.records import RowSink
+    from evalwh.engine.signals import RunInterrupted, stop_on_signals
+    from evalwh.warehouse.lease import new_token
     from evalwh.warehouse.store import Warehouse, new_run_id, utcnow
     from evalwh.warehouse.writer import RunWriter
 
@@ -313,9 +324,8 @@ def execute(
     warehouse = Warehouse(settings.warehouse)
     if continue_run is not None:
         run_id = continue_run
-        warehouse.reopen_run(run_id)
     else:
-        run_id = new_run_id()
+        run_id, token = new_run_id(), new_token()
         selection = filters.to_dict()
         warehouse.create_run(
             {
@@ -333,6 +343,7 @@ def execute(
                 "started_at": utcnow(),
                 "heartbeat_at": utcnow(),
                 "evalwh_version": __version__,
+                "lease_token": token,
             }
         )
     writer = RunWriter(
@@ -341,6 +352,8 @@ def execute(
         batch_size=settings.batch_size,
         refresh_cache=not use_cache,
         replace=replace_rows,
+        token=token,
+        heartbeat_s=settings.stale_after_s / 4,
     )
     sink = RowSink(writer, run_id)
     total = len(prepared.hashes)
@@ -383,7 +396,7 @@ def execute(
         holder.append(engine)
         try:
             stats = await _drive(engine, writer)
-            if config.pairwise:
+            if config.pairwise and not engine.stopping:
                 rows = warehouse.query("pair_sides", run_id=run_id).to_pylist()
                 pairs = await judge_pairs(engine, config, run_id, rows)
                 await asyncio.to_thread(
@@ -395,19 +408,32 @@ def execute(
                 await endpoint.provider.aclose()
 
     holder: list[Engine] = []
+    caught: list[str] = []
+
+    def stop() -> None:
+        if holder:
+            holder[0].stop()
+
+    async def guarded() -> EngineStats:
+        task = asyncio.current_task()
+        assert task is not None
+        with stop_on_signals(task, stop, caught):
+            return await main()
 
     status = "failed"
     try:
-        stats = asyncio.run(main())
-        status = "completed"
+        stats = asyncio.run(guarded())
+        status = "interrupted" if caught else "exporting"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
-        raise
+        caught.append(caught[0] if caught else "SIGINT")
     finally:
         done = holder[0].stats if holder else EngineStats()
-        warehouse.finish_run(
+        _finish(
+            warehouse,
             run_id,
             status,
+            token,
             {
                 "requests": done.requests,
                 "cache_hits": done.cache_hits,
@@ -417,7 +443,32 @@ def execute(
                 "rows": writer.rows_written,
             },
         )
-    return Outcome(run_id, status, stats, writer.rows_written)
+    if status == "interrupted":
+        raise RunInterrupted(
+            f"interrupted ({caught[0]}): run {run_id} stopped after flushing "
+            f"{writer.rows_written} answered row(s); continue it with "
+            f"`evalwh run {config.path} --resume {run_id}`",
+            run_id=run_id,
+            signal_name=caught[0],
+        )
+    return Outcome(run_id, status, stats, writer.rows_written, token)
+
+
+def _finish(
+    warehouse: Any, run_id: str, status: str, token: str | None, totals: dict[str, Any]
+) -> None:
+    """Record the run's end; when the run is already failing (status ``failed``: an error is
+    on its way up, a full disk say), a failure here is logged and the first error reported."""
+    import logging
+
+    try:
+        warehouse.finish_run(run_id, status, totals, token=token)
+    except Exception as exc:
+        if status != "failed":
+            raise
+        logging.getLogger("evalwh.engine").warning(
+            "could not mark run %s %s: %s", run_id, status, exc
+        )
 
 
 async def _check_runner(case: Any, output: str) -> CheckOutcome:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
-from evalwh.engine.limits import RatePacer, backoff_s
+from evalwh.engine.limits import DEAD_ENDPOINT_AFTER, MAX_RETRY_AFTER_S, RatePacer, backoff_s
 from evalwh.engine.plan import Plan, model_identity, request_hash
 from evalwh.prompts import CompiledVariant, Rendered
 from evalwh.providers.base import Provider, ProviderError, Request
@@ -81,6 +81,24 @@ class Endpoint:
     identity: str
     pacer: RatePacer
     limit: asyncio.Semaphore | None = None
+    answered: bool = False  # one call succeeded: the endpoint is reachable
+    refused: int = 0  # connection failures in a row before any answer
+    unreachable: str | None = None  # set once declared dead: no more requests
+
+    def note_failure(self, error: ProviderError) -> None:
+        """Count a refused connection; after DEAD_ENDPOINT_AFTER in a row, before any answer,
+        the endpoint is unreachable."""
+        text = str(error)
+        if self.answered or error.kind != "connection":
+            return
+        if "ConnectError" not in text and "refused" not in text.lower():
+            return
+        self.refused += 1
+        if self.refused >= DEAD_ENDPOINT_AFTER and self.unreachable is None:
+            self.unreachable = (
+                f"endpoint unreachable: the first {self.refused} connection attempts to model "
+                f"'{self.model.id}' failed ({text}); its remaining cells were not requested"
+            )
 
     @classmethod
     def for_model(cls, model: ModelSpec, provider: Provider, *, limited: bool = False) -> Endpoint:
@@ -141,6 +159,22 @@ def error_text(error: ProviderError, redact: Callable[[str], str]) -> str:
     return redact(message)
 
 
+class _DeadlinePassed(Exception):
+    """The call's deadline_s passed before another attempt could start."""
+
+
+def _past_deadline(
+    model: ModelSpec, attempts: int, last: ProviderError | None = None
+) -> ProviderError:
+    tail = f"; last error: {last}" if last is not None else ""
+    return ProviderError(
+        f"gave up after {attempts} attempt(s): the call's deadline_s of {model.deadline_s:g} s "
+        f"(retries and waits included) would pass{tail}",
+        retryable=False,
+        kind="deadline",
+    )
+
+
 class Engine:
     def __init__(
         self,
@@ -173,6 +207,11 @@ class Engine:
         self.backpressure = backpressure
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
+        self.stopping = False  # set on SIGINT/SIGTERM: finish the cells in flight, start none
+
+    def stop(self) -> None:
+        """Start no new cell; the ones in flight finish (and are written)."""
+        self.stopping = True
 
     async def run(self) -> EngineStats:
         workers = []
@@ -193,6 +232,8 @@ class Engine:
         stats, sink, cell, full = self.stats, self.sink, self._cell, self.backpressure
         # a shared iterator: each cell is taken once
         for count, (variant, case, repeat) in enumerate(cells, start=1):
+            if self.stopping:
+                return
             result = await cell(endpoint, variant, case, repeat)
             stats.done += 1
             sink(result)
@@ -220,9 +261,16 @@ class Engine:
             return Call(key, hit, None, True, 0)
         request = Request(model=model, messages=messages, case=case, variant=variant, repeat=repeat)
         attempt = 0
+        began = time.monotonic()
         while True:
+            if endpoint.unreachable is not None:
+                dead = ProviderError(endpoint.unreachable, retryable=False, kind="unreachable")
+                return Call(key, None, dead, False, attempt)
             attempt += 1
+            remaining = model.deadline_s - (time.monotonic() - began)
             try:
+                if remaining <= 0:
+                    raise _DeadlinePassed
                 await endpoint.pacer.wait()
                 if endpoint.limit is not None:
                     await endpoint.limit.acquire()
@@ -234,12 +282,13 @@ class Engine:
                             endpoint.provider.complete(
                                 request if attempt == 1 else replace(request, attempt=attempt)
                             ),
-                            model.timeout_s,
+                            min(model.timeout_s, max(remaining, 0.001)),
                         )
                         latency = (time.perf_counter() - started) * 1000
                 finally:
                     if endpoint.limit is not None:
                         endpoint.limit.release()
+                endpoint.answered = True
                 answer = CachedAnswer(
                     completion.text, completion.input_tokens, completion.output_tokens, latency
                 )
@@ -247,20 +296,38 @@ class Engine:
                 if self.remember is not None:
                     self.remember(key, model, answer)
                 return Call(key, answer, None, False, attempt)
+            except _DeadlinePassed:
+                error = _past_deadline(model, attempt - 1)
+                return Call(key, None, error, False, attempt - 1)
             except asyncio.TimeoutError:
+                if time.monotonic() - began >= model.deadline_s:
+                    return Call(key, None, _past_deadline(model, attempt), False, attempt)
                 error = ProviderError(
                     f"timed out after {model.timeout_s:g} s", retryable=True, kind="timeout"
                 )
             except ProviderError as exc:
                 error = exc
+                endpoint.note_failure(exc)
             except Exception as exc:  # a provider bug must not abort the run
                 error = ProviderError(
                     f"{type(exc).__name__}: {exc}", retryable=False, kind="internal"
                 )
             if not error.retryable or attempt > model.max_retries:
                 return Call(key, None, error, False, attempt)
+            if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER_S:
+                too_long = ProviderError(
+                    f"{error} (the server asked to retry after {error.retry_after:g} s, longer "
+                    f"than the {MAX_RETRY_AFTER_S:g} s evalwh waits)",
+                    retryable=False,
+                    status=error.status,
+                    kind=error.kind,
+                )
+                return Call(key, None, too_long, False, attempt)
+            delay = backoff_s(attempt, error.retry_after)
+            if time.monotonic() - began + delay >= model.deadline_s:
+                return Call(key, None, _past_deadline(model, attempt, error), False, attempt)
             self.stats.retries += 1
-            await asyncio.sleep(backoff_s(attempt, error.retry_after))
+            await asyncio.sleep(delay)
 
     async def _cell(
         self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int

@@ -4,6 +4,10 @@ DuckDB lets one process write a file at a time (or several read it). evalwh ther
 connection only for as long as one statement batch needs it, and every open retries while
 another evalwh process holds the lock, so a run, ``evalwh list``, MCP and the viewer can share
 one file.
+
+Only writers migrate: a read (``list``, ``show``, ``sql`` ...) of a warehouse written by an
+older evalwh says to run ``evalwh migrate``. A DuckDB file that is not an evalwh warehouse
+(tables of its own, no ``schema_migrations``) is refused before anything is written to it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import duckdb
 
 from evalwh.errors import WarehouseError
 from evalwh.resources import resource_dir
+from evalwh.warehouse.ioerrors import io_guard, is_io_error, storage_error
 
 log = logging.getLogger("evalwh.warehouse")
 MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -40,6 +45,8 @@ def open_connection(
             return duckdb.connect(str(path), read_only=read_only)
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc):
+                if is_io_error(exc) and "database file" not in str(exc):
+                    raise storage_error(path, exc, "open the warehouse") from None
                 raise WarehouseError(f"cannot open the warehouse {path}: {exc}") from None
             if deadline is not None and time.monotonic() > deadline:
                 raise WarehouseError(
@@ -77,16 +84,37 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
-def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    """Apply pending migrations, each in one transaction with its record. Returns the version."""
-    available = migrations()
-    latest = available[-1][0] if available else 0
+def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    """The file's schema version; refuses a foreign DuckDB file and one newer than this code."""
     current = schema_version(con)
+    if current == 0:
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_catalog = current_database() ORDER BY 1 LIMIT 5"
+            ).fetchall()
+        ]
+        if tables:
+            raise WarehouseError(
+                f"{path} is a DuckDB file but not an evalwh warehouse (it has tables of its own: "
+                f"{', '.join(tables)}); it was left unchanged. Point -o/--output-dir or "
+                "settings.warehouse at another file"
+            )
+    latest = latest_version()
     if current > latest:
         raise WarehouseError(
             f"the warehouse {path} is at schema version {current}, ahead of this evalwh "
             f"(which knows up to {latest}); upgrade evalwh to read it"
         )
+    return current
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    """Apply pending migrations, each in one transaction with its record. Returns the version."""
+    available = migrations()
+    latest = available[-1][0] if available else 0
+    current = check_schema(con, path)
     if current == 0:
         con.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -95,14 +123,9 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     for version, name, sql in available:
         if version <= current:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(sql)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
         log.info("applied migration %s to %s", name, path)
     return latest
 
@@ -113,35 +136,70 @@ def latest_version() -> int:
 
 
 @contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN ... COMMIT; on any failure ROLLBACK, without letting a failed rollback (a full
+    disk, an invalidated database) hide the error that caused it."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error as exc:
+            log.debug("rollback failed after an error: %s", exc)
+        raise
+
+
+@contextmanager
 def write_connection(
     path: Path, *, wait_s: float | None = 30.0
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short-lived read-write connection on a migrated warehouse (created when missing)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    con = open_connection(path, read_only=False, wait_s=wait_s)
-    try:
-        migrate(con, path)
-        yield con
-    finally:
-        con.close()
+    with io_guard(path, "write the warehouse"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = open_connection(path, read_only=False, wait_s=wait_s)
+        try:
+            migrate(con, path)
+            yield con
+        finally:
+            con.close()
 
 
 @contextmanager
 def read_connection(
     path: Path, *, wait_s: float | None = 30.0
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short-lived read-only connection; migrates first when the file is behind this code."""
+    """A short-lived read-only connection. Never writes: a warehouse behind this code is
+    refused with the command that upgrades it (``evalwh migrate``)."""
     if not path.exists():
-        with write_connection(path, wait_s=wait_s):
-            pass
-    con = open_connection(path, read_only=True, wait_s=wait_s)
+        raise WarehouseError(
+            f"no warehouse at {path}: nothing has been run here yet (run `evalwh run`)"
+        )
+    with io_guard(path, "read the warehouse"):
+        con = open_connection(path, read_only=True, wait_s=wait_s)
     try:
-        version = schema_version(con)
-        if version != latest_version():
-            con.close()
-            with write_connection(path, wait_s=wait_s):
-                pass
-            con = open_connection(path, read_only=True, wait_s=wait_s)
-        yield con
+        with io_guard(path, "read the warehouse"):
+            version = check_schema(con, path)
+        if version < latest_version():
+            raise WarehouseError(
+                f"the warehouse {path} is at schema version {version} and this evalwh "
+                f"reads version {latest_version()}: run `evalwh migrate` to upgrade it "
+                "(read commands never change the file)"
+            )
+        yield con  # the caller names what its own statements read or write
     finally:
         con.close()
+
+
+def migrate_file(path: Path) -> tuple[int, int]:
+    """Upgrade a warehouse to this evalwh's schema: (version before, version after)."""
+    if not path.exists():
+        raise WarehouseError(f"no warehouse at {path} to migrate")
+    with io_guard(path, "migrate the warehouse"):
+        con = open_connection(path, read_only=False, wait_s=None)
+        try:
+            before = check_schema(con, path)
+            return before, migrate(con, path)
+        finally:
+            con.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,8 @@ import pyarrow as pa
 
 from evalwh.errors import RunNotFoundError, UsageError
 from evalwh.warehouse.connect import read_connection, write_connection
+from evalwh.warehouse.ioerrors import io_guard
+from evalwh.warehouse.lease import DEFAULT_STALE_AFTER_S, HOST, effective_status
 from evalwh.warehouse.queries import run_query
 from evalwh.warehouse.writer import to_json
 
@@ -22,7 +24,9 @@ ORDER = {
     "cases": "variant, model, case_id, repeat",
     "scores": "variant, model, case_id, repeat, criterion",
 }
-HOST = socket.gethostname()
+# A debugging switch for crash tests: sleep this long after the export's temporary files are
+# written and before they are renamed into place (documented in docs/troubleshooting.md).
+EXPORT_PAUSE_ENV = "EVALWH_DEBUG_EXPORT_PAUSE_S"
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -31,25 +35,12 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y-%m-%dT%H%M%S}.{now.microsecond // 1000:03d}-{secrets.token_hex(2)}"
 
 
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
-
-
 class Warehouse:
     """One DuckDB warehouse file. Connections are opened per call and closed right after."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> None:
         self.path = Path(path)
+        self.stale_after_s = stale_after_s  # a running run silent this long is interrupted
 
     @property
     def exists(self) -> bool:
@@ -100,11 +91,12 @@ class Warehouse:
         if not rows:
             raise RunNotFoundError(f"no run {run_id}")
         row = rows[0]
-        row["status"] = effective_status(row)
+        row["status"] = effective_status(row, self.stale_after_s)
         return row
 
     # -- writes --------------------------------------------------------------------------
     def create_run(self, row: dict[str, Any]) -> None:
+        """Insert a new run, its lease (``lease_token``) held by this process."""
         row = {**row, "host": HOST, "pid": os.getpid()}
         for key in ("config_snapshot", "filters"):
             row[key] = to_json(row.get(key))
@@ -128,15 +120,6 @@ class Warehouse:
             return
         with write_connection(self.path, wait_s=None) as con:
             con.executemany("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-
-    def reopen_run(self, run_id: str) -> None:
-        """Mark a stored run as running again, owned by this process (resume, retry errors)."""
-        with write_connection(self.path, wait_s=None) as con:
-            con.execute(
-                "UPDATE runs SET status = 'running', finished_at = NULL, heartbeat_at = now(), "
-                "host = ?, pid = ? WHERE run_id = ?",
-                [HOST, os.getpid(), run_id],
-            )
 
     def cells(self, run_id: str, *, errors_only: bool = False) -> set[tuple[str, str, str, int]]:
         """The (variant, model, case_id, repeat) cells stored for a run."""
@@ -163,41 +146,73 @@ class Warehouse:
             ).fetchall()
         return len(row)
 
-    def finish_run(self, run_id: str, status: str, totals: dict[str, Any] | None = None) -> None:
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        totals: dict[str, Any] | None = None,
+        *,
+        token: str | None = None,
+    ) -> None:
+        """Record the run's end (``exporting`` keeps the lease until the export is in place)."""
+        keep = status == "exporting"
         with write_connection(self.path, wait_s=None) as con:
             con.execute(
-                "UPDATE runs SET status = ?, finished_at = now(), heartbeat_at = now(), totals = ? "
-                "WHERE run_id = ?",
-                [status, to_json(totals), run_id],
+                "UPDATE runs SET status = ?, finished_at = now(), heartbeat_at = now(), "
+                "totals = coalesce(?, totals), lease_token = CASE WHEN ? THEN lease_token END "
+                "WHERE run_id = ? AND (? IS NULL OR lease_token = ?)",
+                [status, to_json(totals), keep, run_id, token, token],
+            )
+
+    def set_status(self, run_id: str, status: str, *, token: str | None = None) -> None:
+        """The final status after the export (completed, or failed: too many errors)."""
+        with write_connection(self.path, wait_s=None) as con:
+            con.execute(
+                "UPDATE runs SET status = ?, lease_token = NULL "
+                "WHERE run_id = ? AND (? IS NULL OR lease_token = ?)",
+                [status, run_id, token, token],
             )
 
     def export_run(self, run_id: str, exports_dir: Path) -> Path:
         """Write Hive-partitioned Parquet: exports/run_id=<id>/{cases,scores}.parquet.
 
-        The files also hold ``run_id`` as a column, so a reader needs no partition parsing
-        (Polars would otherwise try to read the id as a date).
+        Atomic for readers: each file is written under a temporary name in the same folder and
+        renamed into place, so ``exports/*/cases.parquet`` never matches a partial file. The
+        files also hold ``run_id`` as a column, so a reader needs no partition parsing (Polars
+        would otherwise try to read the id as a date).
         """
         target = exports_dir / f"run_id={run_id}"
-        target.mkdir(parents=True, exist_ok=True)
-        with read_connection(self.path) as con:
-            # Sorting a large run for the export may spill to disk rather than hold it all.
-            con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
-            for table in ("cases", "scores"):
-                out = (target / f"{table}.parquet").as_posix().replace("'", "''")
-                con.execute(
-                    f"COPY (SELECT * FROM {table} WHERE run_id = $run_id "
-                    f"ORDER BY {ORDER[table]}) TO '{out}' (FORMAT parquet, COMPRESSION zstd, "
-                    f"KV_METADATA {{schema_version: '{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})",
-                    {"run_id": run_id},
-                )
+        with io_guard(target, "write the export"):
+            target.mkdir(parents=True, exist_ok=True)
+            for stale in target.glob(".*.parquet.tmp-*"):  # left by a killed export
+                stale.unlink(missing_ok=True)
+            suffix = f".tmp-{os.getpid()}-{secrets.token_hex(3)}"
+            written: list[tuple[Path, Path]] = []
+            try:
+                with read_connection(self.path) as con:
+                    # Sorting a large run for the export may spill to disk rather than hold it.
+                    con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+                    for table in ("cases", "scores"):
+                        final = target / f"{table}.parquet"
+                        temp = target / f".{table}.parquet{suffix}"
+                        out = temp.as_posix().replace("'", "''")
+                        con.execute(
+                            f"COPY (SELECT * FROM {table} WHERE run_id = $run_id "
+                            f"ORDER BY {ORDER[table]}) TO '{out}' (FORMAT parquet, "
+                            f"COMPRESSION zstd, KV_METADATA {{schema_version: "
+                            f"'{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})",
+                            {"run_id": run_id},
+                        )
+                        written.append((temp, final))
+                pause = float(os.environ.get(EXPORT_PAUSE_ENV) or 0)
+                if pause > 0:
+                    time.sleep(pause)
+                for temp, final in written:
+                    os.replace(temp, final)
+            finally:
+                for temp, _ in written:
+                    temp.unlink(missing_ok=True)
         return target
-
-
-def effective_status(row: dict[str, Any]) -> str:
-    """A run still marked running whose process is gone on this host did not finish."""
-    if row.get("status") == "running" and row.get("host") == HOST and not pid_alive(row.get("pid")):
-        return "interrupted"
-    return str(row.get("status"))
 
 
 def utcnow() -> datetime:

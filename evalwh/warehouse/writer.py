@@ -19,7 +19,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from evalwh.warehouse.connect import write_connection
+from evalwh.errors import WarehouseError
+from evalwh.warehouse.connect import transaction, write_connection
+
+
+class LeaseLostError(WarehouseError):
+    """Another process took the run over (``--resume --force``): this writer must stop."""
+
 
 CASE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("run_id", pa.string()),
@@ -198,9 +204,13 @@ class RunWriter:
         flush_interval_s: float = 1.0,
         refresh_cache: bool = False,
         replace: bool = False,
+        token: str | None = None,
+        heartbeat_s: float = 30.0,
     ) -> None:
         self.path = path
         self.run_id = run_id
+        self.token = token  # the run's lease: every flush checks it is still ours
+        self.heartbeat_s = heartbeat_s  # an idle run still beats this often
         self.batch_size = batch_size
         # rows the engine may buffer while a flush is in flight, before it waits for it
         self.max_pending = 4 * max(batch_size, 1)
@@ -212,7 +222,7 @@ class RunWriter:
         self.refresh_cache = refresh_cache
         self.replace = replace  # retrying errors: the new rows replace the stored ones
         self._lock = threading.Lock()
-        self._last_flush = time.monotonic()
+        self._last_flush = self._last_beat = time.monotonic()
         self.rows_written = 0
         self.flushes = 0
 
@@ -232,9 +242,14 @@ class RunWriter:
     def pending(self) -> int:
         return len(self._cases)
 
+    def beat_due(self) -> bool:
+        return time.monotonic() - self._last_beat >= self.heartbeat_s
+
     def due(self) -> bool:
-        return self.pending >= self.batch_size or (
-            self.pending > 0 and time.monotonic() - self._last_flush >= self.flush_interval_s
+        return (
+            self.pending >= self.batch_size
+            or (self.pending > 0 and time.monotonic() - self._last_flush >= self.flush_interval_s)
+            or self.beat_due()
         )
 
     def take_batch(self) -> Batch:
@@ -254,28 +269,37 @@ class RunWriter:
             buffer.append(row)
         table = buffer.take()
         cache = self._cache.take()
-        with self._lock, write_connection(self.path, wait_s=None) as con:
-            con.execute("BEGIN TRANSACTION")
-            try:
+        with self._lock, write_connection(self.path, wait_s=None) as con, transaction(con):
+            self._beat(con)
+            con.execute(
+                "DELETE FROM pairs WHERE run_id = ? AND list_contains(?, comparison)",
+                [self.run_id, comparisons],
+            )
+            if table is not None:
+                con.register("_evalwh_pairs", table)
+                con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
+                con.unregister("_evalwh_pairs")
+            if cache is not None:
+                con.register("_evalwh_cache", cache)
                 con.execute(
-                    "DELETE FROM pairs WHERE run_id = ? AND list_contains(?, comparison)",
-                    [self.run_id, comparisons],
+                    "INSERT OR IGNORE INTO response_cache BY NAME "
+                    "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
                 )
-                if table is not None:
-                    con.register("_evalwh_pairs", table)
-                    con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
-                    con.unregister("_evalwh_pairs")
-                if cache is not None:
-                    con.register("_evalwh_cache", cache)
-                    con.execute(
-                        "INSERT OR IGNORE INTO response_cache BY NAME "
-                        "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
-                    )
-                    con.unregister("_evalwh_cache")
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+                con.unregister("_evalwh_cache")
+
+    def _beat(self, con: Any) -> None:
+        """Renew the heartbeat, in the batch's transaction, if the lease is still ours."""
+        held = con.execute(
+            "UPDATE runs SET heartbeat_at = now() WHERE run_id = ? "
+            "AND (CAST(? AS VARCHAR) IS NULL OR lease_token = ?) RETURNING 1",
+            [self.run_id, self.token, self.token],
+        ).fetchall()
+        if not held:
+            raise LeaseLostError(
+                f"run {self.run_id} was taken over by another process "
+                "(`evalwh run --resume RUN --force`); this process stopped writing it"
+            )
+        self._last_beat = time.monotonic()
 
     def flush(self, batch: Batch) -> None:
         """Write one batch in one transaction, waiting as long as needed for the file lock."""
@@ -293,14 +317,15 @@ class RunWriter:
     def write(self, tables: Tables) -> None:
         """Insert Arrow tables in one transaction on a short-lived connection."""
         cases, scores, cache, pairs = tables
-        if cases is None and scores is None and cache is None and pairs is None:
+        empty = cases is None and scores is None and cache is None and pairs is None
+        if empty and not self.beat_due():
             return
         with self._lock, write_connection(self.path, wait_s=None) as con:
             # One DuckDB thread: a flush runs beside the engine (busy on the other core), and a
             # second thread only contends with it; alone, one thread writes a batch as fast.
             con.execute("SET threads = 1")
-            con.execute("BEGIN TRANSACTION")
-            try:
+            with transaction(con):
+                self._beat(con)
                 if cases is not None and self.replace:
                     con.register("_evalwh_cases", cases)
                     for table in ("scores", "cases"):
@@ -331,10 +356,5 @@ class RunWriter:
                         "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
                     )
                     con.unregister("_evalwh_cache")
-                con.execute("UPDATE runs SET heartbeat_at = now() WHERE run_id = ?", [self.run_id])
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
         self.rows_written += cases.num_rows if cases is not None else 0
         self.flushes += 1
