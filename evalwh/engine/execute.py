@@ -80,6 +80,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
     judges = []
     for judge in config.judges:
         providers.check(judge.model, file)
+        JudgePrompts(judge, file)  # compiles its templates: syntax and sandbox errors now
         paid = bool(getattr(providers.provider_class(judge.model.provider), "paid", False))
         judges.append(
             replace(
