@@ -8,18 +8,14 @@ model and the list of defences are in docs/security.md.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from evalwh import api
 from evalwh.errors import ConfigError
-from tests.conftest import run_cli, write
+from tests.conftest import write
 from tests.inprocess import evalwh_inprocess
 
 BASE = """\
@@ -53,7 +49,7 @@ def config(folder: Path, prompt: str = '"{{ question }}"', mock: str = "", extra
 
 
 def _popen(marker: Path) -> str:
-    return "{{ cycler.__init__.__globals__.os.popen('touch %s').read() }}" % marker
+    return "{{ cycler.__init__.__globals__.os.popen('touch " + str(marker) + "').read() }}"
 
 
 ENVIRON = "{{ lipsum.__globals__.os.environ }}"
@@ -108,7 +104,7 @@ def test_template_environ_payload_is_a_sandbox_error(tmp_path: Path, where: str)
 
 def test_template_attribute_from_data_is_refused_when_rendered(tmp_path: Path) -> None:
     path = config(tmp_path, prompt='"{{ question|attr(name) }}"')
-    text = path.read_text().replace("{question: \"What is 2+2\"}", "{question: q, name: __class__}")
+    text = path.read_text().replace('{question: "What is 2+2"}', "{question: q, name: __class__}")
     path.write_text(text)
     with pytest.raises(ConfigError, match="sandbox violation") as info:
         api.render_prompt(path, "v", "c1")
