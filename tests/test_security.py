@@ -9,13 +9,15 @@ model and the list of defences are in docs/security.md.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evalwh import api
 from evalwh.errors import ConfigError
-from tests.conftest import write
+from tests.conftest import run_cli, write
 from tests.inprocess import evalwh_inprocess
 
 BASE = """\
@@ -40,9 +42,20 @@ scorecard:
 """
 
 
+def base_text(
+    *, model: str | None = None, mock: str = "", prompt: str = '"{{ question }}"', cases: str = ""
+) -> str:
+    """BASE with its parts replaced: the model entry, the mock script, the prompt, the cases."""
+    text = BASE.replace("MOCK", mock).replace("PROMPT", prompt)
+    if model is not None:
+        text = text.replace("  - id: m\n    provider: mock\n    price: 0\n", model + "\n")
+    if cases:
+        text = text.replace(text[text.index("  - id: c1") : text.index("scorecard:")], cases)
+    return text
+
+
 def config(folder: Path, prompt: str = '"{{ question }}"', mock: str = "", extra: str = "") -> Path:
-    text = BASE.replace("MOCK", mock).replace("PROMPT", prompt) + extra
-    return write(folder / "eval.yaml", text)
+    return write(folder / "eval.yaml", base_text(mock=mock, prompt=prompt) + extra)
 
 
 # -- 1. templates run in the sandbox ---------------------------------------------------------
@@ -72,7 +85,7 @@ def _with_judge(folder: Path, placed: dict[str, str]) -> Path:
     if "extra" not in placed:
         return config(folder, **placed)
     # the judge criterion joins the scorecard, which ends the base config
-    text = BASE.replace("MOCK", "").replace("PROMPT", '"{{ question }}"')
+    text = base_text()
     judges, criterion = placed["extra"].split("  - name: judged", 1)
     return write(folder / "eval.yaml", text + "  - name: judged" + criterion + judges)
 
@@ -121,3 +134,162 @@ def test_template_payload_in_mcp_render_prompt_is_refused(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match="sandbox violation"):
         briefs.render_prompt(agent, "eval.yaml", "v", "c1")
     assert not marker.exists()
+
+
+# -- 3. redaction: first redact, then cut ----------------------------------------------------
+
+GATEWAY_KEY = "PLANTEDcorpcred-nonshaped-99-0123456789abcdef"  # the key in use: not key-shaped
+STRAY_BEARER = "PLANTEDbearer-token-unknown-0123456789"  # known to nobody, after "Bearer"
+OPENAI_SHAPED = "sk-PLANTEDopenai01" + "A" * 30  # shaped like an OpenAI key
+KEYS = (GATEWAY_KEY, STRAY_BEARER, OPENAI_SHAPED)
+
+
+def _user_text(req: Any) -> str:
+    last = req.body["messages"][-1]["content"]
+    return last if isinstance(last, str) else "".join(p.get("text", "") for p in last)
+
+
+def _leaks(data: bytes | str) -> list[str]:
+    """Every 8-character prefix of a planted key that ``data`` holds."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return [key[:8] + "..." for key in KEYS if key[:8] in text]
+
+
+def test_key_straddling_the_error_cut_leaves_no_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes.servers import FakeLLMServer, error, raw
+
+    replies = {
+        # a body that is not JSON: excerpt cut at 200 characters, the key across the cut
+        "body": raw(500, "x" * 190 + " key " + GATEWAY_KEY + " end"),
+        # the API's own error message: cut at 1,000 characters
+        "message": error(400, "y" * 990 + " " + GATEWAY_KEY + " end"),
+        "bearer": error(401, "z" * 185 + " got Authorization: Bearer " + STRAY_BEARER),
+        "shaped": error(400, "w" * 995 + " " + OPENAI_SHAPED),
+    }
+    monkeypatch.setenv("CORP_CRED", GATEWAY_KEY)  # a name that does not look secret
+    out = tmp_path / "out"
+    with FakeLLMServer() as server:
+        server.responder = lambda req: replies[_user_text(req)]
+        model = (
+            f"  - {{id: m, provider: openai-compatible, model: local, price: 0, max_retries: 0,"
+            f" base_url: '{server.openai_url}', api_key_env: CORP_CRED}}"
+        )
+        cases = "\n".join(
+            f"  - {{id: {name}, vars: {{question: {name}}}, expected: x}}" for name in replies
+        )
+        path = write(tmp_path / "eval.yaml", base_text(model=model, cases=cases + "\n"))
+        run = run_cli("--json", "run", "--config", str(path), "-o", str(out))
+    assert run.returncode != 2, run.stderr
+    report = json.loads(run.stdout)
+    assert report["totals"]["n_errors"] == 4
+    outputs = [run.stdout, run.stderr]
+    for command in (["show", "latest", "--failures"], ["--json", "show", "latest", "--failures"]):
+        shown = run_cli(*command, "-o", str(out))
+        outputs += [shown.stdout, shown.stderr]
+    for fmt in ("json", "csv", "md", "junit"):
+        exported = run_cli("export", "latest", "--format", fmt, "-o", str(out))
+        assert exported.returncode == 0, exported.stderr
+        outputs += [exported.stdout, exported.stderr]
+    import duckdb
+
+    with duckdb.connect(str(out / "warehouse.duckdb"), read_only=True) as con:
+        errors = [r[0] for r in con.execute("SELECT error FROM cases").fetchall()]
+        every_text = str(
+            con.execute(
+                "SELECT CAST(c AS VARCHAR) FROM cases c UNION ALL SELECT CAST(s AS VARCHAR) "
+                "FROM scores s UNION ALL SELECT CAST(r AS VARCHAR) FROM runs r"
+            ).fetchall()
+        )
+    assert len(errors) == 4 and any("Bearer ***" in e for e in errors), errors
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".parquet" for p in files)
+    leaks = {str(p): _leaks(p.read_bytes()) for p in files}
+    leaks |= {f"output {i}": _leaks(text) for i, text in enumerate(outputs)}
+    leaks["cases table"] = _leaks(every_text)
+    assert not any(leaks.values()), {k: v for k, v in leaks.items() if v}
+
+
+def _printing_env(folder: Path, names: list[str], pass_env: list[str]) -> Path:
+    program = write(
+        folder / "model.py",
+        "import json, os, sys\nsys.stdin.read()\n"
+        f"print(json.dumps({{'text': ' '.join(os.environ.get(n, '-') for n in {names!r})}}))\n",
+    )
+    mock = (
+        f"    command: [{json.dumps(sys.executable)}, {json.dumps(str(program))}]\n"
+        f"    pass_env: {json.dumps(pass_env)}"
+    )
+    text = base_text(mock=mock, prompt="hi").replace("provider: mock", "provider: command")
+    return write(folder / "eval.yaml", text)
+
+
+SECRET_ENV = {
+    "FOO_PASSWORD": "hunter2-password-value",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "X_KEY": "x-key-value-0123456789",
+}
+
+
+def test_command_provider_printing_secret_env_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in SECRET_ENV.items():
+        monkeypatch.setenv(name, value)
+    names = list(SECRET_ENV)
+    # passed on purpose (pass_env): the program sees them, the stored answer does not
+    path = _printing_env(tmp_path / "passed", names, names)
+    result = api.run_eval(path, output_dir=tmp_path / "out")
+    output = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").cases(result.run_id)
+    text = output["output"][0]
+    assert text == "*** *** ***"
+    # not passed: the program gets the environment without secrets
+    path = _printing_env(tmp_path / "stripped", names, [])
+    result = api.run_eval(path, output_dir=tmp_path / "out", no_cache=True)
+    output = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").cases(result.run_id)
+    assert output["output"][0] == "- - -"
+
+
+def test_exec_check_env_is_the_same_for_cached_and_fresh_answers(tmp_path: Path) -> None:
+    from tests.fakes.servers import FakeLLMServer
+
+    dump = tmp_path / "envs.txt"
+    with FakeLLMServer() as server:
+        model = (
+            f"  - {{id: m, provider: openai-compatible, model: local, price: 0,"
+            f" base_url: '{server.openai_url}', api_key_env: CORP_CRED}}"
+        )
+        text = base_text(model=model)
+        check = f"    check: 'env | grep -v -e ^ANSWER= -e ^PWD= | sort >> {dump}; echo ---- >> {dump}'\n"
+        text = text.replace('    expected: "4"\n', '    expected: "4"\n' + check)
+        path = write(tmp_path / "eval.yaml", text)
+        env = {"CORP_CRED": GATEWAY_KEY}
+        fresh = run_cli("run", "--config", str(path), "-o", str(tmp_path / "out"), env=env)
+        cached = run_cli(
+            "--json", "run", "--config", str(path), "-o", str(tmp_path / "out"), env=env
+        )
+        assert server.count == 1, fresh.stderr + cached.stderr  # the second answer was cached
+    assert json.loads(cached.stdout)["stats"]["cache_hits"] == 1
+    first, second, _ = dump.read_text().split("----\n")
+    assert first == second
+    assert GATEWAY_KEY not in first and "CORP_CRED" not in first
+    assert "PATH=" in first
+
+
+def _csv_cases(folder: Path, allow: str = "") -> Path:
+    write(folder / "cases.csv", f"id,question,expected\nc1,use {OPENAI_SHAPED} please,4\n")
+    return write(folder / "eval.yaml", base_text(cases=f"  - file: cases.csv{allow}\n"))
+
+
+def test_key_in_a_csv_case_is_refused(tmp_path: Path) -> None:
+    path = _csv_cases(tmp_path)
+    with pytest.raises(ConfigError, match="looks like an API key") as info:
+        api.validate(path, output_dir=tmp_path / "wh")
+    assert info.value.file == str(tmp_path / "cases.csv") and info.value.line == 2
+    assert "allow_secret_like: [question]" in (info.value.fix or "")
+
+
+def test_key_in_a_csv_case_is_allowed_by_allow_secret_like(tmp_path: Path) -> None:
+    path = _csv_cases(tmp_path, allow="\n    allow_secret_like: [question]")
+    assert api.validate(path, output_dir=tmp_path / "wh").cases == 1

@@ -59,7 +59,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
     from evalwh import providers
     from evalwh.pricing import price_for
     from evalwh.scoring import build_scorecard
-    from evalwh.secrets import find_key_shaped
+    from evalwh.secrets import find_key_shaped, preload
 
     file = str(config.path)
     leaked = find_key_shaped(config.raw)
@@ -72,6 +72,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             fix="remove it, rotate the key if the file was shared, and set it in the environment "
             "or in .evalwh.secrets.yaml (see docs/secrets.md)",
         )
+    preload(secret_names(config))
     models = []
     for model in config.models:
         providers.check(model, file)
@@ -109,6 +110,24 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             for c in cases
         ]
     return scorecard, replace(config, models=models, judges=judges, cases=cases)
+
+
+def secret_names(config: EvalConfig) -> list[str]:
+    """The secrets a config's models and judges use: API key names and ``${NAME}`` headers."""
+    from evalwh import providers
+    from evalwh.secrets import SECRET_REF
+
+    names = []
+    for model in [*config.models, *(j.model for j in config.judges)]:
+        try:
+            cls = providers.provider_class(model.provider)
+        except ConfigError:  # an unknown provider is reported by providers.check
+            cls = None
+        names.append(model.options.get("api_key_env") or getattr(cls, "default_key_env", None))
+        names += SECRET_REF.findall(
+            " ".join(map(str, (model.options.get("headers") or {}).values()))
+        )
+    return [n for n in names if n]
 
 
 def prepare(

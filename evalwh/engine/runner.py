@@ -135,6 +135,7 @@ CheckRunner = Callable[[Case, str], Awaitable[CheckOutcome]]
 
 
 def error_text(error: ProviderError, redact: Callable[[str], str]) -> str:
+    """The stored text of a failed request (``redact`` is :func:`evalwh.secrets.redact`)."""
     message = str(error)
     if error.status and str(error.status) not in message:
         message = f"HTTP {error.status}: {message}"
