@@ -178,7 +178,10 @@ def _refuse_key_shaped(
 
     leaked = find_key_shaped({k: v for k, v in row.items() if k not in allowed})
     if leaked:
+        from evalwh.secrets import redact
+
         place, kind = leaked[0]
+        place = redact(place)  # a header row may be the key itself (a secrets file read as CSV)
         raise ConfigError(
             f"column '{place}' holds a string that looks like an API key ({kind}); keys never "
             "belong in case files",

@@ -8,7 +8,9 @@ model and the list of defences are in docs/security.md.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -293,3 +295,151 @@ def test_key_in_a_csv_case_is_refused(tmp_path: Path) -> None:
 def test_key_in_a_csv_case_is_allowed_by_allow_secret_like(tmp_path: Path) -> None:
     path = _csv_cases(tmp_path, allow="\n    allow_secret_like: [question]")
     assert api.validate(path, output_dir=tmp_path / "wh").cases == 1
+
+
+# -- 2. MCP: every path inside the root, no code without --allow-code -------------------------
+
+
+def _agent(root: Path, *, allow_code: bool = False) -> Any:
+    from evalwh import briefs
+
+    return briefs.Agent(root=root.resolve(), cwd=root, allow_code=allow_code)
+
+
+def _refusal(root: Path, **agent: Any) -> Any:
+    from evalwh import briefs
+    from evalwh.confinement import ConfinementError
+
+    with pytest.raises(ConfinementError) as info:
+        briefs.render_prompt(_agent(root, **agent), "eval.yaml", "v", "c1")
+    return info.value
+
+
+def test_mcp_secrets_file_named_as_csv_cases_is_refused(tmp_path: Path) -> None:
+    secrets = write(
+        Path(os.environ["EVALWH_CONFIG_DIR"]) / "secrets.yaml", f"OPENAI_API_KEY: {OPENAI_SHAPED}\n"
+    )
+    root = tmp_path / "root"
+    write(root / "eval.yaml", base_text(cases=f"  - {{file: '{secrets}', format: csv}}\n"))
+    error = _refusal(root)
+    assert [(v.key, v.path) for v in error.violations] == [("cases[0].file", str(secrets))]
+    assert "outside the root" in str(error) and OPENAI_SHAPED[:8] not in str(error)
+
+
+def test_mcp_prompt_etc_passwd_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    text = base_text().replace(
+        '    messages:\n      - role: user\n        content: "{{ question }}"\n',
+        "    prompt: /etc/passwd\n",
+    )
+    write(root / "eval.yaml", text)
+    error = _refusal(root)
+    assert [(v.key, v.path) for v in error.violations] == [("variants[0].prompt", "/etc/passwd")]
+    assert "root:" not in str(error)  # nothing of the file
+
+
+def test_mcp_symlink_inside_root_pointing_out_is_refused(tmp_path: Path) -> None:
+    outside = write(tmp_path / "private.csv", "id,question,expected\nc1,private data,4\n")
+    root = tmp_path / "root"
+    write(root / "eval.yaml", base_text(cases="  - file: data/cases.csv\n"))
+    (root / "data").mkdir()
+    (root / "data" / "cases.csv").symlink_to(outside)
+    error = _refusal(root)
+    assert [v.key for v in error.violations] == ["cases[0].file"]
+    assert str(outside) in str(error) and "private data" not in str(error)
+
+
+def _python_scorer_config(root: Path) -> None:
+    write(root / "scorers.py", "def ok(output, case):\n    return True\n")
+    text = base_text() + "  - name: py\n    type: python\n    function: scorers.py:ok\n"
+    write(root / "eval.yaml", text)
+
+
+def test_mcp_python_scorer_without_allow_code_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _python_scorer_config(root)
+    error = _refusal(root)
+    assert [(v.key, v.path) for v in error.violations] == [
+        ("scorecard[1].function", "scorers.py:ok")
+    ]
+    assert "--allow-code" in str(error)
+    assert error.to_dict()["violations"][0]["key"] == "scorecard[1].function"
+
+
+def test_mcp_python_scorer_with_allow_code_is_accepted(tmp_path: Path) -> None:
+    from evalwh import briefs
+
+    root = tmp_path / "root"
+    _python_scorer_config(root)
+    agent = _agent(root, allow_code=True)
+    agent.output_dir = tmp_path / "out"
+    assert briefs.render_prompt(agent, "eval.yaml", "v", "c1")["messages"]
+    brief = briefs.run_eval(agent, "eval.yaml")
+    assert brief["totals"]["n"] == 1
+
+
+def test_mcp_command_provider_and_exec_check_without_allow_code_are_refused(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    text = base_text(mock="    command: [./model.sh]").replace(
+        "provider: mock", "provider: command"
+    )
+    write(root / "eval.yaml", text)
+    assert [v.key for v in _refusal(root).violations] == ["models[0].provider"]
+    text = base_text().replace('    expected: "4"\n', '    expected: "4"\n    check: "true"\n')
+    write(root / "eval.yaml", text)
+    assert [v.key for v in _refusal(root).violations] == ["eval.yaml cases[0] check"]
+
+
+def test_mcp_render_prompt_output_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalwh import briefs
+
+    monkeypatch.setenv("SERVICE_TOKEN", "planted-service-token-value")
+    root = tmp_path / "root"
+    write(
+        root / "eval.yaml",
+        base_text().replace(
+            '"What is 2+2"', '"token planted-service-token-value, ghp_' + "a" * 36 + '"'
+        ),
+    )
+    data = briefs.render_prompt(_agent(root), "eval.yaml", "v", "c1")
+    text = json.dumps(data)
+    assert "planted-service" not in text and "ghp_aaaa" not in text
+    assert data["messages"][0]["content"][0]["text"] == "token ***, ***"
+
+
+def _tools(allow_code: bool = False) -> Any:
+    from mcp import Client
+
+    from evalwh.mcp.server import build_server
+
+    return Client(build_server(_agent(Path.cwd(), allow_code=allow_code)))
+
+
+def test_mcp_unknown_argument_is_refused() -> None:
+    async def go() -> None:
+        async with _tools() as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+            result = await client.call_tool("list_runs", {"limit": 3, "sneaky": "x"})
+            assert result.is_error and "sneaky" in result.content[0].text
+            assert "--allow-code" in (tools["run_eval"].description or "")
+            assert "refused" in (tools["render_prompt"].description or "")
+
+    asyncio.run(go())
+
+
+def test_mcp_string_for_an_int_is_refused() -> None:
+    async def go() -> None:
+        async with _tools() as client:
+            result = await client.call_tool("list_runs", {"limit": "5"})
+            assert result.is_error and "limit" in result.content[0].text
+            result = await client.call_tool("get_run", {"page": "2", "detail": "failures"})
+            assert result.is_error
+            fine = await client.call_tool("list_runs", {"limit": 5})
+            assert not fine.is_error, fine.content
+
+    asyncio.run(go())
