@@ -88,6 +88,7 @@ class RunResult:
     stats: dict[str, int] = field(default_factory=dict)
     estimate: dict[str, Any] | None = None
     pairwise: dict[str, Any] | None = None  # calibration first, then win rates (judges only)
+    stop_reason: str | None = None  # status `stopped`: the cost cap was reached mid-run
 
     @property
     def gate_passed(self) -> bool:
@@ -95,6 +96,8 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
+        if self.status == "stopped":
+            return 4
         return 0 if self.gate_passed else 1
 
     def to_dict(self) -> dict[str, Any]:
@@ -305,7 +308,8 @@ def run_eval(
     )
     cfg, settings = planned.config, planned.settings
     baseline_id = Warehouse(settings.warehouse).resolve(baseline) if baseline else None
-    _check_cost(planned.estimate, max_cost if max_cost is not None else settings.max_cost_usd)
+    cap = max_cost if max_cost is not None else settings.max_cost_usd
+    _check_cost(planned.estimate, cap)
     if on_estimate is not None:
         on_estimate(planned.estimate)
     filters = Filters(tuple(models), tuple(variants), tuple(cases))
@@ -319,6 +323,7 @@ def run_eval(
         redact=redact,
         continue_run=planned.continue_run,
         replace_rows=planned.replace_rows,
+        max_cost=cap,
     )
     warehouse = Warehouse(settings.warehouse)
     exports = (
@@ -354,6 +359,7 @@ def run_eval(
             "errors": stats.errors,
         },
         estimate=planned.estimate.to_dict(),
+        stop_reason=outcome.stop_reason,
     )
 
 

@@ -433,6 +433,7 @@ def run_brief(
         {
             "run_id": result.run_id,
             "status": result.status,
+            "stop_reason": result.stop_reason,
             "suite": result.suite,
             "label": label,
             "matrix": [cell_brief(r) for r in result.summary],

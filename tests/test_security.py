@@ -443,3 +443,107 @@ def test_mcp_string_for_an_int_is_refused() -> None:
             assert not fine.is_error, fine.content
 
     asyncio.run(go())
+
+
+# -- 4. the cost cap counts judges and holds during the run ---------------------------------
+
+FIVE_CASES = "".join(
+    f"  - {{id: c{i}, vars: {{question: 'q{i}'}}, expected: x}}\n" for i in range(1, 6)
+)
+PRICED_JUDGE = """\
+  - name: judged
+    type: llm-judge
+    judge: j
+judges:
+  - id: j
+    model: {id: judge-model, provider: mock, price: {input_per_mtok: 15, output_per_mtok: 75}}
+"""
+
+
+def _run_capped(
+    capsys: pytest.CaptureFixture[str], path: Path, cap: Any, out: Path
+) -> tuple[int, str, str]:
+    """`evalwh --json run --config PATH --max-cost CAP -o OUT`, in process."""
+    return evalwh_inprocess(
+        capsys, "--json", "run", "--config", str(path), "--max-cost", str(cap), "-o", str(out)
+    )
+
+
+def test_free_model_with_priced_judge_over_the_cap_is_refused_up_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "eval.yaml", base_text(cases=FIVE_CASES) + PRICED_JUDGE)
+    code, out, err = _run_capped(capsys, path, "0.05", tmp_path / "wh")
+    assert code == 4, out + err
+    refusal = json.loads(out)
+    assert refusal["estimate_usd"] > 0.05 and refusal["calls"] == 10  # 5 answers + 5 judgements
+    assert not (tmp_path / "wh" / "warehouse.duckdb").exists()
+    estimate = api.validate(path, output_dir=tmp_path / "wh").estimate
+    assert estimate is not None
+    judge = next(r for r in estimate["by_model"] if "judge" in r["model"])
+    assert judge["calls"] == 5 and judge["cost_usd"] == pytest.approx(estimate["cost_usd"])
+
+
+def test_mcp_free_model_with_priced_judge_over_the_cap_is_refused(tmp_path: Path) -> None:
+    from evalwh import briefs
+    from evalwh.budget import CostCapError
+
+    root = tmp_path / "root"
+    write(root / "eval.yaml", base_text(cases=FIVE_CASES) + PRICED_JUDGE)
+    agent = _agent(root)
+    agent.output_dir = tmp_path / "out"
+    with pytest.raises(CostCapError) as info:
+        briefs.run_eval(agent, "eval.yaml", max_cost_usd=0.05)
+    assert info.value.estimate_usd is not None and info.value.estimate_usd > 0.05
+
+
+def test_pairwise_judging_in_both_orders_and_repeats_are_estimated(tmp_path: Path) -> None:
+    text = base_text(cases=FIVE_CASES).replace(
+        "  - id: m\n", "  - id: m2\n    provider: mock\n    price: 0\n  - id: m\n"
+    )
+    pairwise = "pairwise:\n  - {name: p, judge: j, baseline: {model: m}, candidate: {model: m2}}\n"
+    judges = PRICED_JUDGE[PRICED_JUDGE.index("judges:") :]
+    path = write(tmp_path / "eval.yaml", text + judges + pairwise)
+    estimate = api.validate(path, output_dir=tmp_path / "wh", repeat=3).estimate
+    assert estimate is not None
+    judge = next(r for r in estimate["by_model"] if "judge" in r["model"])
+    assert judge["calls"] == 5 * 3 * 2  # cases x repeats x both orders
+
+
+def test_mock_reply_longer_than_max_tokens_stops_the_run_at_the_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import duckdb
+
+    model = (
+        "  - id: m\n    provider: mock\n    params: {max_tokens: 10}\n"
+        "    price: {input_per_mtok: 1000, output_per_mtok: 1000}\n"
+        "    mock:\n      default: \"{{ 'lorem ipsum ' * 400 }}\""  # ~1,200 tokens, not 10
+    )
+    cases = "".join(f"  - {{id: c{i}, vars: {{question: q{i}}}, expected: x}}\n" for i in range(3))
+    path = write(
+        tmp_path / "eval.yaml", "settings: {concurrency: 1}\n" + base_text(model=model, cases=cases)
+    )
+    cap = 0.05
+    code, out, err = _run_capped(capsys, path, str(cap), tmp_path / "wh")
+    assert code == 4, out + err
+    result = json.loads(out)
+    assert result["status"] == "stopped" and "cost cap $0.0500 reached" in result["stop_reason"]
+    with duckdb.connect(str(tmp_path / "wh" / "warehouse.duckdb"), read_only=True) as con:
+        status, reason = con.execute(
+            "SELECT status, totals->>'stop_reason' FROM runs"
+        ).fetchone() or (None, None)
+        costs = [r[0] for r in con.execute("SELECT cost_usd FROM cases").fetchall()]
+        tokens = con.execute("SELECT input_tokens FROM cases").fetchone()
+    assert status == "stopped" and reason == result["stop_reason"]
+    # The rule (evalwh.budget, docs/security.md): a request is sent only while spent +
+    # in-flight reservations + its reservation <= cap; its reservation is its input estimate
+    # plus max_tokens of output. At concurrency 1 the spend passes the cap by at most what the
+    # one request in flight cost beyond its reservation.
+    assert len(costs) == 1  # the first answer showed the real size; no second was sent
+    input_tokens = tokens[0] if tokens else 0
+    reservation = (1 + 10) * 1000 / 1e6  # "q0" renders to 2 characters: 1 input token estimated
+    assert reservation <= cap
+    overrun = costs[0] - reservation
+    assert sum(costs) <= cap + overrun
+    assert input_tokens >= 1 and sum(costs) < 3 * costs[0]  # unbounded, all three were sent

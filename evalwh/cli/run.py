@@ -164,8 +164,10 @@ def run(
         )
         if result.totals["n_errors"]:
             note(f"see the errors: evalwh show {result.run_id} --failures")
-    if not result.gate_passed:
-        raise typer.Exit(1)
+    if result.stop_reason is not None:
+        note(f"run stopped: {result.stop_reason}")
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
 
 
 def _print_plan(p: DryRun, *, dry: bool) -> None:
