@@ -15,7 +15,7 @@ secret-looking name (:func:`is_secret_name`: ``*_KEY``, ``*_TOKEN``, ``*_SECRET`
 ``*_PASSWORD``, ``*_CREDENTIALS``, and names holding ``API_KEY``, ``PASSWORD``, ``SECRET``
 or ``TOKEN``; so ``AWS_SECRET_ACCESS_KEY`` and ``*_API_KEY`` too) is a *known secret*.
 :func:`redact` replaces known secrets, anything shaped like a well-known API key
-(:data:`KEY_PATTERNS`) and ``Bearer <token>`` with ``***``.
+(:data:`KEY_PATTERNS`) and the token of ``Bearer <token>`` with ``***``.
 
 :func:`sanitize` is the one function for text that leaves a provider or a subprocess (error
 bodies, stderr, headers, a command provider's output): it redacts first and cuts second, so a
@@ -58,8 +58,9 @@ KEY_PATTERNS: dict[str, re.Pattern[str]] = {
     "slack": re.compile(_START + r"xox[baprs]-[A-Za-z0-9\-]{10,}"),
 }
 
-#: Redacted in output but not refused in input: prose may say "Bearer authentication".
-BEARER = re.compile(r"(?i)\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/\-]{8,}=*")
+#: Redacted in output but not refused in input. The token must hold a digit or one of
+#: ``._~+/-``, so prose ("Bearer authentication") is left alone.
+BEARER = re.compile(r"(?i)\b(Bearer)\s+(?=[A-Za-z]*[0-9._~+/\-])[A-Za-z0-9._~+/\-]{8,}=*")
 
 _lock = threading.Lock()
 _loaded: set[str] = set()  # values handed out by get_secret or read from a secrets file
