@@ -475,7 +475,7 @@ def execute(
             judges=judges,
             check_runner=_check_runner if any(c.check for c in plan.cases) else None,
             backpressure=lambda: writer.pending >= writer.max_pending,
-            budget=budget,
+            budget=budget if budget.cap is not None else None,  # no cap: no bookkeeping
         )
         holder.append(engine)
         try:
