@@ -92,6 +92,7 @@ class RunResult:
     estimate: dict[str, Any] | None = None
     pairwise: dict[str, Any] | None = None  # calibration first, then win rates (judges only)
     failure: str | None = None  # why the run failed (too many requests errored), else None
+    stop_reason: str | None = None  # status `stopped`: the cost cap was reached mid-run
 
     @property
     def gate_passed(self) -> bool:
@@ -99,7 +100,10 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """0 passed, 1 a threshold failed, 3 the run failed (too many requests errored)."""
+        """0 passed, 1 a threshold failed, 3 the run failed (too many requests errored),
+        4 the run stopped at the cost cap."""
+        if self.status == "stopped":
+            return 4
         if self.failure is not None:
             return 3
         return 0 if self.gate_passed else 1
@@ -370,9 +374,10 @@ def run_eval(
         force=force,
     )
     cfg, settings = planned.config, planned.settings
+    cap = max_cost if max_cost is not None else settings.max_cost_usd
     try:
         baseline_id = Warehouse(settings.warehouse).resolve(baseline) if baseline else None
-        _check_cost(planned.estimate, max_cost if max_cost is not None else settings.max_cost_usd)
+        _check_cost(planned.estimate, cap)
         if on_estimate is not None:
             on_estimate(planned.estimate)
     except BaseException:
@@ -390,6 +395,7 @@ def run_eval(
         continue_run=planned.continue_run,
         replace_rows=planned.replace_rows,
         token=planned.token,
+        max_cost=cap,
     )
     warehouse = Warehouse(settings.warehouse)
     exports = (
@@ -399,8 +405,11 @@ def run_eval(
     )
     totals = warehouse.query("run_totals", run_id=outcome.run_id).to_pylist()[0]
     failure = _too_many_errors(totals, settings.max_error_rate)
-    status = "failed" if failure else "completed"
-    warehouse.set_status(outcome.run_id, status, token=outcome.token)
+    if outcome.status == "stopped":  # the cost cap: already stored as `stopped`, lease released
+        status = "stopped"
+    else:
+        status = "failed" if failure else "completed"
+        warehouse.set_status(outcome.run_id, status, token=outcome.token)
     summary = warehouse.query("summary", run_id=outcome.run_id).to_pylist()
     errors = warehouse.query("errors", run_id=outcome.run_id).to_pylist()
     judged = judge(warehouse, outcome.run_id, cfg.raw, baseline=baseline_id)
@@ -429,6 +438,7 @@ def run_eval(
             "errors": stats.errors,
         },
         estimate=planned.estimate.to_dict(),
+        stop_reason=outcome.stop_reason,
     )
 
 

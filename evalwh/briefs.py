@@ -33,6 +33,7 @@ from evalwh.errors import CostRefusedError, UsageError
 
 if TYPE_CHECKING:
     from evalwh.api import RunResult, WarehouseView
+    from evalwh.config.model import EvalConfig
 
 ENV_ROOT = "EVALWH_MCP_ROOT"
 DETAILS = ("summary", "failures", "full")
@@ -126,6 +127,19 @@ def clip_tree(value: Any, limit: int, path: str = "", cut: dict[str, int] | None
     return value
 
 
+def redact_tree(value: Any) -> Any:
+    """Every string in ``value`` through :func:`evalwh.secrets.redact`."""
+    from evalwh.secrets import redact
+
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {k: redact_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_tree(v) for v in value]
+    return value
+
+
 def _limit(value: int | None, default: int, top: int, name: str) -> int:
     if value is None:
         return default
@@ -169,18 +183,27 @@ class Agent:
 
     root: Path
     output_dir: Path | None = None
+    allow_code: bool = False  # `evalwh mcp --allow-code`: python scorers, command, checks
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     cwd: Path = field(default_factory=Path.cwd)
     _warehouse: Path | None = None
 
     @classmethod
-    def from_env(cls, output_dir: str | Path | None = None) -> Agent:
+    def from_env(cls, output_dir: str | Path | None = None, *, allow_code: bool = False) -> Agent:
         cwd = Path.cwd()
         return cls(
             root=mcp_root(os.environ, cwd),
             output_dir=Path(output_dir) if output_dir else None,
+            allow_code=allow_code,
             cwd=cwd,
         )
+
+    def load(self, config_path: str) -> EvalConfig:
+        """The config at ``config_path``, confined to the root (evalwh.confinement): every
+        file it names inside, no code-running feature unless ``allow_code``."""
+        from evalwh.confinement import load_confined
+
+        return load_confined(confine(config_path, self.root), self.root, allow_code=self.allow_code)
 
     @property
     def warehouse(self) -> Path:
@@ -242,8 +265,7 @@ def run_eval(
     from evalwh import api
     from evalwh.budget import CostCapError, mcp_cost_cap, over_cap
 
-    path = confine(config_path, agent.root)
-    cfg = api.load_config(path)
+    cfg = agent.load(config_path)
     output_dir = agent.run_output_dir()
     settings = api.settings_for(cfg, output_dir=output_dir)
     cap = mcp_cost_cap(max_cost_usd, settings.max_cost_usd, agent.env)
@@ -411,6 +433,7 @@ def run_brief(
         {
             "run_id": result.run_id,
             "status": result.status,
+            "stop_reason": result.stop_reason,
             "suite": result.suite,
             "label": label,
             "matrix": [cell_brief(r) for r in result.summary],
@@ -771,13 +794,14 @@ def set_baseline(agent: Agent, run: str, name: str = "baseline") -> dict[str, An
 def render_prompt(
     agent: Agent, config_path: str, variant: str, case_id: str, *, max_chars: int | None = None
 ) -> dict[str, Any]:
-    """One variant's messages for one case (no model call), long texts cut with a marker."""
+    """One variant's messages for one case (no model call), redacted (known secrets and key
+    shapes become ***), then long texts cut with a marker."""
     from evalwh import api
 
     limit = _limit(max_chars, MAX_CHARS, 1_000_000, "max_chars")
-    data = api.render_prompt(confine(config_path, agent.root), variant, case_id)
+    data = api.render_prompt(agent.load(config_path), variant, case_id)
     cut: dict[str, int] = {}
-    out = clip_tree(plain(data), limit, cut=cut)
+    out = clip_tree(redact_tree(plain(data)), limit, cut=cut)
     out["truncated"] = cut
     return out
 

@@ -1,6 +1,18 @@
-"""The cost guard for agent-started runs (``evalwh mcp``): which cap applies, and refusals.
+"""The cost cap: which cap applies, the refusal before a run, and the guard during it.
 
-An agent never gets an unbounded run. Without an explicit ``max_cost_usd`` the cap is the
+During a run (CLI ``--max-cost``, ``settings.max_cost_usd`` and MCP ``max_cost_usd`` alike)
+:class:`Budget` holds the cap. The rule, stated exactly: before a request is sent (an
+answer, a pointwise judgement, either order of a pairwise judgement) its *reservation* is
+taken: its estimated input tokens (rendered characters / 4) at the input price plus its
+``max_tokens`` (512 when unset) at the output price, raised to the most one request of that
+model has actually cost so far. The request is sent only when ``spent + reserved + its
+reservation <= cap``, where ``spent`` is the actual cost of finished requests and
+``reserved`` the reservations of requests in flight; otherwise nothing more is sent and the
+run is stored as ``stopped`` with the reason (exit code 4). So the spend passes the cap
+only by what requests already in flight cost beyond their reservations (a provider that
+bills more than ``max_tokens``): with one request in flight, by at most one request.
+
+Agent-started runs (``evalwh mcp``) get a cap in any case: an agent never gets an unbounded run. Without an explicit ``max_cost_usd`` the cap is the
 smaller of the config's own limit (settings ``max_cost_usd``) and ``EVALWH_MCP_MAX_COST``
 (default $1.00). An explicit request above ``EVALWH_MCP_MAX_COST_CEILING`` (default $5.00)
 is refused, never trimmed to the ceiling. The run itself then refuses, before any call,
@@ -11,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -120,3 +133,53 @@ def over_cap(estimate: Mapping[str, Any], cap: float, env: Mapping[str, str] | N
             estimate_usd=cost,
             calls=int(calls) if calls is not None else None,
         )
+
+
+class Budget:
+    """Actual spend plus in-flight reservations against a cap (see the module docstring)."""
+
+    def __init__(self, cap: float | None) -> None:
+        self.cap = cap
+        self.spent = 0.0
+        self.reserved = 0.0
+        self.reason: str | None = None  # why nothing more is sent (None: still open)
+        self._largest: dict[str, float] = {}  # model id -> the most one request cost
+        self._lock = threading.Lock()
+
+    @property
+    def stopped(self) -> bool:
+        return self.reason is not None
+
+    def reservation(self, model: Any, input_chars: int, default_output: int = 512) -> float:
+        """What a request to ``model`` may cost: estimated input, max_tokens of output."""
+        price = model.price
+        if price is None:
+            return 0.0
+        output = int(model.params.get("max_tokens") or default_output)
+        estimate = price.cost(max(1, input_chars // 4), output)
+        return max(estimate, self._largest.get(model.id, 0.0))
+
+    def reserve(self, amount: float) -> bool:
+        """Take ``amount`` for a request about to be sent; False (and stopped) when it would
+        cross the cap."""
+        with self._lock:
+            if self.reason is not None:
+                return False
+            if self.cap is not None and self.spent + self.reserved + amount > self.cap:
+                self.reason = (
+                    f"cost cap ${self.cap:.4f} reached: ${self.spent:.4f} spent, "
+                    f"${self.reserved:.4f} in flight, the next request may cost ${amount:.4f}; "
+                    "nothing more was sent"
+                )
+                return False
+            self.reserved += amount
+            return True
+
+    def settle(self, amount: float, actual: float | None, model: Any) -> None:
+        """A request ended: release its reservation, count what it actually cost."""
+        with self._lock:
+            self.reserved -= amount
+            if actual:
+                self.spent += actual
+                if actual > self._largest.get(model.id, 0.0):
+                    self._largest[model.id] = actual

@@ -21,10 +21,12 @@ given) and the ``files``. The environment has:
 - ``CASE_<VAR>`` for each scalar case variable (string, number, boolean; names upper-cased,
   characters other than ``A-Z 0-9 _`` replaced by ``_``; booleans as ``true``/``false``);
 - the caller's environment (``os.environ`` unless ``env`` is given) *minus secrets*: every
-  variable whose name ends in ``_KEY``, ``_TOKEN``, ``_SECRET``, ``_PASSWORD`` or contains
-  ``API_KEY``/``PASSWORD``, whose value holds a known secret
-  (:func:`evalwh.secrets.known_secret_values`) or looks like an API key
-  (:data:`evalwh.secrets.KEY_PATTERNS`). ``PATH``, ``HOME``, ``LANG`` and the like stay.
+  variable with a secret-looking name (:func:`evalwh.secrets.is_secret_name`: ``*_KEY``,
+  ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ``*_CREDENTIALS``, ...), whose value holds a
+  known secret (:func:`evalwh.secrets.known_secret_values`; a run loads the keys its config
+  uses before it starts, so the environment is the same for a fresh and a cached answer) or
+  looks like an API key (:data:`evalwh.secrets.KEY_PATTERNS`). ``PATH``, ``HOME``, ``LANG``
+  and the like stay. The command provider starts its program in the same environment.
 
 ``setup`` runs first; if it fails (or times out) the check is an *error* - the answer was not
 tested - rather than a fail: ``passed`` is false and ``error`` says why. ``run`` exiting 0 is a
@@ -57,7 +59,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalwh.errors import ConfigError
-from evalwh.secrets import key_shape, known_secret_values, redact
+from evalwh.secrets import is_secret_name, key_shape, known_secret_values, redact, sanitize
 
 ANSWER_FILE = "answer.txt"
 MAX_ANSWER_ENV_BYTES = 100_000
@@ -69,9 +71,6 @@ DRAIN_S = 2.0  # how long to wait for the output pipe to close once every proces
 SHELL = "/bin/sh"
 POSIX = os.name == "posix"
 
-SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-SECRET_PARTS = ("API_KEY", "PASSWORD")
-SECRET_NAMES = frozenset({"TOKEN", "SECRET", "PASSWORD"})
 DROPPED_ALWAYS = frozenset({"PWD", "OLDPWD"})  # would name the caller's folder, not the check's
 CHECK_KEYS = ("run", "setup", "timeout_s", "files")
 
@@ -195,15 +194,6 @@ def parse_check(raw: dict | str, where: str, file: str) -> CheckSpec:
 # --- environment -------------------------------------------------------------------------
 
 
-def _secret_name(name: str) -> bool:
-    upper = name.upper()
-    return (
-        upper.endswith(SECRET_SUFFIXES)
-        or any(part in upper for part in SECRET_PARTS)
-        or upper in SECRET_NAMES
-    )
-
-
 def check_environment(
     base: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
@@ -216,7 +206,7 @@ def check_environment(
         if name in DROPPED_ALWAYS:
             continue
         if (
-            _secret_name(name)
+            is_secret_name(name)
             or key_shape(value) is not None
             or any(secret in value for secret in known)
         ):
@@ -393,12 +383,12 @@ def _seconds(value: float) -> str:
     return f"{value:g} s"
 
 
-def _last_line(text: str, limit: int = 200) -> str:
+def _last_line(text: str, extra: list[str], limit: int = 200) -> str:
+    """The last non-empty line of ``text``, redacted, then cut (:func:`sanitize`)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return "(no output)"
-    line = lines[-1]
-    return line if len(line) <= limit else line[:limit] + "…"
+    return sanitize(lines[-1], limit, extra=extra)
 
 
 def _how(code: int) -> str:
@@ -483,7 +473,7 @@ async def run_check(
                     output,
                     elapsed_ms(),
                     f"setup failed ({_how(step.exit_code)}): "
-                    + redact(_last_line(step.output), extra_secrets),
+                    + _last_line(step.output, extra_secrets),
                 )
 
         step = await _step(spec.run, folder, child_env, deadline - time.monotonic())

@@ -5,6 +5,10 @@ the file has no such column), ``expected`` (default ``expected``), ``human_label
 ``metadata`` (listed columns) and ``vars`` (listed columns, default: every other column).
 JSONL rows that already hold ``vars`` are read as inline cases.
 
+A value shaped like an API key (:data:`evalwh.secrets.KEY_PATTERNS`) refuses the file, as it
+would refuse eval.yaml: keys never go into the warehouse. A column that holds such strings
+on purpose (a redaction test set) is named in ``allow_secret_like: [column, ...]``.
+
 New formats register in :data:`READERS` (suffix -> reader of rows).
 """
 
@@ -135,10 +139,12 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         "expected": spec.get("expected"),
         "human_label": spec.get("human_label"),
     }
+    allowed = set(spec.get("allow_secret_like") or ())
     cases: list[Case] = []
     checked = False
     for n, row in READERS[fmt](path):
         source = f"{path.name}:{n}" if fmt != "parquet" else f"{path.name} row {n}"
+        _refuse_key_shaped(row, allowed, path, n, where, fmt)
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
@@ -163,6 +169,29 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         if spec.get("limit") and len(cases) >= spec["limit"]:
             break
     return cases
+
+
+def _refuse_key_shaped(
+    row: Row, allowed: set[str], path: Path, n: int, where: str, fmt: str
+) -> None:
+    from evalwh.secrets import find_key_shaped
+
+    leaked = find_key_shaped({k: v for k, v in row.items() if k not in allowed})
+    if leaked:
+        from evalwh.secrets import redact
+
+        place, kind = leaked[0]
+        place = redact(place)  # a header row may be the key itself (a secrets file read as CSV)
+        raise ConfigError(
+            f"column '{place}' holds a string that looks like an API key ({kind}); keys never "
+            "belong in case files",
+            file=str(path),
+            line=n if fmt != "parquet" else None,
+            where=f"row {n}" if fmt == "parquet" else None,
+            fix="remove it (rotate the key if the file was shared); if the column holds such "
+            f"strings on purpose, add `allow_secret_like: [{place.split('.')[0].split('[')[0]}]` "
+            f"to {where} in the config (docs/configuration.md)",
+        )
 
 
 def _check_columns(

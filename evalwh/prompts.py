@@ -1,5 +1,12 @@
 """Prompt templating: Jinja2 with StrictUndefined over ordered, typed message parts.
 
+Every template evalwh renders (prompts, mock replies, judge prompts) comes from the one
+:func:`environment`: Jinja2's ``ImmutableSandboxedEnvironment`` with ``StrictUndefined``. A
+template cannot reach Python internals (``{{ cycler.__init__.__globals__.os }}``) or mutate
+the data it is given; an attempt is a ConfigError (exit 2) naming the file, the place and
+the line in the template, found when the template is compiled (validate, dry run, run, MCP
+``render_prompt``), or, for an attribute name computed from data, when it renders.
+
 A variant's messages are compiled once; rendering a case gives JSON-ready messages::
 
     [{"role": "user", "content": [{"type": "text", "text": "..."}]}]
@@ -20,6 +27,8 @@ from typing import Any
 
 import jinja2
 import jinja2.meta
+import jinja2.sandbox
+from jinja2.exceptions import SecurityError
 
 from evalwh.config.model import Case, Message, Variant
 from evalwh.errors import ConfigError
@@ -81,7 +90,8 @@ def _plan_of(source: str) -> tuple[tuple[bool, str], ...] | None:
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
+    """The one template environment: sandboxed, immutable, StrictUndefined."""
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -101,9 +111,49 @@ def compile_template(text: str, *, file: str, where: str) -> jinja2.Template:
             where=where,
             fix="fix the Jinja2 syntax: {{ variable }}, {% if %}...{% endif %}",
         ) from None
+    unsafe = _unsafe_access(environment().parse(text))
+    if unsafe is not None:
+        name, line = unsafe
+        raise sandbox_error(f"access to '{name}'", line, file=file, where=where)
     if isinstance(template, Template):
         template._plan = _plan_of(text)
     return template
+
+
+SANDBOX_FIX = (
+    "templates render in a sandbox: use the case's vars and Jinja's filters; names starting "
+    "with '_' and Python internals are not reachable (docs/security.md)"
+)
+
+
+def sandbox_error(what: str, line: int | None, *, file: str, where: str) -> ConfigError:
+    """The ConfigError for a template that tried to leave the sandbox."""
+    at = f" (line {line} of the template)" if line else ""
+    return ConfigError(
+        f"template sandbox violation: {what} is not allowed{at}",
+        file=file,
+        where=where,
+        fix=SANDBOX_FIX,
+    )
+
+
+def _unsafe_access(tree: Any) -> tuple[str, int] | None:
+    """The first attribute the sandbox refuses that a template names literally, and its line:
+    ``x.__class__``, ``x['__globals__']``, ``x|attr('_y')``."""
+    from jinja2 import nodes
+
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+        name = None
+        if isinstance(node, nodes.Getattr):
+            name = node.attr
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
+            name = node.arg.value
+        elif isinstance(node, nodes.Filter) and node.name == "attr" and node.args:
+            arg = node.args[0]
+            name = arg.value if isinstance(arg, nodes.Const) else None
+        if isinstance(name, str) and name.startswith("_"):
+            return name, node.lineno
+    return None
 
 
 def template_variables(text: str) -> set[str]:
@@ -173,6 +223,13 @@ class CompiledVariant:
                 if part.template is not None:
                     try:
                         item["text"] = part.template.render(context)
+                    except SecurityError as exc:
+                        raise sandbox_error(
+                            f"{exc} (case '{case.id}')",
+                            _template_line(exc),
+                            file=self.variant.source,
+                            where=f"{self.variant.where}.messages[{i}].content[{j}]",
+                        ) from None
                     except jinja2.UndefinedError as exc:
                         raise _undefined(exc, self.variant, case, i, j) from None
                     except Exception as exc:  # a filter or method failing on this case's data
@@ -187,6 +244,17 @@ class CompiledVariant:
                 content.append(item)
             out.append({"role": role, "content": content})
         return out
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """The template line a rendering error was raised at (from the traceback)."""
+    tb = exc.__traceback__
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
 
 
 def context_for(case: Case) -> dict[str, Any]:

@@ -9,19 +9,27 @@ Lookup order for :func:`get_secret`, first hit wins:
 
 Both files are flat YAML mappings, ``NAME: value``. Keep them out of version control.
 
-Every value that was looked up or loaded, and every environment variable whose name ends in
-``_API_KEY``, ``_TOKEN`` or ``_SECRET``, is a *known secret*: :func:`redact` replaces known
-secrets, and anything shaped like a well-known API key (:data:`KEY_PATTERNS`), with ``***``.
-Providers pass every error message through it. :func:`find_key_shaped` finds key-shaped
-strings in a config, so configs that hold secrets can be refused.
+Every value that was looked up or loaded (the keys a config uses and every entry of a secrets
+file, read by :func:`preload` before a run starts), and every environment variable with a
+secret-looking name (:func:`is_secret_name`: ``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
+``*_PASSWORD``, ``*_CREDENTIALS``, and names holding ``API_KEY``, ``PASSWORD``, ``SECRET``
+or ``TOKEN``; so ``AWS_SECRET_ACCESS_KEY`` and ``*_API_KEY`` too) is a *known secret*.
+:func:`redact` replaces known secrets, anything shaped like a well-known API key
+(:data:`KEY_PATTERNS`) and the token of ``Bearer <token>`` with ``***``.
+
+:func:`sanitize` is the one function for text that leaves a provider or a subprocess (error
+bodies, stderr, headers, a command provider's output): it redacts first and cuts second, so a
+key that straddles the cut leaves no prefix behind. :func:`find_key_shaped` finds key-shaped
+strings in a config or a case, so configs and case files that hold secrets can be refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +37,10 @@ from evalwh.errors import ConfigError
 
 PROJECT_SECRETS_FILE = ".evalwh.secrets.yaml"
 USER_SECRETS_FILE = "secrets.yaml"
-SECRET_NAME_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
+SECRET_NAME_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
+SECRET_NAME_PARTS = ("API_KEY", "PASSWORD", "SECRET", "TOKEN", "CREDENTIAL")
 MIN_SECRET_LENGTH = 8
+SECRET_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # ${NAME} in a header value
 MASK = "***"
 
 # A key must not be glued to other key characters on its left ("task-..." is no "sk-...").
@@ -47,6 +57,10 @@ KEY_PATTERNS: dict[str, re.Pattern[str]] = {
     "huggingface": re.compile(_START + r"hf_[A-Za-z0-9]{30,}"),
     "slack": re.compile(_START + r"xox[baprs]-[A-Za-z0-9\-]{10,}"),
 }
+
+#: Redacted in output but not refused in input. The token must hold a digit or one of
+#: ``._~+/-``, so prose ("Bearer authentication") is left alone.
+BEARER = re.compile(r"(?i)\b(Bearer)\s+(?=[A-Za-z]*[0-9._~+/\-])[A-Za-z0-9._~+/\-]{8,}=*")
 
 _lock = threading.Lock()
 _loaded: set[str] = set()  # values handed out by get_secret or read from a secrets file
@@ -107,19 +121,40 @@ def get_secret(
     return None
 
 
+def preload(names: Iterable[str] = ()) -> None:
+    """Make the secrets a run may use known before it starts: every entry of both secrets
+    files and the value of each name in ``names`` (a config's API key names and ``${NAME}``
+    header references). Redaction and the stripped environment of checks and command
+    providers then do not depend on whether an answer came fresh or from the cache."""
+    # A broken secrets file is reported where a key is actually looked up.
+    for path in secret_files():
+        with contextlib.suppress(ConfigError):
+            _read_file(path)
+    for name in names:
+        with contextlib.suppress(ConfigError):
+            get_secret(name)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (see the module doc)."""
+    upper = name.upper()
+    return upper.endswith(SECRET_NAME_SUFFIXES) or any(p in upper for p in SECRET_NAME_PARTS)
+
+
 def known_secret_values(env: Mapping[str, str] | None = None) -> list[str]:
     """Secrets to hide: loaded values and secret-named environment variables, longest first."""
     env = os.environ if env is None else env
     with _lock:
         values = set(_loaded)
     for name, value in env.items():
-        if name.upper().endswith(SECRET_NAME_SUFFIXES) and len(value) >= MIN_SECRET_LENGTH:
+        if is_secret_name(name) and len(value) >= MIN_SECRET_LENGTH:
             values.add(value)
     return sorted(values, key=lambda v: (-len(v), v))
 
 
-def redact(text: str, extra: list[str] | tuple[str, ...] = ()) -> str:
-    """``text`` with known secrets, the ``extra`` values and key-shaped strings replaced by ***."""
+def redact(text: str, extra: Iterable[str] = ()) -> str:
+    """``text`` with known secrets, the ``extra`` values, key-shaped strings and bearer
+    tokens replaced by ***."""
     if not isinstance(text, str):
         text = str(text)
     for value in [*extra, *known_secret_values()]:
@@ -127,7 +162,18 @@ def redact(text: str, extra: list[str] | tuple[str, ...] = ()) -> str:
             text = text.replace(value, MASK)
     for pattern in KEY_PATTERNS.values():
         text = pattern.sub(MASK, text)
-    return text
+    return BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+
+
+def sanitize(
+    text: str, limit: int | None = None, *, extra: Iterable[str] = (), tail: bool = False
+) -> str:
+    """Text that leaves a provider or a subprocess, safe to store and print: redacted first,
+    then cut to ``limit`` characters (its end when ``tail``) with ``...`` marking the cut."""
+    text = redact(text, tuple(extra))
+    if limit is None or len(text) <= limit:
+        return text
+    return "..." + text[-limit:] if tail else text[:limit] + "..."
 
 
 def key_shape(value: str) -> str | None:

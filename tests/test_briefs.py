@@ -173,7 +173,10 @@ def test_confine_follows_symlinks_out_of_the_root(tmp_path):
 
 @pytest.fixture
 def agent(quickstart: Path, isolated: Path) -> briefs.Agent:
-    return briefs.Agent(root=quickstart.parent.parent.resolve(), env={}, cwd=isolated)
+    # the quickstart scores with a python scorer: code, allowed as `evalwh mcp --allow-code` does
+    return briefs.Agent(
+        root=quickstart.parent.parent.resolve(), env={}, cwd=isolated, allow_code=True
+    )
 
 
 def test_run_eval_summary_has_the_matrix_and_no_outputs(agent, quickstart):
@@ -259,7 +262,7 @@ def test_render_prompt_calls_nothing(agent, quickstart):
 
 
 def test_judge_runs_carry_the_calibration_flags(isolated):
-    agent = briefs.Agent(root=PAIRWISE.parent, env={}, cwd=isolated)
+    agent = briefs.Agent(root=PAIRWISE.parent, env={}, cwd=isolated, allow_code=True)
     brief = briefs.run_eval(agent, "pairwise/eval.yaml")
     assert brief["headline_eligible"] is False
     assert any("UNCALIBRATED" in flag for flag in brief["flags"])

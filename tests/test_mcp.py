@@ -68,7 +68,7 @@ Call = Callable[..., Awaitable[Any]]
 async def server(root: Path, **env: str) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "evalwh.cli.main", "mcp"],
+        args=["-m", "evalwh.cli.main", "mcp", "--allow-code"],  # the quickstart has a python scorer
         cwd=root,
         env={
             "EVALWH_MCP_ROOT": str(root),

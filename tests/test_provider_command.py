@@ -33,9 +33,15 @@ def script(tmp_path: Path, name: str, body: str) -> Path:
 
 
 def spec_for(
-    command: Any, *, timeout_s: float = 20.0, params: dict[str, Any] | None = None
+    command: Any,
+    *,
+    timeout_s: float = 20.0,
+    params: dict[str, Any] | None = None,
+    pass_env: list[str] | None = None,
 ) -> ModelSpec:
-    options = {} if command is None else {"command": command}
+    options: dict[str, Any] = {} if command is None else {"command": command}
+    if pass_env:
+        options["pass_env"] = pass_env
     return ModelSpec(
         id="cmd",
         provider="command",
@@ -183,7 +189,7 @@ def test_non_zero_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         sys.exit(3)
     """,
     )
-    err = failure(spec_for([sys.executable, str(path)]))
+    err = failure(spec_for([sys.executable, str(path)], pass_env=["DEMO_API_KEY"]))
     assert not err.retryable
     assert err.kind == "exit" and err.status is None  # status is for HTTP codes
     message = str(err)

@@ -163,3 +163,19 @@ def test_find_key_shaped_paths() -> None:
     ]
     assert find_key_shaped([ANTHROPIC_KEY]) == [("[0]", "anthropic")]
     assert find_key_shaped("clean") == []
+
+
+def test_bearer_tokens_are_redacted_and_prose_is_not() -> None:
+    from evalwh.secrets import redact
+
+    assert redact("Authorization: Bearer abc.def-123456") == "Authorization: Bearer ***"
+    assert redact("Bearer authentication uses a token") == "Bearer authentication uses a token"
+
+
+def test_sanitize_redacts_before_it_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalwh.secrets import sanitize
+
+    monkeypatch.setenv("SOME_PASSWORD", "straddling-secret-value")
+    text = "x" * 10 + "straddling-secret-value" + "y" * 10
+    assert sanitize(text, 20) == "x" * 10 + "***" + "y" * 7 + "..."
+    assert sanitize(text, 13, tail=True) == "..." + "***" + "y" * 10

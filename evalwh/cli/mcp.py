@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from evalwh.cli.state import STATE, with_globals
 
 INSTALL_HINT = (
@@ -11,12 +15,22 @@ INSTALL_HINT = (
 
 
 @with_globals
-def mcp() -> None:
+def mcp(
+    allow_code: Annotated[
+        bool,
+        typer.Option(
+            "--allow-code",
+            help="Let agents run configs with python scorers, the command provider and exec "
+            "checks (refused by default).",
+        ),
+    ] = False,
+) -> None:
     """Serve the evalwh tools to an MCP client over stdio (needs evalwh[mcp]).
 
-    Configs must lie inside EVALWH_MCP_ROOT (default: the working folder); runs are capped
-    at EVALWH_MCP_MAX_COST (default $1.00), requests above EVALWH_MCP_MAX_COST_CEILING
-    (default $5.00) are refused. See docs/mcp.md.
+    Configs, and every file they name, must lie inside EVALWH_MCP_ROOT (default: the working
+    folder); features that run code are refused unless --allow-code is given. Runs are
+    capped at EVALWH_MCP_MAX_COST (default $1.00), requests above
+    EVALWH_MCP_MAX_COST_CEILING (default $5.00) are refused. See docs/mcp.md.
     """
     from evalwh.errors import UsageError
 
@@ -26,4 +40,4 @@ def mcp() -> None:
         raise UsageError(INSTALL_HINT) from None
     from evalwh.mcp.server import serve
 
-    serve(output_dir=STATE.output_dir)
+    serve(output_dir=STATE.output_dir, allow_code=allow_code)

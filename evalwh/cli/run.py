@@ -176,6 +176,8 @@ def run(
     if result.failure:  # on stderr in --json mode too, like every error
         err().print(f"error: {result.failure}", markup=False)
         note(f"once the endpoint is back: evalwh run {path} --retry-errors {result.run_id}")
+    if result.stop_reason is not None:
+        note(f"run stopped: {result.stop_reason}")
     if result.exit_code:
         raise typer.Exit(result.exit_code)
 

@@ -36,6 +36,7 @@ from evalwh.scoring.judge import JudgePrompts
 
 Progress = Callable[[int, int, CellResult], None]
 DEFAULT_OUTPUT_TOKENS = 512  # the estimate's output size when a model sets no max_tokens
+JUDGE_OVERHEAD_TOKENS = 300  # a judge prompt's rubric and instructions, estimated
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Prepared:
     hashes: list[str] = field(default_factory=list)  # every planned request's hash
     models: list[int] = field(default_factory=list)  # ... its model's index in plan.models
     prompt_chars: list[int] = field(default_factory=list)  # ... and its rendered size
+    cells: list[Cell] = field(default_factory=list)  # ... and its (variant, model, case, repeat)
 
 
 def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
@@ -59,7 +61,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
     from evalwh import providers
     from evalwh.pricing import price_for
     from evalwh.scoring import build_scorecard
-    from evalwh.secrets import find_key_shaped
+    from evalwh.secrets import find_key_shaped, preload
 
     file = str(config.path)
     leaked = find_key_shaped(config.raw)
@@ -72,6 +74,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             fix="remove it, rotate the key if the file was shared, and set it in the environment "
             "or in .evalwh.secrets.yaml (see docs/secrets.md)",
         )
+    preload(secret_names(config))
     models = []
     for model in config.models:
         providers.check(model, file)
@@ -80,6 +83,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
     judges = []
     for judge in config.judges:
         providers.check(judge.model, file)
+        JudgePrompts(judge, file)  # compiles its templates: syntax and sandbox errors now
         paid = bool(getattr(providers.provider_class(judge.model.provider), "paid", False))
         judges.append(
             replace(
@@ -108,6 +112,24 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             for c in cases
         ]
     return scorecard, replace(config, models=models, judges=judges, cases=cases)
+
+
+def secret_names(config: EvalConfig) -> list[str]:
+    """The secrets a config's models and judges use: API key names and ``${NAME}`` headers."""
+    from evalwh import providers
+    from evalwh.secrets import SECRET_REF
+
+    names = []
+    for model in [*config.models, *(j.model for j in config.judges)]:
+        try:
+            cls = providers.provider_class(model.provider)
+        except ConfigError:  # an unknown provider is reported by providers.check
+            cls = None
+        names.append(model.options.get("api_key_env") or getattr(cls, "default_key_env", None))
+        names += SECRET_REF.findall(
+            " ".join(map(str, (model.options.get("headers") or {}).values()))
+        )
+    return [n for n in names if n]
 
 
 def prepare(
@@ -152,6 +174,7 @@ def _prepare(
                         )
                         prepared.models.append(index)
                         prepared.prompt_chars.append(size)
+                        prepared.cells.append((variant.variant.id, model.id, case.id, r))
     return prepared
 
 
@@ -166,7 +189,12 @@ class Estimate:
     output_tokens: int
     cost_usd: float
     by_model: list[dict[str, Any]]
-    note: str = f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when unset"
+    note: str = (
+        f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when "
+        "unset; judges: one pointwise call per judged answer, two per pairwise pair (both "
+        f"orders), each reading the answer(s) at their max_tokens plus {JUDGE_OVERHEAD_TOKENS} "
+        "tokens of instructions"
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -198,6 +226,7 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
     for row, model in zip(rows, models, strict=True):
         price = model.price
         row["cost_usd"] = price.cost(row["input_tokens"], row["output_tokens"]) if price else None
+    rows += _judge_rows(prepared, cache)
     return Estimate(
         cells=len(prepared.hashes),
         cached=sum(r["cached"] for r in rows),
@@ -207,6 +236,66 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         cost_usd=sum(r["cost_usd"] or 0.0 for r in rows),
         by_model=rows,
     )
+
+
+def _output_tokens(model: ModelSpec) -> int:
+    return int(model.params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
+
+
+def _judge_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict[str, Any]]:
+    """Estimated judge calls: per ``llm-judge`` criterion, one per answer that is not cached
+    (its judgement is then new too); per pairwise comparison, two per pair of cells (both
+    orders). Repeats are cells of their own, so they count."""
+    from evalwh.engine.pairwise import _matches
+
+    config, models = prepared.config, prepared.plan.models
+    judges = {j.id: j for j in config.judges}
+    calls: dict[str, list[int]] = {}  # judge id -> [calls, input tokens]
+    for criterion in config.scorecard:
+        judge = criterion.options.get("judge") if criterion.type == "llm-judge" else None
+        if judge not in judges:
+            continue
+        for key, index, chars in zip(
+            prepared.hashes, prepared.models, prepared.prompt_chars, strict=True
+        ):
+            if key not in cache:
+                row = calls.setdefault(judge, [0, 0])
+                row[0] += 1
+                row[1] += chars // 4 + _output_tokens(models[index]) + JUDGE_OVERHEAD_TOKENS
+    by_cell = {
+        cell: (chars, models[index])
+        for cell, index, chars in zip(
+            prepared.cells, prepared.models, prepared.prompt_chars, strict=True
+        )
+    }
+    for comparison in config.pairwise:
+        base, cand = comparison.baseline, comparison.candidate
+        for (variant, model, case_id, repeat), (chars, spec) in by_cell.items():
+            if not _matches(base, variant, model):
+                continue
+            other = (cand.variant or variant, cand.model or model, case_id, repeat)
+            if other not in by_cell or other == (variant, model, case_id, repeat):
+                continue
+            answers = _output_tokens(spec) + _output_tokens(by_cell[other][1])
+            row = calls.setdefault(comparison.judge, [0, 0])
+            row[0] += 2
+            row[1] += 2 * (chars // 4 + answers + JUDGE_OVERHEAD_TOKENS)
+    out = []
+    for judge_id, (n, input_tokens) in calls.items():
+        model = judges[judge_id].model
+        output_tokens = n * _output_tokens(model)
+        price = model.price
+        out.append(
+            {
+                "model": f"{model.id} (judge {judge_id})",
+                "calls": n,
+                "cached": 0,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cost_usd": price.cost(input_tokens, output_tokens) if price else None,
+            }
+        )
+    return out
 
 
 def git_commit(folder: Path) -> str | None:
@@ -262,6 +351,7 @@ class Outcome:
     stats: EngineStats
     rows_written: int
     token: str | None = None  # the run's lease, still held until the export is in place
+    stop_reason: str | None = None  # why a `stopped` run sent nothing more (the cost cap)
 
 
 async def _drive(engine: Engine, writer: Any) -> EngineStats:
@@ -305,15 +395,19 @@ def execute(
     continue_run: str | None = None,
     replace_rows: bool = False,
     token: str | None = None,
+    max_cost: float | None = None,
 ) -> Outcome:
     """Execute the plan into a new run, or into ``continue_run`` (resume / retry errors),
     whose lease ``token`` the caller already holds (evalwh.warehouse.lease.claim).
 
     On success the run is left ``exporting`` (lease kept): the caller writes the export and
     then the final status. SIGINT/SIGTERM flush the answers, mark the run ``interrupted`` and
-    raise RunInterrupted.
+    raise RunInterrupted. ``max_cost`` is enforced on actual spend plus in-flight reservations
+    (evalwh.budget): when the next request would cross it nothing more is sent and the run
+    ends ``stopped``.
     """
     from evalwh import providers as registry
+    from evalwh.budget import Budget
     from evalwh.engine.records import RowSink
     from evalwh.engine.signals import RunInterrupted, stop_on_signals
     from evalwh.warehouse.lease import new_token
@@ -392,11 +486,12 @@ def execute(
             judges=judges,
             check_runner=_check_runner if any(c.check for c in plan.cases) else None,
             backpressure=lambda: writer.pending >= writer.max_pending,
+            budget=budget if budget.cap is not None else None,  # no cap: no bookkeeping
         )
         holder.append(engine)
         try:
             stats = await _drive(engine, writer)
-            if config.pairwise and not engine.stopping:
+            if config.pairwise and not engine.stopping and not budget.stopped:
                 rows = warehouse.query("pair_sides", run_id=run_id).to_pylist()
                 pairs = await judge_pairs(engine, config, run_id, rows)
                 await asyncio.to_thread(
@@ -409,6 +504,7 @@ def execute(
 
     holder: list[Engine] = []
     caught: list[str] = []
+    budget = Budget(max_cost)
 
     def stop() -> None:
         if holder:
@@ -423,7 +519,7 @@ def execute(
     status = "failed"
     try:
         stats = asyncio.run(guarded())
-        status = "interrupted" if caught else "exporting"
+        status = "interrupted" if caught else "stopped" if budget.stopped else "exporting"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
         caught.append(caught[0] if caught else "SIGINT")
@@ -441,6 +537,7 @@ def execute(
                 "errors": done.errors,
                 "judge_requests": done.judge_requests,
                 "rows": writer.rows_written,
+                **({"stop_reason": budget.reason} if budget.stopped else {}),
             },
         )
     if status == "interrupted":
@@ -451,7 +548,7 @@ def execute(
             run_id=run_id,
             signal_name=caught[0],
         )
-    return Outcome(run_id, status, stats, writer.rows_written, token)
+    return Outcome(run_id, status, stats, writer.rows_written, token, budget.reason)
 
 
 def _finish(

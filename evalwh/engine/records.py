@@ -7,7 +7,15 @@ from typing import Any
 
 from evalwh.config.model import ModelSpec
 from evalwh.engine.runner import CachedAnswer, CellResult
+from evalwh.secrets import redact
 from evalwh.warehouse.writer import RunWriter, to_json
+
+
+def _clean(text: str | None) -> str | None:
+    """An error as stored: redacted again here, whatever produced it (provider, scorer,
+    check), so the warehouse and everything read from it (Parquet, exports, --json, MCP)
+    never holds a known secret."""
+    return None if text is None else redact(text)
 
 
 class RowSink:
@@ -72,7 +80,7 @@ class RowSink:
                 human_label,
                 to_json(result.messages),
                 result.output,
-                result.error,
+                _clean(result.error),
                 result.error_kind,
                 result.latency_ms,
                 result.input_tokens,
@@ -106,7 +114,7 @@ class RowSink:
                     c.required,
                     None if details is None else to_json(details),
                     c.rationale,
-                    c.error,
+                    _clean(c.error),
                     c.judge_model,
                     c.raw_score,
                     c.cost_usd,

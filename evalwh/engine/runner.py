@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from evalwh.budget import Budget
 from evalwh.config.model import Case, ModelSpec
 from evalwh.engine.limits import DEAD_ENDPOINT_AFTER, MAX_RETRY_AFTER_S, RatePacer, backoff_s
 from evalwh.engine.plan import Plan, model_identity, request_hash
@@ -152,7 +153,12 @@ Remember = Callable[[str, ModelSpec, CachedAnswer], None]
 CheckRunner = Callable[[Case, str], Awaitable[CheckOutcome]]
 
 
+class BudgetStop(Exception):
+    """A cell's request was refused by the cost cap: the worker stops taking cells."""
+
+
 def error_text(error: ProviderError, redact: Callable[[str], str]) -> str:
+    """The stored text of a failed request (``redact`` is :func:`evalwh.secrets.redact`)."""
     message = str(error)
     if error.status and str(error.status) not in message:
         message = f"HTTP {error.status}: {message}"
@@ -191,6 +197,7 @@ class Engine:
         judges: Mapping[str, JudgeRuntime] | None = None,
         check_runner: CheckRunner | None = None,
         backpressure: Callable[[], bool] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.plan = plan
         self.endpoints = endpoints
@@ -205,6 +212,7 @@ class Engine:
         self.check_runner = check_runner
         # True while the sink holds as many rows as it may: workers wait for a flush.
         self.backpressure = backpressure
+        self.budget = budget  # the cost cap, enforced before every request (evalwh.budget)
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
         self.stopping = False  # set on SIGINT/SIGTERM: finish the cells in flight, start none
@@ -234,7 +242,12 @@ class Engine:
         for count, (variant, case, repeat) in enumerate(cells, start=1):
             if self.stopping:
                 return
-            result = await cell(endpoint, variant, case, repeat)
+            if self.budget is not None and self.budget.stopped:
+                return  # nothing more is sent; the run is stored as stopped
+            try:
+                result = await cell(endpoint, variant, case, repeat)
+            except BudgetStop:
+                return
             stats.done += 1
             sink(result)
             if full is not None and full():
@@ -252,13 +265,39 @@ class Engine:
         repeat: int = 0,
         attachments: str = "",
     ) -> Call:
-        """One request through the cache, the limits and the retries. Never raises."""
+        """One request through the cache, the cost cap, the limits and the retries. Never
+        raises; a request the cap refuses is a Call whose error has kind ``budget``."""
         model = endpoint.model
         key = request_hash(endpoint.identity, messages, repeat, attachments)
         hit = self.cache.get(key)
         if hit is not None:
             self.stats.cache_hits += 1
             return Call(key, hit, None, True, 0)
+        budget = self.budget
+        if budget is None:
+            return await self._send(endpoint, messages, case, variant, repeat, key)
+        chars = sum(len(p.get("text", "")) for m in messages for p in m["content"])
+        amount = budget.reservation(model, chars)
+        if not budget.reserve(amount):
+            error = ProviderError(f"not sent: {budget.reason}", retryable=False, kind="budget")
+            return Call(key, None, error, False, 0)
+        call = None
+        try:
+            call = await self._send(endpoint, messages, case, variant, repeat, key)
+            return call
+        finally:
+            budget.settle(amount, call.cost(model) if call is not None else None, model)
+
+    async def _send(
+        self,
+        endpoint: Endpoint,
+        messages: Rendered,
+        case: Case,
+        variant: str,
+        repeat: int,
+        key: str,
+    ) -> Call:
+        model = endpoint.model
         request = Request(model=model, messages=messages, case=case, variant=variant, repeat=repeat)
         attempt = 0
         began = time.monotonic()
@@ -354,6 +393,8 @@ class Engine:
         }
         if call.answer is None:
             assert call.error is not None
+            if call.error.kind == "budget":
+                raise BudgetStop(call.error)  # the cap is reached: this cell is not stored
             self.stats.errors += 1
             text = error_text(call.error, self.redact)
             return CellResult(

@@ -8,6 +8,12 @@ error as data (``{"error": ..., "message": ...}``; a cost refusal adds ``"refuse
 
 This module deliberately has no ``from __future__ import annotations``: the SDK reads the
 tool signatures (their types import lazily inside :func:`build_server`) to build schemas.
+:func:`strict_arguments` then makes every input schema strict: unknown arguments are refused
+(``additionalProperties: false``) and values are not coerced (``"5"`` is not an integer).
+
+Configs are loaded through :meth:`evalwh.briefs.Agent.load` (evalwh.confinement): every file
+inside the root, and python scorers, the command provider and exec checks only when the
+server was started with ``--allow-code``, which the tool descriptions state.
 """
 
 import json
@@ -280,10 +286,45 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
         more rows were left (add LIMIT/OFFSET or aggregate)."""
         return answer(lambda: briefs.query(agent, sql, limit))
 
+    code = (
+        "This server was started with --allow-code: python scorers, the command provider and "
+        "exec checks run."
+        if agent.allow_code
+        else "Python scorers, the command provider and exec checks are refused: this server "
+        "was not started with --allow-code."
+    )
+    for tool in server._tool_manager.list_tools():  # the SDK has no public way to edit one
+        if tool.name in CONFIG_TOOLS:
+            tool.description = f"{tool.description.rstrip()}\n\nEvery file the config names must lie inside the server's root. {code}"
+    strict_arguments(server)
     return server
 
 
-def serve(output_dir: str | Path | None = None) -> None:
+CONFIG_TOOLS = ("run_eval", "render_prompt")
+
+
+def strict_arguments(server: "MCPServer[Any]") -> None:
+    """Every tool refuses unknown arguments and coerces nothing ("5" is no integer): its
+    argument model forbids extras and validates strictly, and its published input schema
+    says ``additionalProperties: false``."""
+    from pydantic import ConfigDict
+
+    for tool in server._tool_manager.list_tools():
+        base = tool.fn_metadata.arg_model
+        strict = type(
+            base.__name__,
+            (base,),
+            {
+                "model_config": ConfigDict(
+                    **{**base.model_config, "extra": "forbid", "strict": True}
+                )
+            },
+        )
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
+
+
+def serve(output_dir: str | Path | None = None, *, allow_code: bool = False) -> None:
     """Serve the tools over stdio until the client closes the connection.
 
     The server works in its root (EVALWH_MCP_ROOT, default: the working folder), as if
@@ -295,7 +336,7 @@ def serve(output_dir: str | Path | None = None) -> None:
 
     if output_dir is not None:
         output_dir = Path(output_dir).expanduser().resolve()
-    agent = briefs.Agent.from_env(output_dir)
+    agent = briefs.Agent.from_env(output_dir, allow_code=allow_code)
     os.chdir(agent.root)
     agent.cwd = agent.root
     build_server(agent).run("stdio")

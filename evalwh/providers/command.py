@@ -19,7 +19,13 @@ children) and is a retryable timeout.
 
 The program runs in the config file's folder, so a relative path such as ``./agent.py`` or
 ``python agent.py`` resolves next to ``eval.yaml`` wherever evalwh is started; a bare name is
-looked up on ``PATH``. It inherits the environment, API keys included.
+looked up on ``PATH``. It gets the environment *without secrets*, exactly as exec checks do
+(:func:`evalwh.checks.check_environment`); a program that needs a key names it on purpose::
+
+    pass_env: [OPENAI_API_KEY]       # these variables are passed as they are
+
+Everything the program prints that evalwh stores (its answer, stderr in an error) goes
+through :func:`evalwh.secrets.sanitize`: known secrets and key shapes become ``***``.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from typing import Any
 from evalwh.config.model import ModelSpec
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Completion, ProviderError, Request
-from evalwh.secrets import redact
+from evalwh.secrets import redact, sanitize
 
 STDERR_TAIL = 500
 
@@ -61,6 +67,19 @@ class CommandProvider:
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
         self.argv = _argv(spec.options.get("command"))
+        self._env: dict[str, str] | None = None
+
+    def environment(self) -> dict[str, str]:
+        """The program's environment: the caller's without secrets, plus ``pass_env``."""
+        if self._env is None:
+            from evalwh.checks import check_environment
+
+            env, _dropped = check_environment()
+            for name in self.spec.options.get("pass_env") or ():
+                if name in os.environ:
+                    env[name] = os.environ[name]
+            self._env = env
+        return self._env
 
     @classmethod
     def check(cls, spec: ModelSpec, file: str | None = None) -> None:
@@ -106,6 +125,7 @@ class CommandProvider:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self.spec.root,  # the config's folder: `python agent.py` finds agent.py there
+                env=self.environment(),
                 start_new_session=posix,  # its own process group, so a kill reaches children
             )
         except FileNotFoundError:
@@ -131,7 +151,9 @@ class CommandProvider:
             if proc.returncode is None:  # cancelled (or timed out): never leave it running
                 await _kill(proc, posix)
         if proc.returncode != 0:
-            tail = stderr.decode("utf-8", errors="replace").strip()[-STDERR_TAIL:]
+            tail = sanitize(
+                stderr.decode("utf-8", errors="replace").strip(), STDERR_TAIL, tail=True
+            )
             code = proc.returncode
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise self._fail(
@@ -139,7 +161,7 @@ class CommandProvider:
                 retryable=False,
                 kind="exit",
             )
-        return self._parse(stdout.decode("utf-8", errors="replace"))
+        return self._parse(sanitize(stdout.decode("utf-8", errors="replace")))
 
     def _parse(self, out: str) -> Completion:
         stripped = out.strip()

@@ -45,21 +45,19 @@ from evalwh import __version__ as _evalwh_version
 from evalwh.config.model import ModelSpec
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Completion, ProviderError, Request
-from evalwh.secrets import get_secret, key_shape, redact
+from evalwh.secrets import SECRET_REF, get_secret, key_shape, redact, sanitize
 
 DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)
-EXCERPT_CHARS = 200
-SECRET_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+EXCERPT_CHARS = 200  # of a body that is not the API's error JSON
+DETAIL_CHARS = 1000  # of the provider's own error message
 PARAM_KEYS = ("temperature", "max_tokens", "top_p", "stop", "system", "extra")
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """A short, single-line, redacted excerpt of a response body."""
+    """A short, single-line excerpt of a response body: redacted first, then cut."""
     flat = " ".join(text.split())
-    if len(flat) > limit:
-        flat = flat[:limit] + "..."
-    return redact(flat) if flat else "(empty body)"
+    return sanitize(flat, limit) if flat else "(empty body)"
 
 
 def parse_retry_after(headers: httpx.Headers | dict[str, str]) -> float | None:
@@ -252,7 +250,7 @@ class HttpProvider:
             for key in ("message", "detail"):
                 if data.get(key):
                     value = data[key]
-                    return value if isinstance(value, str) else json.dumps(value)[:EXCERPT_CHARS]
+                    return value if isinstance(value, str) else excerpt(json.dumps(value))
         return None
 
     # ---- plumbing ---------------------------------------------------------------------------
@@ -371,9 +369,7 @@ class HttpProvider:
             detail = self.error_detail(json.loads(text))
         except ValueError:
             detail = None
-        detail = detail or excerpt(text)
-        if len(detail) > 1000:
-            detail = detail[:1000] + "..."
+        detail = sanitize(detail, DETAIL_CHARS, extra=self._secrets) if detail else excerpt(text)
         if status == 429:
             retryable, kind = True, "rate_limit"
         elif status in (408, 409) or status >= 500:

@@ -156,8 +156,14 @@ class MockProvider:
             "model": request.model.id,
             "prompt": prompt,
         }
+        from jinja2.exceptions import SecurityError
+
         try:
             text = template.render(context)
+        except SecurityError as exc:  # an attribute name computed from data; nothing ran
+            raise ProviderError(
+                f"mock: reply template sandbox violation: {exc}", kind="provider"
+            ) from None
         except Exception as exc:
             raise ProviderError(f"mock: reply template failed: {exc}", kind="provider") from None
         return Completion(text=text, input_tokens=_tokens(prompt), output_tokens=_tokens(text))

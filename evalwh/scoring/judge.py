@@ -78,9 +78,9 @@ class JudgePrompts:
         self.pairwise = self._compile(custom or messages_from_config(PAIRWISE_MESSAGES), file)
 
     def _compile(self, messages: tuple[Message, ...], file: str) -> CompiledVariant:
-        where = f"{self.judge.where}.messages" if self.judge.messages else self.judge.where
+        # CompiledVariant names a part `<where>.messages[i].content[j]`: judges[0].messages[1]...
         return CompiledVariant(
-            Variant(id=self.judge.id, messages=messages, source=file, where=where)
+            Variant(id=self.judge.id, messages=messages, source=file, where=self.judge.where)
         )
 
     def _context(self, case: Case, input_text: str, **extra: Any) -> Case:

@@ -1,0 +1,213 @@
+"""What a config may reach when an untrusted caller (an MCP client) hands it to evalwh.
+
+The config author is trusted to run code on their own machine; an agent is not. Under
+``evalwh mcp`` every path a config names must resolve (symlinks followed) inside the
+server's root, and the features that run code are refused unless the server was started
+with ``--allow-code``::
+
+    found = violations(load_config(path), root, allow_code=False)
+    # [Violation(key="scorecard[0].function", path="scorers.py", why="runs code ...")]
+
+The check runs twice: :func:`raw_violations` on the parsed YAML before any file it names is
+read (so a refused file is never opened and no error can quote it), then
+:func:`violations` on the loaded config, which adds what the files brought in (attachments
+of prompt files, exec checks of case files). :func:`load_confined` does both and raises a
+:class:`ConfinementError` (exit 2) listing every refusal with its key and path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalwh.errors import UsageError
+
+ALLOW_CODE_FLAG = "--allow-code"
+CODE_SCORERS = {"python": "function", "semantic": "embedder"}  # type -> option naming code
+
+
+@dataclass(frozen=True)
+class Violation:
+    key: str  # where in the config, e.g. cases[0].file
+    path: str  # the value as written
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.path!r} {self.why}"
+
+
+class ConfinementError(UsageError):
+    """A config that reaches outside the root, or runs code without ``--allow-code``."""
+
+    def __init__(self, config: Path, found: list[Violation]) -> None:
+        self.config = config
+        self.violations = found
+        lines = "\n".join(f"  - {v}" for v in found)
+        super().__init__(
+            f"{config}: refused, this server does not reach these:\n{lines}\n"
+            f"  fix: keep every file inside the server's root; code-running features need a "
+            f"server started with `evalwh mcp {ALLOW_CODE_FLAG}` (docs/security.md)"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **super().to_dict(),
+            "violations": [{"key": v.key, "path": v.path, "why": v.why} for v in self.violations],
+        }
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _parts_paths(messages: Any, key: str) -> Iterator[tuple[str, str]]:
+    for i, message in enumerate(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            if isinstance(part, Mapping) and isinstance(part.get("path"), str):
+                yield f"{key}[{i}].content[{j}].path", part["path"]
+
+
+def _command_paths(command: Any, key: str) -> Iterator[tuple[str, str]]:
+    """Arguments of a command that name files: anything with a path separator or a dot
+    suffix (``./agent.py``, ``/bin/sh``, ``agent.py``); a bare program name is looked up on
+    PATH and is not a file of the config."""
+    import shlex
+
+    argv = shlex.split(command) if isinstance(command, str) else command
+    for i, arg in enumerate(argv if isinstance(argv, list) else []):
+        if isinstance(arg, str) and ("/" in arg or "\\" in arg or Path(arg).suffix):
+            yield f"{key}[{i}]", arg
+
+
+def _model_paths(model: Any, key: str) -> Iterator[tuple[str, str]]:
+    if isinstance(model, Mapping) and model.get("command") is not None:
+        yield from _command_paths(model["command"], f"{key}.command")
+
+
+def _function_file(spec: Any) -> str | None:
+    """The file of a ``path/to/file.py:function`` spec (None for ``module:function``)."""
+    if not isinstance(spec, str) or ":" not in spec:
+        return None
+    target = spec.rpartition(":")[0]
+    return target if target.endswith(".py") or "/" in target or "\\" in target else None
+
+
+def referenced_paths(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(key, path as written) for every file a parsed config names directly."""
+    found: list[tuple[str, str]] = []
+    settings = data.get("settings") or {}
+    for name in ("output_dir", "warehouse"):
+        if isinstance(settings, Mapping) and isinstance(settings.get(name), str):
+            found.append((f"settings.{name}", settings[name]))
+    for i, model in enumerate(data.get("models") or []):
+        found += _model_paths(model, f"models[{i}]")
+    for i, variant in enumerate(data.get("variants") or []):
+        if isinstance(variant, Mapping):
+            if isinstance(variant.get("prompt"), str):
+                found.append((f"variants[{i}].prompt", variant["prompt"]))
+            found += _parts_paths(variant.get("messages"), f"variants[{i}].messages")
+    for i, source in enumerate(data.get("cases") or []):
+        if isinstance(source, Mapping) and isinstance(source.get("file"), str):
+            found.append((f"cases[{i}].file", source["file"]))
+    for i, criterion in enumerate(data.get("scorecard") or []):
+        if not isinstance(criterion, Mapping):
+            continue
+        for option in ("function", "embedder"):
+            file = _function_file(criterion.get(option))
+            if file is not None:
+                found.append((f"scorecard[{i}].{option}", file))
+        if isinstance(criterion.get("schema_file"), str):
+            found.append((f"scorecard[{i}].schema_file", criterion["schema_file"]))
+    for i, judge in enumerate(data.get("judges") or []):
+        if isinstance(judge, Mapping):
+            found += _model_paths(judge.get("model"), f"judges[{i}].model")
+            found += _parts_paths(judge.get("messages"), f"judges[{i}].messages")
+    return found
+
+
+def _outside(found: list[tuple[str, str]], folder: Path, root: Path) -> list[Violation]:
+    out = []
+    for key, written in found:
+        resolved = (folder / Path(written).expanduser()).resolve()
+        if not _inside(resolved, root):
+            out.append(Violation(key, written, f"resolves to {resolved}, outside the root {root}"))
+    return out
+
+
+def _code(data: Mapping[str, Any], cases: list[Any]) -> list[Violation]:
+    why = f"runs code; refused without {ALLOW_CODE_FLAG}"
+    out = []
+    for i, model in enumerate(data.get("models") or []):
+        if isinstance(model, Mapping) and model.get("provider") == "command":
+            out.append(Violation(f"models[{i}].provider", "command", why))
+    for i, judge in enumerate(data.get("judges") or []):
+        model = judge.get("model") if isinstance(judge, Mapping) else None
+        if isinstance(model, Mapping) and model.get("provider") == "command":
+            out.append(Violation(f"judges[{i}].model.provider", "command", why))
+    for i, criterion in enumerate(data.get("scorecard") or []):
+        if isinstance(criterion, Mapping) and criterion.get("type") in CODE_SCORERS:
+            option = CODE_SCORERS[criterion["type"]]
+            out.append(Violation(f"scorecard[{i}].{option}", str(criterion.get(option)), why))
+    for case in cases:  # inline or from a case file: known once the config is loaded
+        if case.check is not None:
+            out.append(Violation(f"{case.source} check", "exec check", why))
+    return out
+
+
+def raw_violations(
+    data: Mapping[str, Any], config_path: Path, root: Path, *, allow_code: bool
+) -> list[Violation]:
+    """Refusals found in a parsed config before any file it names is read."""
+    found = _outside(referenced_paths(data), config_path.parent, root)
+    return found + ([] if allow_code else _code(data, []))
+
+
+def violations(config: Any, root: Path, *, allow_code: bool) -> list[Violation]:
+    """Every refusal for a loaded config (an :class:`~evalwh.config.model.EvalConfig`):
+    paths outside ``root``, attachments of prompt files, and code-running features when
+    ``allow_code`` is false. An empty list: the config stays inside."""
+    root = root.resolve()
+    found = _outside(referenced_paths(config.raw), config.root, root)
+    attachments = []
+    for variant in config.variants:
+        for i, message in enumerate(variant.messages):
+            for j, part in enumerate(message.content):
+                if part.path is not None:
+                    key = f"{variant.where}.messages[{i}].content[{j}].path"
+                    attachments.append((key, part.path))
+    known = {(v.key, v.path) for v in found}
+    found += [v for v in _outside(attachments, config.root, root) if (v.key, v.path) not in known]
+    if not _inside(config.path.resolve(), root):
+        found.append(Violation("config_path", str(config.path), f"is outside the root {root}"))
+    return found + ([] if allow_code else _code(config.raw, list(config.cases)))
+
+
+def load_confined(path: Path, root: Path, *, allow_code: bool) -> Any:
+    """Load the config at ``path`` for an untrusted caller: refuse before reading any file
+    outside ``root`` or loading code without ``allow_code``; raise ConfinementError."""
+    from evalwh.config.loader import DEFAULT_CONFIG, build_config
+    from evalwh.config.yamlpos import load_yaml
+    from evalwh.errors import ConfigError
+
+    root = root.resolve()
+    path = path / DEFAULT_CONFIG if path.is_dir() else path
+    if not path.is_file():
+        raise ConfigError("config file not found", file=str(path), fix="pass an eval.yaml")
+    path = path.resolve()
+    data, node = load_yaml(path)
+    if isinstance(data, Mapping):
+        found = raw_violations(data, path, root, allow_code=allow_code)
+        if found:
+            raise ConfinementError(path, found)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "the config must be a YAML mapping", file=str(path), fix="start with `models:`"
+        )
+    config = build_config(data, path, node)
+    found = violations(config, root, allow_code=allow_code)
+    if found:
+        raise ConfinementError(path, found)
+    return config
