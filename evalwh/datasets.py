@@ -54,6 +54,13 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
                 continue
             try:
                 row = json.loads(line)
+            except RecursionError:
+                raise ConfigError(
+                    "JSON nested too deeply",
+                    file=str(path),
+                    line=n,
+                    fix="flatten the line's data to at most 200 levels",
+                ) from None
             except json.JSONDecodeError as exc:
                 raise ConfigError(
                     f"invalid JSON: {exc.msg}",
@@ -78,7 +85,11 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Row]]:
     try:
         table = pq.read_table(path)
     except Exception as exc:
-        raise ConfigError(f"cannot read Parquet: {exc}", file=str(path)) from None
+        raise ConfigError(
+            f"cannot read Parquet: {exc}",
+            file=str(path),
+            fix="write a real Parquet file (e.g. polars' write_parquet), or use CSV/JSONL",
+        ) from None
     yield from enumerate(table.to_pylist(), start=1)
 
 
@@ -96,7 +107,32 @@ def _case_id(value: Any) -> str:
     return str(value)
 
 
-def inline_case(raw: dict[str, Any], source: str) -> Case:
+def inline_case(
+    raw: dict[str, Any], source: str, *, file: str | None = None, line: int | None = None
+) -> Case:
+    """A case from a mapping with ``id``, ``vars``, ``expected``, ``metadata`` ...
+
+    ``file``/``line`` name where it came from, for errors on a case file's row.
+    """
+    for key in ("vars", "metadata"):
+        value = raw.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(
+                f"'{key}' must be a mapping of names to values, got {type(value).__name__} "
+                f"{str(value)[:40]!r}",
+                file=file,
+                where=None if file else source,
+                line=line,
+                fix=f'write "{key}": {{"name": value, ...}}',
+            )
+    if isinstance(raw.get("id"), (dict, list)):
+        raise ConfigError(
+            "'id' must be a string or a number",
+            file=file,
+            where=None if file else source,
+            line=line,
+            fix='write "id": "a-unique-name"',
+        )
     return Case(
         id=_case_id(raw["id"]),
         vars=dict(raw.get("vars") or {}),
@@ -106,6 +142,36 @@ def inline_case(raw: dict[str, Any], source: str) -> Case:
         source=source,
         check=raw.get("check"),
     )
+
+
+def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
+    """The rows of a case file; bytes that are not UTF-8 and lone surrogates are errors."""
+    from evalwh.config.yamlpos import find_surrogate, format_path
+
+    try:
+        for n, row in READERS[fmt](path):
+            bad = find_surrogate(row)
+            if bad is not None:
+                raise ConfigError(
+                    "a value holds a lone surrogate (an escape such as \\ud800), which is not text",
+                    file=str(path),
+                    line=n if fmt != "parquet" else None,
+                    where=format_path(list(bad)) if fmt != "parquet" else f"row {n}",
+                    fix="remove the escape or write the character it should stand for",
+                )
+            yield n, row
+    except UnicodeDecodeError as exc:
+        raw, line = path.read_bytes(), None
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as whole:  # the place in the whole file, not in a chunk
+            line = raw[: whole.start].count(b"\n") + 1
+        raise ConfigError(
+            f"not UTF-8 text ({exc.reason})",
+            file=str(path),
+            line=line,
+            fix="save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 in.csv > out.csv`)",
+        ) from None
 
 
 def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
@@ -137,12 +203,12 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
     }
     cases: list[Case] = []
     checked = False
-    for n, row in READERS[fmt](path):
+    for n, row in _rows(fmt, path):
         source = f"{path.name}:{n}" if fmt != "parquet" else f"{path.name} row {n}"
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
-            cases.append(inline_case(row, source))
+            cases.append(inline_case(row, source, file=str(path), line=n))
             continue
         if not checked:
             _check_columns(row, path, declared, meta_cols, var_cols)
@@ -162,6 +228,12 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         )
         if spec.get("limit") and len(cases) >= spec["limit"]:
             break
+    if not cases:
+        raise ConfigError(
+            "the file holds no cases (a header only, or empty)",
+            file=str(path),
+            fix=f"add rows to the file, or remove it from {where} in {config_file}",
+        )
     return cases
 
 
