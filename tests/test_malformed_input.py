@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import alias_bomb
 from tests.inprocess import evalwh_inprocess
 
 BASE = """name: malformed
@@ -40,15 +41,6 @@ def with_cases(spec: str) -> str:
     return BASE.replace("  - id: c1\n    vars: {q: hi}\n    expected: hi\n", spec)
 
 
-def bomb() -> str:
-    lines = ['  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    previous = "a"
-    for name in "bcdefghi":
-        lines.append(f"  {name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
-        previous = name
-    return "\n".join(lines)
-
-
 CSV_SPEC = "  - file: cases.csv\n"
 JSONL_SPEC = "  - file: cases.jsonl\n"
 GARBAGE = b"this is not a DuckDB file " * 200
@@ -62,7 +54,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...], tuple[str, ...]]] = [
     ),
     (
         "yaml-alias-bomb",
-        {"eval.yaml": BASE + "description:\n" + bomb()},
+        {"eval.yaml": BASE + "description:\n" + alias_bomb("  ")},
         RUN,
         ("eval.yaml:", "aliases expand"),
     ),
@@ -390,7 +382,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...], tuple[str, ...]]] = [
         "secrets-file-alias-bomb",
         {
             "eval.yaml": BASE.replace("provider: mock", "provider: openai\n    model: gpt-4o-mini"),
-            ".evalwh.secrets.yaml": "x:\n" + bomb() + "\n",
+            ".evalwh.secrets.yaml": "x:\n" + alias_bomb("  ") + "\n",
         },
         RUN,
         (".evalwh.secrets.yaml:", "aliases expand"),

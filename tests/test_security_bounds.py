@@ -22,7 +22,7 @@ import pytest
 
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError, UsageError
-from tests.conftest import write
+from tests.conftest import alias_bomb, write
 from tests.inprocess import evalwh_inprocess
 
 HUGE = "SELECT count(*) FROM range(1000000000000)"  # range(1e12): DuckDB wants an integer
@@ -208,17 +208,8 @@ SCORER_EXIT = """  - name: exits
 
 
 # -- YAML ---------------------------------------------------------------------------------
-def alias_bomb() -> str:
-    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    previous = "a"
-    for name in "bcdefghi":
-        lines.append(f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
-        previous = name
-    return "\n".join(lines)
-
-
 def test_yaml_alias_bomb_in_case_vars_fails_fast(capsys, tmp_path: Path):
-    bomb = "\n".join("      " + line for line in alias_bomb().splitlines())
+    bomb = alias_bomb("      ")
     text = base_config().replace("    vars: {q: hi}", "    vars:\n      q: hi\n" + bomb)
     config = write(tmp_path / "eval.yaml", text)
     assert len(text) < 10_000
