@@ -289,12 +289,15 @@ def test_run_output_neutralises_escape_sequences(capsys, tmp_path: Path):
     assert "\\x1b[2J" in out  # the suite name in the title, escaped
 
 
-def test_rich_markup_in_model_output_prints_literally(capsys, hostile_runs: Path):
-    code, out, _ = evalwh_inprocess(
-        capsys, "show", "latest", "--case", "c1", "-o", str(hostile_runs)
-    )
-    assert code == 0
-    assert "[bold]x" in out
+def test_rich_markup_in_model_output_label_and_suite_prints_literally(capsys, tmp_path: Path):
+    config = write(tmp_path / "eval.yaml", base_config("[bold]suite", "[blink]out[/blink]"))
+    out_dir = str(tmp_path / "o")
+    label = "[red]tag[/red]"
+    assert evalwh_inprocess(capsys, "run", str(config), "-o", out_dir, "--label", label)[0] < 2
+    code, listed, _ = evalwh_inprocess(capsys, "list", "-o", out_dir)
+    assert code == 0 and "[red]tag[/red]" in listed and "[bold]suite" in listed
+    code, shown, _ = evalwh_inprocess(capsys, "show", "latest", "--case", "c1", "-o", out_dir)
+    assert code == 0 and "[blink]out[/blink]" in shown
 
 
 def test_junit_export_with_control_characters_parses(capsys, hostile_runs: Path):
