@@ -348,3 +348,15 @@ def test_csv_export_option_keeps_formulas(capsys, tmp_path: Path):
     )
     assert code == 0
     assert next(iter(csv.DictReader(io.StringIO(kept))))["output"] == formula
+
+
+def test_log_lines_neutralise_escape_sequences(capsys):
+    import logging
+
+    from evalwh.cli.state import configure_logging
+
+    configure_logging()
+    logging.getLogger("evalwh.test").warning("reply: %s", f"x{CLEAR}{OSC52}")
+    err = capsys.readouterr().err
+    _no_raw_controls(err)
+    assert "reply: x\\x1b[2J" in err

@@ -109,9 +109,19 @@ def configure_logging() -> None:
         if STATE.verbose == 0
         else (logging.INFO if STATE.verbose == 1 else logging.DEBUG)
     )
-    logging.basicConfig(
-        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_SafeFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+class _SafeFormatter(logging.Formatter):
+    """Log lines (which may quote provider replies or case data) with control characters
+    shown escaped, like everything else evalwh prints."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from evalwh.textsafe import terminal_safe
+
+        return terminal_safe(super().format(record))
 
 
 def no_color() -> bool:
