@@ -360,3 +360,16 @@ def test_log_lines_neutralise_escape_sequences(capsys):
     err = capsys.readouterr().err
     _no_raw_controls(err)
     assert "reply: x\\x1b[2J" in err
+
+
+def test_python_scorer_exiting_at_import_is_a_config_error(tmp_path: Path):
+    from evalwh.scoring import build_scorer
+
+    write(
+        tmp_path / "attack.py", "import sys\nsys.exit(3)\n\ndef fn(output, case):\n    return 1\n"
+    )
+    crit = Criterion(name="c", type="python", options={"function": "attack.py:fn"}, where="sc[0]")
+    with pytest.raises(ConfigError) as info:
+        build_scorer(crit, tmp_path, "eval.yaml")
+    assert "could not start" in info.value.message and "SystemExit" in info.value.message
+    assert info.value.where == "sc[0].function" and info.value.fix

@@ -83,8 +83,12 @@ class ScorerWorker:
             raise ConfigError(reply[1], **reply[2])
         if reply[0] != "loaded":
             self.close()
+            why = {
+                "timeout": f"importing it took longer than {LOAD_TIMEOUT_S:g} s",
+                "exited": f"the worker exited while importing it (code {reply[1]})",
+            }.get(reply[0], str(reply[1]))
             raise ConfigError(
-                f"the python scorer '{self.name}' could not start: {reply[1]}",
+                f"the python scorer '{self.name}' could not start: {why}",
                 file=self.file,
                 where=f"{self.criterion.where}.function",
                 fix="run the scorer file with python to see the error, and fix it",
