@@ -16,6 +16,7 @@ stdout is moved to stderr, so a ``print`` in a scorer cannot corrupt evalwh's ``
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import pickle
@@ -24,6 +25,7 @@ import struct
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,6 +36,15 @@ from evalwh.scoring.base import ScoreResult
 DEFAULT_TIMEOUT_S = 30.0
 LOAD_TIMEOUT_S = 60.0  # importing the module (a slow import, a model load) at startup
 _HEADER = struct.Struct(">I")
+_LIVE: weakref.WeakSet[ScorerWorker] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Stop every worker before the interpreter shuts down (their reader threads end too)."""
+    for worker in list(_LIVE):
+        with contextlib.suppress(Exception):
+            worker.close()
 
 
 def _send(stream: IO[bytes], message: Any) -> None:
@@ -74,6 +85,7 @@ class ScorerWorker:
             cwd=None,
         )
         self._proc, self._replies = proc, queue.Queue()
+        _LIVE.add(self)
         threading.Thread(
             target=self._read, args=(proc, self._replies), daemon=True, name="scorer-reader"
         ).start()
@@ -161,10 +173,11 @@ class ScorerWorker:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        # stdout is left to its reader thread, which sees EOF now and ends (closing it here
+        # while that thread reads would abort the interpreter at shutdown)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown
