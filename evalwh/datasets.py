@@ -23,28 +23,62 @@ Row = dict[str, Any]
 RowReader = Callable[[Path], Iterator[tuple[int, Row]]]  # yields (line or row number, row)
 
 
+CSV_FIELD_LIMIT = 64 * 1024 * 1024  # one cell may hold a long document, not a whole disk
+
+
 def _read_csv(path: Path) -> Iterator[tuple[int, Row]]:
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
     with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames is None:
-            raise ConfigError("the CSV file is empty", file=str(path), fix="add a header row")
-        dupes = {c for c in reader.fieldnames if reader.fieldnames.count(c) > 1}
-        if dupes:
+        reader = csv.DictReader(fh, strict=True)
+        try:
+            yield from _csv_rows(reader, path)
+        except csv.Error as exc:
             raise ConfigError(
-                f"duplicate column(s) {', '.join(sorted(dupes))}",
+                f"malformed CSV: {exc}",
                 file=str(path),
-                line=1,
-                fix="give every column a unique name",
+                line=reader.line_num + 1,  # the record that failed starts after those read
+                fix='quote a value that holds commas, quotes or newlines ("..."), doubling '
+                'any quote inside it ("")',
+            ) from None
+
+
+def _csv_rows(reader: csv.DictReader[str], path: Path) -> Iterator[tuple[int, Row]]:
+    if reader.fieldnames is None:
+        raise ConfigError("the CSV file is empty", file=str(path), fix="add a header row")
+    dupes = {c for c in reader.fieldnames if reader.fieldnames.count(c) > 1}
+    if dupes:
+        raise ConfigError(
+            f"duplicate column(s) {', '.join(sorted(dupes))}",
+            file=str(path),
+            line=1,
+            fix="give every column a unique name",
+        )
+    for row in reader:
+        if None in row:
+            raise ConfigError(
+                f"row has more fields than the header ({len(reader.fieldnames)} columns)",
+                file=str(path),
+                line=reader.line_num,
+                fix="quote values that contain commas, or add the missing header",
             )
-        for row in reader:
-            if None in row:
-                raise ConfigError(
-                    f"row has more fields than the header ({len(reader.fieldnames)} columns)",
-                    file=str(path),
-                    line=reader.line_num,
-                    fix="quote values that contain commas, or add the missing header",
-                )
-            yield reader.line_num, dict(row)
+        yield reader.line_num, dict(row)
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice (``json.loads`` would keep the last)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(key)
+        out[key] = value
+    return out
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
@@ -53,7 +87,14 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line, object_pairs_hook=_unique_keys)
+            except DuplicateKeyError as exc:
+                raise ConfigError(
+                    f"duplicate key '{exc.key}' in a JSON object",
+                    file=str(path),
+                    line=n,
+                    fix="remove one of the two keys: JSON readers keep only one",
+                ) from None
             except RecursionError:
                 raise ConfigError(
                     "JSON nested too deeply",

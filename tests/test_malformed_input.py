@@ -237,7 +237,28 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...], tuple[str, ...]]] = [
         RUN,
         ("eval.yaml", "duplicate case id 'c1'", "cases.csv:3"),
     ),
+    (
+        "csv-unclosed-quote",
+        {"eval.yaml": with_cases(CSV_SPEC), "cases.csv": 'id,q\nc1,"unclosed\n'},
+        RUN,
+        ("cases.csv:2", "malformed CSV"),
+    ),
+    (
+        "csv-text-after-closing-quote",
+        {"eval.yaml": with_cases(CSV_SPEC), "cases.csv": 'id,q\nc1,"a"b\n'},
+        RUN,
+        ("cases.csv:2", "malformed CSV"),
+    ),
     # -- JSONL case files
+    (
+        "jsonl-duplicate-key",
+        {
+            "eval.yaml": with_cases(JSONL_SPEC),
+            "cases.jsonl": '{"id": "c1", "q": "a"}\n{"id": "c2", "q": "a", "q": "b"}\n',
+        },
+        RUN,
+        ("cases.jsonl:2", "duplicate key 'q'"),
+    ),
     (
         "jsonl-vars-a-string",
         {"eval.yaml": with_cases(JSONL_SPEC), "cases.jsonl": '{"id": "c1", "vars": "hi"}\n'},
@@ -468,3 +489,15 @@ def test_malformed_input_errors_carry_a_fix_line(capsys, isolated: Path, monkeyp
         assert code == 2 and "fix:" in err, f"{name}: {err}"
     assert json.dumps(sorted(wanted))  # all ten ran (names exist in the table)
     assert wanted <= {c[0] for c in CASES}
+
+
+def test_a_long_csv_cell_is_not_malformed(capsys, isolated: Path, monkeypatch):
+    """Past the csv module's 128 KB default field limit (a long document as a case var)."""
+    long = "x" * 300_000
+    _place(
+        {"eval.yaml": with_cases(CSV_SPEC), "cases.csv": f"id,q\nc1,{long}\n"},
+        isolated,
+        monkeypatch,
+    )
+    code, _, err = evalwh_inprocess(capsys, "validate", "eval.yaml")
+    assert code == 0, err
