@@ -1,5 +1,5 @@
 """Malformed input, table-driven: each case exits 2 with a message that names the file and the
-place inside it (key or line) and a fix, and writes no warehouse (issue 10, item 7).
+place inside it (key or line) and a `fix:` line, and writes no warehouse (issue 10, item 7).
 
 Each row is (id, files, argv, expected message parts). ``files`` are written into the test's
 working folder (``home/`` maps to the user config folder); ``argv`` runs in-process. The
@@ -8,7 +8,6 @@ config is ``eval.yaml`` unless a row brings its own.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -456,39 +455,14 @@ def test_malformed_input_exits_2_naming_the_place_and_writes_nothing(
     for part in expected:
         assert part in message, f"{part!r} not in: {message}"
     assert "Traceback" not in message
+    if argv[-2:] != ("--repeat", "0"):  # the option parser's own message names the flag
+        assert "fix:" in err or '"fix": "' in out, message
     assert _warehouses(isolated.parent) == before  # nothing created, nothing changed
 
 
 def test_the_table_holds_at_least_40_malformed_inputs():
     assert len(CASES) >= 40
     assert len({c[0] for c in CASES}) == len(CASES)
-
-
-def test_malformed_input_errors_carry_a_fix_line(capsys, isolated: Path, monkeypatch):
-    """Every ConfigError in the table says how to repair the input (sampled: the list-7 items)."""
-    wanted = {
-        "yaml-nested-5000-deep",
-        "csv-latin-1",
-        "jsonl-vars-a-string",
-        "jsonl-lone-surrogate",
-        "output-dir-is-a-file",
-        "yaml-duplicate-top-level-key",
-        "csv-header-only",
-        "yaml-not-utf8",
-        "parquet-not-parquet",
-        "corrupt-warehouse",
-    }
-    for name, files, argv, _ in CASES:
-        if name not in wanted:
-            continue
-        work = isolated / name
-        work.mkdir()
-        monkeypatch.chdir(work)
-        _place({k: v for k, v in files.items() if not k.startswith("home:")}, work, monkeypatch)
-        code, _, err = evalwh_inprocess(capsys, *argv)
-        assert code == 2 and "fix:" in err, f"{name}: {err}"
-    assert json.dumps(sorted(wanted))  # all ten ran (names exist in the table)
-    assert wanted <= {c[0] for c in CASES}
 
 
 def test_a_long_csv_cell_is_not_malformed(capsys, isolated: Path, monkeypatch):
