@@ -8,7 +8,8 @@ wh.summary("latest")                  # Polars DataFrame
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from evalwh.analysis.compare import Comparison
     from evalwh.analysis.exports import Export
     from evalwh.analysis.gate import GateResult
+    from evalwh.analysis.readonly import QueryBounds
     from evalwh.engine.execute import Progress
 
 __all__ = [
@@ -46,10 +48,14 @@ def settings_for(
     config: EvalConfig | None = None, *, output_dir: str | Path | None = None, **flags: Any
 ) -> Settings:
     """Resolve settings: flags > EVALWH_* env > config ``settings:`` > user config > defaults."""
+    from evalwh.warehouse.connect import set_memory_limit
+
     given = {k: v for k, v in {"output_dir": output_dir, **flags}.items() if v is not None}
-    return resolve_settings(
+    settings = resolve_settings(
         given, config.settings if config else None, config.root if config else None
     )
+    set_memory_limit(settings.memory_limit)  # every warehouse connection this process opens
+    return settings
 
 
 def _config(config: str | Path | EvalConfig) -> EvalConfig:
@@ -445,13 +451,22 @@ def run_eval(
 class WarehouseView:
     """Read access to a warehouse as Arrow or Polars. Every answer is a query in ``sql/``."""
 
-    def __init__(self, path: Path, *, stale_after_s: float | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        settings: Settings | None = None,
+        *,
+        stale_after_s: float | None = None,
+    ) -> None:
         from evalwh.warehouse.store import Warehouse
 
+        if stale_after_s is None and settings is not None:
+            stale_after_s = settings.stale_after_s
         self.store = (
             Warehouse(path, stale_after_s=stale_after_s) if stale_after_s else Warehouse(path)
         )
         self.path = self.store.path
+        self.settings = settings  # the query bounds come from here (defaults when None)
 
     def resolve(self, ref: str) -> str:
         """The run id a reference names (an id, a unique prefix, a label, 'latest' or a
@@ -623,20 +638,55 @@ class WarehouseView:
         *,
         out: str | Path | None = None,
         baseline: str | None = None,
+        csv_formulas: str = "neutralise",
     ) -> Export:
-        """Export a stored run as json, csv, md, parquet or junit (nothing is re-run)."""
+        """Export a stored run as json, csv, md, parquet or junit (nothing is re-run). CSV
+        cells starting with ``= + - @`` get a leading ``'`` unless ``csv_formulas="keep"``."""
         from evalwh.analysis.exports import export_run
 
-        return export_run(self.store, ref, format, out=out, baseline=baseline)
+        return export_run(
+            self.store, ref, format, out=out, baseline=baseline, csv_formulas=csv_formulas
+        )
 
-    def read_sql(self, text: str, *, limit: int | None = None) -> tuple[pa.Table, bool]:
+    def query_bounds(self, timeout_s: float | None = None, *, mcp: bool = False) -> QueryBounds:
+        """The bounds of one read-only statement: the settings, ``timeout_s`` overriding."""
+        from evalwh.analysis.readonly import QueryBounds
+        from evalwh.config.settings import DEFAULTS
+
+        s = self.settings.to_dict() if self.settings else DEFAULTS
+        default = s["mcp_query_timeout_s" if mcp else "query_timeout_s"]
+        return QueryBounds(
+            timeout_s=default if timeout_s is None else timeout_s,
+            memory_limit=s["query_memory_limit"],
+            threads=s["query_threads"],
+        )
+
+    def read_sql(
+        self,
+        text: str,
+        *,
+        limit: int | None = None,
+        timeout_s: float | None = None,
+        mcp: bool = False,
+    ) -> tuple[pa.Table, bool]:
         """One read-only query (SELECT, WITH, DESCRIBE, SHOW ...; writes, ATTACH, COPY, SET
         and file access are refused). Returns at most ``limit`` rows and whether more were
-        left."""
+        left. It runs under :meth:`query_bounds` (a timeout ends it with a UsageError)."""
         from evalwh.analysis.readonly import run_readonly
 
         self.store._require()
-        return run_readonly(self.path, text, limit=limit)
+        bounds = self.query_bounds(timeout_s, mcp=mcp)
+        return run_readonly(self.path, text, limit=limit, bounds=bounds)
+
+    def stream_sql(
+        self, text: str, *, timeout_s: float | None = None
+    ) -> AbstractContextManager[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
+        """Like :meth:`read_sql`, as a context manager over (schema, record batches): for
+        results too large to hold (``evalwh sql -n 0``)."""
+        from evalwh.analysis.readonly import stream_readonly
+
+        self.store._require()
+        return stream_readonly(self.path, text, bounds=self.query_bounds(timeout_s))
 
 
 def _next_step(run: dict[str, Any]) -> str | None:
@@ -734,7 +784,7 @@ def open_warehouse(
         return WarehouseView(Path(path))
     cfg = _config(config) if config is not None else None
     settings = settings_for(cfg, output_dir=output_dir)
-    return WarehouseView(settings.warehouse, stale_after_s=settings.stale_after_s)
+    return WarehouseView(settings.warehouse, settings)
 
 
 def migrate_warehouse(

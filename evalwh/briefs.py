@@ -34,6 +34,7 @@ from evalwh.errors import CostRefusedError, UsageError
 if TYPE_CHECKING:
     from evalwh.api import RunResult, WarehouseView
     from evalwh.config.model import EvalConfig
+    from evalwh.config.settings import Settings
 
 ENV_ROOT = "EVALWH_MCP_ROOT"
 DETAILS = ("summary", "failures", "full")
@@ -187,6 +188,7 @@ class Agent:
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     cwd: Path = field(default_factory=Path.cwd)
     _warehouse: Path | None = None
+    _settings: Settings | None = None
 
     @classmethod
     def from_env(cls, output_dir: str | Path | None = None, *, allow_code: bool = False) -> Agent:
@@ -213,15 +215,17 @@ class Agent:
             from evalwh import api
 
             local = self.cwd / "eval.yaml"
-            self._warehouse = api.open_warehouse(
+            view = api.open_warehouse(
                 config=local if local.is_file() else None, output_dir=self.output_dir
-            ).path
+            )
+            self._warehouse, self._settings = view.path, view.settings
         return self._warehouse
 
     def view(self) -> WarehouseView:
-        from evalwh import api
+        """The warehouse, with the settings that bound its queries (mcp_query_timeout_s ...)."""
+        from evalwh.api import WarehouseView
 
-        return api.open_warehouse(self.warehouse)
+        return WarehouseView(self.warehouse, self._settings)
 
     def run_output_dir(self) -> Path | None:
         """What run_eval gets as output_dir so that its run lands in :attr:`warehouse`."""
@@ -810,7 +814,7 @@ def query(agent: Agent, sql: str, limit: int | None = None) -> dict[str, Any]:
     """One read-only query (evalwh.analysis.readonly): columns once, rows as lists, at most
     ``limit`` rows (``truncated`` says more were left), long texts cut."""
     size = _limit(limit, QUERY_ROWS, MAX_QUERY_ROWS, "limit")
-    table, more = agent.view().read_sql(sql, limit=size)
+    table, more = agent.view().read_sql(sql, limit=size, mcp=True)  # mcp_query_timeout_s
     columns = table.column_names
     values = [table.column(i).to_pylist() for i in range(table.num_columns)]
     rows = [

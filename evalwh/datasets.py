@@ -27,28 +27,62 @@ Row = dict[str, Any]
 RowReader = Callable[[Path], Iterator[tuple[int, Row]]]  # yields (line or row number, row)
 
 
+CSV_FIELD_LIMIT = 64 * 1024 * 1024  # one cell may hold a long document, not a whole disk
+
+
 def _read_csv(path: Path) -> Iterator[tuple[int, Row]]:
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
     with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames is None:
-            raise ConfigError("the CSV file is empty", file=str(path), fix="add a header row")
-        dupes = {c for c in reader.fieldnames if reader.fieldnames.count(c) > 1}
-        if dupes:
+        reader = csv.DictReader(fh, strict=True)
+        try:
+            yield from _csv_rows(reader, path)
+        except csv.Error as exc:
             raise ConfigError(
-                f"duplicate column(s) {', '.join(sorted(dupes))}",
+                f"malformed CSV: {exc}",
                 file=str(path),
-                line=1,
-                fix="give every column a unique name",
+                line=reader.line_num + 1,  # the record that failed starts after those read
+                fix='quote a value that holds commas, quotes or newlines ("..."), doubling '
+                'any quote inside it ("")',
+            ) from None
+
+
+def _csv_rows(reader: csv.DictReader[str], path: Path) -> Iterator[tuple[int, Row]]:
+    if reader.fieldnames is None:
+        raise ConfigError("the CSV file is empty", file=str(path), fix="add a header row")
+    dupes = {c for c in reader.fieldnames if reader.fieldnames.count(c) > 1}
+    if dupes:
+        raise ConfigError(
+            f"duplicate column(s) {', '.join(sorted(dupes))}",
+            file=str(path),
+            line=1,
+            fix="give every column a unique name",
+        )
+    for row in reader:
+        if None in row:
+            raise ConfigError(
+                f"row has more fields than the header ({len(reader.fieldnames)} columns)",
+                file=str(path),
+                line=reader.line_num,
+                fix="quote values that contain commas, or add the missing header",
             )
-        for row in reader:
-            if None in row:
-                raise ConfigError(
-                    f"row has more fields than the header ({len(reader.fieldnames)} columns)",
-                    file=str(path),
-                    line=reader.line_num,
-                    fix="quote values that contain commas, or add the missing header",
-                )
-            yield reader.line_num, dict(row)
+        yield reader.line_num, dict(row)
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice (``json.loads`` would keep the last)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(key)
+        out[key] = value
+    return out
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
@@ -57,7 +91,21 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line, object_pairs_hook=_unique_keys)
+            except DuplicateKeyError as exc:
+                raise ConfigError(
+                    f"duplicate key '{exc.key}' in a JSON object",
+                    file=str(path),
+                    line=n,
+                    fix="remove one of the two keys: JSON readers keep only one",
+                ) from None
+            except RecursionError:
+                raise ConfigError(
+                    "JSON nested too deeply",
+                    file=str(path),
+                    line=n,
+                    fix="flatten the line's data to at most 200 levels",
+                ) from None
             except json.JSONDecodeError as exc:
                 raise ConfigError(
                     f"invalid JSON: {exc.msg}",
@@ -82,7 +130,11 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Row]]:
     try:
         table = pq.read_table(path)
     except Exception as exc:
-        raise ConfigError(f"cannot read Parquet: {exc}", file=str(path)) from None
+        raise ConfigError(
+            f"cannot read Parquet: {exc}",
+            file=str(path),
+            fix="write a real Parquet file (e.g. polars' write_parquet), or use CSV/JSONL",
+        ) from None
     yield from enumerate(table.to_pylist(), start=1)
 
 
@@ -100,7 +152,32 @@ def _case_id(value: Any) -> str:
     return str(value)
 
 
-def inline_case(raw: dict[str, Any], source: str) -> Case:
+def inline_case(
+    raw: dict[str, Any], source: str, *, file: str | None = None, line: int | None = None
+) -> Case:
+    """A case from a mapping with ``id``, ``vars``, ``expected``, ``metadata`` ...
+
+    ``file``/``line`` name where it came from, for errors on a case file's row.
+    """
+    for key in ("vars", "metadata"):
+        value = raw.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(
+                f"'{key}' must be a mapping of names to values, got {type(value).__name__} "
+                f"{str(value)[:40]!r}",
+                file=file,
+                where=None if file else source,
+                line=line,
+                fix=f'write "{key}": {{"name": value, ...}}',
+            )
+    if isinstance(raw.get("id"), (dict, list)):
+        raise ConfigError(
+            "'id' must be a string or a number",
+            file=file,
+            where=None if file else source,
+            line=line,
+            fix='write "id": "a-unique-name"',
+        )
     return Case(
         id=_case_id(raw["id"]),
         vars=dict(raw.get("vars") or {}),
@@ -110,6 +187,36 @@ def inline_case(raw: dict[str, Any], source: str) -> Case:
         source=source,
         check=raw.get("check"),
     )
+
+
+def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
+    """The rows of a case file; bytes that are not UTF-8 and lone surrogates are errors."""
+    from evalwh.config.yamlpos import find_surrogate, format_path
+
+    try:
+        for n, row in READERS[fmt](path):
+            bad = find_surrogate(row)
+            if bad is not None:
+                raise ConfigError(
+                    "a value holds a lone surrogate (an escape such as \\ud800), which is not text",
+                    file=str(path),
+                    line=n if fmt != "parquet" else None,
+                    where=format_path(list(bad)) if fmt != "parquet" else f"row {n}",
+                    fix="remove the escape or write the character it should stand for",
+                )
+            yield n, row
+    except UnicodeDecodeError as exc:
+        raw, line = path.read_bytes(), None
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as whole:  # the place in the whole file, not in a chunk
+            line = raw[: whole.start].count(b"\n") + 1
+        raise ConfigError(
+            f"not UTF-8 text ({exc.reason})",
+            file=str(path),
+            line=line,
+            fix="save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 in.csv > out.csv`)",
+        ) from None
 
 
 def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
@@ -142,13 +249,13 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
     allowed = set(spec.get("allow_secret_like") or ())
     cases: list[Case] = []
     checked = False
-    for n, row in READERS[fmt](path):
+    for n, row in _rows(fmt, path):
         source = f"{path.name}:{n}" if fmt != "parquet" else f"{path.name} row {n}"
         _refuse_key_shaped(row, allowed, path, n, where, fmt)
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
-            cases.append(inline_case(row, source))
+            cases.append(inline_case(row, source, file=str(path), line=n))
             continue
         if not checked:
             _check_columns(row, path, declared, meta_cols, var_cols)
@@ -168,6 +275,12 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         )
         if spec.get("limit") and len(cases) >= spec["limit"]:
             break
+    if not cases:
+        raise ConfigError(
+            "the file holds no cases (a header only, or empty)",
+            file=str(path),
+            fix=f"add rows to the file, or remove it from {where} in {config_file}",
+        )
     return cases
 
 

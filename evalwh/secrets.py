@@ -201,3 +201,12 @@ def find_key_shaped(data: Any, path: str = "") -> list[tuple[str, str]]:
         for i, value in enumerate(data):
             found.extend(find_key_shaped(value, f"{path}[{i}]"))
     return found
+
+
+def check_secret_files(
+    *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None
+) -> None:
+    """Parse every secrets file that exists, so a malformed one is a ConfigError (naming the
+    file and line) before a run starts rather than an auth error on each request."""
+    for path in secret_files(env=env, cwd=cwd):
+        _read_file(path)

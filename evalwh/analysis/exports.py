@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -24,6 +23,7 @@ from evalwh.analysis import fmt
 from evalwh.analysis.gate import GateResult, find_baseline, judge
 from evalwh.analysis.runinfo import snapshot
 from evalwh.errors import UsageError
+from evalwh.textsafe import csv_safe_table, json_safe, md_cell, terminal_safe, xml_safe
 
 if TYPE_CHECKING:
     from evalwh.analysis.compare import Comparison
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("json", "csv", "md", "parquet", "junit")
 JSON_COLUMNS = ("criteria", "expected", "vars", "metadata")
-NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+CSV_FORMULAS = ("neutralise", "keep")
 
 
 @dataclass
@@ -54,16 +54,27 @@ def export_run(
     *,
     out: str | Path | None = None,
     baseline: str | None = None,
+    csv_formulas: str = "neutralise",
 ) -> Export:
     """Export run ``ref`` as ``format``; to ``out`` when given, else as text (parquet:
-    to ``out`` or the warehouse's ``exports/`` folder)."""
+    to ``out`` or the warehouse's ``exports/`` folder).
+
+    Text formats neutralise control characters in every field (evalwh.textsafe); CSV cells
+    that start with ``= + - @`` get a leading ``'`` unless ``csv_formulas="keep"``."""
     if format not in FORMATS:
         raise UsageError(f"unknown export format {format!r}; use one of: {', '.join(FORMATS)}")
+    if csv_formulas not in CSV_FORMULAS:
+        raise UsageError(
+            f"unknown csv_formulas {csv_formulas!r}: use neutralise (the default) or keep"
+        )
     run_id = store.resolve(ref)
     if format == "parquet":
         root = Path(out) if out is not None else store.path.parent / "exports"
         return Export(run_id, format, path=store.export_run(run_id, root))
-    text = WRITERS[format](store, run_id, baseline)
+    if format == "csv":
+        text = _csv(store, run_id, keep_formulas=csv_formulas == "keep")
+    else:
+        text = WRITERS[format](store, run_id, baseline)
     if out is None:
         return Export(run_id, format, text=text)
     path = Path(out)
@@ -113,30 +124,27 @@ def _encode(value: Any) -> Any:
 
 def _json(store: Warehouse, run_id: str, baseline: str | None) -> str:
     data = document(store, run_id, baseline)
-    return json.dumps(data, default=_encode, ensure_ascii=False, indent=2) + "\n"
+    return json_safe(json.dumps(data, default=_encode, ensure_ascii=False, indent=2)) + "\n"
 
 
-def _csv(store: Warehouse, run_id: str, baseline: str | None) -> str:
+def _csv(
+    store: Warehouse, run_id: str, baseline: str | None = None, *, keep_formulas: bool = False
+) -> str:
     import io
 
     import pyarrow.csv as pacsv
 
     sink = io.BytesIO()
-    pacsv.write_csv(store.query("export_cases", run_id=run_id), sink)
+    table = store.query("export_cases", run_id=run_id)
+    pacsv.write_csv(csv_safe_table(table, keep_formulas=keep_formulas), sink)
     return sink.getvalue().decode("utf-8")
 
 
 # -- markdown -----------------------------------------------------------------------------
 def _cell(text: Any) -> str:
-    """A value safe inside a Markdown table cell (no pipes, no line breaks, no HTML)."""
-    return (
-        str(text)
-        .replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("<", "&lt;")
-        .replace("\n", " ")
-        .replace("`", "'")
-    )
+    """A value safe inside a Markdown table cell or heading (no pipes, no line breaks, no
+    HTML, no control characters)."""
+    return md_cell(str(text).replace("\\", "\\\\").replace("<", "&lt;").replace("`", "'"))
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
@@ -247,7 +255,7 @@ def markdown(store: Warehouse, run_id: str, baseline: str | None = None, *, top:
         base_id, _ = find_baseline(store, run_id, thresholds, None)
     if base_id and base_id != run_id:
         lines += ["", *_compare_md(compare(store, base_id, run_id, movers=top), top)]
-    return "\n".join(lines) + "\n"
+    return terminal_safe("\n".join(lines)) + "\n"  # notes and rule texts too
 
 
 def _md(store: Warehouse, run_id: str, baseline: str | None) -> str:
@@ -282,21 +290,21 @@ def junit(store: Warehouse, run_id: str, baseline: str | None = None) -> str:
         case = ET.SubElement(
             suites[key],
             "testcase",
-            classname=_xml(f"{suite_name}.{key[0]}.{key[1]}"),
-            name=_xml(name),
+            classname=f"{suite_name}.{key[0]}.{key[1]}",
+            name=name,
             time=f"{(row['latency_ms'] or 0) / 1000:.3f}",
         )
         if row["error"]:
-            error = _xml(row["error"])
+            error = row["error"]
             ET.SubElement(case, "error", message=error, type=row["error_kind"] or "error")
         elif not row["passed"]:
             failure = ET.SubElement(
                 case,
                 "failure",
-                message=_xml(f"failed: {row['failed_criteria'] or 'score below threshold'}"),
+                message=(f"failed: {row['failed_criteria'] or 'score below threshold'}"),
                 type="failed",
             )
-            failure.text = _xml(
+            failure.text = (
                 f"score {row['score']:.3f}\noutput: {row['output']}\nexpected: {row['expected']}"
             )
     failed = len(gate.failed)
@@ -308,23 +316,22 @@ def junit(store: Warehouse, run_id: str, baseline: str | None = None) -> str:
         case = ET.SubElement(
             gate_suite,
             "testcase",
-            classname=_xml(f"{suite_name}.gate"),
-            name=_xml(f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}"),
+            classname=f"{suite_name}.gate",
+            name=(f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}"),
             time="0",
         )
         if not rule["passed"]:
-            ET.SubElement(case, "failure", message=_xml(fmt.rule_text(rule)), type="threshold")
+            ET.SubElement(case, "failure", message=(fmt.rule_text(rule)), type="threshold")
     totals = store.query("run_totals", run_id=run_id).to_pylist()[0]
     root.set("tests", str(totals["n"] + len(gate.rules)))
     root.set("failures", str(totals["n"] - totals["n_passed"] - totals["n_errors"] + failed))
     root.set("errors", str(totals["n_errors"]))
+    for element in root.iter():  # valid XML by construction: every attribute and text
+        element.attrib = {k: xml_safe(v) for k, v in element.attrib.items()}
+        if element.text:
+            element.text = xml_safe(element.text)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def _xml(text: str) -> str:
-    """Drop the characters XML 1.0 cannot carry (model output may hold any)."""
-    return NOT_XML.sub("\ufffd", text)
 
 
 WRITERS: dict[str, Callable[[Warehouse, str, str | None], str]] = {

@@ -5,12 +5,22 @@ DESCRIBE, SHOW, SUMMARIZE); ATTACH, COPY, INSTALL, LOAD, SET, PRAGMA, CREATE, IN
 everything else are refused. The query runs on a private in-memory DuckDB that attaches the
 warehouse READ_ONLY and then disables file access and locks its configuration, so it can
 neither write the warehouse nor read or write other files.
+
+Bounds (:class:`QueryBounds`): the statement runs with a DuckDB ``memory_limit`` and
+``threads`` cap, and a timer thread calls ``conn.interrupt()`` once ``timeout_s`` has passed
+(query and fetching together), which ends it with a :class:`QueryTimeoutError`. Results are
+read as Arrow record batches (:func:`stream_readonly`), so a caller that writes rows as they
+come never holds the whole result.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +32,55 @@ if TYPE_CHECKING:
 
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE", "(")
 COMMENTS = re.compile(r"(--[^\n]*|/\*.*?\*/|\s)+", re.S)
+BATCH_ROWS = 10_000
+
+
+@dataclass(frozen=True)
+class QueryBounds:
+    """Limits of one read-only statement (settings query_timeout_s, query_memory_limit,
+    query_threads; MCP uses mcp_query_timeout_s)."""
+
+    timeout_s: float | None = 30.0  # None or 0: no limit
+    memory_limit: str = "1GB"
+    threads: int = 2
+
+
+class QueryTimeoutError(UsageError):
+    """A read-only query ran past its time bound and was interrupted."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(
+            f"the query ran longer than {timeout_s:g} s and was stopped\n"
+            "  fix: narrow it (WHERE, LIMIT, aggregate first), or raise the bound with "
+            "--timeout / the setting query_timeout_s (MCP: mcp_query_timeout_s)"
+        )
+        self.timeout_s = timeout_s
+
+
+class _Deadline:
+    """Interrupts a connection once ``timeout_s`` has passed (a daemon timer thread)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, timeout_s: float | None) -> None:
+        self.fired = False
+        self.timeout_s = timeout_s or 0.0
+        self._timer: threading.Timer | None = None
+        if timeout_s:
+            self._timer = threading.Timer(timeout_s, self._fire, args=(con,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.fired = True
+        con.interrupt()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def error(self, exc: Exception) -> UsageError:
+        if self.fired:
+            return QueryTimeoutError(self.timeout_s)
+        return UsageError(f"query failed: {exc}")
 
 
 def first_word(text: str) -> str:
@@ -58,12 +117,12 @@ def check_readonly(text: str) -> str:
     return text.strip().rstrip(";")
 
 
-def _attach(path: Path, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
+def _attach(path: Path, bounds: QueryBounds, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
     import duckdb
 
-    from evalwh.warehouse.connect import _is_lock_error
+    from evalwh.warehouse.connect import OPEN_FIX, _is_lock_error
 
-    con = duckdb.connect()
+    con = duckdb.connect(config={"memory_limit": bounds.memory_limit, "threads": bounds.threads})
     quoted = str(path).replace("'", "''")
     deadline, delay = time.monotonic() + wait_s, 0.01
     while True:
@@ -73,7 +132,9 @@ def _attach(path: Path, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc) or time.monotonic() > deadline:
                 con.close()
-                raise WarehouseError(f"cannot open the warehouse {path}: {exc}") from None
+                raise WarehouseError(
+                    f"cannot open the warehouse {path}: {exc}\n  fix: {OPEN_FIX}"
+                ) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
     con.execute("USE warehouse")
@@ -82,31 +143,62 @@ def _attach(path: Path, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def run_readonly(path: Path, text: str, *, limit: int | None = None) -> tuple[pa.Table, bool]:
-    """Run one read-only query; return at most ``limit`` rows and whether more were left."""
+@contextmanager
+def stream_readonly(
+    path: Path, text: str, *, bounds: QueryBounds | None = None, batch_rows: int = BATCH_ROWS
+) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
+    """Run one read-only query; yield its schema and an iterator of record batches.
+
+    The time bound covers the query and the fetching of its rows; a DuckDB error or the
+    timeout surfaces as a UsageError (:class:`QueryTimeoutError`) from either.
+    """
     import duckdb
-    import pyarrow as pa
 
     from evalwh.warehouse.connect import read_connection
 
+    bounds = bounds or QueryBounds()
     sql = check_readonly(text)
     with read_connection(path):  # migrate a warehouse written by an older evalwh first
         pass
-    con = _attach(path)
+    con = _attach(path, bounds)
+    deadline = _Deadline(con, bounds.timeout_s)
     try:
-        size = min(limit or 10_000, 10_000)
-        reader = con.execute(sql).to_arrow_reader(batch_size=size)
-        batches, rows = [], 0
-        for batch in reader:
-            batches.append(batch)
+        try:
+            reader = con.execute(sql).to_arrow_reader(batch_size=batch_rows)
+        except (duckdb.Error, RuntimeError) as exc:
+            raise deadline.error(exc) from None
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    return
+                except (duckdb.Error, RuntimeError, OSError) as exc:
+                    raise deadline.error(exc) from None
+                yield batch
+
+        yield reader.schema, batches()
+    finally:
+        deadline.cancel()
+        con.close()
+
+
+def run_readonly(
+    path: Path, text: str, *, limit: int | None = None, bounds: QueryBounds | None = None
+) -> tuple[pa.Table, bool]:
+    """Run one read-only query; return at most ``limit`` rows and whether more were left."""
+    import pyarrow as pa
+
+    size = min(limit or BATCH_ROWS, BATCH_ROWS)
+    with stream_readonly(path, text, bounds=bounds, batch_rows=size) as (schema, batches):
+        kept, rows = [], 0
+        for batch in batches:
+            kept.append(batch)
             rows += batch.num_rows
             if limit is not None and rows > limit:
                 break
-        table = pa.Table.from_batches(batches, schema=reader.schema)
-    except duckdb.Error as exc:
-        raise UsageError(f"query failed: {exc}") from None
-    finally:
-        con.close()
+        table = pa.Table.from_batches(kept, schema=schema)
     if limit is not None and table.num_rows > limit:
         return table.slice(0, limit), True
     return table, False

@@ -132,31 +132,31 @@ def sql(
     limit: Annotated[
         int, typer.Option("--limit", "-n", min=0, help="At most this many rows (0: all).")
     ] = 1000,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0,
+            help="Stop the query after this many seconds, fetching included (default: the "
+            "setting query_timeout_s, 30; 0: no limit).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Run one read-only SQL query over the warehouse (SELECT, WITH, DESCRIBE, SHOW ...)."""
+    """Run one read-only SQL query over the warehouse (SELECT, WITH, DESCRIBE, SHOW ...).
+
+    Rows are written as they are read, so -n 0 over a large result stays within memory."""
+    from evalwh.cli.render_analysis import write_sql_result
     from evalwh.errors import UsageError
 
     if format not in ("table", "csv", "json"):
         raise UsageError(f"unknown --format {format!r}: use table, csv or json")
     text = sys.stdin.read() if query == "-" else query
-    table, truncated = _warehouse().read_sql(text, limit=limit or None)
+    kind = "json" if STATE.json else format
+    with _warehouse().stream_sql(text, timeout_s=timeout) as (schema, batches):
+        truncated = write_sql_result(schema, batches, kind, limit or None)
     if truncated:
         note(f"showing the first {limit} rows; raise --limit (0: all) for more")
-    if STATE.json or format == "json":
-        rows = table.to_pylist()
-        emit_json({"columns": table.column_names, "rows": rows, "truncated": truncated})
-    elif format == "csv":
-        import io
-
-        import pyarrow.csv as pacsv
-
-        sink = io.BytesIO()
-        pacsv.write_csv(table, sink)
-        sys.stdout.write(sink.getvalue().decode("utf-8"))
-    else:
-        from evalwh.cli.render_analysis import arrow_table
-
-        out().print(arrow_table(table))
 
 
 @with_globals
@@ -175,9 +175,19 @@ def export(
         ),
     ] = None,
     baseline: BaselineOpt = None,
+    csv_formulas: Annotated[
+        str,
+        typer.Option(
+            "--csv-formulas",
+            help="csv: 'neutralise' prefixes cells starting with = + - @ with ' so a "
+            "spreadsheet does not run them; 'keep' leaves them as they are.",
+        ),
+    ] = "neutralise",
 ) -> None:
     """Export a stored run (json, csv, md PR comment, parquet, junit); nothing is re-run."""
-    result = _warehouse().export(run, format, out=out_path, baseline=baseline)
+    result = _warehouse().export(
+        run, format, out=out_path, baseline=baseline, csv_formulas=csv_formulas
+    )
     if STATE.json:
         emit_json({**result.to_dict(), "content": result.text})
         return

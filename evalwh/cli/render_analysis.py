@@ -6,6 +6,8 @@ regressions are red.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 from rich.table import Table
@@ -271,3 +273,83 @@ def arrow_table(table: Any) -> Table:
     for row in table.to_pylist():
         view.add_row(*("NULL" if v is None else str(v) for v in row.values()))
     return view
+
+
+def _limited(batches: Iterator[Any], limit: int | None) -> Iterator[Any]:
+    """At most ``limit`` rows of ``batches``; raises :class:`_MoreRows` when more were left."""
+    seen = 0
+    for batch in batches:
+        if limit is not None and seen >= limit:
+            if batch.num_rows:
+                raise _MoreRows
+            continue
+        if limit is not None and seen + batch.num_rows > limit:
+            yield batch.slice(0, limit - seen)
+            seen = limit
+            raise _MoreRows
+        seen += batch.num_rows
+        yield batch
+
+
+class _MoreRows(Exception):
+    """The limit was reached with rows left over."""
+
+
+def write_sql_result(schema: Any, batches: Iterator[Any], kind: str, limit: int | None) -> bool:
+    """Write ``evalwh sql`` rows as they arrive (table, csv or json); return whether rows
+    past ``limit`` were left out. Only one batch (10,000 rows) is held at a time."""
+    import json
+
+    import pyarrow as pa
+
+    from evalwh.cli.state import json_default
+    from evalwh.textsafe import csv_safe_table, json_safe
+
+    rows = _limited(batches, limit)
+    truncated = False
+    if kind == "json":
+        sys.stdout.write('{\n  "columns": ' + json.dumps(schema.names, ensure_ascii=False))
+        sys.stdout.write(',\n  "rows": [')
+        first = True
+        try:
+            for batch in rows:
+                for row in batch.to_pylist():
+                    text = json.dumps(row, default=json_default, ensure_ascii=False)
+                    sys.stdout.write(("\n    " if first else ",\n    ") + json_safe(text))
+                    first = False
+        except _MoreRows:
+            truncated = True
+        sys.stdout.write(
+            ("\n  ]" if not first else "]") + f',\n  "truncated": {json.dumps(truncated)}\n}}\n'
+        )
+        return truncated
+    if kind == "csv":
+        import io
+
+        import pyarrow.csv as pacsv
+
+        header = True
+        try:
+            for batch in rows:
+                sink = io.BytesIO()
+                table = csv_safe_table(pa.Table.from_batches([batch]), keep_formulas=True)
+                pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=header))
+                sys.stdout.write(sink.getvalue().decode("utf-8"))
+                header = False
+        except _MoreRows:
+            truncated = True
+        if header:  # no rows: the header alone
+            sink = io.BytesIO()
+            pacsv.write_csv(schema.empty_table(), sink)
+            sys.stdout.write(sink.getvalue().decode("utf-8"))
+        return truncated
+    printed = False
+    try:
+        for batch in rows:
+            out().print(arrow_table(pa.Table.from_batches([batch])))
+            printed = True
+    except _MoreRows:
+        truncated = True
+    if not printed:
+        out().print(arrow_table(schema.empty_table()))
+    return truncated

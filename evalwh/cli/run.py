@@ -231,5 +231,5 @@ def validate(
     if STATE.json:
         emit_json({"valid": True, **plan.to_dict()})
         return
-    out().print("[green]valid[/green]")
+    out().print("valid", style="green")
     _print_plan(plan, dry=False)

@@ -109,18 +109,58 @@ def configure_logging() -> None:
         if STATE.verbose == 0
         else (logging.INFO if STATE.verbose == 1 else logging.DEBUG)
     )
-    logging.basicConfig(
-        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_SafeFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+class _SafeFormatter(logging.Formatter):
+    """Log lines (which may quote provider replies or case data) with control characters
+    shown escaped, like everything else evalwh prints."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from evalwh.textsafe import terminal_safe
+
+        return terminal_safe(super().format(record))
 
 
 def no_color() -> bool:
     return STATE.no_color or bool(os.environ.get("NO_COLOR"))
 
 
+class SafeConsole(Console):
+    """The one console evalwh prints through: untrusted text cannot drive the terminal.
+
+    Markup is off (a ``[bold]`` in a model output prints literally; evalwh styles with Text
+    objects), strings are neutralised before layout, and every text segment is neutralised
+    again as it is written (:func:`evalwh.textsafe.terminal_safe`: ESC, C0/C1 controls and
+    bidi overrides shown escaped, e.g. ``\\x1b``), so no code path prints a raw control
+    character; rich's own styling and cursor control are separate segments and unaffected.
+    """
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        from evalwh.textsafe import terminal_safe
+
+        return super().render_str(terminal_safe(text), **kwargs)
+
+    def _render_buffer(self, buffer: Any) -> str:
+        from rich.segment import Segment
+
+        from evalwh.textsafe import terminal_safe
+
+        return super()._render_buffer(
+            Segment(terminal_safe(text), style, control)
+            if not control
+            else Segment(text, style, control)
+            for text, style, control in buffer
+        )
+
+
 @functools.lru_cache(maxsize=2)
 def _console(stderr: bool, plain: bool) -> Console:
-    console = Console(stderr=stderr, no_color=plain, highlight=False, soft_wrap=False)
+    console = SafeConsole(
+        stderr=stderr, no_color=plain, highlight=False, soft_wrap=False, markup=False
+    )
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 160  # logs and CI: do not squeeze tables into 80 columns
     return console
@@ -140,7 +180,7 @@ def note(message: str) -> None:
         err().print(message)
 
 
-def _default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, Path):
@@ -151,5 +191,8 @@ def _default(value: Any) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, default=_default, ensure_ascii=False, indent=2) + "\n")
+    from evalwh.textsafe import json_safe
+
+    text = json.dumps(data, default=json_default, ensure_ascii=False, indent=2)
+    sys.stdout.write(json_safe(text) + "\n")
     sys.stdout.flush()

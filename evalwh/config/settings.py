@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -21,8 +22,23 @@ DEFAULTS: dict[str, Any] = {
     "max_cost_usd": None,  # no cap unless set
     "stale_after_s": 120.0,  # a running run whose heartbeat is older counts as interrupted
     "max_error_rate": 1.0,  # a run whose share of errored cells reaches this fails (exit 3)
+    # Bounds (docs/configuration.md): DuckDB memory for the warehouse connections evalwh opens,
+    # and the timeout, memory and threads of one `evalwh sql` / MCP `query` statement.
+    "memory_limit": "2GB",
+    "query_timeout_s": 30.0,
+    "mcp_query_timeout_s": 10.0,
+    "query_memory_limit": "1GB",
+    "query_threads": 2,
 }
-FLOAT_KEYS = ("max_cost_usd", "stale_after_s", "max_error_rate")
+FLOAT_KEYS = (
+    "max_cost_usd",
+    "stale_after_s",
+    "max_error_rate",
+    "query_timeout_s",
+    "mcp_query_timeout_s",
+)
+MEMORY_KEYS = ("memory_limit", "query_memory_limit")
+MEMORY_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.I)
 PATH_KEYS = ("output_dir", "warehouse")
 
 
@@ -38,6 +54,11 @@ class Settings:
     max_cost_usd: float | None
     stale_after_s: float
     max_error_rate: float
+    memory_limit: str
+    query_timeout_s: float
+    mcp_query_timeout_s: float
+    query_memory_limit: str
+    query_threads: int
     sources: Mapping[str, str]  # setting -> where its value came from (for `evalwh validate -v`)
 
     @property
@@ -148,7 +169,20 @@ def resolve_settings(
     )
     apply(dict(flags or {}), "flag", cwd)
 
+    for key in MEMORY_KEYS:
+        if not MEMORY_SIZE.match(str(values[key])):
+            raise ConfigError(
+                f"{key}={values[key]!r} is not a memory size",
+                where=f"setting {key} (from {sources[key]})",
+                fix=f"write a size such as 1GB or 512MB for {key}",
+            )
     output_dir = (base["output_dir"] / Path(values["output_dir"]).expanduser()).resolve()
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ConfigError(
+            f"the output folder {output_dir} is a file",
+            where=f"output_dir (from {sources['output_dir']})",
+            fix="point -o / output_dir at a folder (it is created when missing)",
+        )
     # A warehouse path set at a lower layer than output_dir follows output_dir (``-o`` wins).
     if "warehouse" in values and rank["warehouse"] >= rank["output_dir"]:
         warehouse = (base["warehouse"] / Path(values["warehouse"]).expanduser()).resolve()
@@ -168,5 +202,10 @@ def resolve_settings(
         else None,
         stale_after_s=float(values["stale_after_s"]),
         max_error_rate=float(values["max_error_rate"]),
+        memory_limit=str(values["memory_limit"]).strip(),
+        query_timeout_s=float(values["query_timeout_s"]),
+        mcp_query_timeout_s=float(values["mcp_query_timeout_s"]),
+        query_memory_limit=str(values["query_memory_limit"]).strip(),
+        query_threads=int(values["query_threads"]),
         sources=sources,
     )

@@ -61,9 +61,10 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
     from evalwh import providers
     from evalwh.pricing import price_for
     from evalwh.scoring import build_scorecard
-    from evalwh.secrets import find_key_shaped, preload
+    from evalwh.secrets import check_secret_files, find_key_shaped, preload
 
     file = str(config.path)
+    check_secret_files()  # a malformed secrets file is an error now, not one per request
     leaked = find_key_shaped(config.raw)
     if leaked:
         path, kind = leaked[0]

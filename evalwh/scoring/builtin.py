@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.config.model import Case, Criterion
+from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult, ScorerFn, option_error
 from evalwh.scoring.jsonextract import parse_json
 
@@ -288,21 +289,20 @@ def _load_schema_file(criterion: Criterion, root: Path, file: str, name: Any) ->
                 f"(line {exc.lineno}, column {exc.colno})",
                 "fix the JSON syntax of the schema file",
             ) from None
-    import yaml
+    from evalwh.config.yamlpos import parse_yaml
 
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
+    try:  # bounded: duplicate keys, nesting depth and alias expansion are refused
+        data, _node = parse_yaml(text, str(path))
+    except ConfigError as exc:
+        at = f" (line {exc.line}, column {exc.column})" if exc.line is not None else ""
         raise option_error(
             criterion,
             file,
             "schema_file",
-            f"schema file {path} is not valid YAML: {problem}{at}",
-            "fix the YAML syntax of the schema file (or write it as .json)",
+            f"schema file {path} is not valid YAML: {exc.message}{at}",
+            exc.fix or "fix the YAML syntax of the schema file (or write it as .json)",
         ) from None
+    return data
 
 
 def json_schema(criterion: Criterion, root: Path, file: str) -> ScorerFn:

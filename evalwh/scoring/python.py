@@ -4,6 +4,9 @@
 ``path/to/file.py:function`` (relative to the config's folder, loaded under a unique module
 name). The result may be a bool (1/0), a number in [0, 1], a dict with ``score`` and optional
 ``passed``/``details``/``rationale`` (other keys are kept in details), or a ScoreResult.
+
+The function runs in a worker process (evalwh.scoring.pyworker) with a per-call ``timeout_s``
+(default 30 s): a call that hangs or exits is a scorer error on that case, not a dead run.
 """
 
 from __future__ import annotations
@@ -226,8 +229,20 @@ def convert(name: str, result: Any) -> ScoreResult:
     return _bad(name, f"returned {type(result).__name__}; " + RETURN_HINT)
 
 
+def call_function(
+    fn: Callable[..., Any], name: str, kwargs: dict[str, Any] | None, output: str, case: Case
+) -> ScoreResult:
+    """One call of a user function, its result converted (runs inside the worker)."""
+    if kwargs is not None:
+        return convert(name, fn(output, case, **kwargs))
+    return convert(name, fn(output, case))
+
+
 def python_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
-    fn, name = load_function(criterion, Path(root).resolve(), file)
+    """The criterion's function, run in a :class:`~evalwh.scoring.pyworker.ScorerWorker`
+    bounded by ``timeout_s`` (default 30 s) per call."""
+    from evalwh.scoring.pyworker import DEFAULT_TIMEOUT_S, ScorerWorker
+
     options = criterion.options.get("options")
     if options is not None and not isinstance(options, dict):
         raise option_error(
@@ -237,15 +252,13 @@ def python_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
             f"'options' must be a mapping, got {options!r}",
             "write `options:` followed by keyword arguments for the function",
         )
-
-    if options is not None:
-        kwargs = dict(options)
-
-        def score(output: str, case: Case) -> ScoreResult:
-            return convert(name, fn(output, case, **kwargs))
-    else:
-
-        def score(output: str, case: Case) -> ScoreResult:
-            return convert(name, fn(output, case))
-
-    return score
+    timeout = criterion.options.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise option_error(
+            criterion,
+            file,
+            "timeout_s",
+            f"'timeout_s' must be a positive number of seconds, got {timeout!r}",
+            "write e.g. `timeout_s: 30`",
+        )
+    return ScorerWorker(criterion, Path(root).resolve(), file, timeout_s=float(timeout))

@@ -27,6 +27,15 @@ from evalwh.warehouse.ioerrors import io_guard, is_io_error, storage_error
 
 log = logging.getLogger("evalwh.warehouse")
 MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+# DuckDB's own default is 80 % of RAM; evalwh caps its warehouse connections (setting
+# memory_limit, docs/configuration.md). settings_for() sets it from the resolved settings.
+_MEMORY_LIMIT = "2GB"
+
+
+def set_memory_limit(limit: str) -> None:
+    """The DuckDB memory_limit of every warehouse connection opened from now on."""
+    global _MEMORY_LIMIT
+    _MEMORY_LIMIT = limit
 
 
 def _is_lock_error(exc: Exception) -> bool:
@@ -42,12 +51,16 @@ def open_connection(
     delay, warned_at = 0.01, time.monotonic()
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return duckdb.connect(
+                str(path), read_only=read_only, config={"memory_limit": _MEMORY_LIMIT}
+            )
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc):
                 if is_io_error(exc) and "database file" not in str(exc):
                     raise storage_error(path, exc, "open the warehouse") from None
-                raise WarehouseError(f"cannot open the warehouse {path}: {exc}") from None
+                raise WarehouseError(
+                    f"cannot open the warehouse {path}: {exc}\n  fix: {OPEN_FIX}"
+                ) from None
             if deadline is not None and time.monotonic() > deadline:
                 raise WarehouseError(
                     f"the warehouse {path} stayed locked by another process for {wait_s:.0f} s "
@@ -58,6 +71,12 @@ def open_connection(
                 warned_at = time.monotonic()
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+
+OPEN_FIX = (
+    "check that the path is an evalwh warehouse (a DuckDB file); if it is damaged, move it "
+    "aside and run again (the Parquet exports next to it keep finished runs)"
+)
 
 
 def migrations() -> list[tuple[int, str, str]]:

@@ -1,0 +1,244 @@
+"""A ``python`` scorer's function runs in a worker process that evalwh can kill.
+
+A scorer that hangs, calls ``sys.exit(3)`` or ``os._exit`` in evalwh's own process would hang
+or end the whole run. Each python criterion therefore gets one long-lived worker
+(``python -m evalwh.scoring.pyworker``) that imports the function once and then answers one
+call at a time over a pipe, so the common case costs a pipe round trip, not a process:
+
+    worker = ScorerWorker(criterion, root, file, timeout_s=30)   # ConfigError if it won't load
+    worker(output, case)        # -> ScoreResult; a timeout or an exit is an error result
+
+A call that runs past ``timeout_s`` kills the worker and becomes a scorer error on that case;
+an exiting function too. The next call starts a fresh worker. Frames are pickles with a
+4-byte length, parent and worker being the same Python and the same evalwh. The worker's
+stdout is moved to stderr, so a ``print`` in a scorer cannot corrupt evalwh's ``--json``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+import weakref
+from pathlib import Path
+from typing import IO, Any
+
+from evalwh.config.model import Case, Criterion
+from evalwh.errors import ConfigError
+from evalwh.scoring.base import ScoreResult
+
+DEFAULT_TIMEOUT_S = 30.0
+LOAD_TIMEOUT_S = 60.0  # importing the module (a slow import, a model load) at startup
+_HEADER = struct.Struct(">I")
+_LIVE: weakref.WeakSet[ScorerWorker] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Stop every worker before the interpreter shuts down (their reader threads end too)."""
+    for worker in list(_LIVE):
+        with contextlib.suppress(Exception):
+            worker.close()
+
+
+def _send(stream: IO[bytes], message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError
+    size = _HEADER.unpack(head)[0]
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class ScorerWorker:
+    """One criterion's function in a child process, called like the function itself."""
+
+    def __init__(self, criterion: Criterion, root: Path, file: str, *, timeout_s: float) -> None:
+        self.criterion, self.root, self.file = criterion, root, file
+        self.timeout_s = timeout_s
+        self.name = str(criterion.options.get("function"))
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._replies: queue.Queue[Any] = queue.Queue()
+        with self._lock:
+            self._start()  # load errors surface now, as ConfigErrors naming the option
+
+    def _start(self) -> None:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "evalwh.scoring.pyworker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=None,
+        )
+        self._proc, self._replies = proc, queue.Queue()
+        _LIVE.add(self)
+        threading.Thread(
+            target=self._read, args=(proc, self._replies), daemon=True, name="scorer-reader"
+        ).start()
+        reply = self._ask(("load", self.criterion, str(self.root), self.file), LOAD_TIMEOUT_S)
+        if reply[0] == "config_error":
+            self.close()
+            raise ConfigError(reply[1], **reply[2])
+        if reply[0] != "loaded":
+            self.close()
+            why = {
+                "timeout": f"importing it took longer than {LOAD_TIMEOUT_S:g} s",
+                "exited": f"the worker exited while importing it (code {reply[1]})",
+            }.get(reply[0], str(reply[1]))
+            raise ConfigError(
+                f"the python scorer '{self.name}' could not start: {why}",
+                file=self.file,
+                where=f"{self.criterion.where}.function",
+                fix="run the scorer file with python to see the error, and fix it",
+            )
+        self.name = reply[1]
+
+    @staticmethod
+    def _read(proc: subprocess.Popen[bytes], replies: queue.Queue[Any]) -> None:
+        assert proc.stdout is not None
+        while True:
+            try:
+                replies.put(_receive(proc.stdout))
+            except (EOFError, OSError, pickle.UnpicklingError):
+                replies.put(("exited", None))
+                return
+
+    def _ask(self, message: Any, timeout_s: float) -> Any:
+        """Send ``message``; the reply, ("timeout", s) or ("exited", code)."""
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None
+        try:
+            _send(proc.stdin, message)
+            reply = self._replies.get(timeout=timeout_s or None)
+        except (BrokenPipeError, OSError):
+            reply = ("exited", None)
+        except queue.Empty:
+            self.close()
+            return ("timeout", timeout_s)
+        if reply[0] == "exited":
+            try:
+                code = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            self.close()
+            return ("exited", code)
+        return reply
+
+    def __call__(self, output: str, case: Case) -> ScoreResult:
+        with self._lock:
+            if self._proc is None:
+                try:
+                    self._start()
+                except ConfigError as exc:
+                    return self._error(f"could not restart: {exc.message}")
+            reply = self._ask(("call", output, case), self.timeout_s)
+        kind = reply[0]
+        if kind == "result":
+            return reply[1]  # type: ignore[no-any-return]
+        if kind == "raised":  # what the scorecard records for a scorer that raises in-process
+            return ScoreResult(0.0, passed=False, error=reply[1])
+        if kind == "timeout":
+            return self._error(
+                f"timed out after {reply[1]:g} s and was stopped (raise `timeout_s` on the "
+                "criterion if it needs longer)"
+            )
+        code = reply[1]
+        return self._error(
+            "exited"
+            + (f" with code {code}" if code is not None else "")
+            + " instead of returning (sys.exit or os._exit in the scorer?)"
+        )
+
+    def _error(self, message: str) -> ScoreResult:
+        return ScoreResult(0.0, passed=False, error=f"python scorer {self.name}: {message}")
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        # stdout is left to its reader thread, which sees EOF now and ends (closing it here
+        # while that thread reads would abort the interpreter at shutdown)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            self.close()
+
+
+def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+    from evalwh.scoring.python import call_function, load_function
+
+    fn: Any = None
+    name = ""
+    kwargs: dict[str, Any] | None = None
+    while True:
+        try:
+            message = _receive(requests)
+        except EOFError:
+            return  # the parent closed the pipe (or died): nothing more to do
+        if message[0] == "load":
+            _, criterion, root, file = message
+            try:
+                fn, name = load_function(criterion, Path(root), file)
+            except ConfigError as exc:
+                fields = {
+                    k: v
+                    for k, v in exc.to_dict().items()
+                    if k in ("file", "where", "line", "column", "fix")
+                }
+                _send(replies, ("config_error", exc.message, fields))
+                continue
+            except BaseException as exc:
+                _send(replies, ("failed", f"{type(exc).__name__}: {exc}"))
+                continue
+            kwargs = criterion.options.get("options")
+            _send(replies, ("loaded", name))
+            continue
+        _, output, case = message
+        try:
+            result = call_function(fn, name, kwargs, output, case)
+        except BaseException as exc:  # SystemExit too: a scorer error, not a dead worker
+            if isinstance(exc, SystemExit):
+                text = f"python scorer {name}: called sys.exit({exc.code!r}) instead of returning"
+            else:
+                text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            _send(replies, ("raised", text))
+            continue
+        try:
+            _send(replies, ("result", result))
+        except Exception as exc:  # an unpicklable detail: report it, keep serving
+            _send(replies, ("raised", f"its result could not be sent back: {exc}"))
+
+
+def main() -> None:
+    """Worker entry point: protocol on the original stdin/stdout, prints go to stderr."""
+    replies = os.fdopen(os.dup(1), "wb")
+    requests = os.fdopen(os.dup(0), "rb")
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    sys.stdout = sys.stderr
+    _serve(requests, replies)
+
+
+if __name__ == "__main__":
+    main()
