@@ -270,7 +270,9 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
             str,
             Field(
                 description="One read-only statement: SELECT, WITH, FROM, VALUES, DESCRIBE, "
-                "SHOW or SUMMARIZE. Writes, ATTACH, COPY, SET and file access are refused."
+                "SHOW or SUMMARIZE. Writes, ATTACH, COPY, SET and file access are refused. "
+                "Bounded: 10 s (setting mcp_query_timeout_s) and 1GB of memory "
+                "(query_memory_limit); a query over the bound is interrupted."
             ),
         ],
         limit: Annotated[
