@@ -1,5 +1,5 @@
-"""The agent-facing core without a server: the cost cap (evalwh.budget), root confinement,
-truncation, paging and the summaries of evalwh.briefs, over real runs of the examples."""
+"""The agent-facing core without a server: the cost cap (evalwh.engine.budget), root confinement,
+truncation, paging and the summaries of evalwh.mcp.briefs, over real runs of the examples."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from evalwh import api, briefs
-from evalwh.budget import CostCapError, mcp_cost_cap, over_cap
+from evalwh import api
+from evalwh.engine.budget import CostCapError, mcp_cost_cap, over_cap
 from evalwh.errors import CostRefusedError, UsageError
+from evalwh.mcp import briefs
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRWISE = ROOT / "examples" / "pairwise"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from evalwh import checks
-from evalwh.checks import (
+from evalwh.errors import ConfigError
+from evalwh.scoring import checks
+from evalwh.scoring.checks import (
     MAX_OUTPUT,
     CheckResult,
     CheckSpec,
@@ -22,7 +23,6 @@ from evalwh.checks import (
     parse_check,
     run_check,
 )
-from evalwh.errors import ConfigError
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="checks need a POSIX shell")
 

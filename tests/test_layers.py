@@ -46,3 +46,38 @@ def test_cli_commands_stay_short() -> None:
     for path in sorted((ROOT / "evalwh" / "cli").glob("*.py")):
         lines = len(path.read_text(encoding="utf-8").splitlines())
         assert lines < 500, f"{path.name} has {lines} lines: move logic into the core"
+
+
+TOP_LEVEL = {
+    "__init__.py",  # the lazy facade over evalwh.api
+    "errors.py",  # exceptions every layer raises
+    "api",
+    "cli",
+    "mcp",
+    "engine",
+    "reports",
+    "analysis",
+    "scoring",
+    "providers",
+    "config",
+    "warehouse",
+}
+
+
+def test_the_folder_listing_is_the_architecture() -> None:
+    # one package per layer (docs/architecture.md); a new module goes inside the package it
+    # serves, not beside them
+    found = {
+        p.name
+        for p in (ROOT / "evalwh").iterdir()
+        if p.name != "__pycache__" and not p.name.startswith(".")
+    }
+    assert found == TOP_LEVEL, (
+        f"unexpected: {sorted(found - TOP_LEVEL)}, missing: {sorted(TOP_LEVEL - found)}"
+    )
+    for name in TOP_LEVEL - {"__init__.py", "errors.py"}:
+        init = ROOT / "evalwh" / name / "__init__.py"
+        assert init.is_file(), f"evalwh/{name} has no __init__.py"
+        assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), (
+            f"evalwh/{name}/__init__.py opens with no docstring saying what the package holds"
+        )

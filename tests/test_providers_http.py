@@ -28,7 +28,8 @@ from fakes.servers import (
     truncated,
 )
 
-from evalwh import providers, secrets
+from evalwh import providers
+from evalwh.config import secrets
 from evalwh.config.model import Case, ModelSpec
 from evalwh.errors import ConfigError
 from evalwh.providers.anthropic import AnthropicProvider

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from evalwh import secrets
+from evalwh.config import secrets
+from evalwh.config.secrets import find_key_shaped, get_secret, known_secret_values, redact
 from evalwh.errors import ConfigError
-from evalwh.secrets import find_key_shaped, get_secret, known_secret_values, redact
 
 ANTHROPIC_KEY = "sk-ant-api03-" + "a1B2c3D4e5" * 4
 OPENAI_KEY = "sk-proj-" + "Z9y8X7w6V5" * 4
@@ -166,14 +166,14 @@ def test_find_key_shaped_paths() -> None:
 
 
 def test_bearer_tokens_are_redacted_and_prose_is_not() -> None:
-    from evalwh.secrets import redact
+    from evalwh.config.secrets import redact
 
     assert redact("Authorization: Bearer abc.def-123456") == "Authorization: Bearer ***"
     assert redact("Bearer authentication uses a token") == "Bearer authentication uses a token"
 
 
 def test_sanitize_redacts_before_it_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalwh.secrets import sanitize
+    from evalwh.config.secrets import sanitize
 
     monkeypatch.setenv("SOME_PASSWORD", "straddling-secret-value")
     text = "x" * 10 + "straddling-secret-value" + "y" * 10

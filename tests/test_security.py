@@ -127,7 +127,7 @@ def test_template_attribute_from_data_is_refused_when_rendered(tmp_path: Path) -
 
 
 def test_template_payload_in_mcp_render_prompt_is_refused(tmp_path: Path) -> None:
-    from evalwh import briefs
+    from evalwh.mcp import briefs
 
     marker = tmp_path / "pwned"
     root = tmp_path / "root"
@@ -301,14 +301,14 @@ def test_key_in_a_csv_case_is_allowed_by_allow_secret_like(tmp_path: Path) -> No
 
 
 def _agent(root: Path, *, allow_code: bool = False) -> Any:
-    from evalwh import briefs
+    from evalwh.mcp import briefs
 
     return briefs.Agent(root=root.resolve(), cwd=root, allow_code=allow_code)
 
 
 def _refusal(root: Path, **agent: Any) -> Any:
-    from evalwh import briefs
-    from evalwh.confinement import ConfinementError
+    from evalwh.config.confinement import ConfinementError
+    from evalwh.mcp import briefs
 
     with pytest.raises(ConfinementError) as info:
         briefs.render_prompt(_agent(root, **agent), "eval.yaml", "v", "c1")
@@ -367,7 +367,7 @@ def test_mcp_python_scorer_without_allow_code_is_refused(tmp_path: Path) -> None
 
 
 def test_mcp_python_scorer_with_allow_code_is_accepted(tmp_path: Path) -> None:
-    from evalwh import briefs
+    from evalwh.mcp import briefs
 
     root = tmp_path / "root"
     _python_scorer_config(root)
@@ -395,7 +395,7 @@ def test_mcp_command_provider_and_exec_check_without_allow_code_are_refused(
 def test_mcp_render_prompt_output_is_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalwh import briefs
+    from evalwh.mcp import briefs
 
     monkeypatch.setenv("SERVICE_TOKEN", "planted-service-token-value")
     root = tmp_path / "root"
@@ -485,8 +485,8 @@ def test_free_model_with_priced_judge_over_the_cap_is_refused_up_front(
 
 
 def test_mcp_free_model_with_priced_judge_over_the_cap_is_refused(tmp_path: Path) -> None:
-    from evalwh import briefs
-    from evalwh.budget import CostCapError
+    from evalwh.engine.budget import CostCapError
+    from evalwh.mcp import briefs
 
     root = tmp_path / "root"
     write(root / "eval.yaml", base_text(cases=FIVE_CASES) + PRICED_JUDGE)
@@ -536,7 +536,7 @@ def test_mock_reply_longer_than_max_tokens_stops_the_run_at_the_cap(
         costs = [r[0] for r in con.execute("SELECT cost_usd FROM cases").fetchall()]
         tokens = con.execute("SELECT input_tokens FROM cases").fetchone()
     assert status == "stopped" and reason == result["stop_reason"]
-    # The rule (evalwh.budget, docs/security.md): a request is sent only while spent +
+    # The rule (evalwh.engine.budget, docs/security.md): a request is sent only while spent +
     # in-flight reservations + its reservation <= cap; its reservation is its input estimate
     # plus max_tokens of output. At concurrency 1 the spend passes the cap by at most what the
     # one request in flight cost beyond its reservation.

@@ -63,7 +63,7 @@ def test_sql_query_timeout_setting_from_environment(capsys, warehouse: Path, mon
 
 
 def test_mcp_query_timeout_via_the_core_function(warehouse: Path, monkeypatch):
-    from evalwh import briefs
+    from evalwh.mcp import briefs
 
     monkeypatch.setenv("EVALWH_MCP_QUERY_TIMEOUT_S", "1")
     agent = briefs.Agent(root=warehouse.parent.parent, output_dir=warehouse.parent)
@@ -327,7 +327,7 @@ def test_csv_export_escapes_control_characters_in_every_cell(capsys, hostile_run
 def test_csv_cells_starting_with_formula_characters_are_neutralised():
     import pyarrow as pa
 
-    from evalwh.textsafe import csv_safe_table
+    from evalwh.reports.textsafe import csv_safe_table
 
     formula = '=HYPERLINK("http://evil","x")'
     table = pa.table({"c": [formula, "+1", "-x", "@a", "\tb", "\rc", "plain", None]})

@@ -13,8 +13,8 @@ import pytest
 
 import evalwh
 from evalwh.errors import RunNotFoundError, WarehouseError
-from evalwh.resources import resource_dir
 from evalwh.warehouse import connect, queries
+from evalwh.warehouse.resources import resource_dir
 from evalwh.warehouse.store import Warehouse
 
 # Released migrations never change: add a new numbered file instead. When a migration ships,

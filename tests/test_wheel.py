@@ -71,7 +71,7 @@ def test_wheel_installs_and_runs_the_quickstart(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     # the installed package, not the checkout, answered
     where = subprocess.run(
-        [str(python), "-c", "import evalwh.resources as r; print(r.resource_dir('sql'))"],
+        [str(python), "-c", "import evalwh.warehouse.resources as r; print(r.resource_dir('sql'))"],
         cwd=work,
         env=clean_env,
         capture_output=True,

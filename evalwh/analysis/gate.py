@@ -26,7 +26,7 @@ from evalwh.analysis.runinfo import cluster_key, snapshot
 if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
 
-log = logging.getLogger("evalwh.gate")
+log = logging.getLogger("evalwh.analysis.thresholds")
 DROPS = {"max_drop_pass_rate": "pass_rate", "max_drop_score": "score"}
 EXTRA = (
     "baseline",
@@ -105,7 +105,7 @@ def judge(
     ``thresholds.regression.baseline``. Regression rules need a baseline: without one they
     are skipped with a note (the first run of a project has nothing to regress from).
     """
-    from evalwh.gate import rules_json
+    from evalwh.analysis.thresholds import rules_json
 
     config = snapshot(store, run_id) if config is None else config
     thresholds = config.get("thresholds") or {}

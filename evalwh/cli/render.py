@@ -132,20 +132,6 @@ def criteria_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def print_gate(gate: list[dict[str, Any]]) -> None:
-    if not gate:
-        return
-    failed = [g for g in gate if not g["passed"]]
-    head = Text("thresholds: ", style="bold")
-    summary = f"{len(failed)} of {len(gate)} failed" if failed else f"all {len(gate)} passed"
-    head.append(summary, style="bold red" if failed else "bold green")
-    out().print(head)
-    from evalwh.cli.render_analysis import gate_line
-
-    for rule in failed:
-        out().print("  ", gate_line(rule))
-
-
 def clip(text: str | None, limit: int = 300) -> str:
     if text is None:
         return ""

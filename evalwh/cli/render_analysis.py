@@ -219,7 +219,7 @@ def print_repeats(data: dict[str, Any]) -> None:
 
 
 def gate_line(rule: dict[str, Any]) -> Text:
-    from evalwh.analysis.fmt import rule_text
+    from evalwh.reports.fmt import rule_text
 
     line = Text(
         "PASS " if rule["passed"] else "FAIL ", style="green" if rule["passed"] else "bold red"
@@ -229,6 +229,18 @@ def gate_line(rule: dict[str, Any]) -> Text:
         text = text.replace(" for ", f" vs baseline {rule['baseline']} for ", 1)
     line.append(text)
     return line
+
+
+def print_gate(gate: list[dict[str, Any]]) -> None:
+    if not gate:
+        return
+    failed = [g for g in gate if not g["passed"]]
+    head = Text("thresholds: ", style="bold")
+    summary = f"{len(failed)} of {len(gate)} failed" if failed else f"all {len(gate)} passed"
+    head.append(summary, style="bold red" if failed else "bold green")
+    out().print(head)
+    for rule in failed:
+        out().print("  ", gate_line(rule))
 
 
 def print_gate_result(data: dict[str, Any], *, verbose: bool = False) -> None:
@@ -303,7 +315,7 @@ def write_sql_result(schema: Any, batches: Iterator[Any], kind: str, limit: int 
     import pyarrow as pa
 
     from evalwh.cli.state import json_default
-    from evalwh.textsafe import csv_safe_table, json_safe
+    from evalwh.reports.textsafe import csv_safe_table, json_safe
 
     rows = _limited(batches, limit)
     truncated = False

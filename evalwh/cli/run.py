@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from evalwh.cli import render
+from evalwh.cli import render, render_analysis
 from evalwh.cli.state import STATE, emit_json, err, note, out, with_globals
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def run(
             note(f"{result.stats['retries']} transient failure(s) retried")
         render.print_errors(result.errors)
         render.print_judging(result.pairwise)
-        render.print_gate(result.gate)
+        render_analysis.print_gate(result.gate)
         note(
             f"warehouse: {result.warehouse}"
             + (f"   exports: {result.exports}" if result.exports else "")

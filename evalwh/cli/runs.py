@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from evalwh.cli import render
+from evalwh.cli import render, render_analysis
 from evalwh.cli.state import STATE, emit_json, note, out, with_globals
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def show(
         out().print(slices_table(data["slices"], by))
     render.print_errors(data["errors"])
     render.print_judging(data.get("pairwise"))
-    render.print_gate(data["gate"])
+    render_analysis.print_gate(data["gate"])
     for c in data["cases"]:
         render.case_block(c, full=case is not None)
     if failures and not data["cases"]:

@@ -119,7 +119,7 @@ class _SafeFormatter(logging.Formatter):
     shown escaped, like everything else evalwh prints."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from evalwh.textsafe import terminal_safe
+        from evalwh.reports.textsafe import terminal_safe
 
         return terminal_safe(super().format(record))
 
@@ -133,20 +133,20 @@ class SafeConsole(Console):
 
     Markup is off (a ``[bold]`` in a model output prints literally; evalwh styles with Text
     objects), strings are neutralised before layout, and every text segment is neutralised
-    again as it is written (:func:`evalwh.textsafe.terminal_safe`: ESC, C0/C1 controls and
+    again as it is written (:func:`evalwh.reports.textsafe.terminal_safe`: ESC, C0/C1 controls and
     bidi overrides shown escaped, e.g. ``\\x1b``), so no code path prints a raw control
     character; rich's own styling and cursor control are separate segments and unaffected.
     """
 
     def render_str(self, text: str, **kwargs: Any) -> Any:
-        from evalwh.textsafe import terminal_safe
+        from evalwh.reports.textsafe import terminal_safe
 
         return super().render_str(terminal_safe(text), **kwargs)
 
     def _render_buffer(self, buffer: Any) -> str:
         from rich.segment import Segment
 
-        from evalwh.textsafe import terminal_safe
+        from evalwh.reports.textsafe import terminal_safe
 
         return super()._render_buffer(
             Segment(terminal_safe(text), style, control)
@@ -191,7 +191,7 @@ def json_default(value: Any) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    from evalwh.textsafe import json_safe
+    from evalwh.reports.textsafe import json_safe
 
     text = json.dumps(data, default=json_default, ensure_ascii=False, indent=2)
     sys.stdout.write(json_safe(text) + "\n")

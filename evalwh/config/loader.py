@@ -70,7 +70,7 @@ def load_config(path: str | Path) -> EvalConfig:
 
 def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConfig:
     """Validate config data (as parsed from ``path``) and build the typed config."""
-    from evalwh.datasets import dataset_rows, inline_case, load_file_source
+    from evalwh.config.datasets import dataset_rows, inline_case, load_file_source
 
     file = str(path)
     validate_document(data, node, file)
@@ -203,7 +203,7 @@ def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSp
 
 
 def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
-    from evalwh.prompts import messages_from_config
+    from evalwh.config.prompts import messages_from_config
 
     where = f"variants[{index}]"
     if "messages" in raw:
@@ -245,7 +245,7 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
 
 
 def _judge(raw: dict[str, Any], where: str, config_path: Path) -> Judge:
-    from evalwh.prompts import messages_from_config
+    from evalwh.config.prompts import messages_from_config
 
     scale = raw.get("scale") or {"min": 0, "max": 1}
     if scale["max"] <= scale["min"]:

@@ -72,7 +72,7 @@ class Case:
     metadata: dict[str, Any] = field(default_factory=dict)
     human_label: Any = None
     source: str = ""  # "file:line" or "eval.yaml cases[3]", for error messages
-    check: Any = None  # an exec check (evalwh.checks.CheckSpec) or None
+    check: Any = None  # an exec check (evalwh.scoring.checks.CheckSpec) or None
 
 
 @dataclass(frozen=True)

@@ -59,9 +59,9 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
     Returns the scorecard and the config with prices resolved and exec checks parsed.
     """
     from evalwh import providers
-    from evalwh.pricing import price_for
+    from evalwh.config.secrets import check_secret_files, find_key_shaped, preload
+    from evalwh.providers.pricing import price_for
     from evalwh.scoring import build_scorecard
-    from evalwh.secrets import check_secret_files, find_key_shaped, preload
 
     file = str(config.path)
     check_secret_files()  # a malformed secrets file is an error now, not one per request
@@ -104,7 +104,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             )
     cases = config.cases
     if any(c.check is not None for c in cases):
-        from evalwh.checks import parse_check
+        from evalwh.scoring.checks import parse_check
 
         cases = [
             replace(c, check=parse_check(c.check, f"{c.source} check", file))
@@ -118,7 +118,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
 def secret_names(config: EvalConfig) -> list[str]:
     """The secrets a config's models and judges use: API key names and ``${NAME}`` headers."""
     from evalwh import providers
-    from evalwh.secrets import SECRET_REF
+    from evalwh.config.secrets import SECRET_REF
 
     names = []
     for model in [*config.models, *(j.model for j in config.judges)]:
@@ -404,11 +404,11 @@ def execute(
     On success the run is left ``exporting`` (lease kept): the caller writes the export and
     then the final status. SIGINT/SIGTERM flush the answers, mark the run ``interrupted`` and
     raise RunInterrupted. ``max_cost`` is enforced on actual spend plus in-flight reservations
-    (evalwh.budget): when the next request would cross it nothing more is sent and the run
+    (evalwh.engine.budget): when the next request would cross it nothing more is sent and the run
     ends ``stopped``.
     """
     from evalwh import providers as registry
-    from evalwh.budget import Budget
+    from evalwh.engine.budget import Budget
     from evalwh.engine.records import RowSink
     from evalwh.engine.signals import RunInterrupted, stop_on_signals
     from evalwh.warehouse.lease import new_token
@@ -570,7 +570,7 @@ def _finish(
 
 
 async def _check_runner(case: Any, output: str) -> CheckOutcome:
-    from evalwh.checks import run_check
+    from evalwh.scoring.checks import run_check
 
     result = await run_check(case.check, output, case.vars)
     return CheckOutcome(result.passed, result.exit_code, result.output, result.error)

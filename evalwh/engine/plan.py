@@ -11,8 +11,8 @@ from functools import lru_cache
 from typing import Any
 
 from evalwh.config.model import Case, EvalConfig, ModelSpec
+from evalwh.config.prompts import CompiledVariant, Rendered
 from evalwh.errors import UsageError
-from evalwh.prompts import CompiledVariant, Rendered
 
 # Model options that never reach a request's identity (they change how, not what, is asked).
 NON_IDENTITY_OPTIONS = frozenset({"headers", "api_key_env"})

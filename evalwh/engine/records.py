@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from evalwh.config.model import ModelSpec
+from evalwh.config.secrets import redact
 from evalwh.engine.runner import CachedAnswer, CellResult
-from evalwh.secrets import redact
 from evalwh.warehouse.writer import RunWriter, to_json
 
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from evalwh.budget import Budget
 from evalwh.config.model import Case, ModelSpec
+from evalwh.config.prompts import CompiledVariant, Rendered
+from evalwh.engine.budget import Budget
 from evalwh.engine.limits import DEAD_ENDPOINT_AFTER, MAX_RETRY_AFTER_S, RatePacer, backoff_s
 from evalwh.engine.plan import Plan, model_identity, request_hash
-from evalwh.prompts import CompiledVariant, Rendered
 from evalwh.providers.base import Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
 
@@ -158,7 +158,7 @@ class BudgetStop(Exception):
 
 
 def error_text(error: ProviderError, redact: Callable[[str], str]) -> str:
-    """The stored text of a failed request (``redact`` is :func:`evalwh.secrets.redact`)."""
+    """The stored text of a failed request (``redact`` is :func:`evalwh.config.secrets.redact`)."""
     message = str(error)
     if error.status and str(error.status) not in message:
         message = f"HTTP {error.status}: {message}"
@@ -212,7 +212,7 @@ class Engine:
         self.check_runner = check_runner
         # True while the sink holds as many rows as it may: workers wait for a flush.
         self.backpressure = backpressure
-        self.budget = budget  # the cost cap, enforced before every request (evalwh.budget)
+        self.budget = budget  # the cost cap, enforced before every request (evalwh.engine.budget)
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
         self.stopping = False  # set on SIGINT/SIGTERM: finish the cells in flight, start none

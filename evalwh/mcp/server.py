@@ -1,4 +1,4 @@
-"""The MCP tools: each one a thin call into evalwh.briefs (which calls evalwh.api).
+"""The MCP tools: each one a thin call into evalwh.mcp.briefs (which calls evalwh.api).
 
 Every answer is a tool result whose ``structuredContent`` is the data and whose text is the
 same data as compact JSON. An evalwh error (bad config, unknown run, refused SQL, a path
@@ -11,7 +11,7 @@ tool signatures (their types import lazily inside :func:`build_server`) to build
 :func:`strict_arguments` then makes every input schema strict: unknown arguments are refused
 (``additionalProperties: false``) and values are not coerced (``"5"`` is not an integer).
 
-Configs are loaded through :meth:`evalwh.briefs.Agent.load` (evalwh.confinement): every file
+Configs are loaded through :meth:`evalwh.mcp.briefs.Agent.load` (evalwh.config.confinement): every file
 inside the root, and python scorers, the command provider and exec checks only when the
 server was started with ``--allow-code``, which the tool descriptions state.
 """
@@ -22,8 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from evalwh import __version__, briefs
+from evalwh import __version__
 from evalwh.errors import CostRefusedError, EvalwhError
+from evalwh.mcp import briefs
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer

@@ -20,12 +20,12 @@ children) and is a retryable timeout.
 The program runs in the config file's folder, so a relative path such as ``./agent.py`` or
 ``python agent.py`` resolves next to ``eval.yaml`` wherever evalwh is started; a bare name is
 looked up on ``PATH``. It gets the environment *without secrets*, exactly as exec checks do
-(:func:`evalwh.checks.check_environment`); a program that needs a key names it on purpose::
+(:func:`evalwh.config.secrets.check_environment`); a program that needs a key names it on purpose::
 
     pass_env: [OPENAI_API_KEY]       # these variables are passed as they are
 
 Everything the program prints that evalwh stores (its answer, stderr in an error) goes
-through :func:`evalwh.secrets.sanitize`: known secrets and key shapes become ``***``.
+through :func:`evalwh.config.secrets.sanitize`: known secrets and key shapes become ``***``.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import signal
 from typing import Any
 
 from evalwh.config.model import ModelSpec
+from evalwh.config.secrets import redact, sanitize
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Completion, ProviderError, Request
-from evalwh.secrets import redact, sanitize
 
 STDERR_TAIL = 500
 
@@ -72,7 +72,7 @@ class CommandProvider:
     def environment(self) -> dict[str, str]:
         """The program's environment: the caller's without secrets, plus ``pass_env``."""
         if self._env is None:
-            from evalwh.checks import check_environment
+            from evalwh.config.secrets import check_environment
 
             env, _dropped = check_environment()
             for name in self.spec.options.get("pass_env") or ():

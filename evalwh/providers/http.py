@@ -2,7 +2,7 @@
 
 :class:`HttpProvider` owns one ``httpx.AsyncClient`` per provider instance, created on the
 first request (so validation and dry runs never open sockets or need keys) with a generous
-keep-alive pool. It resolves the API key through :mod:`evalwh.secrets`, posts the JSON body
+keep-alive pool. It resolves the API key through :mod:`evalwh.config.secrets`, posts the JSON body
 and turns every failure into a :class:`ProviderError`:
 
 =====================================  =========  ================  ===================
@@ -20,7 +20,7 @@ missing API key                        no         ``auth``
 
 ``retry_after`` comes from ``retry-after-ms`` when present, else ``Retry-After`` (seconds or
 an HTTP date). Every message names the provider and the status, carries the provider's own
-error message and goes through :func:`evalwh.secrets.redact`, so keys never leak into logs.
+error message and goes through :func:`evalwh.config.secrets.redact`, so keys never leak into logs.
 
 Header values may reference secrets as ``${NAME}`` (resolved like API keys), so configs never
 need to hold a key: ``headers: {X-Api-Key: "${MY_GATEWAY_KEY}"}``.
@@ -43,9 +43,9 @@ import httpx
 
 from evalwh import __version__ as _evalwh_version
 from evalwh.config.model import ModelSpec
+from evalwh.config.secrets import SECRET_REF, get_secret, key_shape, redact, sanitize
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Completion, ProviderError, Request
-from evalwh.secrets import SECRET_REF, get_secret, key_shape, redact, sanitize
 
 DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)

@@ -54,7 +54,7 @@ def _tokens(text: str) -> int:
 
 class _Rule:
     def __init__(self, raw: dict[str, Any], index: int, spec: ModelSpec, file: str | None) -> None:
-        from evalwh.prompts import compile_template
+        from evalwh.config.prompts import compile_template
 
         where = f"{spec.where}.mock.rules[{index}]"
         when = raw.get("when") or {}
@@ -103,7 +103,7 @@ class MockProvider:
     """Deterministic answers from a script; see the module docstring."""
 
     def __init__(self, spec: ModelSpec) -> None:
-        from evalwh.prompts import compile_template
+        from evalwh.config.prompts import compile_template
 
         script = spec.options.get("mock") or {}
         self.spec = spec
@@ -116,7 +116,7 @@ class MockProvider:
     @classmethod
     def check(cls, spec: ModelSpec, file: str | None = None) -> None:
         script = spec.options.get("mock") or {}
-        from evalwh.prompts import compile_template
+        from evalwh.config.prompts import compile_template
 
         for i, raw in enumerate(script.get("rules") or []):
             _Rule(raw, i, spec, file)

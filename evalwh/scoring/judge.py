@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalwh.config.model import Case, Criterion, Judge, Message, Variant
-from evalwh.prompts import CompiledVariant, Rendered, messages_from_config
+from evalwh.config.prompts import CompiledVariant, Rendered, messages_from_config
 from evalwh.scoring.base import ScoreResult
 from evalwh.scoring.jsonextract import parse_json
 

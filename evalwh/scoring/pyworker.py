@@ -185,7 +185,7 @@ class ScorerWorker:
 
 
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    from evalwh.scoring.python import call_function, load_function
+    from evalwh.scoring.userfunc import call_function, load_function
 
     fn: Any = None
     name = ""

@@ -68,7 +68,7 @@ from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult, ScorerFn, option_error, option_where
 from evalwh.scoring.builtin import _as_strings, _bool_option, _empty_expected, _no_expected
-from evalwh.scoring.python import load_function
+from evalwh.scoring.userfunc import load_function
 
 SMOOTHING = ("exp", "floor", "add-k", "none")
 SMOOTH_DEFAULTS = {"floor": 0.1, "add-k": 1.0}

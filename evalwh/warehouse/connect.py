@@ -22,8 +22,8 @@ from pathlib import Path
 import duckdb
 
 from evalwh.errors import WarehouseError
-from evalwh.resources import resource_dir
 from evalwh.warehouse.ioerrors import io_guard, is_io_error, storage_error
+from evalwh.warehouse.resources import resource_dir
 
 log = logging.getLogger("evalwh.warehouse")
 MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from evalwh.resources import resource_dir
+from evalwh.warehouse.resources import resource_dir
 
 HEADER = re.compile(r"^--\s*(title|description|params):\s*(.*)$")
 PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")

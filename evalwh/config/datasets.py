@@ -5,7 +5,7 @@ the file has no such column), ``expected`` (default ``expected``), ``human_label
 ``metadata`` (listed columns) and ``vars`` (listed columns, default: every other column).
 JSONL rows that already hold ``vars`` are read as inline cases.
 
-A value shaped like an API key (:data:`evalwh.secrets.KEY_PATTERNS`) refuses the file, as it
+A value shaped like an API key (:data:`evalwh.config.secrets.KEY_PATTERNS`) refuses the file, as it
 would refuse eval.yaml: keys never go into the warehouse. A column that holds such strings
 on purpose (a redaction test set) is named in ``allow_secret_like: [column, ...]``.
 
@@ -287,11 +287,11 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
 def _refuse_key_shaped(
     row: Row, allowed: set[str], path: Path, n: int, where: str, fmt: str
 ) -> None:
-    from evalwh.secrets import find_key_shaped
+    from evalwh.config.secrets import find_key_shaped
 
     leaked = find_key_shaped({k: v for k, v in row.items() if k not in allowed})
     if leaked:
-        from evalwh.secrets import redact
+        from evalwh.config.secrets import redact
 
         place, kind = leaked[0]
         place = redact(place)  # a header row may be the key itself (a secrets file read as CSV)

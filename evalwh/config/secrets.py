@@ -210,3 +210,30 @@ def check_secret_files(
     file and line) before a run starts rather than an auth error on each request."""
     for path in secret_files(env=env, cwd=cwd):
         _read_file(path)
+
+
+# The environment of a program evalwh starts (exec checks, the command provider): the same
+# for a fresh and a cached answer, never with a secret in it.
+DROPPED_ALWAYS = frozenset({"PWD", "OLDPWD"})  # would name the caller's folder, not the program's
+
+
+def check_environment(
+    base: Mapping[str, str] | None = None,
+) -> tuple[dict[str, str], list[str]]:
+    """``base`` (default ``os.environ``) without secrets, and the secret values left out."""
+    base = os.environ if base is None else base
+    known = known_secret_values(base)
+    kept: dict[str, str] = {}
+    dropped: list[str] = []
+    for name, value in base.items():
+        if name in DROPPED_ALWAYS:
+            continue
+        if (
+            is_secret_name(name)
+            or key_shape(value) is not None
+            or any(secret in value for secret in known)
+        ):
+            dropped.append(value)
+            continue
+        kept[name] = value
+    return kept, dropped

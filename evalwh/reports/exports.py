@@ -19,11 +19,11 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalwh.analysis import fmt
 from evalwh.analysis.gate import GateResult, find_baseline, judge
 from evalwh.analysis.runinfo import snapshot
 from evalwh.errors import UsageError
-from evalwh.textsafe import csv_safe_table, json_safe, md_cell, terminal_safe, xml_safe
+from evalwh.reports import fmt
+from evalwh.reports.textsafe import csv_safe_table, json_safe, md_cell, terminal_safe, xml_safe
 
 if TYPE_CHECKING:
     from evalwh.analysis.compare import Comparison
@@ -59,7 +59,7 @@ def export_run(
     """Export run ``ref`` as ``format``; to ``out`` when given, else as text (parquet:
     to ``out`` or the warehouse's ``exports/`` folder).
 
-    Text formats neutralise control characters in every field (evalwh.textsafe); CSV cells
+    Text formats neutralise control characters in every field (evalwh.reports.textsafe); CSV cells
     that start with ``= + - @`` get a leading ``'`` unless ``csv_formulas="keep"``."""
     if format not in FORMATS:
         raise UsageError(f"unknown export format {format!r}; use one of: {', '.join(FORMATS)}")

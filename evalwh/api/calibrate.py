@@ -29,16 +29,18 @@ def judge_variants(data: dict[str, Any], judge_id: str) -> dict[str, Any]:
 
 
 def calibrate(
-    config_path: str | Path,
+    config: str | Path,
     *,
     judges: Sequence[str] = (),
     output_dir: str | Path | None = None,
     progress: Any = None,
 ) -> dict[str, Any]:
-    from evalwh.api import run_eval
+    """Run every judge (or the given ones) over the labelled cases; rank them by agreement
+    with the human labels (Cohen's kappa, then raw agreement, then flip rate)."""
+    from evalwh.api.run import run_eval
     from evalwh.config.loader import build_config, load_config
 
-    base = load_config(config_path)
+    base = load_config(config)
     known = [j.id for j in base.judges]
     chosen = list(judges) or known
     unknown = [j for j in chosen if j not in known]

@@ -1,7 +1,7 @@
 """Token-frugal answers for agents (``evalwh mcp``): summaries first, drill-down on demand.
 
 Pure shaping over what evalwh.api returns, plus the two rules an agent-facing server needs:
-config paths stay inside a root folder, and runs stay under a cost cap (evalwh.budget).
+config paths stay inside a root folder, and runs stay under a cost cap (evalwh.engine.budget).
 Nothing here imports the MCP SDK; evalwh/mcp/server.py only registers these as tools.
 
 The shapes:
@@ -129,8 +129,8 @@ def clip_tree(value: Any, limit: int, path: str = "", cut: dict[str, int] | None
 
 
 def redact_tree(value: Any) -> Any:
-    """Every string in ``value`` through :func:`evalwh.secrets.redact`."""
-    from evalwh.secrets import redact
+    """Every string in ``value`` through :func:`evalwh.config.secrets.redact`."""
+    from evalwh.config.secrets import redact
 
     if isinstance(value, str):
         return redact(value)
@@ -201,9 +201,9 @@ class Agent:
         )
 
     def load(self, config_path: str) -> EvalConfig:
-        """The config at ``config_path``, confined to the root (evalwh.confinement): every
+        """The config at ``config_path``, confined to the root (evalwh.config.confinement): every
         file it names inside, no code-running feature unless ``allow_code``."""
-        from evalwh.confinement import load_confined
+        from evalwh.config.confinement import load_confined
 
         return load_confined(confine(config_path, self.root), self.root, allow_code=self.allow_code)
 
@@ -264,10 +264,10 @@ def run_eval(
     progress: Callable[[int, int, Any], None] | None = None,
 ) -> dict[str, Any]:
     """Run an eval for an agent: the path confined to the root, the cost capped (see
-    evalwh.budget), the answer a summary without outputs. Raises CostCapError (a
+    evalwh.engine.budget), the answer a summary without outputs. Raises CostCapError (a
     CostRefusedError with the estimate, the cap and the ceiling) when refused."""
     from evalwh import api
-    from evalwh.budget import CostCapError, mcp_cost_cap, over_cap
+    from evalwh.engine.budget import CostCapError, mcp_cost_cap, over_cap
 
     cfg = agent.load(config_path)
     output_dir = agent.run_output_dir()

@@ -21,11 +21,11 @@ given) and the ``files``. The environment has:
 - ``CASE_<VAR>`` for each scalar case variable (string, number, boolean; names upper-cased,
   characters other than ``A-Z 0-9 _`` replaced by ``_``; booleans as ``true``/``false``);
 - the caller's environment (``os.environ`` unless ``env`` is given) *minus secrets*: every
-  variable with a secret-looking name (:func:`evalwh.secrets.is_secret_name`: ``*_KEY``,
+  variable with a secret-looking name (:func:`evalwh.config.secrets.is_secret_name`: ``*_KEY``,
   ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ``*_CREDENTIALS``, ...), whose value holds a
-  known secret (:func:`evalwh.secrets.known_secret_values`; a run loads the keys its config
+  known secret (:func:`evalwh.config.secrets.known_secret_values`; a run loads the keys its config
   uses before it starts, so the environment is the same for a fresh and a cached answer) or
-  looks like an API key (:data:`evalwh.secrets.KEY_PATTERNS`). ``PATH``, ``HOME``, ``LANG``
+  looks like an API key (:data:`evalwh.config.secrets.KEY_PATTERNS`). ``PATH``, ``HOME``, ``LANG``
   and the like stay. The command provider starts its program in the same environment.
 
 ``setup`` runs first; if it fails (or times out) the check is an *error* - the answer was not
@@ -36,7 +36,7 @@ check ends, even when the snippet exited normally and left something running in 
 background (a process that moves itself to a new session with ``setsid`` escapes this).
 
 The output stored is the combined stdout and stderr of ``run`` (of ``setup`` when setup
-failed), decoded as UTF-8, with secrets redacted (:func:`evalwh.secrets.redact`), and cut to
+failed), decoded as UTF-8, with secrets redacted (:func:`evalwh.config.secrets.redact`), and cut to
 :data:`MAX_OUTPUT` characters by keeping its beginning and end around a marker.
 
 Checks need a POSIX shell: on Windows :func:`run_check` returns an error result.
@@ -58,8 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from evalwh.config.secrets import check_environment, redact, sanitize
 from evalwh.errors import ConfigError
-from evalwh.secrets import is_secret_name, key_shape, known_secret_values, redact, sanitize
 
 ANSWER_FILE = "answer.txt"
 MAX_ANSWER_ENV_BYTES = 100_000
@@ -71,7 +71,6 @@ DRAIN_S = 2.0  # how long to wait for the output pipe to close once every proces
 SHELL = "/bin/sh"
 POSIX = os.name == "posix"
 
-DROPPED_ALWAYS = frozenset({"PWD", "OLDPWD"})  # would name the caller's folder, not the check's
 CHECK_KEYS = ("run", "setup", "timeout_s", "files")
 
 
@@ -192,28 +191,6 @@ def parse_check(raw: dict | str, where: str, file: str) -> CheckSpec:
 
 
 # --- environment -------------------------------------------------------------------------
-
-
-def check_environment(
-    base: Mapping[str, str] | None = None,
-) -> tuple[dict[str, str], list[str]]:
-    """``base`` (default ``os.environ``) without secrets, and the secret values left out."""
-    base = os.environ if base is None else base
-    known = known_secret_values(base)
-    kept: dict[str, str] = {}
-    dropped: list[str] = []
-    for name, value in base.items():
-        if name in DROPPED_ALWAYS:
-            continue
-        if (
-            is_secret_name(name)
-            or key_shape(value) is not None
-            or any(secret in value for secret in known)
-        ):
-            dropped.append(value)
-            continue
-        kept[name] = value
-    return kept, dropped
 
 
 def env_name(var: str) -> str:
