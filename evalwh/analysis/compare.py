@@ -40,7 +40,10 @@ class Comparison:
     def rows(self, scope: str) -> list[dict[str, Any]]:
         import pyarrow.compute as pc
 
-        return self.deltas.filter(pc.equal(self.deltas["scope"], scope)).to_pylist()
+        rows: list[dict[str, Any]] = self.deltas.filter(
+            pc.equal(self.deltas["scope"], scope)
+        ).to_pylist()
+        return rows
 
     @property
     def overall(self) -> dict[str, Any]:

@@ -57,9 +57,9 @@ def calibrate(
         raise UsageError("no labels to calibrate against: add `labels:` or `human_label` on cases")
     rows: list[dict[str, Any]] = []
     for judge_id in chosen:
-        config = build_config(judge_variants(base.raw, judge_id), base.path, None)
+        judged = build_config(judge_variants(base.raw, judge_id), base.path, None)
         result = run_eval(
-            config,
+            judged,
             cases=labelled,
             label=f"calibrate:{judge_id}",
             output_dir=output_dir,

@@ -68,7 +68,7 @@ class WarehouseView:
 
         if not self.store.exists:
             return []
-        rows = self.store.query("runs", limit=limit).to_pylist()
+        rows: list[dict[str, Any]] = self.store.query("runs", limit=limit).to_pylist()
         for row in rows:
             row["status"] = effective_status(row, self.store.stale_after_s)
         return rows

@@ -25,7 +25,7 @@ VERDICT_STYLE = {
 
 
 def _run_name(run: dict[str, Any]) -> str:
-    return run["run_id"] + (f" ({run['label']})" if run.get("label") else "")
+    return str(run["run_id"]) + (f" ({run['label']})" if run.get("label") else "")
 
 
 def _style(value: float | None, *, bold: bool = False, lower_is_better: bool = False) -> str:

@@ -20,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalwh.config.model import EvalConfig
 
 from evalwh.errors import UsageError
 
@@ -185,7 +188,7 @@ def violations(config: Any, root: Path, *, allow_code: bool) -> list[Violation]:
     return found + ([] if allow_code else _code(config.raw, list(config.cases)))
 
 
-def load_confined(path: Path, root: Path, *, allow_code: bool) -> Any:
+def load_confined(path: Path, root: Path, *, allow_code: bool) -> EvalConfig:
     """Load the config at ``path`` for an untrusted caller: refuse before reading any file
     outside ``root`` or loading code without ``allow_code``; raise ConfinementError."""
     from evalwh.config.loader import DEFAULT_CONFIG, build_config

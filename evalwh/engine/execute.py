@@ -203,7 +203,7 @@ class Estimate:
 
 def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
     models = prepared.plan.models
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "model": m.id,
             "calls": 0,
@@ -283,12 +283,12 @@ def _judge_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict
             row[1] += 2 * (chars // 4 + answers + JUDGE_OVERHEAD_TOKENS)
     out = []
     for judge_id, (n, input_tokens) in calls.items():
-        model = judges[judge_id].model
-        output_tokens = n * _output_tokens(model)
-        price = model.price
+        judge_model = judges[judge_id].model
+        output_tokens = n * _output_tokens(judge_model)
+        price = judge_model.price
         out.append(
             {
-                "model": f"{model.id} (judge {judge_id})",
+                "model": f"{judge_model.id} (judge {judge_id})",
                 "calls": n,
                 "cached": 0,
                 "input_tokens": input_tokens,
@@ -362,8 +362,9 @@ async def _drive(engine: Engine, writer: Any) -> EngineStats:
     try:
         while not run.done():
             # wake up when the run ends, a flush ends (the next batch may be waiting) or 50 ms
+            waiting: set[asyncio.Future[Any]] = {run} if flushing is None else {run, flushing}
             await asyncio.wait(
-                {run} if flushing is None else {run, flushing},
+                waiting,
                 timeout=0.05,
                 return_when=asyncio.FIRST_COMPLETED,
             )

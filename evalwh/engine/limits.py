@@ -43,5 +43,5 @@ def backoff_s(
     """Delay before attempt ``attempt + 1``: the server's Retry-After when given, else
     exponential with full jitter (so many workers do not retry in lockstep)."""
     if retry_after is not None and retry_after >= 0:
-        return min(retry_after, MAX_RETRY_AFTER_S)
-    return random.uniform(0.5, 1.0) * min(cap, base * 2 ** (attempt - 1))
+        return min(float(retry_after), MAX_RETRY_AFTER_S)
+    return random.uniform(0.5, 1.0) * min(cap, base * 2.0 ** (attempt - 1))

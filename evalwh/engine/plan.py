@@ -115,7 +115,10 @@ def model_identity(model: ModelSpec) -> str:
 def _body_encoder() -> Any:
     """``json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
     minus its per-call set-up: the C encoder json.dumps would build, called directly."""
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import (  # type: ignore[attr-defined]  # the C accelerator, untyped
+        c_make_encoder,
+        encode_basestring,
+    )
 
     reference = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if c_make_encoder is None:  # pragma: no cover - a Python without the _json accelerator
@@ -144,7 +147,8 @@ def _identity_prefix(identity: str) -> Any:
 
 def request_body(messages: Rendered) -> str:
     """The canonical JSON of rendered messages that :func:`request_hash` hashes."""
-    return _encode_body(messages)
+    body: str = _encode_body(messages)
+    return body
 
 
 def request_hash(
@@ -161,4 +165,5 @@ def request_hash(
     h = _identity_prefix(identity).copy()
     h.update((_encode_body(messages) if body is None else body).encode())
     h.update(f"\x00{attachments}\x00{repeat}".encode())
-    return h.hexdigest()
+    digest: str = h.hexdigest()
+    return digest

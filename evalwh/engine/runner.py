@@ -381,7 +381,7 @@ class Engine:
             repeat,
             variant.attachment_digest(self.root),
         )
-        base = {
+        base: dict[str, Any] = {
             "variant": variant.variant.id,
             "model": model,
             "case": case,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evalwh.errors import CostRefusedError, UsageError
 
@@ -54,6 +54,11 @@ MARKER = "…[truncated: {shown} of {total} chars]"
 
 
 # -- plain JSON ---------------------------------------------------------------------------
+
+
+def plain_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`plain` of a mapping, typed as the dict it is."""
+    return cast("dict[str, Any]", plain(value))
 
 
 def plain(value: Any) -> Any:
@@ -273,7 +278,6 @@ def run_eval(
     output_dir = agent.run_output_dir()
     settings = api.settings_for(cfg, output_dir=output_dir)
     cap = mcp_cost_cap(max_cost_usd, settings.max_cost_usd, agent.env)
-    selection = {"models": tuple(models), "variants": tuple(variants), "cases": tuple(cases)}
     try:
         result = api.run_eval(
             cfg,
@@ -282,7 +286,9 @@ def run_eval(
             max_cost=cap,
             output_dir=output_dir,
             progress=progress,
-            **selection,
+            models=tuple(models),
+            variants=tuple(variants),
+            cases=tuple(cases),
         )
     except CostCapError:
         raise
@@ -433,7 +439,7 @@ def run_brief(
     judging = judging_brief(result.pairwise)
     eligible, flags = _flags(judging)
     totals = totals_brief(result.totals)
-    return plain(
+    return plain_dict(
         {
             "run_id": result.run_id,
             "status": result.status,
@@ -470,7 +476,7 @@ def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
     judging = judging_brief(data.get("pairwise"))
     eligible, flags = _flags(judging)
     totals = totals_brief(data["totals"])
-    return plain(
+    return plain_dict(
         {
             "run": _run_head(run),
             "matrix": [cell_brief(r) for r in data["summary"]],
@@ -573,7 +579,7 @@ def case_page(
     pages = max(1, -(-total // size))
     rows = table.slice((page - 1) * size, size).to_pylist() if page <= pages else []
     detail = "failures" if failures else "full"
-    return plain(
+    return plain_dict(
         {
             "run_id": run_id,
             "detail": detail,
@@ -643,7 +649,7 @@ def case_brief(
         },
     }
     cut: dict[str, int] = {}
-    out = clip_tree(plain(data), limit, cut=cut)
+    out: dict[str, Any] = clip_tree(plain(data), limit, cut=cut)
     out["truncated"] = cut
     return out
 
@@ -723,7 +729,7 @@ def compare_brief(
     }
     if judging:
         out["calibration"] = dict(judging)
-    return plain(out)
+    return plain_dict(out)
 
 
 def _snapshot_uses_judges(run: Mapping[str, Any]) -> bool:
@@ -780,7 +786,7 @@ def list_runs(agent: Agent, limit: int | None = None) -> dict[str, Any]:
         }
         for r in rows[:size]
     ]
-    return plain(
+    return plain_dict(
         {
             "runs": runs,
             "more": len(rows) > size,
@@ -792,7 +798,7 @@ def list_runs(agent: Agent, limit: int | None = None) -> dict[str, Any]:
 def set_baseline(agent: Agent, run: str, name: str = "baseline") -> dict[str, Any]:
     row = agent.view().set_baseline(run, name)
     keys = ("name", "run_id", "label", "status", "previous_run_id")
-    return plain({"name": name, **{k: row.get(k) for k in keys if k in row}})
+    return plain_dict({"name": name, **{k: row.get(k) for k in keys if k in row}})
 
 
 def render_prompt(
@@ -805,7 +811,7 @@ def render_prompt(
     limit = _limit(max_chars, MAX_CHARS, 1_000_000, "max_chars")
     data = api.render_prompt(agent.load(config_path), variant, case_id)
     cut: dict[str, int] = {}
-    out = clip_tree(redact_tree(plain(data)), limit, cut=cut)
+    out: dict[str, Any] = clip_tree(redact_tree(plain(data)), limit, cut=cut)
     out["truncated"] = cut
     return out
 

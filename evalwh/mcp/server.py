@@ -314,7 +314,7 @@ def strict_arguments(server: "MCPServer[Any]") -> None:
 
     for tool in server._tool_manager.list_tools():
         base = tool.fn_metadata.arg_model
-        strict = type(
+        strict: Any = type(
             base.__name__,
             (base,),
             {

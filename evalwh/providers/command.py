@@ -154,7 +154,7 @@ class CommandProvider:
             tail = sanitize(
                 stderr.decode("utf-8", errors="replace").strip(), STDERR_TAIL, tail=True
             )
-            code = proc.returncode
+            code = proc.returncode or 0
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise self._fail(
                 f"{self.argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"),

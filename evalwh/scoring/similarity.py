@@ -351,7 +351,7 @@ def rouge_l_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
 # --- semantic ----------------------------------------------------------------------------
 
 
-def _load_embedder(criterion: Criterion, root: Path, file: str) -> tuple[Callable, str]:
+def _load_embedder(criterion: Criterion, root: Path, file: str) -> tuple[Callable[..., Any], str]:
     """The ``embedder`` function, loaded by the python scorer's loader."""
     spec = criterion.options.get("embedder")
     if spec is None:

@@ -90,7 +90,7 @@ class Warehouse:
         rows = self.sql("SELECT * FROM runs WHERE run_id = ?", [run_id]).to_pylist()
         if not rows:
             raise RunNotFoundError(f"no run {run_id}")
-        row = rows[0]
+        row: dict[str, Any] = rows[0]
         row["status"] = effective_status(row, self.stale_after_s)
         return row
 
@@ -133,7 +133,8 @@ class Warehouse:
         """Delete response-cache entries (all, one model's, or older ones); returns how many."""
         if not self.exists:
             return 0
-        where, args = ["true"], []
+        where: list[str] = ["true"]
+        args: list[Any] = []
         if model is not None:
             where.append("model = ?")
             args.append(model)

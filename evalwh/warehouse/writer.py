@@ -125,7 +125,10 @@ Tables = tuple["pa.Table | None", "pa.Table | None", "pa.Table | None", "pa.Tabl
 def _json_encoder() -> Any:
     """``json.dumps(value, ensure_ascii=False, default=str)``, minus its per-call set-up: the
     C encoder json.dumps would build (with a fresh circular-reference memo each call)."""
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import (  # type: ignore[attr-defined]  # the C accelerator, untyped
+        c_make_encoder,
+        encode_basestring,
+    )
 
     if c_make_encoder is None:  # pragma: no cover - a Python without the _json accelerator
         return json.JSONEncoder(ensure_ascii=False, default=str).encode
@@ -147,7 +150,8 @@ _encode_json = _json_encoder()
 def to_json(value: Any) -> str | None:
     if value is None:
         return None
-    return _encode_json(value)
+    encoded: str = _encode_json(value)
+    return encoded
 
 
 class _Columns:
