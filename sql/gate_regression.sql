@@ -1,6 +1,6 @@
 -- title: Regression gate
 -- description: Checks regression rules (a JSON list of {scope, target, metric, limit, significant_only}) against a run's paired deltas versus its baseline: the rows of sql/compare.sql (baseline as run A), registered as the relation `deltas`. The drop (baseline minus run) may not exceed the limit; with significant_only a larger drop fails only when its 95% interval excludes 0. One row per rule and target with the drop, its interval and the paired n; failures first.
--- params: rules
+-- params: rules, tolerance
 WITH rules AS (
     SELECT unnest(
         from_json($rules, '[{"scope":"VARCHAR","target":"VARCHAR","metric":"VARCHAR","limit":"DOUBLE","significant_only":"BOOLEAN"}]'),
@@ -34,7 +34,7 @@ SELECT
     coalesce(r.significant_only, false)         AS significant_only,
     CASE
         WHEN d.drop IS NULL THEN false
-        WHEN d.drop <= r."limit" + 1e-12 THEN true
+        WHEN d.drop <= r."limit" + $tolerance THEN true
         WHEN r.significant_only THEN NOT coalesce(d.drop_lo > 0, false)
         ELSE false
     END                                         AS passed

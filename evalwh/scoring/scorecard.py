@@ -14,6 +14,7 @@ from pathlib import Path
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult, ScorerFn, build_scorer
+from evalwh.tolerance import TOLERANCE
 
 
 @dataclass
@@ -119,7 +120,7 @@ def _row(
             name, scorer, 0.0, False, weight, required, result.details, result.rationale, error
         )
     value = float(value)
-    passed = value >= threshold if result.passed is None else bool(result.passed)
+    passed = value >= threshold - TOLERANCE if result.passed is None else bool(result.passed)
     return CriterionScore(
         name, scorer, value, passed, weight, required, result.details, result.rationale, None
     )
