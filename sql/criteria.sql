@@ -1,11 +1,11 @@
 -- title: Criteria summary
--- description: One row per criterion of a run: n scored, n_cases, pass rate (the mean over cases of each case's pass fraction across its answers) with its 95% Wilson interval on n_cases, mean score, scorer errors.
+-- description: One row per criterion of a run: n scored, n_cases, pass rate (the mean over cases of each case's pass fraction across its repeats, per variant x model cell) with its 95% Wilson interval on n_cases (cases x cells), mean score, scorer errors.
 -- params: run_id
-WITH per_case AS (   -- the case is the unit: its repeats (and cells) are averaged first
-    SELECT criterion, case_id, avg(passed::INTEGER) AS case_pass
+WITH per_case AS (   -- the case (in its cell) is the unit: its repeats are averaged first
+    SELECT criterion, variant, model, case_id, avg(passed::INTEGER) AS case_pass
     FROM scores
     WHERE run_id = $run_id
-    GROUP BY criterion, case_id
+    GROUP BY criterion, variant, model, case_id
 ),
 case_rates AS (
     SELECT criterion, count(*) AS n_cases, avg(case_pass) AS pass_rate

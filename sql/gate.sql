@@ -1,5 +1,5 @@
 -- title: Threshold gate
--- description: Checks a run against threshold rules (a JSON list of {scope, target, metric, op, limit}); one row per rule and target with the value, its n (cases: each case's repeats are averaged first, so a rate is the mean over cases) and whether it passed, failures first. A value passes '>=' when value >= limit - $tolerance and '<=' when value <= limit + $tolerance (evalwh.tolerance.TOLERANCE).
+-- description: Checks a run against threshold rules (a JSON list of {scope, target, metric, op, limit}); one row per rule and target with the value, its n (cases x cells: each case's repeats are averaged first, so a rate is the mean over cases) and whether it passed, failures first. A value passes '>=' when value >= limit - $tolerance and '<=' when value <= limit + $tolerance (evalwh.tolerance.TOLERANCE).
 -- params: run_id, rules, tolerance
 WITH rules AS (
     SELECT unnest(
@@ -7,8 +7,8 @@ WITH rules AS (
         recursive := true
     )
 ),
--- the case is the unit: per (variant, model, case) and per (criterion, case) the repeats are
--- averaged first; a run-level value averages a case over its cells too. Cost is a sum.
+-- the case (in its cell) is the unit: per (variant, model, case) and per (criterion, variant,
+-- model, case) the repeats are averaged first, then the cases. Cost is a sum.
 case_cells AS (
     SELECT variant, model, case_id,
            avg(passed::INTEGER)::DOUBLE AS pass_rate, avg(score)::DOUBLE AS score,
@@ -16,16 +16,11 @@ case_cells AS (
            coalesce(sum(cost_usd) FILTER (WHERE NOT cached), 0)::DOUBLE AS cost_usd
     FROM cases WHERE run_id = $run_id GROUP BY variant, model, case_id
 ),
-case_runs AS (
-    SELECT case_id, avg(pass_rate) AS pass_rate, avg(score) AS score,
-           avg(error_rate) AS error_rate, sum(cost_usd) AS cost_usd
-    FROM case_cells GROUP BY case_id
-),
 metrics AS (
     SELECT 'run' AS scope, 'run' AS target, count(*) AS n,
            avg(pass_rate) AS pass_rate, avg(score) AS score,
            avg(error_rate) AS error_rate, sum(cost_usd) AS cost_usd
-    FROM case_runs
+    FROM case_cells
     UNION ALL
     SELECT 'cell', variant || ' × ' || model, count(*),
            avg(pass_rate), avg(score), avg(error_rate), sum(cost_usd)
@@ -34,9 +29,9 @@ metrics AS (
     -- a criterion's error rate is the share of answers its scorer could not score
     SELECT 'criterion', criterion, count(*), avg(pass_rate), avg(score), avg(error_rate), NULL
     FROM (
-        SELECT criterion, case_id, avg(passed::INTEGER)::DOUBLE AS pass_rate,
+        SELECT criterion, avg(passed::INTEGER)::DOUBLE AS pass_rate,
                avg(score)::DOUBLE AS score, avg((error IS NOT NULL)::INTEGER)::DOUBLE AS error_rate
-        FROM scores WHERE run_id = $run_id GROUP BY criterion, case_id
+        FROM scores WHERE run_id = $run_id GROUP BY criterion, variant, model, case_id
     )
     GROUP BY criterion
 ),

@@ -1,11 +1,11 @@
 -- title: Run totals
--- description: One row for a whole run: n answers, n_cases, passes, errors, pass rate (the mean over cases of each case's pass fraction across its variants, models and repeats) with its 95% Wilson interval on n_cases, mean score, cost (answers, and judges apart), tokens and how many answers came from the cache.
+-- description: One row for a whole run: n answers, n_cases, passes, errors, pass rate (the mean over the cases of every variant x model cell of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases (cases x cells), mean score, cost (answers, and judges apart), tokens and how many answers came from the cache.
 -- params: run_id
-WITH per_case AS (   -- the case is the unit: its repeats (and cells) are averaged first
-    SELECT case_id, avg(passed::INTEGER) AS case_pass
+WITH per_case AS (   -- the case (in its cell) is the unit: its repeats are averaged first
+    SELECT variant, model, case_id, avg(passed::INTEGER) AS case_pass
     FROM cases
     WHERE run_id = $run_id
-    GROUP BY case_id
+    GROUP BY variant, model, case_id
 ),
 t AS (
     SELECT

@@ -1,5 +1,5 @@
 -- title: Slices of a run
--- description: The run cut by case metadata keys ($keys, combined: one slice per combination of their values; a missing key reads '(none)'). Per slice overall (variant and model NULL) and per slice x variant x model: n answers, n_cases, passes, errors, pass rate (the mean over cases of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases, mean score, cost.
+-- description: The run cut by case metadata keys ($keys, combined: one slice per combination of their values; a missing key reads '(none)'). Per slice overall (variant and model NULL) and per slice x variant x model: n answers, n_cases, passes, errors, pass rate (the mean over cases, per cell, of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases (cases x cells), mean score, cost.
 -- params: run_id, keys
 WITH sliced AS (
     SELECT
@@ -25,15 +25,15 @@ groups AS (
     FROM sliced
     GROUP BY GROUPING SETS ((slice), (slice, variant, model))
 ),
--- the case is the unit: each case's repeats (and, for the slice overall, its cells) are averaged
+-- the case (in its cell) is the unit: each case's repeats are averaged first
 per_case AS (
     SELECT slice, variant, model, case_id, avg(passed::INTEGER) AS case_pass
     FROM sliced
-    GROUP BY GROUPING SETS ((slice, case_id), (slice, variant, model, case_id))
+    GROUP BY slice, variant, model, case_id
 ),
 case_rates AS (
     SELECT slice, variant, model, count(*) AS n_cases, avg(case_pass) AS pass_rate
-    FROM per_case GROUP BY slice, variant, model
+    FROM per_case GROUP BY GROUPING SETS ((slice), (slice, variant, model))
 ),
 rated AS (
     SELECT g.*, r.n_cases, r.pass_rate, 1.959963984540054 AS z

@@ -7,7 +7,7 @@ Config (``thresholds.regression``)::
       baseline: baseline          # the pinned name to compare with (default: baseline)
       max_drop_pass_rate: 0.05    # run level, in absolute units (0.05 = 5 points)
       max_drop_score: 0.05
-      significant_only: true      # fail only when the 95% interval of the drop excludes 0
+      significant_only: true      # fail only on a significant drop (exact test, p < 0.05)
       per_cell: {max_drop_pass_rate: 0.10}
       criteria: {correct: {max_drop_pass_rate: 0.10}}
 """
@@ -35,6 +35,7 @@ EXTRA = (
     "run_value",
     "drop_lo",
     "drop_hi",
+    "p_value",
     "significant",
     "significant_only",
 )

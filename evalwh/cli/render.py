@@ -23,8 +23,14 @@ def rate(row: dict[str, Any]) -> str:
         return "– (n=0)"
     return (
         f"{pct(row['pass_rate'])} [{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}] "
-        f"({row['n_passed']}/{row['n']})"
+        f"({row['n_passed']}/{row['n']}{_cases(row)})"
     )
+
+
+def _cases(row: dict[str, Any]) -> str:
+    """``, 12 cases`` when repeats make the answers more than the cases (the interval's n)."""
+    n_cases = row.get("n_cases")
+    return f", {n_cases} cases" if n_cases is not None and n_cases != row["n"] else ""
 
 
 def ms(x: float | None) -> str:
