@@ -356,6 +356,7 @@ def judging_brief(data: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 "win_rate": num(c["win_rate"]),
                 "ci95": [num(c["win_rate_lo"]), num(c["win_rate_hi"])],
                 "n": c["n"],
+                "n_cases": c.get("n_cases"),
                 "candidate_wins": c["candidate_wins"],
                 "baseline_wins": c["baseline_wins"],
                 "ties": c["ties"],

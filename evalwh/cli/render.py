@@ -273,7 +273,9 @@ def print_judging(data: dict[str, Any] | None) -> None:
         flag = Text(" UNCALIBRATED", style="bold red") if not c["calibrated"] else Text("")
         line = Text(
             f"  win rate: {pct(c['win_rate'])} [{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}] "
-            f"({c['candidate_wins']}/{c['n']} eligible pairs; {c['baseline_wins']} baseline win(s), "
+            f"({c['candidate_wins']}/{c['n']} eligible pairs"
+            + (f" in {c['n_cases']} cases" if c.get("n_cases") != c["n"] else "")
+            + f"; {c['baseline_wins']} baseline win(s), "
             f"{c['ties']} tie(s); {c['n_excluded']} excluded)"
         )
         line.append(flag)
