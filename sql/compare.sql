@@ -227,10 +227,11 @@ quantiles AS (
 wide AS (
     SELECT
         *,
-        pass_rate_delta - tq[1] * pass_rate_se   AS pass_rate_lo,
-        pass_rate_delta + tq[1] * pass_rate_se   AS pass_rate_hi,
-        score_delta - tq[2] * score_se           AS score_lo,
-        score_delta + tq[2] * score_se           AS score_hi,
+        -- a difference of two rates or scores in [0, 1] lies in [-1, 1]: so do its bounds
+        greatest(-1, pass_rate_delta - tq[1] * pass_rate_se) AS pass_rate_lo,
+        least(1, pass_rate_delta + tq[1] * pass_rate_se)     AS pass_rate_hi,
+        greatest(-1, score_delta - tq[2] * score_se)         AS score_lo,
+        least(1, score_delta + tq[2] * score_se)             AS score_hi,
         cost_usd_delta - tq[3] * cost_usd_se     AS cost_usd_lo,
         cost_usd_delta + tq[3] * cost_usd_se     AS cost_usd_hi,
         latency_ms_delta - tq[4] * latency_ms_se AS latency_ms_lo,

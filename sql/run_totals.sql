@@ -34,10 +34,11 @@ SELECT
     n_cached,
     p AS pass_rate,
     -- Wilson score interval on n = n_cases, clamped to [0, 1]
-    greatest(0, (p + z * z / (2 * n_cases) - z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) AS pass_rate_lo,
-    least(1, (p + z * z / (2 * n_cases) + z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) AS pass_rate_hi,
+    -- (none for a run without answers: greatest/least would turn NULL into 0 and 1)
+    CASE WHEN n_cases > 0 THEN greatest(0, (p + z * z / (2 * n_cases) - z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
+        / (1 + z * z / n_cases)) END AS pass_rate_lo,
+    CASE WHEN n_cases > 0 THEN least(1, (p + z * z / (2 * n_cases) + z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
+        / (1 + z * z / n_cases)) END AS pass_rate_hi,
     n_errors / nullif(n, 0) AS error_rate,
     mean_score,
     cost_usd,

@@ -406,3 +406,14 @@ def test_rouge_l_matches_rouge_score():
     )
     greek = run(crit("rouge-l", tokenizer="unicode"), "καλημέρα κόσμε", expect("καλημέρα κόσμε"))
     assert greek.score == 1.0
+
+
+def test_intervals_stay_in_their_ranges_at_tiny_n(tmp_path):
+    # n = 2 with a t quantile of 12.7: the raw bounds of a pass-rate delta run past +-1
+    store = paired_runs(tmp_path, {"a": [0], "b": [0]}, {"a": [1], "b": [0]})
+    run = next(r for r in deltas(store, "A", "B").to_pylist() if r["scope"] == "run")
+    assert run["pass_rate_lo"] == -1 and run["pass_rate_hi"] == 1
+    (tmp_path / "e").mkdir()
+    empty = warehouse(tmp_path / "e", {"E": []})  # a run without answers
+    (totals,) = empty.query("run_totals", run_id="E").to_pylist()
+    assert totals["n"] == 0 and totals["pass_rate_lo"] is None and totals["pass_rate_hi"] is None
