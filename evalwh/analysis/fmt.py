@@ -34,11 +34,11 @@ def rate(row: dict[str, Any], prefix: str = "pass_rate") -> str:
         return "– (n=0)"
     return (
         f"{pct(row[prefix])} [{pct(row[prefix + '_lo'])}–{pct(row[prefix + '_hi'])}] "
-        f"({row['n_passed']}/{row['n']}{_cases(row)})"
+        f"({row['n_passed']}/{row['n']}{cases_note(row)})"
     )
 
 
-def _cases(row: dict[str, Any]) -> str:
+def cases_note(row: dict[str, Any]) -> str:
     """``, 12 cases`` when repeats make the answers more than the cases (the interval's n)."""
     n_cases = row.get("n_cases")
     return f", {n_cases} cases" if n_cases is not None and n_cases != row["n"] else ""

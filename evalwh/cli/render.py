@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from evalwh.analysis.fmt import cases_note
 from evalwh.cli.state import err, out
 
 
@@ -23,14 +24,8 @@ def rate(row: dict[str, Any]) -> str:
         return "– (n=0)"
     return (
         f"{pct(row['pass_rate'])} [{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}] "
-        f"({row['n_passed']}/{row['n']}{_cases(row)})"
+        f"({row['n_passed']}/{row['n']}{cases_note(row)})"
     )
-
-
-def _cases(row: dict[str, Any]) -> str:
-    """``, 12 cases`` when repeats make the answers more than the cases (the interval's n)."""
-    n_cases = row.get("n_cases")
-    return f", {n_cases} cases" if n_cases is not None and n_cases != row["n"] else ""
 
 
 def ms(x: float | None) -> str:
@@ -60,7 +55,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
             r["model"],
             pct(r["pass_rate"]),
             ci(r),
-            f"{r['n_passed']}/{r['n']}",
+            f"{r['n_passed']}/{r['n']}{cases_note(r)}",
             num(r["mean_score"]),
             errors,
             ms(r["p50_latency_ms"]),
@@ -131,7 +126,7 @@ def criteria_table(rows: list[dict[str, Any]]) -> Table:
             "yes" if r["required"] else "no",
             pct(r["pass_rate"]),
             ci(r),
-            f"{r['n_passed']}/{r['n']}",
+            f"{r['n_passed']}/{r['n']}{cases_note(r)}",
             num(r["mean_score"]),
             str(r["n_errors"]),
         )

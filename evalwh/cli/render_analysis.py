@@ -11,7 +11,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from evalwh.analysis.fmt import p_value
+from evalwh.analysis.fmt import cases_note, p_value
 from evalwh.cli.render import num, pct, usd
 from evalwh.cli.state import note, out
 
@@ -177,7 +177,7 @@ def slices_table(rows: list[dict[str, Any]], keys: str) -> Table:
             "" if total else r["model"],
             pct(r["pass_rate"]),
             f"{pct(r['pass_rate_lo'])}–{pct(r['pass_rate_hi'])}",
-            f"{r['n_passed']}/{r['n']}",
+            f"{r['n_passed']}/{r['n']}{cases_note(r)}",
             num(r["mean_score"]),
             Text(str(r["n_errors"]), style="red" if r["n_errors"] else ""),
             usd(r["cost_usd"]),
