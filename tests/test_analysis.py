@@ -20,6 +20,7 @@ from evalwh.warehouse.connect import write_connection
 from evalwh.warehouse.store import Warehouse
 
 Z = 1.959963984540054
+T975 = {2: 4.302652729749464, 7: 2.3646242515927844}  # scipy.stats.t.ppf(0.975, df)
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
@@ -180,8 +181,9 @@ def test_paired_differences_match_a_reference(store: Warehouse) -> None:
         se = statistics.stdev(d) / math.sqrt(len(d))
         assert cell[f"{metric}_delta"] == pytest.approx(statistics.mean(d))
         assert cell[f"{metric}_se"] == pytest.approx(se)
-        assert cell[f"{metric}_lo"] == pytest.approx(statistics.mean(d) - Z * se)
-        assert cell[f"{metric}_hi"] == pytest.approx(statistics.mean(d) + Z * se)
+        # a t-interval with n - 1 = 7 df (scipy.stats.t.ppf(0.975, 7)), not the normal z
+        assert cell[f"{metric}_lo"] == pytest.approx(statistics.mean(d) - T975[7] * se)
+        assert cell[f"{metric}_hi"] == pytest.approx(statistics.mean(d) + T975[7] * se)
     assert cell["pass_rate_a"] == pytest.approx(0.5) and cell["pass_rate_b"] == pytest.approx(0.625)
     # cost: every pair +0.001 (sd 0); latency: c8 has none in B, so 7 pairs
     assert cell["cost_usd_delta"] == pytest.approx(0.001) and cell["cost_usd_se"] == pytest.approx(
@@ -224,7 +226,8 @@ def test_clustered_standard_error_matches_the_hand_computed_fixture(store: Wareh
     assert cell["n_clusters"] == 3
     assert cell["score_se"] == pytest.approx(CLUSTER_SE_BY_HAND)
     assert pytest.approx(0.10326694, abs=1e-8) == CLUSTER_SE_BY_HAND
-    assert cell["score_lo"] == pytest.approx(0.15 - Z * CLUSTER_SE_BY_HAND)
+    # clustered: a t quantile with G - 1 = 2 df
+    assert cell["score_lo"] == pytest.approx(0.15 - T975[2] * CLUSTER_SE_BY_HAND)
     d_pass = [PASS_B[c] - PASS_A[c] for c in SCORE_DIFF]
     groups = [DOC[c] for c in SCORE_DIFF]
     assert cell["pass_rate_se"] == pytest.approx(cluster_se(d_pass, groups))

@@ -240,7 +240,7 @@ def test_paging_drill_down_compare_and_query(agent, quickstart):
     compared = briefs.compare_runs(agent, "baseline", "second")
     assert compared["a"]["run_id"] == first["run_id"]
     assert compared["overall"]["n"] == 48 and compared["overall"]["verdict"] == "same"
-    assert set(compared["overall"]["pass_rate"]) == {"a", "b", "delta", "ci95"}
+    assert set(compared["overall"]["pass_rate"]) == {"a", "b", "delta", "ci95", "p"}
     assert len(compared["cells"]) == 4 and "calibration" not in compared
 
     rows = briefs.query(agent, "SELECT case_id FROM cases ORDER BY case_id", limit=5)

@@ -64,7 +64,7 @@ def test_compare_numbers_match_hand_counts(stored: dict[str, str | Path], cli: C
     pairs = paired(stored["db"], stored["a"], stored["b"])  # type: ignore[arg-type]
     d = [pb - pa for pa, pb, _, _ in pairs]
     o = data["overall"]
-    assert o["n"] == len(pairs) == 48
+    assert o["n"] == o["n_pairs"] == len(pairs) == 48  # one repeat: a case (in its cell) a pair
     assert o["n_broken"] == d.count(-1) > 0 and o["n_fixed"] == d.count(1)
     assert o["pass_rate_delta"] == pytest.approx(statistics.mean(d))
     assert o["pass_rate_se"] == pytest.approx(statistics.stdev(d) / math.sqrt(48))
@@ -88,7 +88,7 @@ def test_compare_numbers_match_hand_counts(stored: dict[str, str | Path], cli: C
     # the table shows the same numbers, rates with their n
     code, table, _ = cli("compare", "a", "b")
     assert code == 0
-    assert "overall: n=48 pairs" in table
+    assert "overall: n=48 cases (48 paired answers" in table and "exact p=" in table
     assert f"{100 * o['pass_rate_delta']:+.1f} pts" in table
     assert f"broken {o['n_broken']}" in table
     assert "terse × mock-small" in table or "terse" in table
@@ -98,7 +98,8 @@ def test_compare_runs_whose_matrices_only_overlap(stored: dict[str, str | Path],
     code, out, _ = cli("compare", "a", "part", "--json", "--by", "topic,difficulty")
     assert code == 0
     data = json.loads(out)
-    assert data["overall"]["n"] == 24 and data["overall"]["n_a"] == 48
+    overall = data["overall"]
+    assert overall["n"] == overall["n_pairs"] == 24 and overall["n_a"] == 48
     verdicts = {(c["variant"], c["model"]): c["verdict"] for c in data["cells"]}
     assert verdicts[("reasoned", "mock-large")] == "only in A"
     assert verdicts[("terse", "mock-small")] == "same"  # same config, same (cached) answers

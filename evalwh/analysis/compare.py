@@ -73,7 +73,7 @@ def check_cluster(
         return []
     message = (
         f"cluster key {key!r} is in no case's metadata (use a metadata key, or 'case_id' "
-        "to cluster the repeats of a case)"
+        "to cluster the cells of a case)"
     )
     if strict:
         raise UsageError(message)

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalwh.cli.state import err, out
+from evalwh.reports.fmt import cases_note
 
 
 def pct(x: float | None) -> str:
@@ -23,7 +24,7 @@ def rate(row: dict[str, Any]) -> str:
         return "– (n=0)"
     return (
         f"{pct(row['pass_rate'])} [{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}] "
-        f"({row['n_passed']}/{row['n']})"
+        f"({row['n_passed']}/{row['n']}{cases_note(row)})"
     )
 
 
@@ -54,7 +55,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
             r["model"],
             pct(r["pass_rate"]),
             ci(r),
-            f"{r['n_passed']}/{r['n']}",
+            f"{r['n_passed']}/{r['n']}{cases_note(r)}",
             num(r["mean_score"]),
             errors,
             ms(r["p50_latency_ms"]),
@@ -125,7 +126,7 @@ def criteria_table(rows: list[dict[str, Any]]) -> Table:
             "yes" if r["required"] else "no",
             pct(r["pass_rate"]),
             ci(r),
-            f"{r['n_passed']}/{r['n']}",
+            f"{r['n_passed']}/{r['n']}{cases_note(r)}",
             num(r["mean_score"]),
             str(r["n_errors"]),
         )
@@ -253,7 +254,9 @@ def print_judging(data: dict[str, Any] | None) -> None:
         flag = Text(" UNCALIBRATED", style="bold red") if not c["calibrated"] else Text("")
         line = Text(
             f"  win rate: {pct(c['win_rate'])} [{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}] "
-            f"({c['candidate_wins']}/{c['n']} eligible pairs; {c['baseline_wins']} baseline win(s), "
+            f"({c['candidate_wins']}/{c['n']} eligible pairs"
+            + (f" in {c['n_cases']} cases" if c.get("n_cases") != c["n"] else "")
+            + f"; {c['baseline_wins']} baseline win(s), "
             f"{c['ties']} tie(s); {c['n_excluded']} excluded)"
         )
         line.append(flag)

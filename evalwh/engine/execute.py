@@ -21,6 +21,7 @@ from evalwh.engine.plan import (
     model_identity,
     request_body,
     request_hash,
+    request_scope,
 )
 from evalwh.engine.runner import (
     CachedAnswer,
@@ -171,7 +172,14 @@ def _prepare(
                 for r in range(repeats):
                     if plan.wanted((variant.variant.id, model.id, case.id, r)):
                         prepared.hashes.append(
-                            request_hash(identity, messages, r, attachments, body=body)
+                            request_hash(
+                                identity,
+                                messages,
+                                r,
+                                attachments,
+                                body=body,
+                                scope=request_scope(model, variant.variant.id, case.id),
+                            )
                         )
                         prepared.models.append(index)
                         prepared.prompt_chars.append(size)
@@ -482,6 +490,7 @@ def execute(
             on_result,
             concurrency=settings.concurrency,
             cache=cache,
+            reuse=use_cache,
             remember=sink.remember,
             redact=redact,
             attachments=config.root,

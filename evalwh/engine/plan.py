@@ -151,6 +151,14 @@ def request_body(messages: Rendered) -> str:
     return body
 
 
+def request_scope(model: ModelSpec, variant: str, case_id: str) -> str:
+    """What decides an answer besides the request itself: the mock provider's rules and draws
+    depend on the case and the variant, so for the mock they are part of the request's key
+    (two cases with the same prompt never share a mock answer); "" for every other provider,
+    whose answer depends on what is sent only."""
+    return f"{variant}\x00{case_id}" if model.provider == "mock" else ""
+
+
 def request_hash(
     identity: str,
     messages: Rendered,
@@ -158,12 +166,16 @@ def request_hash(
     attachments: str = "",
     *,
     body: str | None = None,
+    scope: str = "",
 ) -> str:
     """Content hash of a request: model identity, rendered messages, attached files' contents
-    (``attachments`` is their digest) and the repeat index. The cache and resume key on it.
-    ``body``, when given, is ``request_body(messages)`` computed once for several hashes."""
+    (``attachments`` is their digest), the repeat index and the :func:`request_scope`. The
+    cache and resume key on it. ``body``, when given, is ``request_body(messages)`` computed
+    once for several hashes."""
     h = _identity_prefix(identity).copy()
     h.update((_encode_body(messages) if body is None else body).encode())
     h.update(f"\x00{attachments}\x00{repeat}".encode())
+    if scope:
+        h.update(f"\x00{scope}".encode())
     digest: str = h.hexdigest()
     return digest

@@ -20,7 +20,7 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.config.prompts import CompiledVariant, Rendered
 from evalwh.engine.budget import Budget
 from evalwh.engine.limits import DEAD_ENDPOINT_AFTER, MAX_RETRY_AFTER_S, RatePacer, backoff_s
-from evalwh.engine.plan import Plan, model_identity, request_hash
+from evalwh.engine.plan import Plan, model_identity, request_hash, request_scope
 from evalwh.providers.base import Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
 
@@ -191,6 +191,7 @@ class Engine:
         *,
         concurrency: int,
         cache: dict[str, CachedAnswer] | None = None,
+        reuse: bool = True,
         remember: Remember | None = None,
         redact: Callable[[str], str] = lambda s: s,
         attachments: Path | None = None,
@@ -205,6 +206,9 @@ class Engine:
         self.sink = sink
         self.concurrency = concurrency
         self.cache = cache if cache is not None else {}
+        # reuse=False (--no-cache, cache: false): every request is sent, even when an earlier
+        # case of this run rendered the same prompt
+        self.reuse = reuse
         self.remember = remember
         self.redact = redact
         self.root = attachments or Path.cwd()
@@ -268,8 +272,9 @@ class Engine:
         """One request through the cache, the cost cap, the limits and the retries. Never
         raises; a request the cap refuses is a Call whose error has kind ``budget``."""
         model = endpoint.model
-        key = request_hash(endpoint.identity, messages, repeat, attachments)
-        hit = self.cache.get(key)
+        scope = request_scope(model, variant, case.id)
+        key = request_hash(endpoint.identity, messages, repeat, attachments, scope=scope)
+        hit = self.cache.get(key) if self.reuse else None
         if hit is not None:
             self.stats.cache_hits += 1
             return Call(key, hit, None, True, 0)

@@ -314,6 +314,7 @@ def cell_brief(row: Mapping[str, Any]) -> dict[str, Any]:
         "variant": row["variant"],
         "model": row["model"],
         "n": row["n"],
+        "n_cases": row.get("n_cases"),
         "passed": row["n_passed"],
         "pass_rate": num(row["pass_rate"]),
         "ci95": [num(row["pass_rate_lo"]), num(row["pass_rate_hi"])],
@@ -328,6 +329,7 @@ def totals_brief(t: Mapping[str, Any]) -> dict[str, Any]:
     n, passed = int(t.get("n") or 0), int(t.get("n_passed") or 0)
     return {
         "n": n,
+        "n_cases": t.get("n_cases"),
         "passed": passed,
         "failed": n - passed,
         "pass_rate": num(t.get("pass_rate")),
@@ -388,6 +390,7 @@ def judging_brief(data: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 "win_rate": num(c["win_rate"]),
                 "ci95": [num(c["win_rate_lo"]), num(c["win_rate_hi"])],
                 "n": c["n"],
+                "n_cases": c.get("n_cases"),
                 "candidate_wins": c["candidate_wins"],
                 "baseline_wins": c["baseline_wins"],
                 "ties": c["ties"],
@@ -665,6 +668,7 @@ def _delta(row: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
         "b": num(row.get(f"{metric}_b")),
         "delta": num(row.get(f"{metric}_delta")),
         "ci95": [num(row.get(f"{metric}_lo")), num(row.get(f"{metric}_hi"))],
+        **({"p": num(row[f"{metric}_p"])} if row.get(f"{metric}_p") is not None else {}),
     }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult, ScorerFn, build_scorer
+from evalwh.scoring.tolerance import TOLERANCE
 
 
 @dataclass
@@ -121,7 +122,7 @@ def _row(
             name, scorer, 0.0, False, weight, required, result.details, result.rationale, error
         )
     value = float(value)
-    passed = value >= threshold if result.passed is None else bool(result.passed)
+    passed = value >= threshold - TOLERANCE if result.passed is None else bool(result.passed)
     return CriterionScore(
         name, scorer, value, passed, weight, required, result.details, result.rationale, None
     )
