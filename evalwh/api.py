@@ -88,6 +88,7 @@ class RunResult:
     stats: dict[str, int] = field(default_factory=dict)
     estimate: dict[str, Any] | None = None
     pairwise: dict[str, Any] | None = None  # calibration first, then win rates (judges only)
+    report: str | None = None  # the HTML page written with ``html=``
 
     @property
     def gate_passed(self) -> bool:
@@ -273,6 +274,7 @@ def run_eval(
     output_dir: str | Path | None = None,
     progress: Progress | None = None,
     on_estimate: Callable[[Any], None] | None = None,
+    html: str | Path | None = None,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
@@ -282,6 +284,7 @@ def run_eval(
     before anything is written when the config is bad, CostRefusedError (exit code 4) when the
     estimate exceeds ``max_cost`` (default: settings ``max_cost_usd``). ``baseline`` (a run
     reference) is what the regression thresholds compare with, instead of the pinned one.
+    ``html`` writes the run's HTML report there (``RunResult.report`` holds the path).
     """
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
@@ -336,6 +339,11 @@ def run_eval(
     )
     gate = judged.rules
     stats = outcome.stats
+    report = None
+    if html is not None:
+        from evalwh.reports.html import render_run, write
+
+        report = str(write(render_run(warehouse, outcome.run_id), html))
     return RunResult(
         run_id=outcome.run_id,
         status=outcome.status,
@@ -354,6 +362,7 @@ def run_eval(
             "errors": stats.errors,
         },
         estimate=planned.estimate.to_dict(),
+        report=report,
     )
 
 
@@ -525,10 +534,43 @@ class WarehouseView:
         out: str | Path | None = None,
         baseline: str | None = None,
     ) -> Export:
-        """Export a stored run as json, csv, md, parquet or junit (nothing is re-run)."""
+        """Export a stored run as json, csv, md, parquet, junit or html (nothing is re-run)."""
         from evalwh.analysis.exports import export_run
 
         return export_run(self.store, ref, format, out=out, baseline=baseline)
+
+    # -- HTML pages and the decision log (evalwh/reports) ----------------------------------
+    def report(self, ref: str = "latest", out: str | Path | None = None) -> Path | str:
+        """The run's self-contained HTML page: written to ``out`` (returns the path), else
+        returned as text."""
+        from evalwh.reports.html import render_run, write
+
+        text = render_run(self.store, self.resolve(ref))
+        return write(text, out) if out is not None else text
+
+    def compare_report(
+        self,
+        a: str | Comparison,
+        b: str = "latest",
+        out: str | Path | None = None,
+        **options: Any,
+    ) -> Path | str:
+        """The compare page of run ``b`` against run ``a`` (or of a Comparison already made):
+        written to ``out`` (returns the path), else returned as text. ``options`` go to
+        :meth:`compare`."""
+        from evalwh.analysis.compare import Comparison
+        from evalwh.reports.html import render_compare, write
+
+        cmp = a if isinstance(a, Comparison) else self.compare(a, b, **options)
+        text = render_compare(self.store, cmp)
+        return write(text, out) if out is not None else text
+
+    def decide(self, ref: str = "latest", *, append: str | Path | None = None) -> dict[str, Any]:
+        """A DECISIONS.md entry prefilled for the run (the one at the bottom of its HTML
+        page): ``{"run_id", "text", "path"}``; appended to ``append`` when given."""
+        from evalwh.reports.html import decide
+
+        return decide(self.store, ref, append)
 
     def read_sql(self, text: str, *, limit: int | None = None) -> tuple[pa.Table, bool]:
         """One read-only query (SELECT, WITH, DESCRIBE, SHOW ...; writes, ATTACH, COPY, SET

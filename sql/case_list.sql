@@ -20,10 +20,12 @@ SELECT
     c.cost_usd,
     c.cached,
     c.attempts,
+    c.error_kind,
     (
         SELECT list({
             'criterion': s.criterion, 'scorer': s.scorer, 'score': s.score, 'passed': s.passed,
-            'weight': s.weight, 'required': s.required, 'details': s.details, 'error': s.error
+            'weight': s.weight, 'required': s.required, 'details': s.details, 'error': s.error,
+            'rationale': s.rationale, 'judge_model': s.judge_model
         } ORDER BY s.criterion)
         FROM scores s
         WHERE s.run_id = c.run_id AND s.variant = c.variant AND s.model = c.model

@@ -6,6 +6,8 @@
 - ``md``: a pull-request comment — the gate result, the matrix, and the top movers versus
   the baseline (``--baseline``, else the pinned one). Model outputs are left out on purpose.
 - ``parquet``: Hive-partitioned ``<out>/run_id=<id>/{cases,scores}.parquet``.
+- ``html``: the self-contained run page of ``evalwh.reports.html`` (the same as
+  ``run --html``).
 - ``junit``: one testsuite per variant x model with a testcase per case row (failures and
   errors carry the failed criteria), and a ``gate`` testsuite with one testcase per rule.
 """
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from evalwh.analysis.compare import Comparison
     from evalwh.warehouse.store import Warehouse
 
-FORMATS = ("json", "csv", "md", "parquet", "junit")
+FORMATS = ("json", "csv", "md", "parquet", "junit", "html")
 JSON_COLUMNS = ("criteria", "expected", "vars", "metadata")
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -327,9 +329,16 @@ def _xml(text: str) -> str:
     return NOT_XML.sub("\ufffd", text)
 
 
+def _html(store: Warehouse, run_id: str, baseline: str | None) -> str:
+    from evalwh.reports.html import render_run
+
+    return render_run(store, run_id)
+
+
 WRITERS: dict[str, Callable[[Warehouse, str, str | None], str]] = {
     "json": _json,
     "csv": _csv,
     "md": _md,
     "junit": junit,
+    "html": _html,
 }

@@ -107,6 +107,15 @@ def run(
             help="Judge thresholds.regression against RUN instead of the pinned baseline.",
         ),
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="PATH",
+            help="Also write the run's HTML report (one self-contained file) here.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the eval matrix, store every result in the warehouse and judge the thresholds."""
     from evalwh import api
@@ -144,6 +153,7 @@ def run(
             output_dir=STATE.output_dir,
             progress=progress,
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
+            html=html,
             **selection,
         )
     if STATE.json:
@@ -162,6 +172,8 @@ def run(
             f"warehouse: {result.warehouse}"
             + (f"   exports: {result.exports}" if result.exports else "")
         )
+        if result.report:
+            note(f"report: {result.report}")
         if result.totals["n_errors"]:
             note(f"see the errors: evalwh show {result.run_id} --failures")
     if not result.gate_passed:
