@@ -572,6 +572,14 @@ class WarehouseView:
 
         return decide(self.store, ref, append)
 
+    def import_labels(self, file: str | Path, ref: str = "latest") -> dict[str, Any]:
+        """Store the pairwise labels of a YAML file (``labels:`` entries, as the report's
+        "Download labels" writes them) with run ``ref``, replacing its labels of the same
+        comparison and case; calibration counts them from then on."""
+        from evalwh.reports.labels import import_labels
+
+        return import_labels(self.store, ref, file)
+
     def read_sql(self, text: str, *, limit: int | None = None) -> tuple[pa.Table, bool]:
         """One read-only query (SELECT, WITH, DESCRIBE, SHOW ...; writes, ATTACH, COPY, SET
         and file access are refused). Returns at most ``limit`` rows and whether more were

@@ -1,0 +1,175 @@
+"""The HTML pages without a browser: what they contain, that every number is the CLI's,
+that hostile text is inert markup-wise, and the decision log and label import commands."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from evalwh import api
+from evalwh.analysis import fmt
+from tests.conftest import run_cli
+from tests.reports import BREAKOUT, IMG, SCRIPT, pairwise_copy
+
+DATA = re.compile(r'<script type="application/json" id="evalwh-data">(.*?)</script>', re.S)
+SCRIPT_TAG = re.compile(r"<script>(.*?)</script>", re.S)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A run of the pairwise example with script-bearing text planted in case q03."""
+    root = tmp_path_factory.mktemp("hostile")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(root))
+        mp.setenv("EVALWH_CONFIG_DIR", str(root / "config"))
+        config = pairwise_copy(root, hostile=True)
+        result = api.run_eval(config, output_dir=root / ".evalwh", html=root / "report.html")
+    view = api.open_warehouse(root / ".evalwh" / "warehouse.duckdb")
+    return {
+        "config": config,
+        "run_id": result.run_id,
+        "view": view,
+        "page": Path(result.report or "").read_text(encoding="utf-8"),
+        "root": root,
+    }
+
+
+def embedded(page: str) -> dict[str, Any]:
+    match = DATA.search(page)
+    assert match, "no embedded data"
+    return json.loads(match.group(1))  # type: ignore[no-any-return]
+
+
+def test_the_page_allows_no_request_and_only_its_own_script(hostile: dict[str, Any]) -> None:
+    page = hostile["page"]
+    found = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert found
+    csp = html.unescape(found.group(1))
+    assert "default-src 'none'" in csp and "img-src data:" in csp
+    scripts = SCRIPT_TAG.findall(page)
+    assert len(scripts) == 1  # the one executable script (the data block is JSON)
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode("utf-8")).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp
+    assert "unsafe-inline" not in csp.split("script-src")[1]
+    assert not re.search(r"""(src|href|action)\s*=\s*["']?\s*(https?:|//)""", page, re.I)
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+
+
+def test_planted_markup_is_escaped_everywhere(hostile: dict[str, Any]) -> None:
+    """An answer, a question and a metadata value carrying <script>, <img onerror> and a
+    </script> break-out appear only escaped in the HTML and as inert data in the JSON."""
+    page = hostile["page"]
+    for raw in (SCRIPT, IMG, "<img src=x", "window.pwned=3</script>", BREAKOUT):
+        assert raw not in page
+    assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page  # the no-script case table
+    blob = DATA.search(page)
+    assert blob and "</" not in blob.group(1) and "<" not in blob.group(1)
+    data = embedded(page)
+    q03 = [r for r in data["rows"] if r["c"] == "q03" and r["m"] == "small"]
+    assert q03 and SCRIPT in q03[0]["o"] and q03[0]["meta"]["note"] == BREAKOUT
+    assert any(IMG in text for text in data["prompts"].values())
+
+
+def test_every_number_is_the_one_the_queries_give(hostile: dict[str, Any]) -> None:
+    view, run_id, page = hostile["view"], hostile["run_id"], hostile["page"]
+    totals = view.query("run_totals", run_id=run_id).to_pylist()[0]
+    assert f"pass {fmt.rate(totals)}" in page
+    for row in view.query("summary", run_id=run_id).to_pylist():
+        assert fmt.rate(row) in page
+    for row in view.query("criteria", run_id=run_id).to_pylist():
+        assert fmt.rate(row) in page
+    judging = view.judging(run_id)
+    c = judging["comparisons"][0]
+    assert f"kappa {c['kappa']:.2f} ({c['kappa_band']}) on {c['n_labels']} label(s)" in page
+    assert (
+        f"{fmt.pct(c['win_rate'])} [{fmt.pct(c['win_rate_lo'])}–{fmt.pct(c['win_rate_hi'])}]"
+        in page
+    )
+    # below the floor: flagged in the banner, calibration, win rates and the criteria table
+    assert page.count(">UNCALIBRATED</span>") >= 4
+    assert "criterion:judged" in embedded(page)["flags"]
+
+
+def test_export_html_and_the_api_give_the_same_page(hostile: dict[str, Any]) -> None:
+    view, run_id = hostile["view"], hostile["run_id"]
+    text = view.export(run_id, "html").text
+    assert text == view.report(run_id)
+    out = view.report(run_id, hostile["root"] / "again.html")
+    assert isinstance(out, Path) and out.read_text(encoding="utf-8") == text
+    done = run_cli(
+        "-o", str(hostile["root"] / ".evalwh"), "export", run_id, "--format", "html", "--out",
+        str(hostile["root"] / "cli.html"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (hostile["root"] / "cli.html").read_text(encoding="utf-8") == text
+
+
+def test_a_big_run_is_cut_with_counts_saying_what_was_left_out(hostile: dict[str, Any]) -> None:
+    from evalwh.reports.html import render_run
+
+    page = render_run(hostile["view"].store, hostile["run_id"], max_rows=5)
+    assert "48 case row(s); this page holds 5 of them" in page and "43 left out" in page
+    rows = embedded(page)["rows"]
+    assert len(rows) == 5 and not any(r["ok"] for r in rows)  # failures first
+
+
+def test_decide_prints_and_appends_the_entry(hostile: dict[str, Any]) -> None:
+    view, run_id = hostile["view"], hostile["run_id"]
+    entry = view.decide(run_id)["text"]
+    run = view.run(run_id)
+    totals = view.query("run_totals", run_id=run_id).to_pylist()[0]
+    assert entry.startswith(f"## {run['started_at'].date().isoformat()} · pairwise · run {run_id}")
+    assert run["config_hash"] in entry and fmt.rate(totals) in entry
+    assert "UNCALIBRATED" in entry and "\nDecision:\n" in entry and "\nBecause:\n" in entry
+    assert entry in hostile["page"].replace("&lt;", "<")  # the page carries the same entry
+    log = hostile["root"] / "DECISIONS.md"
+    log.write_text("# Decisions\n", encoding="utf-8")
+    for _ in range(2):
+        done = run_cli(
+            "-o", str(hostile["root"] / ".evalwh"), "decide", run_id, "--append", str(log)
+        )
+        assert done.returncode == 0, done.stderr
+    assert log.read_text(encoding="utf-8") == "# Decisions\n\n" + entry + "\n" + entry
+
+
+def test_labels_import_changes_the_stored_calibration(hostile: dict[str, Any]) -> None:
+    view, run_id = hostile["view"], hostile["run_id"]
+    before = view.judging(run_id)["comparisons"][0]
+    stored = {
+        lb["case"]: lb["prefer"] for lb in yaml.safe_load(hostile["config"].read_text())["labels"]
+    }
+    flipped = {"A": "B", "B": "A", "tie": "B"}
+    entries = [
+        {"case": c, "comparison": "large-vs-small", "prefer": flipped[stored[c]]}
+        for c in ("q01", "q02", "q03")
+    ]
+    file = hostile["root"] / "labels.yaml"
+    file.write_text(yaml.safe_dump({"labels": entries}), encoding="utf-8")
+    result = view.import_labels(file, run_id)
+    assert result == {"run_id": run_id, "file": str(file), "imported": 3, "replaced": 3}
+    after = view.judging(run_id)["comparisons"][0]
+    assert after["n_labels"] == before["n_labels"]
+    assert after["agreement"] < before["agreement"]
+    bad = hostile["root"] / "bad.yaml"
+    bad.write_text("labels:\n  - {case: nope, prefer: A}\n  - {case: q01, prefer: maybe}\n")
+    done = run_cli("-o", str(hostile["root"] / ".evalwh"), "labels", "import", str(bad), run_id)
+    assert done.returncode == 2
+    assert "bad.yaml" in done.stderr and "labels[1]" in done.stderr and "prefer" in done.stderr
+
+
+def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
+    view, run_id = hostile["view"], hostile["run_id"]
+    cmp = view.compare(run_id, run_id)
+    page = view.compare_report(cmp)
+    assert isinstance(page, str)
+    assert fmt.delta(cmp.overall, "pass_rate") in page
+    assert "both references name the same run" in page and "No case moved." in page
+    assert SCRIPT not in page
