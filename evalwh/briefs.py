@@ -727,6 +727,34 @@ def compare_runs(
     return compare_brief(data, judging=calibration or None)
 
 
+def write_report(
+    agent: Agent, run: str = "latest", *, against: str | None = None, path: str | None = None
+) -> dict[str, Any]:
+    """Write the HTML page of a run (with ``against``: the compare page of ``run`` against
+    that run) and say where: ``path`` (inside the root), else ``reports/`` beside the
+    warehouse. The page itself is never returned: it is for a person to open."""
+    view = agent.view()
+    run_id = view.resolve(run)
+    base_id = view.resolve(against) if against is not None else None
+    if path is None:
+        name = f"{run_id}.html" if base_id is None else f"compare-{base_id}-{run_id}.html"
+        path = str(agent.warehouse.parent / "reports" / name)
+    target = confine(path, agent.root)
+    if target.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"path '{path}' must end in .html (the page is one HTML file)")
+    if base_id is None:
+        written = view.report(run_id, target)
+    else:
+        written = view.compare_report(base_id, run_id, target)
+    assert isinstance(written, Path)
+    return {
+        "path": str(written),
+        "run_id": run_id,
+        "against": base_id,
+        "bytes": written.stat().st_size,
+    }
+
+
 def list_runs(agent: Agent, limit: int | None = None) -> dict[str, Any]:
     """The newest runs first, with the pinned baselines; ``more`` says whether older runs
     were left out."""

@@ -173,3 +173,21 @@ def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
     assert fmt.delta(cmp.overall, "pass_rate") in page
     assert "both references name the same run" in page and "No case moved." in page
     assert SCRIPT not in page
+
+
+def test_the_mcp_tool_writes_the_page_inside_the_root_only(hostile: dict[str, Any]) -> None:
+    from evalwh import briefs
+    from evalwh.errors import UsageError
+
+    root = hostile["root"]
+    agent = briefs.Agent(root=root, output_dir=root / ".evalwh", cwd=root)
+    result = briefs.write_report(agent, hostile["run_id"])
+    page = Path(result["path"])
+    assert page == root / ".evalwh" / "reports" / f"{hostile['run_id']}.html"
+    assert result["bytes"] == page.stat().st_size and "evalwh-data" in page.read_text()
+    other = briefs.write_report(agent, "latest", against=hostile["run_id"], path="cmp.html")
+    assert other["path"] == str(root / "cmp.html") and "compare" in (root / "cmp.html").read_text()
+    for bad in ("../outside.html", str(root.parent / "x.html"), "page.txt"):
+        with pytest.raises(UsageError):
+            briefs.write_report(agent, hostile["run_id"], path=bad)
+    assert not (root.parent / "outside.html").exists()
