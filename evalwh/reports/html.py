@@ -188,39 +188,49 @@ def uncalibrated(judging: dict[str, Any] | None, criteria: list[dict[str, Any]])
     return out
 
 
+def _present(values: dict[str, Any]) -> dict[str, Any]:
+    """The keys that hold something (a 10,000-case page is mostly nulls otherwise)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def _case_row(row: dict[str, Any]) -> dict[str, Any]:
     output = row["output"]
-    return {
-        "v": row["variant"],
-        "m": row["model"],
-        "c": row["case_id"],
-        "r": row["repeat"],
-        "ok": bool(row["passed"]),
-        "s": row["score"],
-        "e": cut(row["error"]),
-        "ek": row["error_kind"],
-        "o": cut(output),
-        "ol": len(output) if output is not None else 0,
-        "lat": row["latency_ms"],
-        "cost": row["cost_usd"],
-        "cached": bool(row["cached"]),
-        "att": row["attempts"],
-        "meta": _loads(row["metadata"]) or {},
-        "exp": cut(_loads(row["expected"]), 500),
-        "crit": [
-            {
-                "n": c["criterion"],
-                "sc": c["score"],
-                "p": bool(c["passed"]),
-                "req": bool(c["required"]),
-                "err": cut(c["error"]),
-                "rat": cut(c["rationale"]),
-                "det": cut(c["details"], 1000),
-                "j": c["judge_model"],
-            }
-            for c in row["criteria"] or []
-        ],
-    }
+    latency = row["latency_ms"]
+    return _present(
+        {
+            "v": row["variant"],
+            "m": row["model"],
+            "c": row["case_id"],
+            "r": row["repeat"],
+            "ok": bool(row["passed"]),
+            "s": row["score"],
+            "e": cut(row["error"]),
+            "ek": row["error_kind"],
+            "o": cut(output),
+            "ol": len(output) if output is not None else 0,
+            "lat": round(latency, 2) if latency is not None else None,
+            "cost": row["cost_usd"],
+            "cached": bool(row["cached"]),
+            "att": row["attempts"],
+            "meta": _loads(row["metadata"]) or {},
+            "exp": cut(_loads(row["expected"]), 500),
+            "crit": [
+                _present(
+                    {
+                        "n": c["criterion"],
+                        "sc": c["score"],
+                        "p": bool(c["passed"]),
+                        "req": bool(c["required"]),
+                        "err": cut(c["error"]),
+                        "rat": cut(c["rationale"]),
+                        "det": cut(c["details"], 1000),
+                        "j": c["judge_model"],
+                    }
+                )
+                for c in row["criteria"] or []
+            ],
+        }
+    )
 
 
 def run_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
