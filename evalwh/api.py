@@ -410,7 +410,11 @@ class WarehouseView:
         import polars as pl
 
         table = self.query(
-            "case_list", run_id=self.resolve(ref), only_failures=failures, case_id=case_id
+            "case_list",
+            run_id=self.resolve(ref),
+            only_failures=failures,
+            case_id=case_id,
+            limit=None,
         )
         return pl.from_arrow(table)  # type: ignore[return-value]
 
@@ -436,7 +440,7 @@ class WarehouseView:
         run_id = self.resolve(ref)
         run = self.store.run_row(run_id)
         cases = self.query(
-            "case_list", run_id=run_id, only_failures=failures, case_id=case_id
+            "case_list", run_id=run_id, only_failures=failures, case_id=case_id, limit=None
         ).to_pylist()
         if case_id is not None and not cases:
             raise UsageError(f"run {run_id} has no case '{case_id}'")

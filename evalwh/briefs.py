@@ -541,7 +541,7 @@ def case_page(
     if page < 1:
         raise UsageError(f"page starts at 1, got {page}")
     run_id = view.resolve(run)
-    table = view.query("case_list", run_id=run_id, only_failures=failures, case_id=None)
+    table = view.query("case_list", run_id=run_id, only_failures=failures, case_id=None, limit=None)
     total = table.num_rows
     pages = max(1, -(-total // size))
     rows = table.slice((page - 1) * size, size).to_pylist() if page <= pages else []
@@ -575,7 +575,9 @@ def case_brief(
     longer than ``max_chars`` cut with a marker, ``truncated`` maps it to its full length."""
     limit = _limit(max_chars, MAX_CHARS, 1_000_000, "max_chars")
     run_id = view.resolve(run)
-    rows = view.query("case_list", run_id=run_id, only_failures=False, case_id=case_id).to_pylist()
+    rows = view.query(
+        "case_list", run_id=run_id, only_failures=False, case_id=case_id, limit=None
+    ).to_pylist()
     if not rows:
         raise UsageError(f"run {run_id} has no case '{case_id}'")
     row = next(

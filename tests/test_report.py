@@ -191,3 +191,26 @@ def test_the_mcp_tool_writes_the_page_inside_the_root_only(hostile: dict[str, An
         with pytest.raises(UsageError):
             briefs.write_report(agent, hostile["run_id"], path=bad)
     assert not (root.parent / "outside.html").exists()
+
+
+def test_the_latency_histogram_counts_every_answer_once(hostile: dict[str, Any]) -> None:
+    view, run_id = hostile["view"], hostile["run_id"]
+    rows = view.query("latency_histogram", run_id=run_id, bins=20).to_pylist()
+    assert rows and all(0 <= r["bin"] < 20 and r["lo_ms"] < r["hi_ms"] for r in rows)
+    for cell in view.query("summary", run_id=run_id).to_pylist():
+        key = (cell["variant"], cell["model"])
+        counted = sum(r["n"] for r in rows if (r["variant"], r["model"]) == key)
+        assert counted == cell["n"] - cell["n_errors"]
+
+
+def test_pair_list_has_one_pair_per_case_with_both_answers_and_the_label(
+    hostile: dict[str, Any],
+) -> None:
+    view, run_id = hostile["view"], hostile["run_id"]
+    pairs = view.query("pair_list", run_id=run_id).to_pylist()
+    summary = view.judging(run_id)["comparisons"][0]
+    assert len(pairs) == summary["n_pairs"] == len({p["case_id"] for p in pairs})
+    q03 = next(p for p in pairs if p["case_id"] == "q03")
+    assert SCRIPT in q03["baseline_output"] and q03["candidate_output"] == "Canberra"
+    assert q03["human"] in ("baseline", "candidate", "tie")
+    assert sum(p["human"] is not None for p in pairs) == summary["n_labels"]

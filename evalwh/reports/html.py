@@ -36,8 +36,10 @@ if TYPE_CHECKING:
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 MAX_TEXT = 4000  # characters of one output, prompt or detail kept in the page
 MAX_ROWS = 20_000  # case rows embedded (failures first); the page says how many were left out
+TEXT_BUDGET = 8_000_000  # characters of outputs and prompts a page embeds, about
 NOJS_ROWS = 100  # case rows rendered as plain HTML for reading without the script
 UNCALIBRATED = "UNCALIBRATED"
+LATENCY_BINS = 20
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -193,7 +195,13 @@ def _present(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _case_row(row: dict[str, Any]) -> dict[str, Any]:
+def text_limit(rows: int) -> int:
+    """Characters kept of each output and prompt when ``rows`` case rows are embedded: the
+    page holds about TEXT_BUDGET characters of them, each between 500 and MAX_TEXT."""
+    return max(500, min(MAX_TEXT, TEXT_BUDGET // max(rows, 1)))
+
+
+def _case_row(row: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
     output = row["output"]
     latency = row["latency_ms"]
     return _present(
@@ -204,9 +212,9 @@ def _case_row(row: dict[str, Any]) -> dict[str, Any]:
             "r": row["repeat"],
             "ok": bool(row["passed"]),
             "s": row["score"],
-            "e": cut(row["error"]),
+            "e": cut(row["error"], limit),
             "ek": row["error_kind"],
-            "o": cut(output),
+            "o": cut(output, limit),
             "ol": len(output) if output is not None else 0,
             "lat": round(latency, 2) if latency is not None else None,
             "cost": row["cost_usd"],
@@ -266,29 +274,38 @@ def run_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict
                 "cells": [r for r in rows if r["variant"] is not None],
             }
         )
-    table = store.query("case_list", run_id=run_id, only_failures=False, case_id=None)
-    n_rows = table.num_rows
-    shown = table.slice(0, max_rows).to_pylist()
+    latency: dict[str, list[dict[str, Any]]] = {}
+    for r in store.query("latency_histogram", run_id=run_id, bins=LATENCY_BINS).to_pylist():
+        latency.setdefault(f"{r['variant']} × {r['model']}", []).append(r)
+    totals = store.query("run_totals", run_id=run_id).to_pylist()[0]
+    n_rows = totals["n"]
+    shown = store.query(
+        "case_list", run_id=run_id, only_failures=False, case_id=None, limit=max_rows
+    ).to_pylist()
+    limit = text_limit(len(shown))
     prompts = {
-        f"{r['variant']}\u0000{r['case_id']}": cut(messages_text(r["messages"])) for r in shown
+        f"{r['variant']}\u0000{r['case_id']}": cut(messages_text(r["messages"]), limit)
+        for r in shown
     }
     pairs = store.query("pair_list", run_id=run_id).to_pylist() if judging else []
     data = {
         "run": run,
         "config_name": config.get("name"),
-        "totals": store.query("run_totals", run_id=run_id).to_pylist()[0],
+        "totals": totals,
         "summary": store.query("summary", run_id=run_id).to_pylist(),
         "criteria": worst_first(criteria),
         "gate": judge(store, run_id).to_dict(),
         "judging": judging,
         "flags": flags,
         "slices": slices,
+        "latency": latency,
+        "latency_bins": LATENCY_BINS,
         "keys": keys,
         "n_rows": n_rows,
-        "rows": [_case_row(r) for r in shown],
+        "rows": [_case_row(r, limit) for r in shown],
         "prompts": prompts,
         "pairs": [_pair_row(p) for p in pairs],
-        "max_text": MAX_TEXT,
+        "max_text": limit,
     }
     data["decision"] = decision_entry(data)
     return data
@@ -328,7 +345,7 @@ def render_run(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> st
         "pairs": data["pairs"],
         "flags": data["flags"],
         "keys": data["keys"],
-        "max_text": MAX_TEXT,
+        "max_text": data["max_text"],
     }
     return render("run.html.j2", d=data, page_data=script_data, nojs_rows=data["rows"][:NOJS_ROWS])
 
