@@ -102,7 +102,7 @@ def _env() -> jinja2.Environment:
         rate=fmt.rate,
         delta=fmt.delta,
         rule_text=fmt.rule_text,
-        ms=lambda x: "–" if x is None else f"{x:,.0f} ms",
+        ms=lambda x: "–" if x is None else f"{0 if abs(x) < 0.5 else x:,.0f} ms",
         x=lambda v, width=300: f"{max(0.0, min(1.0, v or 0.0)) * width:.1f}",
     )
     env.globals.update(
