@@ -611,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
             "ingest_runs",
             "query_repeats",
             "startup_runs",
+            "report_runs",
         ):
             setattr(sizes, name, args.runs)
     groups = [g for g in args.only.split(",") if g] or list(GROUPS)

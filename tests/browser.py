@@ -67,8 +67,12 @@ class Opened:
         return [u for u in self.requests if u != self.url]
 
 
-def open_page(browser: Any, path: Path, *, viewport: tuple[int, int] = (1280, 900)) -> Opened:
-    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+def open_page(
+    browser: Any, path: Path, *, viewport: tuple[int, int] = (1280, 900), **options: Any
+) -> Opened:
+    context = browser.new_context(
+        viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True, **options
+    )
     page = context.new_page()
     opened = Opened(page, path.resolve().as_uri())
 

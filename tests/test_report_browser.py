@@ -101,6 +101,9 @@ def test_run_page_opens_offline_and_the_tabs_filters_and_drilldown_work(
     page.click("a[data-tab=label]")
     assert page.is_visible("#label") and not page.is_visible("#scorecard")
     assert page.inner_text("#label-progress") == "0 / 24"
+    page.emulate_media(media="print")  # paper gets the report, not the labelling tab
+    assert page.is_visible("#scorecard") and not page.is_visible("#label")
+    assert not page.is_visible("nav.tabs") and not page.is_visible("#filters")
     clean(opened)
 
 
@@ -129,6 +132,9 @@ def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
         shown.append("tie" if side == "tie" else ("A" if "small" in side else "B"))
     page.click("#copy-labels")
     text = page.input_value("#labels-yaml")
+    with page.expect_download() as download:
+        page.click("#download-labels")
+    assert Path(download.value.path()).read_text(encoding="utf-8") == text
     page.screenshot(path=str(tmp_path / "label-tab.png"), full_page=True)
     clean(opened)
 
@@ -146,6 +152,19 @@ def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
     after = calibrate(mine, tmp_path / "b")
     assert before["labelled_cases"] == 24 and after["labelled_cases"] == 3
     assert [r["n_labels"] for r in after["ranking"] if r["kind"] == "pairwise"] == [3]
+
+
+def test_the_run_page_reads_without_javascript(
+    browser: Any, pages: dict[str, Path], tmp_path: Path
+) -> None:
+    opened = open_page(browser, pages["run"], java_script_enabled=False)
+    page = opened.page
+    for section in ("#run", "#calibration", "#scorecard", "#pairwise", "#criteria", "#decision"):
+        assert page.is_visible(section), section
+    assert page.locator(".nojs table tr").count() == 49  # the header and 48 case rows
+    assert not page.is_visible("#filters")
+    page.screenshot(path=str(tmp_path / "no-javascript.png"), full_page=True)
+    clean(opened)
 
 
 def test_planted_script_never_runs(browser: Any, pages: dict[str, Path], tmp_path: Path) -> None:
