@@ -96,6 +96,7 @@ def test_every_number_is_the_one_the_queries_give(hostile: dict[str, Any]) -> No
     # below the floor: flagged in the banner, calibration, win rates and the criteria table
     assert page.count(">UNCALIBRATED</span>") >= 4
     assert "criterion:judged" in embedded(page)["flags"]
+    assert "include the judged criteria judged" in page  # the scorecard's mean score mixes it
 
 
 def test_export_html_and_the_api_give_the_same_page(hostile: dict[str, Any]) -> None:
@@ -172,6 +173,7 @@ def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
     assert isinstance(page, str)
     assert fmt.delta(cmp.overall, "pass_rate") in page
     assert "both references name the same run" in page and "No case moved." in page
+    assert f"- Versus run {run_id}: pass rate {fmt.delta(cmp.overall, 'pass_rate')}" in page
     assert SCRIPT not in page
 
 

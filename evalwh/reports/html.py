@@ -435,6 +435,7 @@ def compare_data(store: Warehouse, cmp: Comparison) -> dict[str, Any]:
     data["totals_a"] = store.query("run_totals", run_id=a).to_pylist()[0]
     data["totals_b"] = store.query("run_totals", run_id=b).to_pylist()[0]
     data["gate"] = judge(store, b, baseline=a).to_dict()
+    data["decision"] = decision_entry(run_data(store, b, max_rows=0), data)
     return data
 
 
