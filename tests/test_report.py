@@ -16,7 +16,7 @@ import yaml
 
 from evalwh import api
 from evalwh.analysis import fmt
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 from tests.reports import BREAKOUT, IMG, SCRIPT, pairwise_copy
 
 DATA = re.compile(r'<script type="application/json" id="evalwh-data">(.*?)</script>', re.S)
@@ -216,3 +216,18 @@ def test_pair_list_has_one_pair_per_case_with_both_answers_and_the_label(
     assert SCRIPT in q03["baseline_output"] and q03["candidate_output"] == "Canberra"
     assert q03["human"] in ("baseline", "candidate", "tie")
     assert sum(p["human"] is not None for p in pairs) == summary["n_labels"]
+
+
+def test_the_python_recipe_of_the_reports_doc_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
+    recipes = re.findall(r"^```python\n(.*?)^```", text, re.M | re.S)
+    assert recipes
+    work = tmp_path / "recipe"
+    pairwise_copy(work / "examples")
+    monkeypatch.chdir(work)
+    for code in recipes:
+        exec(compile(code, "docs/reports.md", "exec"), {})
+    for page in ("report.html", "latest.html", "compare.html"):
+        assert "Content-Security-Policy" in (work / page).read_text(encoding="utf-8")
