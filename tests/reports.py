@@ -16,11 +16,13 @@ PAIRWISE = ROOT / "examples" / "pairwise"
 SCRIPT = "<script>window.pwned=1</script>"
 IMG = '<img src=x onerror="window.pwned=2">'
 BREAKOUT = "</script><script>window.pwned=3</script><!--"
+RATIONALE = "<img src=x onerror=window.pwned=4><script>window.pwned=5</script>"
 
 
 def pairwise_copy(folder: Path, *, hostile: bool = False) -> Path:
     """A private copy of examples/pairwise; ``hostile`` plants script-bearing text in a
-    case's question, metadata and the answer the small model gives (case q03)."""
+    case's question, metadata and the answer the small model gives (case q03), and in every
+    rationale the judges give."""
     target = folder / "pairwise"
     shutil.copytree(PAIRWISE, target, ignore=shutil.ignore_patterns(".evalwh", "*.html"))
     if hostile:
@@ -32,6 +34,11 @@ def pairwise_copy(folder: Path, *, hostile: bool = False) -> Path:
                 row["vars"]["question"] += " " + IMG
                 row["metadata"]["note"] = BREAKOUT
         cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        config = target / "eval.yaml"
+        text = config.read_text(encoding="utf-8")
+        for said in ("compared with the reference", "checked against the reference"):
+            text = text.replace(said, RATIONALE)
+        config.write_text(text, encoding="utf-8")
     return target / "eval.yaml"
 
 

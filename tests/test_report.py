@@ -17,7 +17,7 @@ import yaml
 from evalwh import api
 from evalwh.analysis import fmt
 from tests.conftest import ROOT, run_cli
-from tests.reports import BREAKOUT, IMG, SCRIPT, pairwise_copy
+from tests.reports import BREAKOUT, IMG, RATIONALE, SCRIPT, pairwise_copy
 
 DATA = re.compile(r'<script type="application/json" id="evalwh-data">(.*?)</script>', re.S)
 SCRIPT_TAG = re.compile(r"<script>(.*?)</script>", re.S)
@@ -67,7 +67,7 @@ def test_planted_markup_is_escaped_everywhere(hostile: dict[str, Any]) -> None:
     """An answer, a question and a metadata value carrying <script>, <img onerror> and a
     </script> break-out appear only escaped in the HTML and as inert data in the JSON."""
     page = hostile["page"]
-    for raw in (SCRIPT, IMG, "<img src=x", "window.pwned=3</script>", BREAKOUT):
+    for raw in (SCRIPT, IMG, "<img src=x", "window.pwned=3</script>", BREAKOUT, RATIONALE):
         assert raw not in page
     assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page  # the no-script case table
     blob = DATA.search(page)
@@ -76,6 +76,8 @@ def test_planted_markup_is_escaped_everywhere(hostile: dict[str, Any]) -> None:
     q03 = [r for r in data["rows"] if r["c"] == "q03" and r["m"] == "small"]
     assert q03 and SCRIPT in q03[0]["o"] and q03[0]["meta"]["note"] == BREAKOUT
     assert any(IMG in text for text in data["prompts"].values())
+    assert RATIONALE in {c.get("rat") for c in q03[0]["crit"]}
+    assert any(RATIONALE in (p["rationale_ab"], p["rationale_ba"]) for p in data["pairs"])
 
 
 def test_every_number_is_the_one_the_queries_give(hostile: dict[str, Any]) -> None:

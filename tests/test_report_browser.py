@@ -15,7 +15,7 @@ import yaml
 from evalwh.config.loader import load_config
 from tests.browser import Opened, browser, open_page
 from tests.conftest import run_cli
-from tests.reports import pairwise_copy, regressed
+from tests.reports import RATIONALE, pairwise_copy, regressed
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
 
@@ -173,9 +173,14 @@ def test_planted_script_never_runs(browser: Any, pages: dict[str, Path], tmp_pat
     page.fill("#f-text", "q03")
     page.locator("#case-list tr").first.click()
     assert "<script>window.pwned=1</script>" in page.inner_text("#drill")
+    assert RATIONALE in page.inner_text("#drill")  # the judge's rationale, as text
     page.click("a[data-tab=label]")
     page.click("#unblind")
-    page.locator("#pairs .pair").first.locator("button[data-choice=tie]").click()
+    q03 = page.locator("#pairs .pair").filter(has_text="case q03")
+    assert "<script>window.pwned=1</script>" in q03.inner_text()  # the answer, as text
+    q03.locator("button[data-choice=tie]").click()
+    q03.locator("details.verdict").click()  # unfold the rationales
+    assert RATIONALE in q03.inner_text()
     page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
     assert page.evaluate("typeof window.pwned") == "undefined"
     clean(opened)
