@@ -35,14 +35,19 @@ def chromium_path() -> str | None:
     return shutil.which("chromium")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    path = chromium_path()
+def require_chromium(path: str | None) -> str:
+    """``path``, or a skip saying why (a failure when EVALWH_REQUIRE_SYSTEM_PARTS=1)."""
     if path is None:
         reason = "no system chromium (apt-get install chromium) for the browser tests"
         if os.environ.get("EVALWH_REQUIRE_SYSTEM_PARTS") == "1":
             pytest.fail(reason + "; EVALWH_REQUIRE_SYSTEM_PARTS=1 requires it")
         pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path = require_chromium(chromium_path())
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

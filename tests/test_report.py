@@ -233,3 +233,16 @@ def test_the_python_recipe_of_the_reports_doc_runs(
         exec(compile(code, "docs/reports.md", "exec"), {})
     for page in ("report.html", "latest.html", "compare.html"):
         assert "Content-Security-Policy" in (work / page).read_text(encoding="utf-8")
+
+
+def test_a_missing_chromium_skips_the_browser_tests_unless_ci_requires_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.browser import require_chromium
+
+    assert require_chromium("/usr/bin/chromium") == "/usr/bin/chromium"
+    with pytest.raises(pytest.skip.Exception, match="no system chromium"):
+        require_chromium(None)
+    monkeypatch.setenv("EVALWH_REQUIRE_SYSTEM_PARTS", "1")
+    with pytest.raises(pytest.fail.Exception, match="EVALWH_REQUIRE_SYSTEM_PARTS=1 requires it"):
+        require_chromium(None)

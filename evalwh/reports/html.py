@@ -304,18 +304,18 @@ def run_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict
         "n_rows": n_rows,
         "rows": [_case_row(r, limit) for r in shown],
         "prompts": prompts,
-        "pairs": [_pair_row(p) for p in pairs],
+        "pairs": [_pair_row(p, text_limit(2 * len(pairs))) for p in pairs],
         "max_text": limit,
     }
     data["decision"] = decision_entry(data)
     return data
 
 
-def _pair_row(p: dict[str, Any]) -> dict[str, Any]:
+def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
     out = {
         "comparison": p["comparison"],
         "case": p["case_id"],
-        "prompt": cut(messages_text(p["messages"])),
+        "prompt": cut(messages_text(p["messages"]), limit),
         "expected": cut(_loads(p["expected"]), 500),
         "baseline": f"{p['baseline_variant']} × {p['baseline_model']}",
         "candidate": f"{p['candidate_variant']} × {p['candidate_model']}",
@@ -330,7 +330,7 @@ def _pair_row(p: dict[str, Any]) -> dict[str, Any]:
     }
     for side in ("baseline", "candidate"):
         text = p[f"{side}_output"]
-        out[f"{side}_output"] = cut(text)
+        out[f"{side}_output"] = cut(text, limit)
         out[f"{side}_len"] = len(text) if text is not None else 0
         out[f"{side}_error"] = cut(p[f"{side}_error"])
     return out
