@@ -177,6 +177,9 @@ def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
     assert "both references name the same run" in page and "No case moved." in page
     assert f"- Versus run {run_id}: pass rate {fmt.delta(cmp.overall, 'pass_rate')}" in page
     assert SCRIPT not in page
+    assert "UNCALIBRATED judges in these runs" in page
+    judged = re.search(r"<td>judged <span class=\"badge uncal\"", page)
+    assert judged, "the judged criterion's delta is not flagged"
 
 
 def test_the_mcp_tool_writes_the_page_inside_the_root_only(hostile: dict[str, Any]) -> None:
@@ -246,3 +249,9 @@ def test_a_missing_chromium_skips_the_browser_tests_unless_ci_requires_it(
     monkeypatch.setenv("EVALWH_REQUIRE_SYSTEM_PARTS", "1")
     with pytest.raises(pytest.fail.Exception, match="EVALWH_REQUIRE_SYSTEM_PARTS=1 requires it"):
         require_chromium(None)
+
+
+def test_html_with_dry_run_is_refused(hostile: dict[str, Any]) -> None:
+    done = run_cli("run", str(hostile["config"]), "--dry-run", "--html", "x.html")
+    assert done.returncode == 2 and "--html writes the page of a run" in done.stderr
+    assert not Path("x.html").exists()

@@ -122,6 +122,12 @@ def run(
 
     path = _config_path(config_file)
     selection = {"models": model or (), "variants": variant or (), "cases": case or ()}
+    if dry_run and html is not None:
+        from evalwh.errors import UsageError
+
+        raise UsageError(
+            "--html writes the page of a run: drop it or --dry-run (which writes nothing)"
+        )
     if dry_run:
         plan = api.validate(
             path,

@@ -435,8 +435,24 @@ def compare_data(store: Warehouse, cmp: Comparison) -> dict[str, Any]:
     data["totals_a"] = store.query("run_totals", run_id=a).to_pylist()[0]
     data["totals_b"] = store.query("run_totals", run_id=b).to_pylist()[0]
     data["gate"] = judge(store, b, baseline=a).to_dict()
-    data["decision"] = decision_entry(run_data(store, b, max_rows=0), data)
+    run_b = run_data(store, b, max_rows=0)
+    flags = {**run_flags(store, a), **run_b["flags"]}
+    for row in data["criteria"]:
+        row["flag"] = flags.get(f"criterion:{row['target']}")
+    data["flags"] = flags
+    data["decision"] = decision_entry(run_b, data)
     return data
+
+
+def run_flags(store: Warehouse, run_id: str) -> dict[str, str]:
+    """:func:`uncalibrated` of a stored run (empty when it used no judge)."""
+    from evalwh.analysis.judging import report
+
+    config = snapshot_of(store.run_row(run_id))
+    if not (config.get("pairwise") or config.get("judges")):
+        return {}
+    criteria = store.query("criteria", run_id=run_id).to_pylist()
+    return uncalibrated(report(store, run_id, config), criteria)
 
 
 def render_compare(store: Warehouse, cmp: Comparison) -> str:
