@@ -136,6 +136,12 @@ def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
         page.click("#download-labels")
     assert Path(download.value.path()).read_text(encoding="utf-8") == text
     page.screenshot(path=str(tmp_path / "label-tab.png"), full_page=True)
+    assert page.inner_text("#pair-page") == "pairs 1–20 of 24" and cards.count() == 20
+    page.click("#pair-next")  # a page of pairs at a time, for long lists
+    assert page.inner_text("#pair-page") == "pairs 21–24 of 24" and cards.count() == 4
+    page.keyboard.press("k")  # back to pair 20, on the first page
+    assert page.inner_text("#pair-page") == "pairs 1–20 of 24"
+    assert "current" in (cards.nth(19).get_attribute("class") or "")
     clean(opened)
 
     entries = yaml.safe_load(text)["labels"]

@@ -217,7 +217,8 @@
       var n = pairs.filter(function (p) { return labels[key(p)]; }).length;
       $("label-progress").textContent = n + " / " + pairs.length;
       $("labels-yaml").value = yaml();
-      cards.forEach(function (c, i) { c.update(); c.box.classList.toggle("current", i === current); });
+      drawPage();
+      cards.forEach(function (c) { c.update(); c.box.classList.toggle("current", c.index === current); });
     }
     function choose(i, letter) {
       var p = pairs[i];
@@ -225,10 +226,10 @@
       save();
       current = Math.min(i + 1, pairs.length - 1);
       refresh();
-      if (cards[current]) { cards[current].box.scrollIntoView({ block: "nearest" }); }
+      if (cards[current - first]) { cards[current - first].box.scrollIntoView({ block: "nearest" }); }
     }
-    var holder = $("pairs");
-    pairs.forEach(function (p, i) {
+    var holder = $("pairs"), LPAGE = 20, shownPage = -1, first = 0;
+    function makeCard(p, i) {
       var names = { A: el("span", { cls: "muted side-name" }), B: el("span", { cls: "muted side-name" }) };
       var buttons = {};
       var choiceRow = el("div", { cls: "choices" });
@@ -253,7 +254,8 @@
         choiceRow, verdict
       ]);
       holder.appendChild(box);
-      cards.push({
+      return {
+        index: i,
         box: box,
         update: function () {
           var mine = labels[key(p)];
@@ -269,8 +271,19 @@
           if (p.rationale_ab) { verdict.appendChild(el("p", { text: "rationale: " + p.rationale_ab })); }
           if (p.rationale_ba) { verdict.appendChild(el("p", { text: "rationale (other order): " + p.rationale_ba })); }
         }
-      });
-    });
+      };
+    }
+    function drawPage() {  /* only one page of pairs is in the document at a time */
+      var page = Math.floor(current / LPAGE);
+      if (page === shownPage) { return; }
+      shownPage = page; first = page * LPAGE; holder.textContent = ""; cards = [];
+      pairs.slice(first, first + LPAGE).forEach(function (p, j) { cards.push(makeCard(p, first + j)); });
+      $("pair-page").textContent = "pairs " + (first + 1) + "–" + (first + cards.length) + " of " + pairs.length;
+      $("pair-prev").disabled = page === 0;
+      $("pair-next").disabled = first + LPAGE >= pairs.length;
+    }
+    $("pair-prev").addEventListener("click", function () { current = Math.max(0, first - LPAGE); refresh(); });
+    $("pair-next").addEventListener("click", function () { current = Math.min(pairs.length - 1, first + LPAGE); refresh(); });
     doc.addEventListener("keydown", function (ev) {
       if ($("label").hidden || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
       var tag = (ev.target && ev.target.tagName) || "";
