@@ -134,7 +134,9 @@ def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
     text = page.input_value("#labels-yaml")
     with page.expect_download() as download:
         page.click("#download-labels")
-    assert Path(download.value.path()).read_text(encoding="utf-8") == text
+    downloaded = tmp_path / download.value.suggested_filename
+    download.value.save_as(downloaded)
+    assert downloaded.read_text(encoding="utf-8") == text
     page.screenshot(path=str(tmp_path / "label-tab.png"), full_page=True)
     assert page.inner_text("#pair-page") == "pairs 1–20 of 24" and cards.count() == 20
     page.click("#pair-next")  # a page of pairs at a time, for long lists
@@ -154,6 +156,9 @@ def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
     loaded = load_config(mine)
     assert len(loaded.labels) == 3
     assert {lb.comparison for lb in loaded.labels} == {"large-vs-small"}
+    stored = run_cli("--json", "labels", "import", str(downloaded), "latest", cwd=config.parent)
+    assert stored.returncode == 0, stored.stderr
+    assert json.loads(stored.stdout)["imported"] == 3  # the downloaded file, stored with the run
     before = calibrate(config, tmp_path / "a")
     after = calibrate(mine, tmp_path / "b")
     assert before["labelled_cases"] == 24 and after["labelled_cases"] == 3
