@@ -602,6 +602,11 @@ def measure_report(work: Path, config: str, runs: int, paint: bool) -> dict[str,
         for _ in range(runs):
             tab = browser.new_page()
             tab.goto(page.resolve().as_uri(), wait_until="load")
+            # under load the paint entry can come after the load event
+            tab.wait_for_function(
+                "performance.getEntriesByName('first-contentful-paint').length > 0",
+                timeout=30_000,
+            )
             out["fcp_ms"].append(
                 tab.evaluate("performance.getEntriesByName('first-contentful-paint')[0].startTime")
             )
