@@ -14,7 +14,8 @@ FLOOR = 90.0
 
 
 def main(path: str) -> int:
-    files = json.load(open(path, encoding="utf-8"))["files"]
+    with open(path, encoding="utf-8") as handle:
+        files = json.load(handle)["files"]
     covered: dict[str, int] = defaultdict(int)
     statements: dict[str, int] = defaultdict(int)
     for name, data in files.items():
@@ -31,7 +32,9 @@ def main(path: str) -> int:
             mark = "  core" + ("" if share >= FLOOR else f"  BELOW {FLOOR:.0f} %")
             if share < FLOOR:
                 failed.append(package)
-        print(f"  {package:<14} {covered[package]:>6}/{statements[package]:<6} {share:5.1f} %{mark}")
+        print(
+            f"  {package:<14} {covered[package]:>6}/{statements[package]:<6} {share:5.1f} %{mark}"
+        )
     core_cov = sum(covered[p] for p in CORE)
     core_all = sum(statements[p] for p in CORE)
     print(f"core ({', '.join(CORE)}): {100.0 * core_cov / max(core_all, 1):.1f} %")

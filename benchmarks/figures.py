@@ -545,3 +545,74 @@ def compile_bytecode() -> float:
 
 def run_async(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+# ---- the HTML report ----------------------------------------------------------------------
+
+
+def build_report_run(work: Path, n: int) -> dict[str, Any]:
+    """The run the report figures read: ``n`` cases x 2 mock models (workloads), once."""
+    import evalwh
+
+    config = workloads.write_report_config(work / f"report-{n}", n)
+    _fresh(config.parent)
+    started = time.perf_counter()
+    result = evalwh.run_eval(config)
+    return {"config": str(config), "run_id": result.run_id, "rows": result.totals["n"],
+            "run_s": time.perf_counter() - started}  # fmt: skip
+
+
+def measure_report(work: Path, config: str, runs: int, paint: bool) -> dict[str, Any]:
+    """Render the run page of the latest run of ``config`` ``runs`` times (size, time, this
+    process's peak RSS), then open it ``runs`` times in headless chromium: first contentful
+    paint and the load event, from navigation start."""
+    import evalwh
+    from evalwh.reports.html import render_run, write
+
+    view = evalwh.open_warehouse(config=Path(config))
+    run_id = view.resolve("latest")
+    before = peak_rss_mb()
+    render_s: list[float] = []
+    text = ""
+    for _ in range(runs):
+        started = time.perf_counter()
+        text = render_run(view.store, run_id)
+        render_s.append(time.perf_counter() - started)
+    page = write(text, work / "report.html")
+    out: dict[str, Any] = {
+        "rows": view.query("run_totals", run_id=run_id).to_pylist()[0]["n"],
+        "bytes": page.stat().st_size,
+        "render_s": render_s,
+        "peak_rss_mb_before": before,
+        "peak_rss_mb": peak_rss_mb(),
+        "fcp_ms": [],
+        "load_ms": [],
+    }
+    chromium = (
+        "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else shutil.which("chromium")
+    )
+    if not paint or chromium is None:
+        return out
+    from playwright.sync_api import sync_playwright
+
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=args)
+        for _ in range(runs):
+            tab = browser.new_page()
+            tab.goto(page.resolve().as_uri(), wait_until="load")
+            # under load the paint entry can come after the load event
+            tab.wait_for_function(
+                "performance.getEntriesByName('first-contentful-paint').length > 0",
+                timeout=30_000,
+            )
+            out["fcp_ms"].append(
+                tab.evaluate("performance.getEntriesByName('first-contentful-paint')[0].startTime")
+            )
+            out["load_ms"].append(
+                tab.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+            )
+            tab.close()
+        browser.close()
+    return out

@@ -93,3 +93,38 @@ cases:
     path = folder / "eval.yaml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def write_report_config(folder: Path, n: int) -> Path:
+    """``n`` cases x 2 models on the mock provider for the HTML report figures: one model
+    answers right, the other gives a long wrong answer (2,000 characters) to a fifth of the
+    cases, so the page carries failures, long outputs and two cells side by side."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cases = write_cases(folder / "cases.jsonl", n)
+    long_wrong = "wrong " * 333
+    text = f"""\
+name: report-bench
+settings:
+  output_dir: .evalwh
+  concurrency: 16
+models:
+  - id: good
+    provider: mock
+  - id: sloppy
+    provider: mock
+    mock:
+      rules:
+        - rate: 0.2
+          reply: "{long_wrong.strip()}"
+variants:
+  - id: plain
+    messages:
+      - role: user
+        content: "{{{{ question }}}}"
+cases:
+  - file: {cases.resolve().as_posix()}
+    metadata: [topic, difficulty]
+{SCORECARD}"""
+    path = folder / "eval.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -92,7 +92,11 @@ class WarehouseView:
         import polars as pl
 
         table = self.query(
-            "case_list", run_id=self.resolve(ref), only_failures=failures, case_id=case_id
+            "case_list",
+            run_id=self.resolve(ref),
+            only_failures=failures,
+            case_id=case_id,
+            limit=None,
         )
         return pl.from_arrow(table)  # type: ignore[return-value]
 
@@ -118,7 +122,7 @@ class WarehouseView:
         run_id = self.resolve(ref)
         run = self.store.run_row(run_id)
         cases = self.query(
-            "case_list", run_id=run_id, only_failures=failures, case_id=case_id
+            "case_list", run_id=run_id, only_failures=failures, case_id=case_id, limit=None
         ).to_pylist()
         if case_id is not None and not cases:
             raise UsageError(f"run {run_id} has no case '{case_id}'")
@@ -220,13 +224,54 @@ class WarehouseView:
         baseline: str | None = None,
         csv_formulas: str = "neutralise",
     ) -> Export:
-        """Export a stored run as json, csv, md, parquet or junit (nothing is re-run). CSV
+        """Export a stored run as json, csv, md, parquet, junit or html (nothing is re-run). CSV
         cells starting with ``= + - @`` get a leading ``'`` unless ``csv_formulas="keep"``."""
         from evalwh.reports.exports import export_run
 
         return export_run(
             self.store, ref, format, out=out, baseline=baseline, csv_formulas=csv_formulas
         )
+
+    # -- HTML pages and the decision log (evalwh/reports) ----------------------------------
+    def report(self, ref: str = "latest", out: str | Path | None = None) -> Path | str:
+        """The run's self-contained HTML page: written to ``out`` (returns the path), else
+        returned as text."""
+        from evalwh.reports.html import render_run, write
+
+        text = render_run(self.store, self.resolve(ref))
+        return write(text, out) if out is not None else text
+
+    def compare_report(
+        self,
+        a: str | Comparison,
+        b: str = "latest",
+        out: str | Path | None = None,
+        **options: Any,
+    ) -> Path | str:
+        """The compare page of run ``b`` against run ``a`` (or of a Comparison already made):
+        written to ``out`` (returns the path), else returned as text. ``options`` go to
+        :meth:`compare`."""
+        from evalwh.analysis.compare import Comparison
+        from evalwh.reports.html import render_compare, write
+
+        cmp = a if isinstance(a, Comparison) else self.compare(a, b, **options)
+        text = render_compare(self.store, cmp)
+        return write(text, out) if out is not None else text
+
+    def decide(self, ref: str = "latest", *, append: str | Path | None = None) -> dict[str, Any]:
+        """A DECISIONS.md entry prefilled for the run (the one at the bottom of its HTML
+        page): ``{"run_id", "text", "path"}``; appended to ``append`` when given."""
+        from evalwh.reports.html import decide
+
+        return decide(self.store, ref, append)
+
+    def import_labels(self, file: str | Path, ref: str = "latest") -> dict[str, Any]:
+        """Store the pairwise labels of a YAML file (``labels:`` entries, as the report's
+        "Download labels" writes them) with run ``ref``, replacing its labels of the same
+        comparison and case; calibration counts them from then on."""
+        from evalwh.reports.labels import import_labels
+
+        return import_labels(self.store, ref, file)
 
     def query_bounds(self, timeout_s: float | None = None, *, mcp: bool = False) -> QueryBounds:
         """The bounds of one read-only statement: the settings, ``timeout_s`` overriding."""

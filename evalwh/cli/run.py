@@ -115,12 +115,27 @@ def run(
             help="Judge thresholds.regression against RUN instead of the pinned baseline.",
         ),
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="PATH",
+            help="Also write the run's HTML report (one self-contained file) here.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the eval matrix, store every result in the warehouse and judge the thresholds."""
     from evalwh import api
 
     path = _config_path(config_file)
     selection = {"models": model or (), "variants": variant or (), "cases": case or ()}
+    if dry_run and html is not None:
+        from evalwh.errors import UsageError
+
+        raise UsageError(
+            "--html writes the page of a run: drop it or --dry-run (which writes nothing)"
+        )
     if dry_run:
         plan = api.validate(
             path,
@@ -153,6 +168,7 @@ def run(
             output_dir=STATE.output_dir,
             progress=progress,
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
+            html=html,
             **selection,
         )
     if STATE.json:
@@ -171,6 +187,8 @@ def run(
             f"warehouse: {result.warehouse}"
             + (f"   exports: {result.exports}" if result.exports else "")
         )
+        if result.report:
+            note(f"report: {result.report}")
         if result.totals["n_errors"]:
             note(f"see the errors: evalwh show {result.run_id} --failures")
     if result.failure:  # on stderr in --json mode too, like every error

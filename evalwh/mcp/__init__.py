@@ -16,6 +16,7 @@ TOOLS = (
     "set_baseline",
     "render_prompt",
     "query",
+    "write_report",
 )
 
 __all__ = ["TOOLS"]

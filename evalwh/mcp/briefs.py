@@ -577,7 +577,7 @@ def case_page(
     if page < 1:
         raise UsageError(f"page starts at 1, got {page}")
     run_id = view.resolve(run)
-    table = view.query("case_list", run_id=run_id, only_failures=failures, case_id=None)
+    table = view.query("case_list", run_id=run_id, only_failures=failures, case_id=None, limit=None)
     total = table.num_rows
     pages = max(1, -(-total // size))
     rows = table.slice((page - 1) * size, size).to_pylist() if page <= pages else []
@@ -611,7 +611,9 @@ def case_brief(
     longer than ``max_chars`` cut with a marker, ``truncated`` maps it to its full length."""
     limit = _limit(max_chars, MAX_CHARS, 1_000_000, "max_chars")
     run_id = view.resolve(run)
-    rows = view.query("case_list", run_id=run_id, only_failures=False, case_id=case_id).to_pylist()
+    rows = view.query(
+        "case_list", run_id=run_id, only_failures=False, case_id=case_id, limit=None
+    ).to_pylist()
     if not rows:
         raise UsageError(f"run {run_id} has no case '{case_id}'")
     row = next(
@@ -762,6 +764,34 @@ def compare_runs(
         if flags is not None:
             calibration[side] = flags
     return compare_brief(data, judging=calibration or None)
+
+
+def write_report(
+    agent: Agent, run: str = "latest", *, against: str | None = None, path: str | None = None
+) -> dict[str, Any]:
+    """Write the HTML page of a run (with ``against``: the compare page of ``run`` against
+    that run) and say where: ``path`` (inside the root), else ``reports/`` beside the
+    warehouse. The page itself is never returned: it is for a person to open."""
+    view = agent.view()
+    run_id = view.resolve(run)
+    base_id = view.resolve(against) if against is not None else None
+    if path is None:
+        name = f"{run_id}.html" if base_id is None else f"compare-{base_id}-{run_id}.html"
+        path = str(agent.warehouse.parent / "reports" / name)
+    target = confine(path, agent.root)
+    if target.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"path '{path}' must end in .html (the page is one HTML file)")
+    if base_id is None:
+        written = view.report(run_id, target)
+    else:
+        written = view.compare_report(base_id, run_id, target)
+    assert isinstance(written, Path)
+    return {
+        "path": str(written),
+        "run_id": run_id,
+        "against": base_id,
+        "bytes": written.stat().st_size,
+    }
 
 
 def list_runs(agent: Agent, limit: int | None = None) -> dict[str, Any]:

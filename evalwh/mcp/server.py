@@ -226,6 +226,29 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
         cases that moved."""
         return answer(lambda: briefs.compare_runs(agent, a, b, movers=movers))
 
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        )
+    )
+    def write_report(
+        run: Run = "latest",
+        against: Annotated[
+            str | None,
+            Field(description="Write the compare page of run against this run instead."),
+        ] = None,
+        path: Annotated[
+            str | None,
+            Field(
+                description="Where to write the .html file, inside the server's root "
+                "(default: reports/<run id>.html beside the warehouse)."
+            ),
+        ] = None,
+    ) -> CallToolResult:
+        """Write a run's self-contained HTML report (or, with against, the compare page) for a
+        person to open, and return its path and size; the page itself is not returned."""
+        return answer(lambda: briefs.write_report(agent, run, against=against, path=path))
+
     @server.tool(annotations=reads)
     def list_runs(
         limit: Annotated[

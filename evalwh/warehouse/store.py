@@ -121,6 +121,35 @@ class Warehouse:
         with write_connection(self.path, wait_s=None) as con:
             con.executemany("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
+    def replace_labels(self, run_id: str, labels: Any) -> int:
+        """Store pairwise labels with a run, replacing its labels of the same comparison and
+        case; returns how many stored labels were replaced."""
+        rows = [
+            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note]
+            for lb in labels
+        ]
+        keys = [[run_id, lb.comparison, lb.case_id] for lb in labels]
+        with write_connection(self.path, wait_s=None) as con:
+            con.execute("BEGIN")
+            con.execute(
+                "CREATE TEMP TABLE new_keys (run_id VARCHAR, comparison VARCHAR, case_id VARCHAR)"
+            )
+            if keys:
+                con.executemany("INSERT INTO new_keys VALUES (?, ?, ?)", keys)
+            found = con.execute(
+                "SELECT count(*) FROM labels l SEMI JOIN new_keys k USING (run_id, comparison, case_id) "
+                "WHERE l.kind = 'pairwise'"
+            ).fetchone()
+            con.execute(
+                "DELETE FROM labels WHERE kind = 'pairwise' AND (run_id, comparison, case_id) IN "
+                "(SELECT (run_id, comparison, case_id) FROM new_keys)"
+            )
+            if rows:
+                con.executemany("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            con.execute("DROP TABLE new_keys")
+            con.execute("COMMIT")
+        return int(found[0]) if found else 0
+
     def cells(self, run_id: str, *, errors_only: bool = False) -> set[tuple[str, str, str, int]]:
         """The (variant, model, case_id, repeat) cells stored for a run."""
         table = self.query("run_cells", run_id=run_id, errors_only=errors_only)
