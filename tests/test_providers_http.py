@@ -712,13 +712,12 @@ def test_concurrent_requests_with_latency() -> None:
             finally:
                 await prov.aclose()
 
-        started = time.monotonic()
         results = asyncio.run(go())
-        elapsed = time.monotonic() - started
     assert [r.text for r in results] == [f"q{i}" for i in range(160)]
-    assert server.max_in_flight > 8  # the latency of one connection does not block others
+    # the latency of one connection does not block others (counted at the server, not timed:
+    # wall-time bounds belong to benchmarks/, not to tests on a shared machine)
+    assert server.max_in_flight > 8
     assert server.connections <= 32
-    assert elapsed < 8.0 * 0.05 * 5  # 160 / 32 = 5 rounds of 50 ms; generous for slow CI
 
 
 def test_fault_injection_is_deterministic() -> None:
