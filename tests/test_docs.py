@@ -399,3 +399,11 @@ def test_cli_doc_help_blocks_are_what_the_commands_print():
     assert len(found) >= len(COMMANDS)
     stale = [path for path, block in found if block != help_text(path)]
     assert not stale, f"regenerate with `uv run python -m tests.cli_help docs/cli.md`: {stale}"
+
+
+def test_storage_doc_query_list_is_generated_from_the_sql_headers():
+    from tests.sql_list import listed, query_lines
+
+    assert listed(read(DOCS / "storage.md")) == query_lines(), (
+        "regenerate with `uv run python -m tests.sql_list docs/storage.md`"
+    )
