@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalwh.analysis.runinfo import snapshot_of
 from evalwh.reports import fmt
-from evalwh.reports.exports import _loads
+from evalwh.reports.fmt import json_value
 
 if TYPE_CHECKING:
     import jinja2
@@ -134,7 +134,7 @@ def cut(text: Any, limit: int = MAX_TEXT) -> str | None:
 def messages_text(messages: Any) -> str:
     """Rendered messages as ``[role] text`` lines (non-text parts as ``[type]``)."""
     lines = []
-    for message in _loads(messages) or []:
+    for message in json_value(messages) or []:
         content = message.get("content")
         if isinstance(content, str):
             text = content
@@ -220,8 +220,8 @@ def _case_row(row: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
             "cost": row["cost_usd"],
             "cached": bool(row["cached"]),
             "att": row["attempts"],
-            "meta": _loads(row["metadata"]) or {},
-            "exp": cut(_loads(row["expected"]), 500),
+            "meta": json_value(row["metadata"]) or {},
+            "exp": cut(json_value(row["expected"]), 500),
             "crit": [
                 _present(
                     {
@@ -316,7 +316,7 @@ def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
         "comparison": p["comparison"],
         "case": p["case_id"],
         "prompt": cut(messages_text(p["messages"]), limit),
-        "expected": cut(_loads(p["expected"]), 500),
+        "expected": cut(json_value(p["expected"]), 500),
         "baseline": f"{p['baseline_variant']} × {p['baseline_model']}",
         "candidate": f"{p['candidate_variant']} × {p['candidate_model']}",
         "verdict": p["verdict"],
