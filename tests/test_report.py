@@ -184,19 +184,20 @@ def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
 
 def test_the_mcp_tool_writes_the_page_inside_the_root_only(hostile: dict[str, Any]) -> None:
     from evalwh.errors import UsageError
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
 
     root = hostile["root"]
-    agent = briefs.Agent(root=root, output_dir=root / ".evalwh", cwd=root)
-    result = briefs.write_report(agent, hostile["run_id"])
+    agent = Agent(root=root, output_dir=root / ".evalwh", cwd=root)
+    result = tools.write_report(agent, hostile["run_id"])
     page = Path(result["path"])
     assert page == root / ".evalwh" / "reports" / f"{hostile['run_id']}.html"
     assert result["bytes"] == page.stat().st_size and "evalwh-data" in page.read_text()
-    other = briefs.write_report(agent, "latest", against=hostile["run_id"], path="cmp.html")
+    other = tools.write_report(agent, "latest", against=hostile["run_id"], path="cmp.html")
     assert other["path"] == str(root / "cmp.html") and "compare" in (root / "cmp.html").read_text()
     for bad in ("../outside.html", str(root.parent / "x.html"), "page.txt"):
         with pytest.raises(UsageError):
-            briefs.write_report(agent, hostile["run_id"], path=bad)
+            tools.write_report(agent, hostile["run_id"], path=bad)
     assert not (root.parent / "outside.html").exists()
 
 
