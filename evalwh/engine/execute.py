@@ -162,7 +162,6 @@ def _prepare(
     prepared = Prepared(config, settings, plan, scorecard)
     identities = [model_identity(m) for m in plan.models]
     for variant in plan.variants:
-        attachments = variant.attachment_digest(config.root)
         for case in plan.cases:
             messages = variant.render(case)  # raises ConfigError naming the template and case
             size = sum(len(p.get("text", "")) for m in messages for p in m["content"])
@@ -170,9 +169,7 @@ def _prepare(
             for index, (model, identity) in enumerate(zip(plan.models, identities, strict=True)):
                 for r in range(repeats):
                     if plan.wanted((variant.variant.id, model.id, case.id, r)):
-                        prepared.hashes.append(
-                            request_hash(identity, messages, r, attachments, body=body)
-                        )
+                        prepared.hashes.append(request_hash(identity, messages, r, body=body))
                         prepared.models.append(index)
                         prepared.prompt_chars.append(size)
                         prepared.cells.append((variant.variant.id, model.id, case.id, r))
@@ -483,7 +480,6 @@ def execute(
             cache=cache,
             remember=sink.remember,
             redact=redact,
-            attachments=config.root,
             judges=judges,
             check_runner=_check_runner if any(c.check for c in plan.cases) else None,
             backpressure=lambda: writer.pending >= writer.max_pending,

@@ -151,14 +151,14 @@ def request_hash(
     identity: str,
     messages: Rendered,
     repeat: int,
-    attachments: str = "",
     *,
     body: str | None = None,
 ) -> str:
-    """Content hash of a request: model identity, rendered messages, attached files' contents
-    (``attachments`` is their digest) and the repeat index. The cache and resume key on it.
-    ``body``, when given, is ``request_body(messages)`` computed once for several hashes."""
+    """Content hash of a request: model identity, rendered messages and the repeat index.
+    An attached file is in the rendered messages as its SHA-256 (never its path), so the
+    hash follows the file's content. The cache and resume key on it. ``body``, when given,
+    is ``request_body(messages)`` computed once for several hashes."""
     h = _identity_prefix(identity).copy()
     h.update((_encode_body(messages) if body is None else body).encode())
-    h.update(f"\x00{attachments}\x00{repeat}".encode())
+    h.update(f"\x00\x00{repeat}".encode())
     return h.hexdigest()

@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
@@ -193,7 +192,6 @@ class Engine:
         cache: dict[str, CachedAnswer] | None = None,
         remember: Remember | None = None,
         redact: Callable[[str], str] = lambda s: s,
-        attachments: Path | None = None,
         judges: Mapping[str, JudgeRuntime] | None = None,
         check_runner: CheckRunner | None = None,
         backpressure: Callable[[], bool] | None = None,
@@ -207,7 +205,6 @@ class Engine:
         self.cache = cache if cache is not None else {}
         self.remember = remember
         self.redact = redact
-        self.root = attachments or Path.cwd()
         self.judges = judges or {}
         self.check_runner = check_runner
         # True while the sink holds as many rows as it may: workers wait for a flush.
@@ -263,12 +260,11 @@ class Engine:
         case: Case,
         variant: str,
         repeat: int = 0,
-        attachments: str = "",
     ) -> Call:
         """One request through the cache, the cost cap, the limits and the retries. Never
         raises; a request the cap refuses is a Call whose error has kind ``budget``."""
         model = endpoint.model
-        key = request_hash(endpoint.identity, messages, repeat, attachments)
+        key = request_hash(endpoint.identity, messages, repeat)
         hit = self.cache.get(key)
         if hit is not None:
             self.stats.cache_hits += 1
@@ -373,14 +369,7 @@ class Engine:
     ) -> CellResult:
         model = endpoint.model
         messages = variant.render(case)
-        call = await self.call(
-            endpoint,
-            messages,
-            case,
-            variant.variant.id,
-            repeat,
-            variant.attachment_digest(self.root),
-        )
+        call = await self.call(endpoint, messages, case, variant.variant.id, repeat)
         base = {
             "variant": variant.variant.id,
             "model": model,
