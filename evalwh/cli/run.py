@@ -196,9 +196,15 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         console.print(render.estimate_line(p.estimate), markup=False)
         for row in p.estimate["by_model"]:
             cost = render.usd(row["cost_usd"]) if row["cost_usd"] is not None else "no price"
+            unknown = row.get("not_estimated")
             console.print(
                 f"  {row['model']}: {row['calls']} call(s), {row['cached']} cached, "
-                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}",
+                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}"
+                + (
+                    f" + {unknown} attached file(s) not estimated (the cost is a lower bound)"
+                    if unknown
+                    else ""
+                ),
                 markup=False,
             )
     if dry and p.sample:

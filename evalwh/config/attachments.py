@@ -56,12 +56,6 @@ class Attachment:
         major = self.media_type.split("/", 1)[0]
         return major if major in ("image", "audio", "video") else "file"
 
-    @property
-    def filename(self) -> str:
-        """A file name for APIs that want one: the name plus the media type's suffix."""
-        suffix = SUFFIX.get(self.media_type) or mimetypes.guess_extension(self.media_type) or ""
-        return self.name if self.name.endswith(suffix) else f"{self.name}{suffix}"
-
     def part(self, kind: str) -> dict[str, Any]:
         """The rendered message part naming this file (what the request hash covers)."""
         return {
@@ -97,6 +91,12 @@ SUFFIX = {
     "video/quicktime": ".mov",
     "text/plain": ".txt",
 }
+
+
+def filename_for(name: str, media_type: str) -> str:
+    """A file name for APIs that want one: the name plus the media type's suffix."""
+    suffix = SUFFIX.get(media_type) or mimetypes.guess_extension(media_type) or ""
+    return name if name.endswith(suffix) else f"{name}{suffix}"
 
 
 # ---- media types from content ---------------------------------------------------------------
@@ -228,6 +228,7 @@ def _describe(media_type: str, head: bytes, size: int, pages: int | None) -> dic
 
 _BY_STAT: dict[tuple[str, int, int], Attachment] = {}
 _BY_HASH: dict[str, Path] = {}
+_INFO: dict[str, dict[str, Any]] = {}  # sha256 -> width/height/seconds/pages, for estimates
 HEAD_BYTES = 64 * 1024  # enough for every header the sniffer and the size readers look at
 
 
@@ -246,6 +247,7 @@ def load(path: Path, name: str, *, file: str | None = None, where: str | None = 
     except OSError as exc:
         raise _unreadable(path, exc.strerror or str(exc), file, where) from None
     _BY_HASH.setdefault(known.sha256, path)
+    _INFO[known.sha256] = known.info
     return Attachment(name, path, known.sha256, known.media_type, known.size, known.info)
 
 
@@ -277,6 +279,16 @@ def _unreadable(path: Path, why: str, file: str | None, where: str | None) -> Co
 
 class AttachmentChanged(Exception):
     """A file's content is not the content hashed when the run was planned."""
+
+
+def info(sha256: str) -> dict[str, Any]:
+    """What the header of the file with this hash told (image size, WAV length, PDF pages)."""
+    return _INFO.get(sha256, {})
+
+
+def path_of(sha256: str) -> Path | None:
+    """Where the bytes of the file with this hash are read from (None: not loaded)."""
+    return _BY_HASH.get(sha256)
 
 
 def remember(sha256: str, path: Path) -> None:
