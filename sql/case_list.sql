@@ -14,6 +14,7 @@ SELECT
     c.vars,
     c.metadata,
     c.messages,
+    c.attachments,
     c.latency_ms,
     c.input_tokens,
     c.output_tokens,

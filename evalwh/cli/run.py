@@ -211,7 +211,7 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         s = p.sample
         console.print(f"sample prompt ({s['variant']} × case {s['case']}):", markup=False)
         for m in s["messages"]:
-            text = "".join(part.get("text", f"[{part['type']}]") for part in m["content"])
+            text = "".join(render.part_label(part) for part in m["content"])
             console.print(f"  [{m['role']}] {text}", markup=False)
     if dry:
         console.print("dry run: nothing was called or written", style="dim")

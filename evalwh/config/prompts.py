@@ -224,7 +224,8 @@ class CompiledVariant:
                             fix=f"check the template against the case's vars ({case.source})",
                         ) from None
                 if part.binary and value is not None:
-                    item = self._binary(item, value.strip(), case, i, j)
+                    templated = part.template is not None
+                    item = self._binary(item, value.strip(), case, i, j, templated)
                 elif value is not None:
                     item["text"] = value
                 content.append(item)
@@ -232,9 +233,11 @@ class CompiledVariant:
         return out
 
     def _binary(
-        self, item: dict[str, Any], value: str, case: Case, i: int, j: int
+        self, item: dict[str, Any], value: str, case: Case, i: int, j: int, templated: bool
     ) -> dict[str, Any]:
-        """The rendered part of a file: its hash and type (a URL stays a URL)."""
+        """The rendered part of a file: its hash and type (a URL stays a URL). A template
+        must name a case file (or a URL): a path computed from case data could reach any
+        file, so only a prompt's literal paths are read as paths."""
         kind = item["type"]
         where = f"{self.variant.where}.messages[{i}].content[{j}]"
         if value.startswith(("http://", "https://")):
@@ -250,12 +253,15 @@ class CompiledVariant:
                     fix=f"add it to the case's files ({case.source}); the case has: "
                     f"{', '.join(sorted(case.files)) or 'no files'}",
                 )
-        elif not value:
+        elif templated or not value:
+            shown = f"'{value[:80]}'" if value else "nothing"
             raise ConfigError(
-                f"the {kind} part is empty for case '{case.id}'",
+                f"the {kind} part rendered {shown} for case '{case.id}', not a file of the case",
                 file=self.variant.source,
                 where=where,
-                fix='name a file: - image: "{{ files.photo }}" or a path next to the config',
+                fix='a template names a file of the case: - image: "{{ files.photo }}" (give '
+                "the case files:, a file:// column or a dir: source); a literal path next to "
+                "the config needs no braces",
             )
         else:  # a path of the prompt's own, relative to the config's folder
             root = self.variant.root or Path.cwd()
