@@ -141,7 +141,7 @@ def media_type_of(path: Path, head: bytes) -> str:
     if found:
         return found
     guessed = mimetypes.guess_type(path.name)[0]
-    if guessed:
+    if guessed and guessed != "application/octet-stream":
         return guessed
     try:
         head.decode("utf-8")
@@ -227,7 +227,7 @@ def _describe(media_type: str, head: bytes, size: int, pages: int | None) -> dic
 # ---- loading and hashing (once per run) -----------------------------------------------------
 
 _BY_STAT: dict[tuple[str, int, int], Attachment] = {}
-_BY_HASH: dict[str, Path] = {}
+_BY_HASH: dict[str, list[Path]] = {}  # sha256 -> where its bytes may be read, best first
 _INFO: dict[str, dict[str, Any]] = {}  # sha256 -> width/height/seconds/pages, for estimates
 HEAD_BYTES = 64 * 1024  # enough for every header the sniffer and the size readers look at
 
@@ -246,7 +246,9 @@ def load(path: Path, name: str, *, file: str | None = None, where: str | None = 
         raise _unreadable(path, "it is a folder", file, where) from None
     except OSError as exc:
         raise _unreadable(path, exc.strerror or str(exc), file, where) from None
-    _BY_HASH.setdefault(known.sha256, path)
+    places = _BY_HASH.setdefault(known.sha256, [])
+    if path not in places:
+        places.append(path)
     _INFO[known.sha256] = known.info
     return Attachment(name, path, known.sha256, known.media_type, known.size, known.info)
 
@@ -287,30 +289,44 @@ def info(sha256: str) -> dict[str, Any]:
 
 
 def path_of(sha256: str) -> Path | None:
-    """Where the bytes of the file with this hash are read from (None: not loaded)."""
-    return _BY_HASH.get(sha256)
+    """Where the bytes of the file with this hash are read from first (None: not loaded)."""
+    places = _BY_HASH.get(sha256)
+    return places[0] if places else None
+
+
+def places_of(sha256: str) -> list[Path]:
+    """Every place the bytes of this hash were seen, best first (each is checked on read)."""
+    return list(_BY_HASH.get(sha256) or ())
 
 
 def remember(sha256: str, path: Path) -> None:
-    """Read ``sha256``'s bytes from ``path`` from now on (e.g. its copy in the artifact store)."""
-    _BY_HASH[sha256] = path
+    """Read ``sha256``'s bytes from ``path`` first from now on (its artifact-store copy)."""
+    places = _BY_HASH.setdefault(sha256, [])
+    if path in places:
+        places.remove(path)
+    places.insert(0, path)
 
 
 def read(sha256: str) -> bytes:
-    """The bytes of the attachment with this hash; AttachmentChanged if they are not."""
-    path = _BY_HASH.get(sha256)
-    if path is None:
+    """The bytes of the attachment with this hash, from the first place that still holds
+    them (the artifact store, then the file itself); AttachmentChanged if none does."""
+    places = _BY_HASH.get(sha256)
+    if not places:
         raise AttachmentChanged(f"no file with SHA-256 {sha256[:12]}... was loaded in this run")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AttachmentChanged(f"cannot read {path}: {exc.strerror or exc}") from None
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise AttachmentChanged(
+    why = ""
+    for path in places:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            why = why or f"cannot read {path}: {exc.strerror or exc}"
+            continue
+        if hashlib.sha256(data).hexdigest() == sha256:
+            return data
+        why = why or (
             f"{path} changed after the run was planned (its SHA-256 is no longer "
             f"{sha256[:12]}...); run again to use the new content"
         )
-    return data
+    raise AttachmentChanged(why)
 
 
 # ---- case sources ---------------------------------------------------------------------------

@@ -215,7 +215,7 @@ class CompiledVariant:
                             where=f"{self.variant.where}.messages[{i}].content[{j}]",
                         ) from None
                     except jinja2.UndefinedError as exc:
-                        raise _undefined(exc, self.variant, case, i, j) from None
+                        raise _undefined(exc, self.variant, case, i, j, part.binary) from None
                     except Exception as exc:  # a filter or method failing on this case's data
                         raise ConfigError(
                             f"template failed for case '{case.id}': {type(exc).__name__}: {exc}",
@@ -303,7 +303,17 @@ def context_for(case: Case) -> dict[str, Any]:
     return context
 
 
-def _undefined(exc: Exception, variant: Variant, case: Case, i: int, j: int) -> ConfigError:
+def _undefined(
+    exc: Exception, variant: Variant, case: Case, i: int, j: int, binary: bool = False
+) -> ConfigError:
+    if binary:  # a file part: name the case's files, not its vars
+        files = ", ".join(sorted(case.files)) or "(none)"
+        return ConfigError(
+            f"case '{case.id}' has no such file: {exc}",
+            file=variant.source,
+            where=f"{variant.where}.messages[{i}].content[{j}]",
+            fix=f"name one of the case's files ({case.source}): {files}",
+        )
     available = ", ".join(sorted(case.vars)) or "(none)"
     return ConfigError(
         f"undefined template variable for case '{case.id}': {exc}",

@@ -53,7 +53,7 @@ class Prepared:
     cells: list[Cell] = field(default_factory=list)  # ... and its (variant, model, case, repeat)
     media_tokens: list[int] = field(default_factory=list)  # ... its attachments' tokens
     unestimated: dict[int, int] = field(default_factory=dict)  # model index -> parts not estimated
-    files: dict[str, Path] = field(default_factory=dict)  # sha256 -> the attached file it names
+    files: dict[str, list[Path]] = field(default_factory=dict)  # sha256 -> where it was seen
 
 
 def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
@@ -193,16 +193,14 @@ def _prepare(
     return prepared
 
 
-def _collect_files(messages: Any, files: dict[str, Path]) -> None:
-    from evalwh.config.attachments import path_of
+def _collect_files(messages: Any, files: dict[str, list[Path]]) -> None:
+    from evalwh.config.attachments import places_of
 
     for message in messages:
         for part in message["content"]:
             sha = part.get("sha256")
             if sha and sha not in files:
-                found = path_of(sha)
-                if found is not None:
-                    files[sha] = found
+                files[sha] = places_of(sha)
 
 
 def store_files(prepared: Prepared) -> None:

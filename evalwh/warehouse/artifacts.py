@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evalwh.warehouse.ioerrors import io_guard
@@ -35,33 +35,45 @@ class ArtifactStore:
     def path(self, sha256: str) -> Path:
         return self.folder / sha256[:2] / sha256[2:]
 
-    def put(self, sha256: str, source: Path) -> Path:
-        """Copy ``source`` in under its hash (verified) unless it is there; its stored path."""
+    def put(self, sha256: str, sources: Sequence[Path]) -> Path:
+        """Copy the first of ``sources`` that still holds these bytes in under their hash
+        (unless the store has them); the stored path. ArtifactChanged when none does."""
         target = self.path(sha256)
         if target.is_file():
             return target
+        why = f"no file holds SHA-256 {sha256[:12]}..."
         with io_guard(target.parent, "store an attachment"):
             target.parent.mkdir(parents=True, exist_ok=True)
-            temp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(3)}")
-            digest = hashlib.sha256()
+            for source in sources:
+                found = self._copy(source, target)
+                if found == sha256:
+                    return target
+                if why.startswith("no file"):
+                    why = f"{source} changed after the run was planned ({found})"
+        raise ArtifactChanged(why)
+
+    def _copy(self, source: Path, target: Path) -> str:
+        """Copy ``source`` to ``target`` (atomically) and return its SHA-256; ``target`` is
+        kept only when the caller's hash matches, so it is written under a temporary name."""
+        temp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(3)}")
+        digest = hashlib.sha256()
+        try:
             try:
                 with source.open("rb") as src, temp.open("wb") as dst:
                     while chunk := src.read(CHUNK):
                         digest.update(chunk)
                         dst.write(chunk)
-                if digest.hexdigest() != sha256:
-                    raise ArtifactChanged(
-                        f"{source} changed after the run was planned (SHA-256 "
-                        f"{digest.hexdigest()[:12]}... instead of {sha256[:12]}...)"
-                    )
+            except FileNotFoundError:
+                return "it is gone"
+            if target.name == digest.hexdigest()[2:]:
                 os.replace(temp, target)
-            finally:
-                temp.unlink(missing_ok=True)
-        return target
+            return digest.hexdigest()
+        finally:
+            temp.unlink(missing_ok=True)
 
-    def put_all(self, files: Mapping[str, Path]) -> dict[str, Path]:
-        """Store every (sha256 -> source) file; sha256 -> its stored path."""
-        return {sha: self.put(sha, source) for sha, source in files.items()}
+    def put_all(self, files: Mapping[str, Sequence[Path]]) -> dict[str, Path]:
+        """Store every (sha256 -> candidate sources) file; sha256 -> its stored path."""
+        return {sha: self.put(sha, sources) for sha, sources in files.items()}
 
     def count(self) -> tuple[int, int]:
         """(files, bytes) in the store."""
