@@ -70,8 +70,8 @@ def load_config(path: str | Path) -> EvalConfig:
 
 def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConfig:
     """Validate config data (as parsed from ``path``) and build the typed config."""
-    from evalwh.config.attachments import directory_cases
     from evalwh.config.datasets import dataset_rows, inline_case, load_file_source
+    from evalwh.config.folders import directory_cases
 
     file = str(path)
     validate_document(data, node, file)

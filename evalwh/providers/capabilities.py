@@ -215,11 +215,14 @@ def check_parts(
 
 
 def _fix(cap: Capability, kind: str, url: bool, others: str) -> str:
-    takes = cap.kinds.get(kind, False)
-    if url and takes is not False:
+    if url and kind in cap.kinds:
         return f"attach the file itself instead of a URL (URLs are accepted by: {others})"
+    takes = cap.kinds.get(kind)
     if takes:
-        return f"convert it to one of {', '.join(sorted(takes))}, or use a model that accepts it ({others})"
+        return (
+            f"convert it to one of {', '.join(sorted(takes))}, or use a model that accepts "
+            f"it ({others})"
+        )
     return f"use a model whose provider accepts {kind} parts: {others} (docs/providers.md)"
 
 
@@ -244,8 +247,9 @@ def estimate_tokens(provider: str, part: dict[str, Any], info: dict[str, Any]) -
     if provider in ("mock", "command"):
         return 0
     kind = part.get("type")
-    w, h = info.get("width"), info.get("height")
-    seconds, pages = info.get("seconds"), info.get("pages")
+    w, h = int(info.get("width") or 0), int(info.get("height") or 0)
+    seconds = float(info["seconds"]) if "seconds" in info else None
+    pages = int(info.get("pages") or 0)
     if kind == "image" and w and h:
         if provider == "anthropic":
             scale = min(1.0, 1568 / max(w, h))
