@@ -150,6 +150,9 @@ def test_a_suffix_that_lies_loses_to_the_content(tmp_path: Path) -> None:
     assert attachments.sniff(b"GIF87a" + b"\x00" * 8) == "image/gif"
     assert attachments.sniff(b"\x1a\x45\xdf\xa3\x80") == "video/x-matroska"  # no webm doctype
     assert attachments.sniff(b"ID3\x03") == "audio/mpeg"
+    assert attachments.sniff(b"\xff\xfb\x90\x00") == "audio/mpeg"  # MPEG-1 layer III frame
+    assert attachments.sniff(b"\xff\xfe\x00") is None  # a UTF-16 BOM, not a frame
+    assert attachments.sniff(b"\xff\xfb\xf0\x00") is None  # reserved bitrate
     assert attachments.sniff(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "image/webp"
     assert attachments.sniff(b"\x00\x00\x00\x18ftypM4A ") == "audio/mp4"
     assert attachments.sniff(b"hello") is None
@@ -762,10 +765,32 @@ def test_dir_sources_and_case_files_are_confined_under_mcp(tmp_path: Path) -> No
         cfg = source_config(project, cases)
         with pytest.raises(ConfinementError, match="outside the root"):
             load_confined(cfg, project, allow_code=False)
-    write(project / "data" / "c.csv", "id,photo\na,file://../../outside/secret.png\n")
-    cfg = source_config(project, "{file: data/c.csv}")
-    with pytest.raises(ConfinementError, match=r"files\.photo"):
-        load_confined(cfg, project, allow_code=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("c.csv", "id,photo\na,file://../../outside/secret.png\n"),
+        ("c.csv", "id,photo\na,file:///etc/hostname\n"),
+        ("c.jsonl", '{"id": "a", "photo": "file://../../outside/secret.png"}\n'),
+        ("c.jsonl", '{"id": "a", "vars": {}, "files": {"photo": "../../outside/secret.png"}}\n'),
+    ],
+)
+def test_a_cases_file_cannot_name_files_outside_the_config_folder(
+    tmp_path: Path, name: str, body: str
+) -> None:
+    # a downloaded dataset must not send ~/.ssh/id_rsa to a model API
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.png").write_bytes(media.png())
+    project = tmp_path / "project"
+    write(project / "data" / name, body)
+    cfg = source_config(project, f"{{file: data/{name}}}")
+    with pytest.raises(ConfigError, match="outside the config's folder") as info:
+        load_config(cfg)
+    assert name in str(info.value) and "fix:" in str(info.value)
+    # eval.yaml itself is trusted: its own files: may name any path
+    cfg = source_config(project, "{id: a, files: {photo: ../outside/secret.png}}")
+    assert load_config(cfg).cases[0].files["photo"].media_type == "image/png"
 
 
 def test_the_vision_example_runs_offline_and_show_names_its_images(tmp_path: Path) -> None:
@@ -783,3 +808,22 @@ def test_the_vision_example_runs_offline_and_show_names_its_images(tmp_path: Pat
     assert "[image photo: image/png]" in shown.stdout
     stored = copy / ".evalwh" / "artifacts" / sha[:2] / sha[2:]
     assert stored.read_bytes() == (copy / "images" / "red-square.png").read_bytes()
+
+
+def test_an_explicit_media_type_counts_only_when_the_content_says_nothing(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "{type: file, path: media/blob.bin, media_type: text/csv}")
+    (tmp_path / "media" / "blob.bin").write_bytes(b"\xff\xfe\x00")  # no magic, not UTF-8
+    assert rendered(cfg)[0]["content"][0]["media_type"] == "text/csv"
+    write(
+        cfg,
+        cfg.read_text().replace(
+            "{type: file, path: media/blob.bin, media_type: text/csv}",
+            "{type: image, path: media/dog.png, media_type: image/jpeg}",
+        ),
+    )
+    assert rendered(cfg)[0]["content"][0]["media_type"] == "image/png"
+
+
+def test_the_estimate_counts_audio_seconds(tmp_path: Path) -> None:
+    cfg = config(tmp_path, 'audio: "{{ files.voice }}"', "{voice: media/hello.wav}", "google")
+    assert validate(cfg).estimate["by_model"][0]["input_tokens"] == 1 + 32  # 1 s of WAV

@@ -119,7 +119,7 @@ def sniff(head: bytes) -> str | None:
         return "audio/wav"
     if head.startswith(b"%PDF-"):
         return "application/pdf"
-    if head.startswith(b"ID3") or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
+    if head.startswith(b"ID3") or _mp3_frame(head):
         return "audio/mpeg"
     if head.startswith(b"OggS"):
         return "audio/ogg"
@@ -133,6 +133,16 @@ def sniff(head: bytes) -> str | None:
     if head.startswith(b"\x1a\x45\xdf\xa3"):
         return "video/webm" if b"webm" in head[:64] else "video/x-matroska"
     return None
+
+
+def _mp3_frame(head: bytes) -> bool:
+    """An MPEG audio layer III frame header: 11 sync bits, a valid version, layer III, a
+    bitrate and a sample rate that are not the reserved values (so a UTF-16 BOM is not one)."""
+    if len(head) < 3 or head[0] != 0xFF or head[1] & 0xE0 != 0xE0:
+        return False
+    version, layer = (head[1] >> 3) & 3, (head[1] >> 1) & 3
+    bitrate, rate = head[2] >> 4, (head[2] >> 2) & 3
+    return version != 1 and layer == 1 and bitrate not in (0, 15) and rate != 3
 
 
 def media_type_of(path: Path, head: bytes) -> str:
@@ -332,8 +342,29 @@ def read(sha256: str) -> bytes:
 # ---- case sources ---------------------------------------------------------------------------
 
 
-def case_files(raw: Any, folder: Path, *, file: str | None, where: str) -> dict[str, Attachment]:
-    """``files: {name: path}`` of a case, each path relative to ``folder``."""
+def inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _confined(path: Path, within: Path | None, file: str | None, where: str, written: str) -> Path:
+    """``path``, or a ConfigError when a cases file names a file outside the config's folder
+    (a downloaded dataset must not send ``file:///home/me/.ssh/id_rsa`` to a model)."""
+    if within is not None and not inside(path, within):
+        raise ConfigError(
+            f"'{written}' resolves to {path}, outside the config's folder {within}",
+            file=file,
+            where=where,
+            fix="a cases file may only name files under the folder of eval.yaml: copy or "
+            "move the file there (eval.yaml's own files: may name any path)",
+        )
+    return path
+
+
+def case_files(
+    raw: Any, folder: Path, *, file: str | None, where: str, within: Path | None = None
+) -> dict[str, Attachment]:
+    """``files: {name: path}`` of a case, each path relative to ``folder``; with ``within``
+    (a case from a cases file), every path must resolve inside that folder."""
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
@@ -343,23 +374,27 @@ def case_files(raw: Any, folder: Path, *, file: str | None, where: str) -> dict[
             where=where,
             fix="write files: {photo: images/dog1.jpg}",
         )
-    return {
-        str(name): load((folder / value).resolve(), str(name), file=file, where=f"{where}.{name}")
-        for name, value in raw.items()
-    }
+    out = {}
+    for name, value in raw.items():
+        place = f"{where}.{name}"
+        path = _confined((folder / value).resolve(), within, file, place, value)
+        out[str(name)] = load(path, str(name), file=file, where=place)
+    return out
 
 
 def split_file_columns(
-    row: dict[str, Any], folder: Path, *, file: str, line: int | None
+    row: dict[str, Any], folder: Path, *, file: str, line: int | None, within: Path
 ) -> tuple[dict[str, Any], dict[str, Attachment]]:
-    """A case-file row's vars without its ``file://`` values, and those values as files."""
+    """A case-file row's vars without its ``file://`` values, and those values as files
+    (each resolved next to the cases file, and refused outside ``within``)."""
     files: dict[str, Attachment] = {}
     rest: dict[str, Any] = {}
     for column, value in row.items():
         if isinstance(value, str) and value.startswith(FILE_PREFIX):
             target = value[len(FILE_PREFIX) :]
             place = f"line {line}, column {column}" if line is not None else f"column {column}"
-            files[column] = load((folder / target).resolve(), column, file=file, where=place)
+            path = _confined((folder / target).resolve(), within, file, place, value)
+            files[column] = load(path, column, file=file, where=place)
         else:
             rest[column] = value
     return rest, files

@@ -163,12 +163,14 @@ def inline_case(
     line: int | None = None,
     folder: Path | None = None,
     origin: tuple[str, str] | None = None,
+    within: Path | None = None,
 ) -> Case:
     """A case from a mapping with ``id``, ``vars``, ``expected``, ``metadata``, ``files`` ...
 
     ``file``/``line`` name where it came from, for errors on a case file's row; ``folder``
     is where its ``files:`` paths resolve (the config's or the cases file's folder);
-    ``origin`` (file, key) places an inline case's ``files`` in the config for errors.
+    ``origin`` (file, key) places an inline case's ``files`` in the config for errors;
+    ``within`` confines the files of a cases file's row to the config's folder.
     """
     from evalwh.config.attachments import case_files
 
@@ -204,6 +206,7 @@ def inline_case(
             folder or Path.cwd(),
             file=origin[0] if origin else file,
             where=origin[1] if origin else f"line {line} files",
+            within=within,
         ),
     )
 
@@ -276,7 +279,11 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
-            cases.append(inline_case(row, source, file=str(path), line=n, folder=path.parent))
+            cases.append(
+                inline_case(
+                    row, source, file=str(path), line=n, folder=path.parent, within=root.resolve()
+                )
+            )
             continue
         if not checked:
             _check_columns(row, path, declared, meta_cols, var_cols)
@@ -285,7 +292,11 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         names = var_cols if var_cols is not None else [c for c in row if c not in reserved]
         case_id = row.get(id_col)
         values, files = split_file_columns(
-            {c: row.get(c) for c in names}, path.parent, file=str(path), line=n
+            {c: row.get(c) for c in names},
+            path.parent,
+            file=str(path),
+            line=n if fmt != "parquet" else None,
+            within=root.resolve(),
         )
         cases.append(
             Case(

@@ -24,7 +24,7 @@ context, so a prompt cannot leak it by accident; put it in ``vars`` when a promp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -268,6 +268,9 @@ class CompiledVariant:
             found = load(
                 (root / value).resolve(), Path(value).name, file=self.variant.source, where=where
             )
+        stated = item.get("media_type")
+        if stated and found.media_type == "application/octet-stream":
+            found = replace(found, media_type=str(stated))  # the content did not tell
         if found.kind != kind:
             use = found.kind
             raise ConfigError(
