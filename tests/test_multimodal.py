@@ -827,3 +827,33 @@ def test_an_explicit_media_type_counts_only_when_the_content_says_nothing(tmp_pa
 def test_the_estimate_counts_audio_seconds(tmp_path: Path) -> None:
     cfg = config(tmp_path, 'audio: "{{ files.voice }}"', "{voice: media/hello.wav}", "google")
     assert validate(cfg).estimate["by_model"][0]["input_tokens"] == 1 + 32  # 1 s of WAV
+
+
+@pytest.mark.parametrize(
+    ("model", "kind", "ok"),
+    [
+        ("gpt-4o", "image", True),
+        ("gpt-4o", "audio", False),
+        ("gpt-4o-mini-audio-preview", "audio", True),
+        ("gpt-3.5-turbo", "image", False),
+        ("o3-mini", "file", False),
+        ("o3", "file", True),
+    ],
+)
+def test_openai_capabilities_differ_per_model(model: str, kind: str, ok: bool) -> None:
+    from evalwh.providers.capabilities import capability
+
+    spec = ModelSpec(id="x", provider="openai", model=model)
+    media_type = {"image": "image/png", "audio": "audio/wav", "file": "application/pdf"}[kind]
+    assert capability(spec).accepts(kind, media_type) is ok
+    compatible = ModelSpec(id="x", provider="openai-compatible", model=model)
+    assert capability(compatible).accepts(kind, media_type)  # the server decides
+
+
+def test_gemini_prices_are_in_the_dated_table() -> None:
+    from evalwh.providers.pricing import price_table, table_price
+
+    assert "ai.google.dev" in price_table()["source"]
+    price = table_price("google", "gemini-2.5-flash")
+    assert price is not None and (price.input_per_mtok, price.output_per_mtok) == (0.3, 2.5)
+    assert table_price("google", "gemini-9-unknown") is None
