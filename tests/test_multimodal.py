@@ -30,7 +30,7 @@ FAKES = Path(__file__).parent / "fakes"
 KEYS = {
     "ANTHROPIC_API_KEY": "sk-ant-api03-" + "Tk3yAnThr0p1c" * 4,
     "OPENAI_API_KEY": "sk-proj-" + "Tk3y0pen41" * 5,
-    "GEMINI_API_KEY": "AIza" + "GeminiTestKey0123456789abcdefghij"[:35],
+    "GEMINI_API_KEY": "AIza" + "GeminiTestKey0123456789abcdefghijklm"[:35],
 }
 
 
@@ -403,6 +403,18 @@ def test_google_errors_name_the_status_and_classify(tmp_path: Path) -> None:
         with pytest.raises(ProviderError) as info:
             send(spec_google(server.url), TEXT)
         assert info.value.retryable and info.value.retry_after == 2
+
+
+def test_google_key_echoed_in_an_error_is_redacted() -> None:
+    from fakes.servers import error
+
+    with FakeLLMServer() as server:
+        server.script(error(401, "API key not valid", echo_auth=True))
+        with pytest.raises(ProviderError) as info:
+            send(spec_google(server.url), TEXT)
+    text = str(info.value)
+    assert info.value.kind == "auth" and "check GEMINI_API_KEY" in text
+    assert KEYS["GEMINI_API_KEY"][:12] not in text and "***" in text
 
 
 def test_google_checks_the_model_name() -> None:

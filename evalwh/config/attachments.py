@@ -66,15 +66,6 @@ class Attachment:
             "bytes": self.size,
         }
 
-    def row(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "sha256": self.sha256,
-            "media_type": self.media_type,
-            "bytes": self.size,
-            "path": str(self.path),
-        }
-
 
 SUFFIX = {
     "image/png": ".png",

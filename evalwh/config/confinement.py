@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalwh.config.attachments import KINDS
 from evalwh.errors import UsageError
 
 ALLOW_CODE_FLAG = "--allow-code"
-BINARY_KINDS = ("image", "file", "audio", "video")
 CODE_SCORERS = {"python": "function", "semantic": "embedder"}  # type -> option naming code
 
 
@@ -69,7 +69,7 @@ def _parts_paths(messages: Any, key: str) -> Iterator[tuple[str, str]]:
         for j, part in enumerate(content if isinstance(content, list) else []):
             if isinstance(part, Mapping) and isinstance(part.get("path"), str):
                 yield f"{key}[{i}].content[{j}].path", part["path"]
-            for kind in BINARY_KINDS:  # the short form names a path when it is no template
+            for kind in KINDS:  # the short form names a path when it is no template
                 value = part.get(kind) if isinstance(part, Mapping) else None
                 if _static_path(value):
                     yield f"{key}[{i}].content[{j}].{kind}", str(value)
@@ -198,7 +198,7 @@ def violations(config: Any, root: Path, *, allow_code: bool) -> list[Violation]:
                 if part.path is not None:
                     key = f"{variant.where}.messages[{i}].content[{j}].path"
                     attachments.append((key, part.path))
-                elif part.type in BINARY_KINDS and _static_path(part.source):
+                elif part.type in KINDS and _static_path(part.source):
                     key = f"{variant.where}.messages[{i}].content[{j}].{part.type}"
                     attachments.append((key, str(part.source)))
     for case in config.cases:  # files of case files (file:// values) and folders, resolved

@@ -592,7 +592,12 @@ class FakeLLMServer:
         status = behavior.status
         message = behavior.message or _MESSAGES.get(status, f"HTTP {status}")
         if behavior.echo_auth:
-            got = req.header("x-api-key") or req.header("authorization") or "(none)"
+            got = (
+                req.header("x-api-key")
+                or req.header("authorization")
+                or req.header("x-goog-api-key")
+                or "(none)"
+            )
             message = f"{message}: received credentials {got!r}"
         if api == "anthropic":
             kind = behavior.error_type or _ANTHROPIC_ERRORS.get(status, "api_error")
