@@ -8,6 +8,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -869,3 +870,63 @@ def test_gemini_prices_are_in_the_dated_table() -> None:
     price = table_price("google", "gemini-2.5-flash")
     assert price is not None and (price.input_per_mtok, price.output_per_mtok) == (0.3, 2.5)
     assert table_price("google", "gemini-9-unknown") is None
+
+
+@pytest.mark.parametrize(
+    ("head", "size"),
+    [
+        (b"GIF89a" + struct.pack("<HH", 7, 5) + b"\x00" * 8, (7, 5)),
+        # WebP extended (VP8X): 24-bit width-1 and height-1
+        (
+            b"RIFF\x00\x00\x00\x00WEBPVP8X"
+            + b"\x0a\x00\x00\x00"
+            + b"\x00" * 4
+            + (999).to_bytes(3, "little")
+            + (499).to_bytes(3, "little"),
+            (1000, 500),
+        ),
+        # WebP lossy (VP8): 14-bit width and height after the start code
+        (
+            b"RIFF\x00\x00\x00\x00WEBPVP8 "
+            + b"\x00" * 4
+            + b"\x00\x00\x00\x9d\x01\x2a"
+            + struct.pack("<HH", 320, 240),
+            (320, 240),
+        ),
+        # WebP lossless (VP8L): 14 bits of width-1, then 14 of height-1
+        (
+            b"RIFF\x00\x00\x00\x00WEBPVP8L"
+            + b"\x00" * 4
+            + b"\x2f"
+            + (63 | (31 << 14)).to_bytes(4, "little"),
+            (64, 32),
+        ),
+        # JPEG with an APP1 segment and fill bytes before the SOF2 (progressive) marker
+        (
+            b"\xff\xd8\xff\xe1\x00\x04ab\xff\xff\xc2\x00\x11\x08"
+            + struct.pack(">HH", 90, 160)
+            + b"\x03"
+            + b"\x00" * 9,
+            (160, 90),
+        ),
+    ],
+)
+def test_image_sizes_from_headers(head: bytes, size: tuple[int, int]) -> None:
+    media_type = attachments.sniff(head)
+    assert media_type is not None
+    assert attachments._image_size(media_type, head) == size
+
+
+def test_file_columns_in_parquet(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "data").mkdir()
+    pq.write_table(
+        pa.table({"id": ["a"], "clip": ["file://../media/clip.mp4"], "n": [3]}),
+        tmp_path / "data" / "cases.parquet",
+    )
+    cfg = source_config(tmp_path, "{file: data/cases.parquet}", 'video: "{{ files.clip }}"')
+    (case,) = load_config(cfg).cases
+    assert case.vars == {"n": 3} and case.files["clip"].media_type == "video/mp4"
+    assert evalwh.run_eval(cfg, output_dir=tmp_path / "out").totals["n_passed"] == 1
