@@ -331,6 +331,7 @@ def _realistic_rows(n_cases: int, criteria: int, offset: int) -> Iterator[tuple[
             None,
             None,
             None,
+            None,  # attachments
         ]
         scores = [
             [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import gc
 import socket
 import time
@@ -273,41 +272,14 @@ def test_anthropic_joins_text_blocks(server: FakeLLMServer) -> None:
     assert result.extra["cache_read_input_tokens"] == 10
 
 
-def test_anthropic_images(server: FakeLLMServer, tmp_path: Path) -> None:
-    png = tmp_path / "dot.png"
-    png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    messages = [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "Describe"},
-                {"type": "image", "path": str(png)},
-                {"type": "image", "url": "https://example.invalid/cat.jpg"},
-            ],
-        }
-    ]
-    complete(make("anthropic", server.url), messages)
-    content = server.last.body["messages"][0]["content"]
-    assert content[1] == {
-        "type": "image",
-        "source": {
-            "type": "base64",
-            "media_type": "image/png",
-            "data": base64.b64encode(png.read_bytes()).decode(),
-        },
-    }
-    assert content[2] == {
-        "type": "image",
-        "source": {"type": "url", "url": "https://example.invalid/cat.jpg"},
-    }
-
-
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_unsupported_part_type(server: FakeLLMServer, name: str) -> None:
-    messages = [{"role": "user", "content": [{"type": "audio", "path": "x.wav"}]}]
+    # Validation refuses these first (tests/test_multimodal.py); the adapter refuses too.
+    video = {"type": "video", "name": "clip", "sha256": "0" * 64, "media_type": "video/mp4"}
+    messages = [{"role": "user", "content": [video]}]
     err = failure(make(name, server.url if name == "anthropic" else server.openai_url), messages)
-    assert not err.retryable
-    assert "audio" in str(err) and "does not support" in str(err)
+    assert not err.retryable and err.kind == "unsupported"
+    assert "'video' parts (video/mp4)" in str(err) and "does not accept" in str(err)
     assert server.count == 0
 
 
@@ -360,29 +332,6 @@ def test_openai_params_system_replaces_system_messages(server: FakeLLMServer) ->
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "user"]
     assert body["stop"] == "END"
     assert "max_completion_tokens" not in body and "max_tokens" not in body
-
-
-def test_openai_images(server: FakeLLMServer, tmp_path: Path) -> None:
-    jpg = tmp_path / "cat.jpg"
-    jpg.write_bytes(b"\xff\xd8\xff fake jpeg")
-    messages = [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What is this?"},
-                {"type": "image", "path": str(jpg)},
-                {"type": "image", "url": "https://example.invalid/dog.png"},
-            ],
-        }
-    ]
-    complete(make("openai", server.openai_url), messages)
-    content = server.last.body["messages"][0]["content"]
-    data = base64.b64encode(jpg.read_bytes()).decode()
-    assert content == [
-        {"type": "text", "text": "What is this?"},
-        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}"}},
-        {"type": "image_url", "image_url": {"url": "https://example.invalid/dog.png"}},
-    ]
 
 
 def test_openai_null_content_and_missing_usage(server: FakeLLMServer) -> None:

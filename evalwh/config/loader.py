@@ -71,6 +71,7 @@ def load_config(path: str | Path) -> EvalConfig:
 def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConfig:
     """Validate config data (as parsed from ``path``) and build the typed config."""
     from evalwh.config.datasets import dataset_rows, inline_case, load_file_source
+    from evalwh.config.folders import directory_cases
 
     file = str(path)
     validate_document(data, node, file)
@@ -101,8 +102,17 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     for i, source in enumerate(data["cases"]):
         if "file" in source:
             cases.extend(load_file_source(source, path.parent, f"cases[{i}]", file))
+        elif "dir" in source:
+            cases.extend(directory_cases(source, path.parent, f"cases[{i}]", file))
         else:
-            cases.append(inline_case(source, f"{path.name} cases[{i}]"))
+            cases.append(
+                inline_case(
+                    source,
+                    f"{path.name} cases[{i}]",
+                    folder=path.parent,
+                    origin=(file, f"cases[{i}].files"),
+                )
+            )
     seen_cases: dict[str, str] = {}
     for case in cases:
         if case.id in seen_cases:
@@ -213,6 +223,7 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
             description=raw.get("description"),
             source=str(config_path),
             where=where,
+            root=config_path.parent,
         )
     prompt_path = (config_path.parent / raw["prompt"]).resolve()
     if not prompt_path.is_file():
@@ -233,6 +244,7 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
             description=description,
             source=str(prompt_path),
             where="prompt",
+            root=config_path.parent,
         )
     text = prompt_path.read_text(encoding="utf-8")
     return Variant(
@@ -241,6 +253,7 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
         description=raw.get("description"),
         source=str(prompt_path),
         where="prompt",
+        root=config_path.parent,
     )
 
 

@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
@@ -194,7 +193,6 @@ class Engine:
         reuse: bool = True,
         remember: Remember | None = None,
         redact: Callable[[str], str] = lambda s: s,
-        attachments: Path | None = None,
         judges: Mapping[str, JudgeRuntime] | None = None,
         check_runner: CheckRunner | None = None,
         backpressure: Callable[[], bool] | None = None,
@@ -211,7 +209,6 @@ class Engine:
         self.reuse = reuse
         self.remember = remember
         self.redact = redact
-        self.root = attachments or Path.cwd()
         self.judges = judges or {}
         self.check_runner = check_runner
         # True while the sink holds as many rows as it may: workers wait for a flush.
@@ -267,13 +264,12 @@ class Engine:
         case: Case,
         variant: str,
         repeat: int = 0,
-        attachments: str = "",
     ) -> Call:
         """One request through the cache, the cost cap, the limits and the retries. Never
         raises; a request the cap refuses is a Call whose error has kind ``budget``."""
         model = endpoint.model
         scope = request_scope(model, variant, case.id)
-        key = request_hash(endpoint.identity, messages, repeat, attachments, scope=scope)
+        key = request_hash(endpoint.identity, messages, repeat, scope=scope)
         hit = self.cache.get(key) if self.reuse else None
         if hit is not None:
             self.stats.cache_hits += 1
@@ -378,14 +374,7 @@ class Engine:
     ) -> CellResult:
         model = endpoint.model
         messages = variant.render(case)
-        call = await self.call(
-            endpoint,
-            messages,
-            case,
-            variant.variant.id,
-            repeat,
-            variant.attachment_digest(self.root),
-        )
+        call = await self.call(endpoint, messages, case, variant.variant.id, repeat)
         base: dict[str, Any] = {
             "variant": variant.variant.id,
             "model": model,

@@ -22,6 +22,7 @@ BUILTIN: dict[str, str] = {
     "openai": "evalwh.providers.openai:OpenAIProvider",
     "openai-compatible": "evalwh.providers.openai:OpenAICompatibleProvider",
     "command": "evalwh.providers.command:CommandProvider",
+    "google": "evalwh.providers.google:GoogleProvider",
 }
 
 

@@ -29,14 +29,11 @@ need to hold a key: ``headers: {X-Api-Key: "${MY_GATEWAY_KEY}"}``.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import math
-import mimetypes
 import re
 import ssl
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -96,49 +93,6 @@ def stop_list(stop: Any) -> list[str]:
     if stop is None:
         return []
     return [stop] if isinstance(stop, str) else [str(s) for s in stop]
-
-
-def unsupported_part(provider: str, part: dict[str, Any]) -> ProviderError:
-    return ProviderError(
-        f"{provider}: the {provider} provider does not support '{part.get('type')}' message "
-        "parts yet (text and image are supported)",
-        retryable=False,
-        kind="unsupported",
-    )
-
-
-def image_source(
-    provider: str, part: dict[str, Any], root: Path | None = None
-) -> tuple[str, str | None, str | None]:
-    """``("url", url, None)`` or ``("base64", data, media_type)`` for an image part.
-
-    A relative ``path`` is read from ``root`` (the config's folder), else the current directory.
-    """
-    if part.get("url"):
-        return "url", str(part["url"]), part.get("media_type")
-    path = part.get("path")
-    if not path:
-        raise ProviderError(
-            f"{provider}: an image part needs a 'url' or a 'path'",
-            retryable=False,
-            kind="unsupported",
-        )
-    try:
-        data = ((root or Path.cwd()) / path).read_bytes()
-    except OSError as exc:
-        raise ProviderError(
-            f"{provider}: cannot read image {path}: {exc.strerror or exc}",
-            retryable=False,
-            kind="unsupported",
-        ) from None
-    media_type = part.get("media_type") or mimetypes.guess_type(str(path))[0]
-    if not media_type or not media_type.startswith("image/"):
-        raise ProviderError(
-            f"{provider}: cannot tell the image type of {path}; set media_type (e.g. image/png)",
-            retryable=False,
-            kind="unsupported",
-        )
-    return "base64", base64.b64encode(data).decode("ascii"), media_type
 
 
 class HttpProvider:

@@ -56,6 +56,7 @@ CASE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("check_exit_code", pa.int32()),
     ("check_output", pa.string()),
     ("check_error", pa.string()),
+    ("attachments", pa.string()),
 )
 SCORE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("run_id", pa.string()),
