@@ -195,10 +195,16 @@ def test_paired_differences_match_a_reference(store: Warehouse) -> None:
     assert run["pass_rate_delta"] == pytest.approx(cell["pass_rate_delta"])
 
 
-def test_hand_computed_fixture_of_the_paired_se() -> None:
+def test_hand_computed_fixture_of_the_paired_se(store: Warehouse) -> None:
     # d_pass = [0, -1, 0, 0, 1, 1, 0, 0]: mean 1/8, sum of squares 2.875, sd sqrt(2.875 / 7)
-    d = [PASS_B[c] - PASS_A[c] for c in SCORE_DIFF]
-    assert statistics.stdev(d) / math.sqrt(8) == pytest.approx(math.sqrt(2.875 / 7) / math.sqrt(8))
+    # = 0.6408..., SE = sd / sqrt(8) = 0.2266...; d_score: mean 0.15, sum of squares
+    # 0.60 - 8 * 0.15^2 = 0.42, SE = sqrt(0.42 / 7 / 8) = 0.0866...
+    cell = _row(deltas(store, "A", "B"), "cell", "v × m1")
+    assert cell["pass_rate_delta"] == pytest.approx(1 / 8)
+    assert cell["pass_rate_se"] == pytest.approx(math.sqrt(2.875 / 7) / math.sqrt(8))
+    assert cell["pass_rate_se"] == pytest.approx(0.22658, abs=1e-5)
+    assert cell["score_se"] == pytest.approx(math.sqrt(0.42 / 7 / 8))
+    assert cell["score_se"] == pytest.approx(0.086603, abs=1e-6)
 
 
 def test_cells_only_in_one_run_are_listed(store: Warehouse) -> None:
@@ -299,6 +305,13 @@ def test_slices_carry_n_per_slice_and_cell(store: Warehouse) -> None:
     assert totals["lang=(none)"]["n"] == 1  # the m2 row has no metadata
     per_cell = [r for r in rows if r["variant"] is not None]
     assert sum(r["n"] for r in per_cell) == 9
+    # each per-cell row keeps its slice label (what `show --by` prints per cell)
+    cells = {(r["slice"], r["variant"], r["model"]): (r["n"], r["n_passed"]) for r in per_cell}
+    assert cells == {
+        ("lang=en", "v", "m1"): (4, 4),
+        ("lang=fr", "v", "m1"): (4, 0),
+        ("lang=(none)", "v", "m2"): (1, 1),
+    }
 
 
 def test_pass_at_k_and_pass_hat_k_match_math_comb(store: Warehouse) -> None:
