@@ -20,8 +20,9 @@ from evalwh.engine.plan import model_identity, request_hash
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Completion, ProviderError, Request
 from evalwh.warehouse import connect, queries
-from tests.conftest import ROOT, write
+from tests.conftest import ROOT
 from tests.inprocess import evalwh_inprocess
+from tests.test_engine import config
 
 
 class Counting:
@@ -53,26 +54,6 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> type[Counting]:
     providers.available.cache_clear()
 
 
-def eval_yaml(tmp_path: Path, models: str, n_cases: int = 2) -> Path:
-    cases = "\n".join(
-        f"  - {{id: c{i}, vars: {{q: '{i}'}}, expected: '{i}'}}" for i in range(n_cases)
-    )
-    return write(
-        tmp_path / "eval.yaml",
-        f"""\
-models:
-{models}
-variants:
-  - id: v
-    messages: [{{role: user, content: "{{{{ q }}}}"}}]
-cases:
-{cases}
-scorecard:
-  - {{name: exact, type: exact}}
-""",
-    )
-
-
 def stored(out: Path, sql: str) -> list[dict[str, Any]]:
     return evalwh.open_warehouse(out / "warehouse.duckdb").sql(sql).to_pylist()
 
@@ -81,7 +62,7 @@ def stored(out: Path, sql: str) -> list[dict[str, Any]]:
 def test_max_retries_left_unset_retries_a_transient_error_three_times(tmp_path: Path) -> None:
     # bug: the loader's default max_retries 3 -> 0 (no test left it unset)
     Counting.behaviour["c0"] = ProviderError("overloaded", retryable=True, retry_after=0.0)
-    cfg = eval_yaml(tmp_path, "  - {id: a, provider: counting}", 1)
+    cfg = config(tmp_path, "  - {id: a, provider: counting}", 1)
     assert load_config(cfg).models[0].max_retries == 3
     result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     assert [attempt for _, _, attempt in Counting.calls] == [1, 2, 3, 4]
@@ -105,10 +86,11 @@ def test_models_differing_only_in_params_get_different_request_hashes(tmp_path: 
         model_identity(twin), messages, 0
     )
 
-    cfg = eval_yaml(
+    cfg = config(
         tmp_path,
         "  - {id: cold, provider: counting, model: m, params: {temperature: 0}}\n"
         "  - {id: hot, provider: counting, model: m, params: {temperature: 1}}",
+        2,
     )
     evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     assert sorted((m, c) for m, c, _ in Counting.calls) == [
@@ -124,14 +106,14 @@ def test_models_differing_only_in_params_get_different_request_hashes(tmp_path: 
 # -- eval.schema.json: params keys are checked ------------------------------------------------
 def test_a_misspelled_key_under_params_is_a_config_error(tmp_path: Path) -> None:
     # bug: unknown keys under params accepted (a typo silently sends no temperature)
-    cfg = eval_yaml(tmp_path, "  - id: a\n    provider: mock\n    params: {temprature: 0.2}")
+    cfg = config(tmp_path, "  - id: a\n    provider: mock\n    params: {temprature: 0.2}")
     with pytest.raises(ConfigError) as info:
         load_config(cfg)
     message = str(info.value)
-    assert "eval.yaml:4:" in message and "models[0].params" in message
+    assert "eval.yaml:5:" in message and "models[0].params" in message
     assert "unknown key 'temprature'" in message and "did you mean 'temperature'" in message
     # provider-specific fields have their place: params.extra is passed through unchecked
-    ok = eval_yaml(tmp_path, "  - {id: a, provider: mock, params: {extra: {seed: 7, x: 1}}}")
+    ok = config(tmp_path, "  - {id: a, provider: mock, params: {extra: {seed: 7, x: 1}}}")
     assert load_config(ok).models[0].params == {"extra": {"seed": 7, "x": 1}}
 
 
@@ -144,7 +126,7 @@ def test_a_provider_error_holding_a_secret_is_stored_redacted(
     secret = "s3cr3t-value-for-the-redaction-test"
     monkeypatch.setenv("ACME_API_KEY", secret)
     Counting.behaviour["c0"] = ProviderError(f"bad key {secret} refused", retryable=False)
-    cfg = eval_yaml(tmp_path, "  - {id: a, provider: counting}", 1)
+    cfg = config(tmp_path, "  - {id: a, provider: counting}", 1)
     evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     (row,) = stored(tmp_path / "out", "SELECT error FROM cases")
     assert secret not in row["error"] and "***" in row["error"] and "refused" in row["error"]
