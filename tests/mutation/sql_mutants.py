@@ -40,10 +40,158 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 EQUIVALENT = Path(__file__).with_name("equivalent.md")
 
-# Query name -> the pytest arguments (files, node ids, -k) that exercise it in-process.
-# Regenerate the raw data with --map after adding queries or tests; keep the selection small:
-# every mutant runs it.
-TESTS: dict[str, list[str]] = {}
+# Query name -> the tests (files or node ids, fastest and most precise first: pytest -x stops at
+# the first failure) that exercise it in-process, from --map. Kept small on purpose: every
+# mutant runs them. Slow end-to-end tests (test_compare_numbers_match_hand_counts, 30 s) are
+# left out; the hand-computed fixtures of test_analysis.py cover the same numbers.
+TESTS: dict[str, list[str]] = {
+    "baselines": [
+        "tests/test_compare.py::test_baseline_pins_and_references",
+        "tests/test_exports.py::test_markdown_is_a_pr_comment_with_gate_and_movers",
+    ],
+    "cache_for_model": [
+        "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "cache_info": [
+        "tests/test_queries.py::test_cache_info_counts_entries_and_bytes_per_model",
+    ],
+    "cache_lookup": [
+        "tests/test_engine.py::test_mock_is_deterministic_and_the_cache_reproduces_scores",
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "calibration": [
+        "tests/test_judging.py::test_kappa_matches_the_textbook_example",
+        "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "calibration_pointwise": [
+        "tests/test_survivors.py::test_pointwise_kappa_matches_a_hand_computed_fixture",
+        "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "calibration_slices": [
+        "tests/test_queries.py::test_calibration_by_slice_matches_a_hand_computed_kappa",
+    ],
+    "case_list": [
+        "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
+        "tests/test_compare.py::test_show_by_slices_with_n",
+        "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
+    ],
+    "compare": [
+        "tests/test_analysis.py::test_paired_differences_match_a_reference",
+        "tests/test_analysis.py::test_hand_computed_fixture_of_the_paired_se",
+        "tests/test_analysis.py::test_cells_only_in_one_run_are_listed",
+        "tests/test_analysis.py::test_clustered_standard_error_matches_the_hand_computed_fixture",
+        "tests/test_analysis.py::test_singleton_clusters_give_the_paired_se",
+        "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
+        "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+        "tests/test_analysis.py::test_compare_movers_and_verdicts",
+        "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
+        "tests/test_compare.py::test_compare_runs_whose_matrices_only_overlap",
+        "tests/test_gate.py::test_significant_only_and_rule_building",
+    ],
+    "compare_cases": [
+        "tests/test_analysis.py::test_compare_movers_and_verdicts",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+        "tests/test_compare.py::test_compare_runs_whose_matrices_only_overlap",
+        "tests/test_exports.py::test_markdown_is_a_pr_comment_with_gate_and_movers",
+    ],
+    "criteria": [
+        "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
+        "tests/test_compare.py::test_show_by_slices_with_n",
+        "tests/test_exports.py::test_json_export_is_the_whole_run",
+        "tests/test_briefs.py::test_judge_runs_carry_the_calibration_flags",
+    ],
+    "errors": [
+        "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
+        "tests/test_survivors.py::test_a_provider_error_holding_a_secret_is_stored_redacted",
+        "tests/test_engine.py::test_max_retries_zero_fails_fast",
+        "tests/test_engine.py::test_timeout_is_an_error_after_retries",
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+    ],
+    "export_cases": [
+        "tests/test_exports.py",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "flaky": [
+        "tests/test_analysis.py::test_flaky_cases_and_their_spread",
+        "tests/test_compare.py::test_repeats_command",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "gate": [
+        "tests/test_boundaries.py",
+        "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
+        "tests/test_exports.py::test_junit_lists_the_failing_cases_and_the_gate",
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+        "tests/test_gate.py::test_significant_only_and_rule_building",
+    ],
+    "gate_regression": [
+        "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
+        "tests/test_gate.py::test_significant_only_and_rule_building",
+        "tests/test_exports.py::test_junit_lists_the_failing_cases_and_the_gate",
+        "tests/test_exports.py::test_markdown_is_a_pr_comment_with_gate_and_movers",
+    ],
+    "metadata_keys": [
+        "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
+        "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
+        "tests/test_compare.py::test_compare_bad_references_are_usage_errors",
+        "tests/test_compare.py::test_show_by_slices_with_n",
+        "tests/test_analysis.py::test_compare_movers_and_verdicts",
+    ],
+    "pair_sides": [
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+        "tests/test_briefs.py::test_judge_runs_carry_the_calibration_flags",
+    ],
+    "pairwise": [
+        "tests/test_judging.py::test_kappa_matches_the_textbook_example",
+        "tests/test_judging.py::test_undefined_kappa_is_not_a_headline",
+        "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
+        "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "repeats": [
+        "tests/test_analysis.py::test_pass_at_k_and_pass_hat_k_match_math_comb",
+        "tests/test_analysis.py::test_flaky_cases_and_their_spread",
+        "tests/test_compare.py::test_repeats_command",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "resolve_run": [
+        "tests/test_warehouse.py::test_run_references",
+        "tests/test_compare.py::test_compare_bad_references_are_usage_errors",
+        "tests/test_compare.py::test_baseline_pins_and_references",
+    ],
+    "run_cells": [
+        "tests/test_queries.py::test_run_cells_lists_stored_cells_or_only_the_errored_ones",
+    ],
+    "run_totals": [
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+        "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
+        "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
+        "tests/test_briefs.py::test_run_eval_summary_has_the_matrix_and_no_outputs",
+        "tests/test_exports.py::test_json_export_is_the_whole_run",
+    ],
+    "runs": [
+        "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
+        "tests/test_gate.py::test_run_with_an_unknown_baseline_is_a_usage_error",
+    ],
+    "slice": [
+        "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
+        "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
+        "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
+        "tests/test_compare.py::test_show_by_slices_with_n",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "summary": [
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+        "tests/test_warehouse.py::test_wilson_interval_against_a_reference_value",
+        "tests/test_warehouse.py::test_documented_views",
+        "tests/test_briefs.py::test_run_eval_summary_has_the_matrix_and_no_outputs",
+        "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
+    ],
+}
 
 # (label, pattern, replacement). Each match of a pattern, outside comments and string literals,
 # is one mutant. Replacements may use \1 etc.

@@ -1,0 +1,138 @@
+"""Named queries that no test checked against hand-computed values (found by the SQL mutation
+run, tests/mutation/sql_mutants.py): sql/calibration_slices.sql, cache_info.sql, run_cells.sql.
+Each fixture warehouse is built by hand; the expected numbers are worked out in the comments.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from evalwh.warehouse import connect, queries
+
+
+def _warehouse(tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    path = tmp_path / "w.duckdb"
+    with connect.write_connection(path):
+        pass  # migrated
+    return duckdb.connect(str(path))
+
+
+def test_calibration_by_slice_matches_a_hand_computed_kappa(tmp_path: Path) -> None:
+    # Comparison 'c', pairs labelled by a human, sliced by metadata 'lang':
+    #   en: (human, judge) cand-cand 3, cand-base 1, base-base 2, base-cand 0 -> n 6, agree 5;
+    #       human marginals cand 4 base 2, judge cand 3 base 3: chance = (4*3 + 2*3) / 36 = 0.5,
+    #       kappa = (5/6 - 0.5) / (1 - 0.5) = 2/3
+    #   fr: cand-cand 2 -> n 2, agree 2, chance (2*2) / 4 = 1: kappa undefined (NULL)
+    #   no 'lang': base-cand 1 -> slice '(none)', n 1, agree 0, chance 0, kappa 0
+    # Not counted: an ineligible pair, an unlabelled pair, a label of another run.
+    con = _warehouse(tmp_path)
+    rows = (
+        [("en", "candidate", "candidate")] * 3
+        + [("en", "candidate", "baseline")]
+        + [("en", "baseline", "baseline")] * 2
+        + [("fr", "candidate", "candidate")] * 2
+        + [(None, "baseline", "candidate")]
+    )
+
+    def pair(case: str, lang: str | None, verdict: str, eligible: bool = True) -> None:
+        con.execute(
+            "INSERT INTO pairs (run_id, comparison, case_id, repeat, baseline_variant, "
+            "baseline_model, candidate_variant, candidate_model, judge, judge_model, verdict, "
+            "flipped, eligible, baseline_ok, candidate_ok, metadata, created_at) VALUES "
+            "('r', 'c', ?, 0, 'v', 'a', 'v', 'b', 'j', 'jm', ?, false, ?, true, true, ?, now())",
+            [case, verdict, eligible, json.dumps({"lang": lang} if lang else {})],
+        )
+
+    def label(case: str, prefer: str, run: str = "r") -> None:
+        con.execute(
+            "INSERT INTO labels VALUES (?, 'pairwise', 'c', ?, ?, NULL, NULL)", [run, case, prefer]
+        )
+
+    for i, (lang, human, judge) in enumerate(rows):
+        pair(f"k{i}", lang, judge)
+        label(f"k{i}", human)
+    pair("x1", "en", "candidate", eligible=False)
+    label("x1", "baseline")
+    pair("x2", "en", "candidate")  # unlabelled
+    label("x2", "baseline", run="other")
+    got = {
+        r["slice"]: r
+        for r in queries.run_query(con, "calibration_slices", run_id="r", key="lang").to_pylist()
+    }
+    assert sorted(got) == ["(none)", "en", "fr"]
+    en, fr, none = got["en"], got["fr"], got["(none)"]
+    assert (en["comparison"], en["n"]) == ("c", 6)
+    assert en["agreement"] == pytest.approx(5 / 6)
+    assert en["kappa"] == pytest.approx(2 / 3)
+    assert (fr["n"], fr["agreement"], fr["kappa"]) == (2, 1.0, None)
+    assert (none["n"], none["agreement"]) == (1, 0.0)
+    assert none["kappa"] == pytest.approx(0.0)
+
+
+def test_cache_info_counts_entries_and_bytes_per_model(tmp_path: Path) -> None:
+    # p/m1: 2 entries, outputs 'abc' + 'hello' = 8 bytes; p/m2: 1 entry, 'xy' = 2 bytes
+    # ('é' would be 2 bytes: strlen counts bytes) -> m3 'é' 2 bytes
+    con = _warehouse(tmp_path)
+    entries = [
+        ("h1", "m1", "abc", "2026-01-01 00:00:00"),
+        ("h2", "m1", "hello", "2026-01-03 00:00:00"),
+        ("h3", "m2", "xy", "2026-01-02 00:00:00"),
+        ("h4", "m3", "é", "2026-01-02 00:00:00"),
+    ]
+    cols = [
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = 'response_cache' ORDER BY ordinal_position"
+        ).fetchall()
+    ]
+    for key, model, output, at in entries:
+        values = {
+            "request_hash": key,
+            "provider": "p",
+            "model": model,
+            "output": output,
+            "created_at": at,
+        }
+        names = [c for c in cols if c in values]
+        con.execute(
+            f"INSERT INTO response_cache ({', '.join(names)}) VALUES "
+            f"({', '.join('?' for _ in names)})",
+            [values[c] for c in names],
+        )
+    rows = queries.run_query(con, "cache_info").to_pylist()
+    assert [(r["provider"], r["model"], r["entries"], r["text_bytes"]) for r in rows] == [
+        ("p", "m1", 2, 8),
+        ("p", "m2", 1, 2),
+        ("p", "m3", 1, 2),
+    ]
+    m1 = rows[0]
+    assert (str(m1["oldest"])[:10], str(m1["newest"])[:10]) == ("2026-01-01", "2026-01-03")
+
+
+def test_run_cells_lists_stored_cells_or_only_the_errored_ones(tmp_path: Path) -> None:
+    # run r: (v, m, c1, 0) ok, (v, m, c1, 1) error, (v, m, c2, 0) ok; run s: (v, m, c3, 0) error
+    con = _warehouse(tmp_path)
+    for run, case, repeat, error in (
+        ("r", "c1", 0, None),
+        ("r", "c1", 1, "boom"),
+        ("r", "c2", 0, None),
+        ("s", "c3", 0, "boom"),
+    ):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, error, cached, "
+            "request_hash, attempts, score, passed, created_at) "
+            "VALUES (?, 'v', 'm', ?, ?, ?, false, 'x', 1, 0, false, now())",
+            [run, case, repeat, error],
+        )
+
+    def cells(errors_only: bool) -> set[tuple[str, str, str, int]]:
+        table = queries.run_query(con, "run_cells", run_id="r", errors_only=errors_only)
+        return {(r["variant"], r["model"], r["case_id"], r["repeat"]) for r in table.to_pylist()}
+
+    assert cells(False) == {("v", "m", "c1", 0), ("v", "m", "c1", 1), ("v", "m", "c2", 0)}
+    assert cells(True) == {("v", "m", "c1", 1)}
