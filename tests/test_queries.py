@@ -136,3 +136,29 @@ def test_run_cells_lists_stored_cells_or_only_the_errored_ones(tmp_path: Path) -
 
     assert cells(False) == {("v", "m", "c1", 0), ("v", "m", "c1", 1), ("v", "m", "c2", 0)}
     assert cells(True) == {("v", "m", "c1", 1)}
+
+
+def test_baselines_carry_their_runs_pass_rate_and_n(tmp_path: Path) -> None:
+    # 'prod' -> run r: 3 of 4 cases pass -> n 4, n_passed 3, pass rate 0.75
+    # 'empty' -> run e with no case rows -> n 0, pass rate NULL (not a division by zero)
+    con = _warehouse(tmp_path)
+    for run in ("r", "e"):
+        con.execute(
+            "INSERT INTO runs (run_id, label, suite, status, config_hash, dataset_hash, "
+            "n_planned, started_at, evalwh_version) "
+            "VALUES (?, ?, 's', 'completed', 'h', 'd', 4, now(), 't')",
+            [run, f"label-{run}"],
+        )
+    for i, passed in enumerate((True, True, False, True)):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, request_hash, "
+            "attempts, score, passed, created_at) "
+            "VALUES ('r', 'v', 'm', ?, 0, false, 'x', 1, 0, ?, now())",
+            [f"c{i}", passed],
+        )
+    con.execute("INSERT INTO baselines VALUES ('prod', 'r', now()), ('empty', 'e', now())")
+    rows = queries.run_query(con, "baselines").to_pylist()
+    got = [
+        (r["name"], r["run_id"], r["label"], r["n"], r["n_passed"], r["pass_rate"]) for r in rows
+    ]
+    assert got == [("empty", "e", "label-e", 0, 0, None), ("prod", "r", "label-r", 4, 3, 0.75)]
