@@ -162,3 +162,62 @@ def test_baselines_carry_their_runs_pass_rate_and_n(tmp_path: Path) -> None:
         (r["name"], r["run_id"], r["label"], r["n"], r["n_passed"], r["pass_rate"]) for r in rows
     ]
     assert got == [("empty", "e", "label-e", 0, 0, None), ("prod", "r", "label-r", 4, 3, 0.75)]
+
+
+def _cache(con: duckdb.DuckDBPyConnection, entries: list[tuple[str, str, str]]) -> None:
+    """Response-cache rows (request_hash, provider, model), output = the hash."""
+    for key, provider, model in entries:
+        con.execute(
+            "INSERT INTO response_cache (request_hash, provider, model, output, created_at) "
+            "VALUES (?, ?, ?, ?, now())",
+            [key, provider, model, f"out-{key}"],
+        )
+
+
+def test_cache_lookup_returns_exactly_the_planned_hashes(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    con = _warehouse(tmp_path)
+    _cache(con, [("h1", "p", "m"), ("h2", "p", "m"), ("h3", "p", "m")])
+    for planned, expected in ((["h2"], ["h2"]), (["h1", "h3", "hX"], ["h1", "h3"]), (["hX"], [])):
+        con.register("planned_hashes", pa.table({"request_hash": pa.array(planned, pa.string())}))
+        rows = queries.run_query(con, "cache_lookup").to_pylist()
+        assert sorted(r["request_hash"] for r in rows) == expected
+        assert all(r["output"] == f"out-{r['request_hash']}" for r in rows)
+        con.unregister("planned_hashes")
+
+
+def test_cache_for_model_holds_only_that_provider_and_model(tmp_path: Path) -> None:
+    con = _warehouse(tmp_path)
+    _cache(con, [("a", "p", "m1"), ("b", "p", "m2"), ("c", "q", "m1"), ("d", "p", "m1")])
+    rows = queries.run_query(con, "cache_for_model", provider="p", model="m1").to_pylist()
+    assert sorted(r["request_hash"] for r in rows) == ["a", "d"]
+
+
+def test_the_confusion_matrix_counts_eligible_labelled_pairs_of_the_run(tmp_path: Path) -> None:
+    # run r, comparison c: (human, judge) cand-cand 2, base-cand 1, plus an ineligible pair and
+    # a pointwise label (not counted); run s has a labelled pair of its own (not counted)
+    con = _warehouse(tmp_path)
+
+    def pair(run: str, case: str, verdict: str, human: str, *, eligible: bool = True) -> None:
+        con.execute(
+            "INSERT INTO pairs (run_id, comparison, case_id, repeat, baseline_variant, "
+            "baseline_model, candidate_variant, candidate_model, judge, judge_model, verdict, "
+            "flipped, eligible, baseline_ok, candidate_ok, created_at) VALUES "
+            "(?, 'c', ?, 0, 'v', 'a', 'v', 'b', 'j', 'jm', ?, false, ?, true, true, now())",
+            [run, case, verdict, eligible],
+        )
+        con.execute(
+            "INSERT INTO labels VALUES (?, 'pairwise', 'c', ?, ?, NULL, NULL)", [run, case, human]
+        )
+
+    pair("r", "k1", "candidate", "candidate")
+    pair("r", "k2", "candidate", "candidate")
+    pair("r", "k3", "candidate", "baseline")
+    pair("r", "k4", "tie", "tie", eligible=False)
+    pair("s", "k1", "tie", "tie")
+    con.execute("INSERT INTO labels VALUES ('r', 'pointwise', 'c', 'k1', 'tie', NULL, NULL)")
+    rows = queries.run_query(con, "calibration", run_id="r").to_pylist()
+    counts = {(r["human"], r["judge"]): r["n"] for r in rows if r["n"]}
+    assert counts == {("candidate", "candidate"): 2, ("baseline", "candidate"): 1}
+    assert len(rows) == 9 and {r["comparison"] for r in rows} == {"c"}

@@ -160,13 +160,14 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     # fail-pass 2, fail-fail 1. n = 10, agreement po = 7/10, human yes 7, judge yes 8,
     # chance pe = (7*8 + 3*2) / 100 = 0.62, kappa = (0.70 - 0.62) / (1 - 0.62) = 0.2105...,
     # base rate = max(7, 3) / 10 = 0.7. Criterion 'n' has numeric labels (1..5 scale):
-    # (raw, human) (3, 3) (4, 3) (5, 2) (2.6, 3): exact 2/4 (round(2.6) = 3), within 1 3/4.
+    # (raw, human) (3, 3) (4, 3) (5, 2) (2.6, 3) (2, 2), and (None, 4) without a raw score:
+    # n_numeric 5, exact 3/5 (round(2.6) = 3), within 1 4/5.
     path = tmp_path / "w.duckdb"
     with connect.write_connection(path):
         pass
     con = duckdb.connect(str(path))
     pairs = [(True, True)] * 6 + [(True, False)] + [(False, True)] * 2 + [(False, False)]
-    numeric = [(3.0, 3), (4.0, 3), (5.0, 2), (2.6, 3)]
+    numeric = [(3.0, 3), (4.0, 3), (5.0, 2), (2.6, 3), (2.0, 2), (None, 4)]
     insert_score = (
         "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, score, "
         "passed, weight, required, judge_model, raw_score) "
@@ -179,7 +180,7 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
             "INSERT INTO labels VALUES ('r', 'pointwise', NULL, ?, NULL, ?, NULL)", [f"b{i}", label]
         )
     for i, (raw, human) in enumerate(numeric):
-        con.execute(insert_score, [f"n{i}", "n", raw >= 3, raw])
+        con.execute(insert_score, [f"n{i}", "n", raw is not None and raw >= 3, raw])
         con.execute(
             "INSERT INTO labels VALUES ('r', 'pointwise', NULL, ?, NULL, ?, NULL)",
             [f"n{i}", json.dumps(human)],
@@ -201,6 +202,6 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     assert pytest.approx(0.2105263, abs=1e-7) == (0.70 - 0.62) / (1 - 0.62)
     n = rows["n"]
     assert n["n_labels"] == 0 and n["kappa"] is None  # numbers are not pass/fail labels
-    assert n["n_numeric"] == 4
-    assert n["exact_agreement"] == pytest.approx(0.5)
-    assert n["within_1_agreement"] == pytest.approx(0.75)
+    assert n["n_numeric"] == 5
+    assert n["exact_agreement"] == pytest.approx(0.6)
+    assert n["within_1_agreement"] == pytest.approx(0.8)

@@ -49,6 +49,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_queries.py::test_baselines_carry_their_runs_pass_rate_and_n",
     ],
     "cache_for_model": [
+        "tests/test_queries.py::test_cache_for_model_holds_only_that_provider_and_model",
         "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
     ],
@@ -56,10 +57,12 @@ TESTS: dict[str, list[str]] = {
         "tests/test_queries.py::test_cache_info_counts_entries_and_bytes_per_model",
     ],
     "cache_lookup": [
+        "tests/test_queries.py::test_cache_lookup_returns_exactly_the_planned_hashes",
         "tests/test_engine.py::test_mock_is_deterministic_and_the_cache_reproduces_scores",
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
     ],
     "calibration": [
+        "tests/test_queries.py::test_the_confusion_matrix_counts_eligible_labelled_pairs_of_the_run",
         "tests/test_judging.py::test_kappa_matches_the_textbook_example",
         "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
