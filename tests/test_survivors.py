@@ -160,14 +160,14 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     # fail-pass 2, fail-fail 1. n = 10, agreement po = 7/10, human yes 7, judge yes 8,
     # chance pe = (7*8 + 3*2) / 100 = 0.62, kappa = (0.70 - 0.62) / (1 - 0.62) = 0.2105...,
     # base rate = max(7, 3) / 10 = 0.7. Criterion 'n' has numeric labels (1..5 scale):
-    # (raw, human) (3, 3) (4, 3) (5, 2) (2.6, 3) (2, 2), and (None, 4) without a raw score:
+    # (raw, human) (3, 3) (4, 3) (4, 2) (2.6, 3) (2, 2), and (None, 4) without a raw score:
     # n_numeric 5, exact 3/5 (round(2.6) = 3), within 1 4/5.
     path = tmp_path / "w.duckdb"
     with connect.write_connection(path):
         pass
     con = duckdb.connect(str(path))
     pairs = [(True, True)] * 6 + [(True, False)] + [(False, True)] * 2 + [(False, False)]
-    numeric = [(3.0, 3), (4.0, 3), (5.0, 2), (2.6, 3), (2.0, 2), (None, 4)]
+    numeric = [(3.0, 3), (4.0, 3), (4.0, 2), (2.6, 3), (2.0, 2), (None, 4)]
     insert_score = (
         "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, score, "
         "passed, weight, required, judge_model, raw_score) "
