@@ -185,6 +185,13 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
             "INSERT INTO labels VALUES ('r', 'pointwise', NULL, ?, NULL, ?, NULL)",
             [f"n{i}", json.dumps(human)],
         )
+    # criterion 'u': every label and verdict 'pass', so chance agreement is 1: kappa undefined
+    for i in range(2):
+        con.execute(insert_score, [f"u{i}", "u", True, None])
+        con.execute(
+            "INSERT INTO labels VALUES ('r', 'pointwise', NULL, ?, NULL, '\"pass\"', NULL)",
+            [f"u{i}"],
+        )
     # an unlabelled case and a scorer error are left out
     con.execute(insert_score, ["u", "j", True, None])
     con.execute(insert_score, ["e", "j", False, None])
@@ -200,6 +207,8 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     assert j["base_rate"] == pytest.approx(0.7)
     assert j["kappa"] == pytest.approx((0.70 - 0.62) / (1 - 0.62))
     assert pytest.approx(0.2105263, abs=1e-7) == (0.70 - 0.62) / (1 - 0.62)
+    u = rows["u"]
+    assert (u["n_labels"], u["agreement"], u["kappa"]) == (2, 1.0, None)  # not NaN
     n = rows["n"]
     assert n["n_labels"] == 0 and n["kappa"] is None  # numbers are not pass/fail labels
     assert n["n_numeric"] == 5
