@@ -221,3 +221,39 @@ def test_the_confusion_matrix_counts_eligible_labelled_pairs_of_the_run(tmp_path
     counts = {(r["human"], r["judge"]): r["n"] for r in rows if r["n"]}
     assert counts == {("candidate", "candidate"): 2, ("baseline", "candidate"): 1}
     assert len(rows) == 9 and {r["comparison"] for r in rows} == {"c"}
+
+
+def test_criteria_summary_matches_hand_counts_and_wilson(tmp_path: Path) -> None:
+    # run r: criterion 'a' 10 rows, 5 pass, 1 scorer error, scores 0.0 .. 0.9 (mean 0.45),
+    #   weight 2, one row not required -> required false; Wilson 5/10: [0.2366, 0.7634]
+    #   (the textbook value); criterion 'b' 4 rows, all pass, score 1: Wilson 4/4 lower bound
+    #   n / (n + z^2) = 4 / 7.8415 = 0.5101, upper 1. Run s: rows that must not count.
+    from tests.test_analysis import wilson
+
+    con = _warehouse(tmp_path)
+    rows = [
+        ("r", "a", i, i < 5, i / 10, "boom" if i == 9 else None, i != 3, 2.0) for i in range(10)
+    ]
+    rows += [("r", "b", i, True, 1.0, None, True, 1.0) for i in range(4)]
+    rows += [("s", "a", i, False, 0.0, "x", True, 1.0) for i in range(3)]
+    for run, criterion, i, passed, score, error, required, weight in rows:
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required, error) "
+            "VALUES (?, 'v', 'm', ?, 0, ?, 'exact', ?, ?, ?, ?, ?)",
+            [run, f"c{i}", criterion, score, passed, weight, required, error],
+        )
+    got = {r["criterion"]: r for r in queries.run_query(con, "criteria", run_id="r").to_pylist()}
+    a, b = got["a"], got["b"]
+    assert sorted(got) == ["a", "b"]
+    assert (a["scorer"], a["weight"], a["required"]) == ("exact", 2.0, False)
+    assert (a["n"], a["n_passed"], a["n_errors"]) == (10, 5, 1)
+    assert a["pass_rate"] == 0.5 and a["mean_score"] == pytest.approx(0.45)
+    assert (a["pass_rate_lo"], a["pass_rate_hi"]) == (
+        pytest.approx(0.2366, abs=1e-4),
+        pytest.approx(0.7634, abs=1e-4),
+    )
+    assert (b["required"], b["n"], b["n_passed"], b["n_errors"]) == (True, 4, 4, 0)
+    assert (b["pass_rate_lo"], b["pass_rate_hi"]) == pytest.approx(wilson(4, 4))
+    assert b["pass_rate_lo"] == pytest.approx(4 / (4 + 1.959963984540054**2))
+    assert b["pass_rate_hi"] == pytest.approx(1.0)

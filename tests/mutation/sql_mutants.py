@@ -95,6 +95,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_analysis.py::test_compare_movers_and_verdicts",
     ],
     "criteria": [
+        "tests/test_queries.py::test_criteria_summary_matches_hand_counts_and_wilson",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
         "tests/test_briefs.py::test_judge_runs_carry_the_calibration_flags",
     ],
