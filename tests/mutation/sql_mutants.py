@@ -75,6 +75,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_queries.py::test_calibration_by_slice_matches_a_hand_computed_kappa",
     ],
     "case_list": [
+        "tests/test_queries.py::test_case_list_filters_orders_and_keeps_each_rows_own_criteria",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
