@@ -298,3 +298,57 @@ def test_case_list_filters_orders_and_keeps_each_rows_own_criteria(tmp_path: Pat
         ("m2", True),
     ]
     assert listing(only_failures=True, case_id="c1") == []
+
+
+def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> None:
+    # Cell v × m, cases c1..c4; (passed, score, cost, latency) per run, None = not stored:
+    #   A: c1 (1, 0.5, 0.25, 100)  c2 (1, 1.0, None, 200)  c3 (0, 0.0, 0.25, None)  c4 (0, 0.5, 0.25, 100)
+    #   B: c1 (1, 1.0, 0.50, 150)  c2 (0, None, 0.50, 100) c3 (1, 0.5, 0.25, 100)  c4 (0, 0.5, None, 100)
+    # pass: 4 pairs, 0.5 -> 0.5, c3 fixed, c2 broken. score: 3 pairs (c2 has none in B),
+    # 1/3 -> 2/3, delta 1/3. cost: a missing cost is 0, so 4 pairs, 0.1875 -> 0.3125, delta
+    # 0.125. latency: 3 pairs (c3 has none in A), 133.3 -> 116.7, delta (50 - 100 + 0) / 3.
+    con = _warehouse(tmp_path)
+    data = {
+        "A": [
+            (True, 0.5, 0.25, 100),
+            (True, 1.0, None, 200),
+            (False, 0.0, 0.25, None),
+            (False, 0.5, 0.25, 100),
+        ],
+        "B": [
+            (True, 1.0, 0.5, 150),
+            (False, None, 0.5, 100),
+            (True, 0.5, 0.25, 100),
+            (False, 0.5, None, 100),
+        ],
+    }
+    for run, rows in data.items():
+        for i, (passed, score, cost, latency) in enumerate(rows):
+            con.execute(
+                "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+                "request_hash, attempts, passed, score, cost_usd, latency_ms, created_at) "
+                "VALUES (?, 'v', 'm', ?, 0, '{}', false, 'x', 1, ?, ?, ?, ?, now())",
+                [run, f"c{i + 1}", passed, score, cost, latency],
+            )
+    table = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False
+    )
+    rows = {(r["scope"], r["target"]): r for r in table.to_pylist()}
+    assert set(rows) == {("run", "run"), ("cell", "v × m")}
+    for row in rows.values():
+        assert (row["n"], row["n_a"], row["n_b"]) == (4, 4, 4)
+        assert (row["n_fixed"], row["n_broken"]) == (1, 1)
+        assert (row["pass_rate_a"], row["pass_rate_b"], row["pass_rate_delta"]) == (0.5, 0.5, 0)
+        assert row["score_n"] == 3
+        assert row["score_a"] == pytest.approx(1 / 3) and row["score_b"] == pytest.approx(2 / 3)
+        assert row["score_delta"] == pytest.approx(1 / 3)
+        assert row["cost_usd_n"] == 4
+        assert row["cost_usd_a"] == pytest.approx(0.1875)
+        assert row["cost_usd_b"] == pytest.approx(0.3125)
+        assert row["cost_usd_delta"] == pytest.approx(0.125)
+        assert row["latency_ms_n"] == 3
+        assert row["latency_ms_a"] == pytest.approx(400 / 3)
+        assert row["latency_ms_b"] == pytest.approx(350 / 3)
+        assert row["latency_ms_delta"] == pytest.approx(-50 / 3)
+    assert (rows[("cell", "v × m")]["variant"], rows[("cell", "v × m")]["model"]) == ("v", "m")
+    assert (rows[("run", "run")]["variant"], rows[("run", "run")]["model"]) == (None, None)
