@@ -6,6 +6,8 @@ Each fixture warehouse is built by hand; the expected numbers are worked out in 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -350,5 +352,14 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
         assert row["latency_ms_a"] == pytest.approx(400 / 3)
         assert row["latency_ms_b"] == pytest.approx(350 / 3)
         assert row["latency_ms_delta"] == pytest.approx(-50 / 3)
+        # without clusters or repeats, each standard error is the paired sd / sqrt(n)
+        for metric, d in (
+            ("pass_rate", [0, -1, 1, 0]),
+            ("score", [0.5, 0.5, 0.0]),
+            ("cost_usd", [0.25, 0.5, 0.0, -0.25]),
+            ("latency_ms", [50, -100, 0]),
+        ):
+            se = statistics.stdev(d) / math.sqrt(len(d))
+            assert row[f"{metric}_se"] == pytest.approx(se), metric
     assert (rows[("cell", "v × m")]["variant"], rows[("cell", "v × m")]["model"]) == ("v", "m")
     assert (rows[("run", "run")]["variant"], rows[("run", "run")]["model"]) == (None, None)
