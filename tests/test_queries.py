@@ -332,11 +332,26 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
                 "VALUES (?, 'v', 'm', ?, 0, '{}', false, 'x', 1, ?, ?, ?, ?, now())",
                 [run, f"c{i + 1}", passed, score, cost, latency],
             )
+            # one criterion 'k' mirroring the case (score 0 where the case has none)
+            con.execute(
+                "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+                "score, passed, weight, required) VALUES (?, 'v', 'm', ?, 0, 'k', 'x', ?, ?, 1, true)",
+                [run, f"c{i + 1}", score or 0.0, passed],
+            )
     table = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False
     )
+    # criterion k: 4 pairs, pass 0.5 -> 0.5 (c3 fixed, c2 broken); scores A 0.5 1 0 0.5,
+    # B 1 0 0.5 0.5: 0.5 -> 0.5, differences 0.5 -1 0.5 0
+    (k,) = [r for r in table.to_pylist() if r["scope"] == "criterion"]
+    assert (k["target"], k["n"], k["n_fixed"], k["n_broken"]) == ("k", 4, 1, 1)
+    assert (k["pass_rate_a"], k["pass_rate_b"], k["pass_rate_delta"]) == (0.5, 0.5, 0)
+    assert (k["score_n"], k["score_a"], k["score_b"], k["score_delta"]) == (4, 0.5, 0.5, 0)
+    assert k["pass_rate_se"] == pytest.approx(statistics.stdev([0, -1, 1, 0]) / 2)
+    assert k["score_se"] == pytest.approx(statistics.stdev([0.5, -1, 0.5, 0]) / 2)
     rows = {(r["scope"], r["target"]): r for r in table.to_pylist()}
-    assert set(rows) == {("run", "run"), ("cell", "v × m")}
+    assert set(rows) == {("run", "run"), ("cell", "v × m"), ("criterion", "k")}
+    del rows[("criterion", "k")]
     for row in rows.values():
         assert (row["n"], row["n_a"], row["n_b"]) == (4, 4, 4)
         assert (row["n_fixed"], row["n_broken"]) == (1, 1)
