@@ -302,6 +302,9 @@ def test_case_list_filters_orders_and_keeps_each_rows_own_criteria(tmp_path: Pat
     assert listing(only_failures=True, case_id="c1") == []
 
 
+DOCS = ["d1", "d1", "d2", "d2"]
+
+
 def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> None:
     # Cell v × m, cases c1..c4; (passed, score, cost, latency) per run, None = not stored:
     #   A: c1 (1, 0.5, 0.25, 100)  c2 (1, 1.0, None, 200)  c3 (0, 0.0, 0.25, None)  c4 (0, 0.5, 0.25, 100)
@@ -329,8 +332,8 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
             con.execute(
                 "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
                 "request_hash, attempts, passed, score, cost_usd, latency_ms, created_at) "
-                "VALUES (?, 'v', 'm', ?, 0, '{}', false, 'x', 1, ?, ?, ?, ?, now())",
-                [run, f"c{i + 1}", passed, score, cost, latency],
+                "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, ?, now())",
+                [run, f"c{i + 1}", json.dumps({"doc": DOCS[i]}), passed, score, cost, latency],
             )
             # one criterion 'k' mirroring the case (score 0 where the case has none)
             con.execute(
@@ -377,4 +380,26 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
             se = statistics.stdev(d) / math.sqrt(len(d))
             assert row[f"{metric}_se"] == pytest.approx(se), metric
     assert (rows[("cell", "v × m")]["variant"], rows[("cell", "v × m")]["model"]) == ("v", "m")
+
+    # clustered by metadata 'doc' (c1, c2 in d1; c3, c4 in d2): CR1 over the pairs each
+    # metric has, for the run, the cell and the criterion
+    from tests.test_analysis import cluster_se
+
+    clustered = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False
+    ).to_pylist()
+    for row in clustered:
+        assert row["n_clusters"] == 2, row["scope"]
+        expected = {
+            "pass_rate": ([0, -1, 1, 0], DOCS),
+            "score": ([0.5, 0.5, 0.0], ["d1", "d2", "d2"]),
+        }
+        if row["scope"] == "criterion":
+            expected["score"] = ([0.5, -1, 0.5, 0], DOCS)
+        else:
+            expected["cost_usd"] = ([0.25, 0.5, 0.0, -0.25], DOCS)
+            expected["latency_ms"] = ([50, -100, 0], ["d1", "d1", "d2"])
+        for metric, (d, groups) in expected.items():
+            se = cluster_se(d, groups)
+            assert row[f"{metric}_se"] == pytest.approx(se), (row["scope"], metric)
     assert (rows[("run", "run")]["variant"], rows[("run", "run")]["model"]) == (None, None)
