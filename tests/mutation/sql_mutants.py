@@ -223,7 +223,8 @@ class Mutant:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        return (self.query, self.label, self.original)
+        """What equivalent.md matches on: the line number moves when a query is edited."""
+        return (self.query, self.label, self.mutated)
 
 
 def _bump(match: re.Match[str], label: str) -> str:
@@ -272,7 +273,7 @@ def mutants_of(query: str, text: str) -> list[Mutant]:
 
 def equivalent_keys() -> set[tuple[str, str, str]]:
     """Mutants reviewed as equivalent: table rows of equivalent.md,
-    ``| query | line | mutation | original line | reason |``."""
+    ``| query | line | mutation | mutated line | reason |``."""
     keys = set()
     if not EQUIVALENT.exists():
         return keys
@@ -446,7 +447,7 @@ def _run(names: list[str], copy: Path, opts: argparse.Namespace) -> int:
         f"kill rate {rate:.1f}% (equivalent left out) in {time.monotonic() - started:.0f}s"
     )
     for m in survivors:
-        print(f"| {m.query} | {m.line} | {m.label} | `{m.original.replace('|', chr(92) + '|')}` |")
+        print(f"| {m.query} | {m.line} | {m.label} | `{m.mutated.replace('|', chr(92) + '|')}` |")
     if opts.min_rate is not None and rate < opts.min_rate:
         return 1
     return 0
