@@ -93,6 +93,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_analysis.py::test_compare_movers_and_verdicts",
     ],
     "compare_cases": [
+        "tests/test_queries.py::test_movers_by_hand_worst_first_with_the_criteria_that_moved",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
         "tests/test_analysis.py::test_compare_movers_and_verdicts",
     ],
