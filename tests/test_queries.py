@@ -335,22 +335,24 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
                 "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, ?, now())",
                 [run, f"c{i + 1}", json.dumps({"doc": DOCS[i]}), passed, score, cost, latency],
             )
-            # one criterion 'k' mirroring the case (score 0 where the case has none)
+            # one criterion 'k': the case's score (0 where it has none); its verdict is the
+            # case's in A, but passes for c1..c3 in B (so that its pass values are correlated)
+            k_passed = passed if run == "A" else i < 3
             con.execute(
                 "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
                 "score, passed, weight, required) VALUES (?, 'v', 'm', ?, 0, 'k', 'x', ?, ?, 1, true)",
-                [run, f"c{i + 1}", score or 0.0, passed],
+                [run, f"c{i + 1}", score or 0.0, k_passed],
             )
     table = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False
     )
-    # criterion k: 4 pairs, pass 0.5 -> 0.5 (c3 fixed, c2 broken); scores A 0.5 1 0 0.5,
-    # B 1 0 0.5 0.5: 0.5 -> 0.5, differences 0.5 -1 0.5 0
+    # criterion k: 4 pairs, pass A 1 1 0 0 -> B 1 1 1 0: 0.5 -> 0.75 (c3 fixed), differences
+    # 0 0 1 0; scores A 0.5 1 0 0.5, B 1 0 0.5 0.5: 0.5 -> 0.5, differences 0.5 -1 0.5 0
     (k,) = [r for r in table.to_pylist() if r["scope"] == "criterion"]
-    assert (k["target"], k["n"], k["n_fixed"], k["n_broken"]) == ("k", 4, 1, 1)
-    assert (k["pass_rate_a"], k["pass_rate_b"], k["pass_rate_delta"]) == (0.5, 0.5, 0)
+    assert (k["target"], k["n"], k["n_fixed"], k["n_broken"]) == ("k", 4, 1, 0)
+    assert (k["pass_rate_a"], k["pass_rate_b"], k["pass_rate_delta"]) == (0.5, 0.75, 0.25)
     assert (k["score_n"], k["score_a"], k["score_b"], k["score_delta"]) == (4, 0.5, 0.5, 0)
-    assert k["pass_rate_se"] == pytest.approx(statistics.stdev([0, -1, 1, 0]) / 2)
+    assert k["pass_rate_se"] == pytest.approx(statistics.stdev([0, 0, 1, 0]) / 2)
     assert k["score_se"] == pytest.approx(statistics.stdev([0.5, -1, 0.5, 0]) / 2)
     rows = {(r["scope"], r["target"]): r for r in table.to_pylist()}
     assert set(rows) == {("run", "run"), ("cell", "v × m"), ("criterion", "k")}
@@ -395,6 +397,7 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
             "score": ([0.5, 0.5, 0.0], ["d1", "d2", "d2"]),
         }
         if row["scope"] == "criterion":
+            expected["pass_rate"] = ([0, 0, 1, 0], DOCS)
             expected["score"] = ([0.5, -1, 0.5, 0], DOCS)
         else:
             expected["cost_usd"] = ([0.25, 0.5, 0.0, -0.25], DOCS)
