@@ -114,6 +114,9 @@ def test_the_case_score_is_the_weighted_mean_without_weight_0_criteria() -> None
     ).score("out", CASE)
     assert scored.score == pytest.approx((2 * 1.0 + 1 * 0.4) / 3)
     assert scored.passed is False  # b: 0.4 is below the default threshold 0.5
+    for weight in (1.0, 0.5):  # a total weight of 1 or less is a weight like any other
+        single = card((crit("s", weight=weight), ScoreResult(0.75))).score("out", CASE)
+        assert single.score == pytest.approx(0.75)
     only_info = card((crit("i", weight=0.0), ScoreResult(1.0))).score("out", CASE)
     assert only_info.score == 0.0 and only_info.passed is True
 
