@@ -103,6 +103,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_briefs.py::test_judge_runs_carry_the_calibration_flags",
     ],
     "errors": [
+        "tests/test_queries.py::test_errors_group_by_message_most_frequent_first",
         "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
         "tests/test_survivors.py::test_a_provider_error_holding_a_secret_is_stored_redacted",
         "tests/test_engine.py::test_max_retries_zero_fails_fast",
