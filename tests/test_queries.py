@@ -497,3 +497,58 @@ def test_errors_group_by_message_most_frequent_first(tmp_path: Path) -> None:
         ("bad key", "auth", 2, ["c8 v × m2", "c9 v × m1"]),
         ("timeout", "timeout", 1, ["c7 v × m"]),
     ]
+
+
+def test_summary_matrix_by_hand(tmp_path: Path) -> None:
+    # Cell v × m1 of run r, five cases (passed, error, cached, latency, tokens in/out, cost):
+    #   c1 pass      -       100  10/1  0.25     c2 pass  cached   200  20/2  0.5
+    #   c3 fail  'boom'      300  none  none     c4 fail  -        400  30/3  0.25
+    #   c5 pass      -      1000  40/4  0.5
+    # n 5, passed 3, errors 1, cached 1; latency p50 300, p95 880 (linear between 400 and
+    # 1000: 400 + 0.8 * 600); tokens 100/10; cost without the cached row 1.0, with it 1.5.
+    # Cell v × m2: one case without tokens or cost -> 0, not NULL. Run s does not count.
+    con = _warehouse(tmp_path)
+    rows = [
+        ("r", "m1", "c1", True, None, False, 100, 10, 1, 0.25),
+        ("r", "m1", "c2", True, None, True, 200, 20, 2, 0.5),
+        ("r", "m1", "c3", False, "boom", False, 300, None, None, None),
+        ("r", "m1", "c4", False, None, False, 400, 30, 3, 0.25),
+        ("r", "m1", "c5", True, None, False, 1000, 40, 4, 0.5),
+        ("r", "m2", "c1", True, None, False, 50, None, None, None),
+        ("s", "m1", "c1", False, "x", True, 1, 1, 1, 1.0),
+    ]
+    for run, model, case, passed, error, cached, latency, tin, tout, cost in rows:
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, error, cached, "
+            "request_hash, attempts, passed, score, latency_ms, input_tokens, output_tokens, "
+            "cost_usd, created_at) VALUES (?, 'v', ?, ?, 0, ?, ?, 'x', 1, ?, ?, ?, ?, ?, ?, now())",
+            [run, model, case, error, cached, passed, float(passed), latency, tin, tout, cost],
+        )
+    m1, m2 = queries.run_query(con, "summary", run_id="r").to_pylist()
+    assert (m1["model"], m1["n"], m1["n_passed"], m1["n_errors"], m1["n_cached"]) == (
+        "m1",
+        5,
+        3,
+        1,
+        1,
+    )
+    assert m1["pass_rate"] == 0.6 and m1["mean_score"] == pytest.approx(0.6)
+    assert (m1["p50_latency_ms"], m1["p95_latency_ms"]) == (300, pytest.approx(880))
+    assert (m1["input_tokens"], m1["output_tokens"]) == (100, 10)
+    assert (m1["cost_usd"], m1["cost_uncached_usd"]) == (1.0, 1.5)
+    assert (m2["model"], m2["n"], m2["input_tokens"], m2["output_tokens"]) == ("m2", 1, 0, 0)
+    assert (m2["cost_usd"], m2["cost_uncached_usd"]) == (0, 0)
+
+
+def test_exported_cases_name_their_failed_criteria(tmp_path: Path) -> None:
+    # run G (test_boundaries.ROWS): criterion k1 mirrors the case, k2 passes on every other
+    # row: (m1, c1) fails none, (m1, c2) fails k2, (m1, c3) fails k1, (m1, c4) fails k1 and k2
+    from tests.test_boundaries import ROWS, add_run
+
+    con = _warehouse(tmp_path)
+    add_run(con, "G", ROWS)
+    rows = queries.run_query(con, "export_cases", run_id="G").to_pylist()
+    failed = {(r["model"], r["case_id"]): r["failed_criteria"] for r in rows}
+    assert [failed[("m1", c)] for c in ("c1", "c2", "c3", "c4")] == ["", "k2", "k1", "k1, k2"]
+    crit = json.loads(rows[3]["criteria"])  # (m1, c4)
+    assert crit["k1"] == {"score": 0.0, "passed": False, "error": None}

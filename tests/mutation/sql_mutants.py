@@ -110,6 +110,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
     ],
     "export_cases": [
+        "tests/test_queries.py::test_exported_cases_name_their_failed_criteria",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
         "tests/test_exports.py::test_csv_and_parquet_read_back",
         "tests/test_exports.py::test_json_export_is_the_whole_run",
@@ -167,6 +168,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
     ],
     "summary": [
+        "tests/test_queries.py::test_summary_matrix_by_hand",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
         "tests/test_warehouse.py::test_wilson_interval_against_a_reference_value",
         "tests/test_warehouse.py::test_documented_views",
