@@ -308,10 +308,10 @@ DOCS = ["d1", "d1", "d2", "d2"]
 def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> None:
     # Cell v × m, cases c1..c4; (passed, score, cost, latency) per run, None = not stored:
     #   A: c1 (1, 0.5, 0.25, 100)  c2 (1, 1.0, None, 200)  c3 (0, 0.0, 0.25, None)  c4 (0, 0.5, 0.25, 100)
-    #   B: c1 (1, 1.0, 0.50, 150)  c2 (0, None, 0.50, 100) c3 (1, 0.5, 0.25, 100)  c4 (0, 0.5, None, 100)
+    #   B: c1 (1, 1.0, 0.50, 150)  c2 (0, None, 0.50, 100) c3 (1, 0.5, 0.25, 100)  c4 (0, 0.5, None, None)
     # pass: 4 pairs, 0.5 -> 0.5, c3 fixed, c2 broken. score: 3 pairs (c2 has none in B),
     # 1/3 -> 2/3, delta 1/3. cost: a missing cost is 0, so 4 pairs, 0.1875 -> 0.3125, delta
-    # 0.125. latency: 3 pairs (c3 has none in A), 133.3 -> 116.7, delta (50 - 100 + 0) / 3.
+    # 0.125. latency: 2 pairs (c3 has none in A, c4 none in B), 150 -> 125, delta -25.
     con = _warehouse(tmp_path)
     data = {
         "A": [
@@ -324,7 +324,7 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
             (True, 1.0, 0.5, 150),
             (False, None, 0.5, 100),
             (True, 0.5, 0.25, 100),
-            (False, 0.5, None, 100),
+            (False, 0.5, None, None),
         ],
     }
     for run, rows in data.items():
@@ -368,16 +368,18 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
         assert row["cost_usd_a"] == pytest.approx(0.1875)
         assert row["cost_usd_b"] == pytest.approx(0.3125)
         assert row["cost_usd_delta"] == pytest.approx(0.125)
-        assert row["latency_ms_n"] == 3
-        assert row["latency_ms_a"] == pytest.approx(400 / 3)
-        assert row["latency_ms_b"] == pytest.approx(350 / 3)
-        assert row["latency_ms_delta"] == pytest.approx(-50 / 3)
+        assert row["latency_ms_n"] == 2
+        assert (row["latency_ms_a"], row["latency_ms_b"], row["latency_ms_delta"]) == (
+            150,
+            125,
+            -25,
+        )
         # without clusters or repeats, each standard error is the paired sd / sqrt(n)
         for metric, d in (
             ("pass_rate", [0, -1, 1, 0]),
             ("score", [0.5, 0.5, 0.0]),
             ("cost_usd", [0.25, 0.5, 0.0, -0.25]),
-            ("latency_ms", [50, -100, 0]),
+            ("latency_ms", [50, -100]),
         ):
             se = statistics.stdev(d) / math.sqrt(len(d))
             assert row[f"{metric}_se"] == pytest.approx(se), metric
@@ -401,7 +403,8 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
             expected["score"] = ([0.5, -1, 0.5, 0], DOCS)
         else:
             expected["cost_usd"] = ([0.25, 0.5, 0.0, -0.25], DOCS)
-            expected["latency_ms"] = ([50, -100, 0], ["d1", "d1", "d2"])
+            # both latency pairs are in d1: one cluster, no cluster-robust SE
+            assert row["latency_ms_se"] is None and row["latency_ms_delta"] == -25
         for metric, (d, groups) in expected.items():
             se = cluster_se(d, groups)
             assert row[f"{metric}_se"] == pytest.approx(se), (row["scope"], metric)
