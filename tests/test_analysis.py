@@ -336,6 +336,10 @@ def test_flaky_cases_and_their_spread(store: Warehouse) -> None:
     assert (x2["n"], x2["n_passed"]) == (5, 2)
     assert x2["passed_by_repeat"] == [True, False, True, False, False]
     assert x2["score_sd"] == pytest.approx(statistics.stdev([0.9, 0.1, 0.9, 0.1, 0.1]))
+    assert (x2["pass_rate"], x2["n_errors"], x2["min_score"], x2["max_score"]) == (0.4, 0, 0.1, 0.9)
+    assert x2["mean_score"] == pytest.approx(0.42)
+    # closest to a coin flip first: x2 (2/5) and x4 (3/5) tie on that and on sd, then y (1/3)
+    assert [r["case_id"] for r in store.query("flaky", run_id="R").to_pylist()] == ["x2", "x4", "y"]
     spread = store.query("repeats", run_id="R").to_pylist()[0]
     assert spread["variant"] is None  # the overall row comes first
     per_case = [
