@@ -244,6 +244,9 @@ def test_singleton_clusters_give_the_paired_se(store: Warehouse) -> None:
     by_case = _row(deltas(store, "A", "B", cluster="case_id"), "cell", "v × m1")
     assert by_case["n_clusters"] == 8
     assert by_case["score_se"] == pytest.approx(plain["score_se"])
+    assert by_case["pass_rate_se"] == pytest.approx(plain["pass_rate_se"])
+    assert by_case["cost_usd_se"] == pytest.approx(plain["cost_usd_se"])
+    assert by_case["latency_ms_se"] == pytest.approx(plain["latency_ms_se"])
 
 
 def test_criteria_and_slices_come_worst_first(store: Warehouse) -> None:
