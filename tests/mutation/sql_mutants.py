@@ -370,10 +370,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--min-rate", type=float, default=None, help="fail below this % killed")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per mutant")
+    parser.add_argument(
+        "--recheck",
+        metavar="LOG",
+        help="run only the mutants a previous run's output (LOG) reported as SURVIVED",
+    )
     argv = sys.argv[1:] if argv is None else argv
     opts = parser.parse_args(argv[: argv.index("--map") + 1] if "--map" in argv else argv)
 
     names = opts.queries or sorted(p.stem for p in (ROOT / "sql").glob("*.sql"))
+    if opts.recheck and not opts.queries:
+        names = sorted({query for query, _, _ in _survivors_of(opts.recheck)})
     unknown = [n for n in names if not (ROOT / "sql" / f"{n}.sql").exists()]
     if unknown:
         parser.error(f"no sql/<name>.sql for: {', '.join(unknown)}")
@@ -406,8 +413,22 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+SURVIVED_LINE = re.compile(r"^\s*SURVIVED (\w+)\.sql:\d+: (.+?): (.*)$")
+
+
+def _survivors_of(log: str) -> set[tuple[str, str, str]]:
+    """(query, mutation, mutated line) of each SURVIVED line of a previous run's output."""
+    found = set()
+    for line in Path(log).read_text(encoding="utf-8").splitlines():
+        match = SURVIVED_LINE.match(line)
+        if match:
+            found.add((match.group(1), match.group(2), match.group(3).strip()))
+    return found
+
+
 def _run(names: list[str], copy: Path, opts: argparse.Namespace) -> int:
     equivalent = equivalent_keys()
+    only = _survivors_of(opts.recheck) if opts.recheck else None
     totals = {"killed": 0, "survived": 0, "equivalent": 0}
     survivors: list[Mutant] = []
     started = time.monotonic()
@@ -423,6 +444,8 @@ def _run(names: list[str], copy: Path, opts: argparse.Namespace) -> int:
             return 2
         counts = {"killed": 0, "survived": 0, "equivalent": 0}
         for m in mutants_of(name, original):
+            if only is not None and m.key not in only:
+                continue
             path.write_text(m.text, encoding="utf-8")
             try:
                 code = _run_in_child(tests, opts.timeout)
