@@ -139,10 +139,29 @@ def test_registry_creates_each_provider(server: FakeLLMServer) -> None:
 
 
 def test_check_accepts_good_entries() -> None:
-    providers.check(spec_for("anthropic", None))
-    providers.check(spec_for("openai", "https://gateway.example/v1", headers={"X-Team": "evals"}))
-    providers.check(spec_for("openai-compatible", "http://localhost:8000/v1"))
-    providers.check(spec_for("openai", None, headers={"X-Key": "${GATEWAY_KEY}"}))
+    good = [
+        spec_for("anthropic", None),
+        spec_for("openai", "https://gateway.example/v1", headers={"X-Team": "evals"}),
+        spec_for("openai-compatible", "http://localhost:8000/v1/"),
+        spec_for("openai", None, headers={"X-Key": "${GATEWAY_KEY}"}),
+    ]
+    for spec in good:
+        assert providers.check(spec) is None
+    # ... and the entries they configure are the ones requests go to
+    urls = [providers.create(spec).url for spec in good]
+    assert urls[1] == "https://gateway.example/v1/chat/completions"
+    assert urls[2] == "http://localhost:8000/v1/chat/completions"
+    assert urls[0].startswith("https://api.anthropic.com/")
+    # each differs by one detail from an entry that check refuses
+    bad = [
+        spec_for("openai", "gateway.example/v1"),
+        spec_for("openai", None, headers={"X-Team": 3}),
+        spec_for("openai-compatible", None),
+        spec_for("openai", None, headers={"X-Key": OPENAI_KEY}),
+    ]
+    for spec in bad:
+        with pytest.raises(ConfigError):
+            providers.check(spec)
 
 
 def test_check_needs_base_url_for_openai_compatible() -> None:
@@ -172,8 +191,10 @@ def test_check_refuses_keys_in_headers() -> None:
 def test_check_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.delenv("OPENAI_API_KEY")
-    providers.check(spec_for("anthropic", None))
-    providers.check(spec_for("openai", None))
+    for provider, env in (("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")):
+        spec = spec_for(provider, None)
+        assert providers.check(spec) is None  # validation never needs the key ...
+        assert providers.create(spec).key_env == env  # ... it is looked up when calling
 
 
 # ---- anthropic wire format -----------------------------------------------------------------
