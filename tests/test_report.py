@@ -78,6 +78,11 @@ def test_planted_markup_is_escaped_everywhere(hostile: dict[str, Any]) -> None:
     assert any(IMG in text for text in data["prompts"].values())
     assert RATIONALE in {c.get("rat") for c in q03[0]["crit"]}
     assert any(RATIONALE in (p["rationale_ab"], p["rationale_ba"]) for p in data["pairs"])
+    # the "Label answers" tab's items: the same answer and rationale, as inert data
+    (item,) = [p for p in data["points"] if p["case"] == "q03"]
+    assert any(SCRIPT in (a.get("o") or "") and IMG in a["o"] for a in item["answers"])
+    assert RATIONALE in {a.get("rat") for a in item["answers"]}
+    assert 'id="label-points"' in page and 'id="point-labels-yaml"' in page
 
 
 def test_every_number_is_the_one_the_queries_give(hostile: dict[str, Any]) -> None:
@@ -166,6 +171,46 @@ def test_labels_import_changes_the_stored_calibration(hostile: dict[str, Any]) -
     done = run_cli("-o", str(hostile["root"] / ".evalwh"), "labels", "import", str(bad), run_id)
     assert done.returncode == 2
     assert "bad.yaml" in done.stderr and "labels[1]" in done.stderr and "prefer" in done.stderr
+
+
+def test_labels_import_stores_pointwise_labels_that_calibration_counts(
+    hostile: dict[str, Any],
+) -> None:
+    """A downloaded pointwise labels file (one label per case x criterion) moves the stored
+    pointwise calibration from no labels to exactly its own agreement; a second import of
+    the same keys replaces, and a bad entry exits 2 naming the place and the fix."""
+    view, run_id, root = hostile["view"], hostile["run_id"], hostile["root"]
+    assert view.judging(run_id)["pointwise"] == []  # the example has no pointwise labels
+    items = {i["case_id"]: i for i in view.query("point_list", run_id=run_id).to_pylist()}
+    assert len(items) == 24 and {i["criterion"] for i in items.values()} == {"judged"}
+    assert all(len(i["answers"]) == 2 for i in items.values())  # small and large, repeat 0
+    mine = {"q01": "pass", "q02": "fail", "q03": "fail"}
+    file = root / "point-labels.yaml"
+    entries = [{"case": c, "criterion": "judged", "label": x} for c, x in mine.items()]
+    file.write_text(yaml.safe_dump({"labels": entries}), encoding="utf-8")
+    assert view.import_labels(file, run_id)["imported"] == 3
+    (row,) = view.judging(run_id)["pointwise"]
+    agree = sum(items[c]["judge_passed"] == (x == "pass") for c, x in mine.items())
+    assert (row["criterion"], row["n_labels"]) == ("judged", 3)
+    assert row["agreement"] == pytest.approx(agree / 3)
+    assert view.import_labels(file, run_id)["replaced"] == 3  # same keys: replaced, not added
+    assert view.judging(run_id)["pointwise"][0]["n_labels"] == 3
+    stored = view.query("point_list", run_id=run_id).to_pylist()
+    assert {i["case_id"]: json.loads(i["human"]) for i in stored if i["human"]} == mine
+    for text, says in (
+        ("labels:\n  - {case: q01, criterion: judged, label: passs}\n", "did you mean 'pass'"),
+        ("labels:\n  - {case: q01, criterion: judge, label: pass}\n", "did you mean 'judged'"),
+        ("labels:\n  - {case: q01, label: 2}\n", "outside the judge's scale 0..1"),
+        ("labels:\n  - {case: nope, label: pass}\n", "unknown case 'nope'"),
+    ):
+        bad = root / "bad-point.yaml"
+        bad.write_text(text, encoding="utf-8")
+        done = run_cli("-o", str(root / ".evalwh"), "labels", "import", str(bad), run_id)
+        assert done.returncode == 2, text
+        assert "bad-point.yaml" in done.stderr and "labels[0]" in done.stderr, done.stderr
+        assert says in done.stderr, done.stderr
+    mine_after = view.query("point_list", run_id=run_id).to_pylist()
+    assert sum(1 for i in mine_after if i["human"]) == 3  # nothing stored by a bad file
 
 
 def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:

@@ -64,6 +64,18 @@ def calibrate(config: Path, output_dir: Path) -> dict[str, Any]:
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
+def copy_and_download(page: Any, prefix: str, tmp_path: Path) -> tuple[str, Path]:
+    """The copied labels YAML and the downloaded file, which must hold the same text."""
+    page.click(f"#copy-{prefix}labels")
+    text: str = page.input_value(f"#{prefix}labels-yaml")
+    with page.expect_download() as download:
+        page.click(f"#download-{prefix}labels")
+    downloaded = tmp_path / download.value.suggested_filename
+    download.value.save_as(downloaded)
+    assert downloaded.read_text(encoding="utf-8") == text
+    return text, downloaded
+
+
 def clean(opened: Opened) -> None:
     assert opened.errors == [], opened.errors
     assert opened.foreign_requests == [], opened.foreign_requests
@@ -130,13 +142,7 @@ def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
         names = cards.nth(i).locator(".side-name")
         side = names.nth(0 if choice == "A" else 1).inner_text() if choice else "tie"
         shown.append("tie" if side == "tie" else ("A" if "small" in side else "B"))
-    page.click("#copy-labels")
-    text = page.input_value("#labels-yaml")
-    with page.expect_download() as download:
-        page.click("#download-labels")
-    downloaded = tmp_path / download.value.suggested_filename
-    download.value.save_as(downloaded)
-    assert downloaded.read_text(encoding="utf-8") == text
+    text, downloaded = copy_and_download(page, "", tmp_path)
     page.screenshot(path=str(tmp_path / "label-tab.png"), full_page=True)
     assert page.inner_text("#pair-page") == "pairs 1–20 of 24" and cards.count() == 20
     page.click("#pair-next")  # a page of pairs at a time, for long lists
@@ -245,13 +251,7 @@ def test_labelling_three_answers_gives_pointwise_yaml_that_changes_calibrate(
     page.click("#point-unblind")
     assert "(plain × " in first.locator(".side-name").first.inner_text()
     judge = [items.nth(i).locator("details.verdict summary").inner_text() for i in range(3)]
-    page.click("#copy-point-labels")
-    text = page.input_value("#point-labels-yaml")
-    with page.expect_download() as download:
-        page.click("#download-point-labels")
-    downloaded = tmp_path / download.value.suggested_filename
-    download.value.save_as(downloaded)
-    assert downloaded.read_text(encoding="utf-8") == text
+    text, downloaded = copy_and_download(page, "point-", tmp_path)
     page.screenshot(path=str(tmp_path / "label-answers-tab.png"), full_page=True)
     clean(opened)
 
