@@ -51,7 +51,8 @@ def calibrate(
     if not chosen:
         raise UsageError("the config defines no judges to calibrate (add them under `judges:`)")
     labelled = sorted(
-        {lb.case_id for lb in [*base.labels, *base.point_labels]}
+        {lb.case_id for lb in base.labels}
+        | {lb.case_id for lb in base.point_labels}
         | {c.id for c in base.cases if c.human_label is not None}
     )
     if not labelled:
