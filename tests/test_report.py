@@ -300,3 +300,31 @@ def test_html_with_dry_run_is_refused(hostile: dict[str, Any]) -> None:
     done = run_cli("run", str(hostile["config"]), "--dry-run", "--html", "x.html")
     assert done.returncode == 2 and "--html writes the page of a run" in done.stderr
     assert not Path("x.html").exists()
+
+
+def test_pointwise_labels_of_a_numeric_judge_take_its_scale_and_no_more(
+    tmp_path: Path,
+) -> None:
+    """A 1..5 judge: its criterion's items offer 1..5 in the page, and the loader accepts a
+    label at exactly each end of the scale and refuses one just outside it."""
+    from evalwh.config.loader import load_config
+    from evalwh.errors import ConfigError
+    from evalwh.reports.labels import judge_scales
+
+    config = pairwise_copy(tmp_path)
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["judges"][0]["scale"] = {"min": 1, "max": 5}
+    assert judge_scales(data, {"judged"}) == {"judged": (1.0, 5.0)}
+    assert judge_scales(
+        {"judges": [{"id": "j"}], "scorecard": [{"name": "c", "judge": "j"}]}, {"c"}
+    ) == {
+        "c": (0.0, 1.0)  # a judge without a scale grades pass/fail
+    }
+    for value, ok in ((1, True), (5, True), (0.9, False), (5.1, False)):
+        data["labels"] = [{"case": "q01", "criterion": "judged", "label": value}]
+        config.write_text(yaml.safe_dump(data), encoding="utf-8")
+        if ok:
+            assert load_config(config).point_labels[0].label == value
+        else:
+            with pytest.raises(ConfigError, match=r"outside the judge's scale 1\.\.5"):
+                load_config(config)
