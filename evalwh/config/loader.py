@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from evalwh.config.model import (
     Judge,
     Label,
     ModelSpec,
+    PointLabel,
     Price,
     Side,
     Variant,
@@ -158,6 +160,9 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         data, models, variants, judge_ids, {c.name for c in scorecard}, where_line
     )
     labels = _labels(data, comparisons, {c.id for c in cases}, where_line)
+    scales = {j.id: j.scale for j in judges}
+    judged = {c.name: scales[c.options["judge"]] for c in scorecard if c.type == "llm-judge"}
+    point_labels = _point_labels(data, judged, {c.id for c in cases}, where_line)
     raw_cal = data.get("calibration") or {}
     calibration = Calibration(
         min_kappa=float(raw_cal.get("min_kappa", 0.6)),
@@ -188,6 +193,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         judges=judges,
         pairwise=comparisons,
         labels=labels,
+        point_labels=point_labels,
         calibration=calibration,
         node=node,
     )
@@ -337,6 +343,7 @@ def _comparisons(
     return out
 
 
+POINT_LABELS = ["pass", "fail"]
 PREFER = {"A": "baseline", "B": "candidate", "tie": "tie"}
 
 
@@ -345,13 +352,9 @@ def _labels(
 ) -> list[Label]:
     out = []
     for i, raw in enumerate(data.get("labels") or []):
-        case_id = str(raw["case"])
-        if case_id not in case_ids:
-            raise ConfigError(
-                f"label for unknown case '{case_id}'",
-                **where_line(["labels", i, "case"]),
-                fix="use a case id from `cases:`",
-            )
+        if "prefer" not in raw:
+            continue  # a pointwise label: _point_labels
+        case_id = _label_case(raw, i, case_ids, where_line)
         matches = comparisons
         if "comparison" in raw:
             matches = [c for c in comparisons if c.name == raw["comparison"]]
@@ -372,4 +375,62 @@ def _labels(
                 fix=f"name it with `comparison:` (pairwise entries: {names}) or give baseline/candidate",
             )
         out.append(Label(matches[0].name, case_id, PREFER[raw["prefer"]], raw.get("note")))
+    return out
+
+
+def _label_case(raw: dict[str, Any], i: int, case_ids: set[str], where_line: Any) -> str:
+    case_id = str(raw["case"])
+    if case_id not in case_ids:
+        raise ConfigError(
+            f"label for unknown case '{case_id}'",
+            **where_line(["labels", i, "case"]),
+            fix="use a case id from `cases:`",
+        )
+    return case_id
+
+
+def _point_labels(
+    data: dict[str, Any],
+    criteria: dict[str, tuple[float, float]],
+    case_ids: set[str],
+    where_line: Any,
+) -> list[PointLabel]:
+    """The pointwise ``labels:`` entries (``label:`` instead of ``prefer:``); ``criteria``
+    maps each llm-judge criterion to its judge's scale."""
+    out = []
+    for i, raw in enumerate(data.get("labels") or []):
+        if "label" not in raw:
+            continue
+        case_id = _label_case(raw, i, case_ids, where_line)
+        names = ", ".join(sorted(criteria)) or "none"
+        name = raw.get("criterion")
+        if name is None and len(criteria) == 1:
+            name = next(iter(criteria))
+        if name not in criteria:
+            close = difflib.get_close_matches(str(name), list(criteria), n=1)
+            raise ConfigError(
+                "this label names no llm-judge criterion"
+                if name is None
+                else f"label for unknown llm-judge criterion '{name}'",
+                **where_line(["labels", i, "criterion" if name is not None else "label"]),
+                fix=(f"did you mean '{close[0]}'? " if close else "")
+                + f"name it with `criterion:` (llm-judge criteria: {names})",
+            )
+        value = raw["label"]
+        low, high = criteria[name]
+        if isinstance(value, str) and value not in POINT_LABELS:
+            close = difflib.get_close_matches(value.lower(), POINT_LABELS, n=1)
+            raise ConfigError(
+                f"label '{value}' is neither pass nor fail",
+                **where_line(["labels", i, "label"]),
+                fix=(f"did you mean '{close[0]}'? " if close else "")
+                + f"give pass, fail or a score from {low:g} to {high:g}",
+            )
+        if not isinstance(value, str) and not low <= value <= high:
+            raise ConfigError(
+                f"label {value:g} is outside the judge's scale {low:g}..{high:g}",
+                **where_line(["labels", i, "label"]),
+                fix=f"give pass, fail or a score from {low:g} to {high:g}",
+            )
+        out.append(PointLabel(name, case_id, value, raw.get("note")))
     return out

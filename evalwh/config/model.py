@@ -138,6 +138,17 @@ class Label:
 
 
 @dataclass(frozen=True)
+class PointLabel:
+    """A human label of one case for one llm-judge criterion: ``pass``/``fail`` or a score on
+    the criterion judge's scale. It beats the case's ``human_label`` for that criterion."""
+
+    criterion: str
+    case_id: str
+    label: str | float  # "pass" | "fail" | a raw score
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class Calibration:
     min_kappa: float = 0.6
     min_labels: int = 20
@@ -164,6 +175,7 @@ class EvalConfig:
     judges: list[Judge] = field(default_factory=list)
     pairwise: list[Comparison] = field(default_factory=list)
     labels: list[Label] = field(default_factory=list)
+    point_labels: list[PointLabel] = field(default_factory=list)
     calibration: Calibration = field(default_factory=Calibration)
     node: Any = field(default=None, repr=False, compare=False)  # YAML node tree, for error lines
 
