@@ -47,6 +47,7 @@ from evalwh import __version__ as _evalwh_version
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import SECRET_REF, get_secret, key_shape, redact, sanitize
 from evalwh.errors import ConfigError
+from evalwh.providers import http_aiohttp
 from evalwh.providers.base import Completion, ProviderError, Request
 
 DEFAULT_MAX_CONNECTIONS = 100
@@ -314,21 +315,30 @@ class HttpProvider:
             # A client is bound to the event loop it first ran in; a new loop needs a new one.
             fast_async_detection()
             size = max(DEFAULT_MAX_CONNECTIONS, self.spec.max_concurrency or 0)
-            shards = max(1, math.ceil(size / POOL_SHARD))
-            per = math.ceil(size / shards)
             # no TLS on an http:// URL: nothing to verify, so no CA bundle to load per shard
             verify: Any = ssl.create_default_context() if self.url.startswith("https") else False
-            self._clients = [
-                httpx.AsyncClient(
-                    verify=verify,
-                    timeout=httpx.Timeout(self.spec.timeout_s, pool=None),
-                    limits=httpx.Limits(
-                        max_connections=per, max_keepalive_connections=per, keepalive_expiry=30.0
-                    ),
-                    follow_redirects=False,
+            timeout = httpx.Timeout(self.spec.timeout_s, pool=None)
+            if http_aiohttp.available():  # one aiohttp pool: no walk over its connections
+                shards, per = 1, size
+                self._clients = [
+                    httpx.AsyncClient(
+                        timeout=timeout,
+                        transport=http_aiohttp.transport(verify, size, 30.0),
+                        follow_redirects=False,
+                    )
+                ]
+            else:
+                shards = max(1, math.ceil(size / POOL_SHARD))
+                per = math.ceil(size / shards)
+                limits = httpx.Limits(
+                    max_connections=per, max_keepalive_connections=per, keepalive_expiry=30.0
                 )
-                for _ in range(shards)
-            ]
+                self._clients = [
+                    httpx.AsyncClient(
+                        verify=verify, timeout=timeout, limits=limits, follow_redirects=False
+                    )
+                    for _ in range(shards)
+                ]
             self._busy = [0] * shards
             self._per_shard = per
             self._client = self._clients[0]
