@@ -17,7 +17,9 @@ Strategies (each in a fresh child process, so imports and process-wide fixes do 
 - ``httpx-aiohttp``: one ``httpx.AsyncClient`` over ``httpx_aiohttp.AiohttpTransport``;
 - ``aiohttp``: a bare ``aiohttp.ClientSession`` (a reference, not an httpx API);
 - ``provider``: evalwh's shipped ``openai-compatible`` provider end to end (build the body,
-  post, parse the completion) through ``evalwh.providers.http``.
+  post, parse the completion) through ``evalwh.providers.http`` (over aiohttp when
+  httpx-aiohttp is installed); ``provider-httpx`` the same with
+  ``EVALWH_HTTP_TRANSPORT=httpx`` (sharded httpcore pools).
 
 ``--sniffio-fix`` makes httpcore's per-lock ``import sniffio`` fail fast (what
 :func:`evalwh.providers.http.fast_async_detection` does) for the httpx strategies; the shipped
@@ -30,6 +32,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -38,7 +41,14 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-STRATEGIES = ("httpx-sharded", "httpx-one", "httpx-aiohttp", "aiohttp", "provider")
+STRATEGIES = (
+    "httpx-sharded",
+    "httpx-one",
+    "httpx-aiohttp",
+    "aiohttp",
+    "provider-httpx",
+    "provider",
+)
 
 BODY = {
     "model": "bench",
@@ -125,7 +135,7 @@ async def _strategy(
                 return json.loads(await response.text())
 
         return post_aiohttp, session.close
-    if name == "provider":
+    if name in ("provider", "provider-httpx"):
         from evalwh.config.model import Case, ModelSpec
         from evalwh.providers import create
         from evalwh.providers.base import Request
@@ -175,7 +185,9 @@ def measure(
     name: str, url: str, n: int, concurrency: int, loop: str, sniffio_fix: bool
 ) -> dict[str, Any]:
     """One strategy in this process (call from a fresh one)."""
-    if sniffio_fix or name == "provider":
+    if name == "provider-httpx":
+        os.environ["EVALWH_HTTP_TRANSPORT"] = "httpx"
+    if sniffio_fix or name.startswith("provider"):
         from evalwh.providers.http import fast_async_detection
 
         fast_async_detection()
@@ -192,7 +204,7 @@ def measure(
         "n": n,
         "concurrency": concurrency,
         "loop": loop,
-        "sniffio_fix": sniffio_fix or name == "provider",
+        "sniffio_fix": sniffio_fix or name.startswith("provider"),
         "cpu_ms_per_request": got["cpu_s"] / n * 1000,
         "requests_per_s": n / got["wall_s"],
         "server_requests": after["requests"] - before["requests"],
@@ -253,7 +265,7 @@ def compare(
             out.append(
                 {
                     "strategy": name,
-                    "sniffio_fix": fix or name == "provider",
+                    "sniffio_fix": fix or name.startswith("provider"),
                     "loop": loop,
                     "cpu_ms_per_request": cpu,
                     "wall_s": wall,
