@@ -512,8 +512,9 @@ def process_rows(
     if not quick:
         log("process: compiling bytecode (as `UV_COMPILE_BYTECODE=1 uv sync` would)")
         child("compile", {"work": str(work)})
-    log(f"process: a 1-case `evalwh run` (mock) x {max(runs, 5)}")
-    one = child("process", {"work": str(work), "kind": "mock", "n": 1, "runs": max(runs, 5)})
+    ones = runs if quick else max(runs, 5)
+    log(f"process: a 1-case `evalwh run` (mock) x {ones}")
+    one = child("process", {"work": str(work), "kind": "mock", "n": 1, "runs": ones})
     raw["one_case"] = one
     walls = [r["wall_s"] for r in one["runs"]]
     rows.append(

@@ -26,6 +26,23 @@ ROWS = {
     "query-calibration",
     "startup-help",
     "startup-list",
+    # issue 18: the HTTP client strategies side by side (httpx-aiohttp is in the dev extra)
+    *(
+        f"http-{s}-asyncio{fix}"
+        for s in ("httpx-sharded", "httpx-one", "httpx-aiohttp")
+        for fix in ("", "-sniffio")
+    ),
+    "http-aiohttp-asyncio",
+    "http-provider-httpx-asyncio",
+    "http-provider-asyncio",
+    # whole `evalwh run` processes at the quick sizes, and adaptive concurrency
+    "process-one-case",
+    "process-cpu-50",
+    "process-cpu-200",
+    "process-cpu-flat",
+    "process-efficiency-8",
+    "process-cached-200",
+    "adaptive",
 }
 
 
@@ -47,7 +64,7 @@ def test_quick_benchmark_run_writes_every_row(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=900,  # a loaded 2-core machine: the whole-process groups start ~20 processes
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -122,3 +122,30 @@ def test_the_sniffio_fix_makes_the_import_fail_at_once(monkeypatch: pytest.Monke
         with pytest.raises(ModuleNotFoundError):
             import sniffio  # noqa: F401
     fast_async_detection()  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("env", "uvloop_expected"),
+    [
+        ({}, True),
+        ({"EVALWH_EVENT_LOOP": "asyncio"}, False),
+        ({"EVALWH_HTTP_TRANSPORT": "httpx"}, False),  # uvloop measured slower with httpcore
+    ],
+)
+def test_runs_use_uvloop_only_with_the_fast_http_path(
+    env: dict[str, str], uvloop_expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("uvloop")
+    if sys.version_info < (3, 11):
+        pytest.skip("uvloop is used on Python 3.11+ (asyncio.Runner's loop_factory)")
+    from evalwh.engine.execute import run_loop
+
+    for name in ("EVALWH_EVENT_LOOP", "EVALWH_HTTP_TRANSPORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    async def which() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    assert run_loop(which()).startswith("uvloop") is uvloop_expected

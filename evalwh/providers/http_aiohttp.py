@@ -18,8 +18,6 @@ The session trusts the environment like httpx does (``HTTPS_PROXY``, ``NO_PROXY`
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import os
 import ssl
 from typing import Any
 
@@ -28,9 +26,9 @@ import httpx
 
 def available() -> bool:
     """httpx-aiohttp installed and not switched off with ``EVALWH_HTTP_TRANSPORT=httpx``."""
-    if os.environ.get("EVALWH_HTTP_TRANSPORT", "").strip().lower() == "httpx":
-        return False
-    return importlib.util.find_spec("httpx_aiohttp") is not None
+    from evalwh.providers import fast_http
+
+    return fast_http()
 
 
 def _mapped(exc: BaseException) -> httpx.TransportError | None:
