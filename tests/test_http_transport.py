@@ -149,3 +149,19 @@ def test_runs_use_uvloop_only_with_the_fast_http_path(
         return type(asyncio.get_running_loop()).__module__
 
     assert run_loop(which()).startswith("uvloop") is uvloop_expected
+
+
+def test_a_proxy_from_the_environment_keeps_httpx_transport(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bug risk: the aiohttp session does not read proxy variables; a proxied URL must keep
+    httpx's transport, which honours them."""
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "EVALWH_HTTP_TRANSPORT"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    assert aio.usable_for("https://api.example.com/v1")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    assert not aio.usable_for("https://api.example.com/v1")
+    assert aio.usable_for("http://127.0.0.1:8000/v1")  # no HTTP_PROXY: http is not proxied
+    monkeypatch.setenv("NO_PROXY", "api.example.com")
+    assert aio.usable_for("https://api.example.com/v1")  # exempted

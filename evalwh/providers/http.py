@@ -182,6 +182,7 @@ class HttpProvider:
         self._turn = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._headers: dict[str, str] | None = None
+        self._target: httpx.URL | str = self.url  # an httpx.URL once the client exists
         self._secrets: list[str] = []
 
     # ---- validation -------------------------------------------------------------------------
@@ -318,11 +319,16 @@ class HttpProvider:
             # no TLS on an http:// URL: nothing to verify, so no CA bundle to load per shard
             verify: Any = ssl.create_default_context() if self.url.startswith("https") else False
             timeout = httpx.Timeout(self.spec.timeout_s, pool=None)
-            if http_aiohttp.available():  # one aiohttp pool: no walk over its connections
+            # parsed once: a str URL is parsed again on every request (~0.1 ms), and headers
+            # set on the client are normalised once instead of per request
+            self._target = httpx.URL(self.url)
+            headers = self._headers or {}
+            if http_aiohttp.usable_for(self.url):  # one aiohttp pool: no walk over its connections
                 shards, per = 1, size
                 self._clients = [
                     httpx.AsyncClient(
                         timeout=timeout,
+                        headers=headers,
                         transport=http_aiohttp.transport(verify, size, 30.0),
                         follow_redirects=False,
                     )
@@ -335,7 +341,11 @@ class HttpProvider:
                 )
                 self._clients = [
                     httpx.AsyncClient(
-                        verify=verify, timeout=timeout, limits=limits, follow_redirects=False
+                        verify=verify,
+                        timeout=timeout,
+                        headers=headers,
+                        limits=limits,
+                        follow_redirects=False,
                     )
                     for _ in range(shards)
                 ]
@@ -358,7 +368,7 @@ class HttpProvider:
         busy, shard = self._busy, self._turn
         busy[shard] += 1
         try:
-            response = await client.post(self.url, json=body, headers=self._headers)
+            response = await client.post(self._target, json=body)
         except httpx.TimeoutException as exc:
             raise self._fail(
                 f"request timed out after {self.spec.timeout_s:g}s ({type(exc).__name__})",

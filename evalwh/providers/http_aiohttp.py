@@ -8,11 +8,15 @@ is about half the client CPU per request of httpcore's pool (benchmarks/README.m
 :class:`evalwh.providers.http.HttpProvider` uses it when the package is importable
 (``pip install "evalwh[fast]"``), unless ``EVALWH_HTTP_TRANSPORT=httpx``.
 
+A URL that the environment routes through a proxy (``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``
+without a matching ``NO_PROXY``) keeps httpx's own transport, which honours it exactly as
+before: the aiohttp session does not read the environment (``trust_env`` would cost two
+thread hops per request to look the proxy up again).
+
 Errors are mapped here, not by httpx-aiohttp (which reports a refused connection as a
 ``ConnectTimeout``), so a provider sees exactly the httpx exception classes httpcore would
 raise: a refused or unresolvable connection is ``ConnectError``, a dropped or cut-short
 answer ``RemoteProtocolError``/``ReadError``, a timeout ``ReadTimeout``/``ConnectTimeout``.
-The session trusts the environment like httpx does (``HTTPS_PROXY``, ``NO_PROXY``, netrc).
 """
 
 from __future__ import annotations
@@ -57,6 +61,20 @@ def _mapped(exc: BaseException) -> httpx.TransportError | None:
     return None
 
 
+def usable_for(url: str) -> bool:
+    """:func:`available`, and no proxy from the environment applies to ``url``."""
+    if not available():
+        return False
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    proxies = urllib.request.getproxies()
+    scheme = urlsplit(url).scheme
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return True
+    return bool(urllib.request.proxy_bypass(urlsplit(url).hostname or ""))
+
+
 def _translated(exc: Exception) -> Exception:
     """``exc`` as httpcore would raise it; httpx-aiohttp's own mapping is redone from the
     aiohttp error it wraps. ``exc`` itself when it is not a transport error."""
@@ -90,7 +108,7 @@ def transport(verify: ssl.SSLContext | bool, connections: int, keepalive_s: floa
             keepalive_timeout=keepalive_s,
             ssl=verify if isinstance(verify, ssl.SSLContext) else False,
         )
-        return aiohttp.ClientSession(connector=connector, trust_env=True)
+        return aiohttp.ClientSession(connector=connector, trust_env=False)
 
     return Transport(verify=verify, client=session)
 
