@@ -167,3 +167,27 @@ def test_under_a_rate_limit_adaptive_concurrency_sends_fewer_429s_and_retries(
     assert fixed_429 > 0  # the limit did bite the fixed run
     assert adaptive_429 * 2 < fixed_429, counts
     assert adaptive_retries * 2 < fixed_retries, counts
+
+
+def test_retry_after_pauses_new_requests_only_when_the_call_itself_would_wait() -> None:
+    """Bug risk: a 429 asking for 10 minutes fails its own call at once (MAX_RETRY_AFTER_S);
+    it must not hold every other request of the model either."""
+    from evalwh.engine.limits import MAX_RETRY_AFTER_S
+
+    limit = AdaptiveLimit(4)
+    limit.rate_limited(0, MAX_RETRY_AFTER_S + 1)
+    assert limit.resume_at == 0.0 and limit.decreases == 1  # halved, not paused
+    limit.rate_limited(5, 0)  # an old epoch, no wait: nothing
+    assert limit.resume_at == 0.0 and limit.decreases == 1
+    before = time.monotonic()
+    limit.rate_limited(1, MAX_RETRY_AFTER_S)  # exactly the bound: paused
+    assert limit.resume_at >= before + MAX_RETRY_AFTER_S
+
+    async def main() -> float:
+        short = AdaptiveLimit(2)
+        short.rate_limited(0, 0.05)
+        started = time.monotonic()
+        await short.acquire()
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) >= 0.04  # the new request waited out the pause

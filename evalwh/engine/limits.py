@@ -59,8 +59,9 @@ class AdaptiveLimit:
     says nothing the last decrease did not already act on (otherwise the burst of 429s that
     one overload produces would drive the limit to 1). Each answered request adds
     ``1 / limit``: one more request in flight after a window's worth of answers, up to the
-    ceiling again. A 429's Retry-After (at most ``MAX_RETRY_AFTER_S``) also pauses the
-    model's *new* requests until it has passed: the server said when it takes requests again,
+    ceiling again. A 429's Retry-After (when at most ``MAX_RETRY_AFTER_S``, i.e. when its own
+    call waits for it rather than failing) also pauses the model's *new* requests until it
+    has passed: the server said when it takes requests again,
     so the other workers do not spend 429s finding that out.
 
     ``peak`` / ``lowest`` / ``decreases`` are kept for the run's stats and the tests.
@@ -126,9 +127,9 @@ class AdaptiveLimit:
     def rate_limited(self, epoch: int, retry_after: float | None = None) -> None:
         """A request sent in ``epoch`` got a 429: pause new requests for its Retry-After, and
         multiplicative decrease, once per epoch."""
-        if retry_after is not None and retry_after > 0:
-            until = time.monotonic() + min(retry_after, MAX_RETRY_AFTER_S)
-            self.resume_at = max(self.resume_at, until)
+        # a longer Retry-After fails its call instead of waiting: it holds nothing else either
+        if retry_after is not None and 0 < retry_after <= MAX_RETRY_AFTER_S:
+            self.resume_at = max(self.resume_at, time.monotonic() + retry_after)
         if epoch != self.epoch:
             return
         self.epoch += 1
