@@ -64,6 +64,7 @@ class Sizes:
     http_concurrency: int = 64
     http_runs: int = 3
     http_loops: tuple[str, ...] = ("asyncio", "uvloop")
+    http_strategies: tuple[str, ...] = ()  # () = every strategy of httpclients.STRATEGIES
     # whole `evalwh run` processes: CPU per case at 0 ms, efficiency at 100 ms, fixed cost
     process_cpu_cases: tuple[int, ...] = (1_000, 10_000, 100_000)
     process_cpu_concurrency: int = 64
@@ -92,6 +93,7 @@ QUICK = Sizes(
     http_concurrency=16,
     http_runs=1,
     http_loops=("asyncio",),
+    http_strategies=("httpx-sharded", "provider"),
     process_cpu_cases=(50, 200),
     process_cpu_concurrency=16,
     process_efficiency=((8, 40),),
@@ -477,7 +479,14 @@ def http_rows(sizes: Sizes, log: Any) -> tuple[list[Row], dict[str, Any]]:
 
     n, c = sizes.http_requests, sizes.http_concurrency
     log(f"http: {n:,} requests at concurrency {c}, 0 ms, each client strategy x {sizes.http_runs}")
-    results = httpclients.compare(n, c, sizes.http_runs, loops=sizes.http_loops, log=log)
+    results = httpclients.compare(
+        n,
+        c,
+        sizes.http_runs,
+        only=list(sizes.http_strategies) or None,
+        loops=sizes.http_loops,
+        log=log,
+    )
     rows = []
     for r in results:
         fix = " + sniffio fix" if r["sniffio_fix"] and r["strategy"].startswith("httpx") else ""
