@@ -37,6 +37,7 @@ MODEL_KEYS = {
     "timeout_s",
     "max_retries",
     "deadline_s",
+    "adaptive_concurrency",
     "price",
 }
 # Sections that do not change what a run asks or scores (resume keeps working when they change).
@@ -211,6 +212,7 @@ def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSp
         timeout_s=float(raw.get("timeout_s", 60.0)),
         max_retries=int(raw.get("max_retries", 3)),
         deadline_s=float(raw.get("deadline_s", DEFAULT_DEADLINE_S)),
+        adaptive_concurrency=bool(raw.get("adaptive_concurrency", True)),
         price=Price(0.0, 0.0) if price == 0 else (Price(**price) if price else None),
         options={k: v for k, v in raw.items() if k not in MODEL_KEYS},
         where=where,

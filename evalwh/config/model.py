@@ -67,6 +67,7 @@ class ModelSpec:
     timeout_s: float = 60.0
     max_retries: int = 3
     deadline_s: float = 300.0  # one call, retries and Retry-After waits included
+    adaptive_concurrency: bool = True  # back off on 429s (evalwh.engine.limits.AdaptiveLimit)
     price: Price | None = None
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific keys (mock: ...)
     where: str = ""

@@ -26,6 +26,17 @@ BUILTIN: dict[str, str] = {
 }
 
 
+def fast_http() -> bool:
+    """The ``fast`` extra's HTTP path is on: httpx-aiohttp installed and not switched off with
+    ``EVALWH_HTTP_TRANSPORT=httpx`` (evalwh.providers.http_aiohttp). Imports nothing heavy."""
+    import os
+    from importlib.util import find_spec
+
+    if os.environ.get("EVALWH_HTTP_TRANSPORT", "").strip().lower() == "httpx":
+        return False
+    return find_spec("httpx_aiohttp") is not None
+
+
 @lru_cache(maxsize=1)
 def available() -> dict[str, str]:
     """Provider name -> "module:Class", built-ins first, then entry points."""
