@@ -616,6 +616,7 @@ def measure_report(work: Path, config: str, runs: int, paint: bool) -> dict[str,
             )
             tab.close()
         browser.close()
+    return out
 
 
 # ---- whole `evalwh run` processes ----------------------------------------------------------
