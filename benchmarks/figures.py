@@ -603,11 +603,13 @@ def measure_report(work: Path, config: str, runs: int, paint: bool) -> dict[str,
         for _ in range(runs):
             tab = browser.new_page()
             tab.goto(page.resolve().as_uri(), wait_until="load")
-            # under load the paint entry can come after the load event
-            tab.wait_for_function(
-                "performance.getEntriesByName('first-contentful-paint').length > 0",
-                timeout=30_000,
-            )
+            # under load the paint entry can come after the load event; poll from Python
+            # (wait_for_function evaluates a string in the page, which its CSP forbids)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not tab.evaluate(
+                "performance.getEntriesByName('first-contentful-paint').length"
+            ):
+                time.sleep(0.05)
             out["fcp_ms"].append(
                 tab.evaluate("performance.getEntriesByName('first-contentful-paint')[0].startTime")
             )
