@@ -555,3 +555,28 @@ def test_exported_cases_name_their_failed_criteria(tmp_path: Path) -> None:
     assert [failed[("m1", c)] for c in ("c1", "c2", "c3", "c4")] == ["", "k2", "k1", "k1, k2"]
     crit = json.loads(rows[3]["criteria"])  # (m1, c4)
     assert crit["k1"] == {"score": 0.0, "passed": False, "error": None}
+
+
+def test_compare_of_runs_with_more_than_55_thousand_cases_does_not_overflow(
+    tmp_path: Path,
+) -> None:
+    # bug: the t quantile above 30 degrees of freedom took df**4 in BIGINT, which overflows past
+    # ~55,000 paired cases ("Overflow in multiplication of INT64"); at that n it is ~1.96
+    con = _warehouse(tmp_path)
+    n = 60_000
+    for run in ("A", "B"):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, score, cost_usd, latency_ms, created_at) "
+            "SELECT ?, 'v', 'm', 'c' || i, 0, '{}', false, 'x', 1, i % 2 = 0, "
+            "CASE WHEN ? = 'A' THEN 0.5 ELSE (i % 3) / 2.0 END, 0.0, 100, now() "
+            "FROM range(?) t(i)",
+            [run, run, n],
+        )
+    rows = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False
+    ).to_pylist()
+    (run,) = [r for r in rows if r["scope"] == "run"]
+    assert run["n"] == n
+    half_width = (run["score_hi"] - run["score_lo"]) / 2
+    assert half_width == pytest.approx(1.959963984540054 * run["score_se"], rel=1e-4)
