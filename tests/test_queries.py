@@ -580,3 +580,122 @@ def test_compare_of_runs_with_more_than_55_thousand_cases_does_not_overflow(
     assert run["n"] == n
     half_width = (run["score_hi"] - run["score_lo"]) / 2
     assert half_width == pytest.approx(1.959963984540054 * run["score_se"], rel=1e-4)
+
+
+# -- survivors of the full SQL mutation run (tests/mutation/sql_mutants.py, 2026-11-30) -------
+def _pair_votes(con: duckdb.DuckDBPyConnection, case: str, votes: list[str], lang: str) -> None:
+    """One eligible pair per repeat of `case`, the judge's verdict in each."""
+    for repeat, verdict in enumerate(votes):
+        con.execute(
+            "INSERT INTO pairs (run_id, comparison, case_id, repeat, baseline_variant, "
+            "baseline_model, candidate_variant, candidate_model, judge, judge_model, verdict, "
+            "flipped, eligible, baseline_ok, candidate_ok, metadata, created_at) VALUES "
+            "('r', 'c', ?, ?, 'v', 'a', 'v', 'b', 'j', 'jm', ?, false, true, true, true, ?, "
+            "now())",
+            [case, repeat, verdict, json.dumps({"lang": lang})],
+        )
+
+
+def _pairwise_label(con: duckdb.DuckDBPyConnection, case: str, prefer: str) -> None:
+    con.execute(
+        "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
+        "VALUES ('r', 'pairwise', 'c', ?, ?)",
+        [case, prefer],
+    )
+
+
+def test_the_judge_verdict_of_a_labelled_case_is_the_majority_of_its_repeats(
+    tmp_path: Path,
+) -> None:
+    # bugs: the majority taken with min() instead of max(); a tie called at three top verdicts
+    # instead of two; the tie test counting the verdicts *below* the top.
+    #   k1: candidate x2, baseline x1           -> candidate (the most frequent, not the least)
+    #   k2: candidate x1, baseline x1           -> tie (two verdicts share the top count)
+    #   k3: candidate x2, baseline x1, tie x1   -> candidate (two verdicts below the top: no tie)
+    # human labels candidate, tie, candidate -> (candidate, candidate) 2, (tie, tie) 1: n 3,
+    # agreement 1. The same majority rule in the confusion matrix and in the slices.
+    con = _warehouse(tmp_path)
+    _pair_votes(con, "k1", ["candidate", "candidate", "baseline"], "en")
+    _pair_votes(con, "k2", ["candidate", "baseline"], "en")
+    _pair_votes(con, "k3", ["candidate", "baseline", "candidate", "tie"], "en")
+    for case, prefer in (("k1", "candidate"), ("k2", "tie"), ("k3", "candidate")):
+        _pairwise_label(con, case, prefer)
+    rows = queries.run_query(con, "calibration", run_id="r").to_pylist()
+    counts = {(r["human"], r["judge"]): r["n"] for r in rows if r["n"]}
+    assert counts == {("candidate", "candidate"): 2, ("tie", "tie"): 1}
+    sliced = queries.run_query(con, "calibration_slices", run_id="r", key="lang").to_pylist()
+    assert [(r["slice"], r["n"], r["agreement"]) for r in sliced] == [("en", 3, 1.0)]
+
+
+def test_baselines_count_cases_apart_from_answers_and_only_the_pinned_run(
+    tmp_path: Path,
+) -> None:
+    # bugs: the semi join on `<>` (one pinned run then counts nothing of its own), n_cases off
+    # by one, an empty run's n_cases 1.
+    # run r (pinned): cases c0 (repeats pass, fail), c1 (pass, pass), c2 (fail, fail):
+    #   n 6 answers, n_passed 3, n_cases 3, pass rate mean(0.5, 1, 0) = 0.5.
+    # run u (not pinned) has cases of its own; run e (pinned alone in a second store) has none.
+    con = _warehouse(tmp_path)
+    for run in ("r", "u", "e"):
+        con.execute(
+            "INSERT INTO runs (run_id, label, suite, status, config_hash, dataset_hash, "
+            "n_planned, started_at, evalwh_version) "
+            "VALUES (?, ?, 's', 'completed', 'h', 'd', 6, now(), 't')",
+            [run, f"label-{run}"],
+        )
+    answers = [("c0", 0, True), ("c0", 1, False), ("c1", 0, True), ("c1", 1, True)]
+    answers += [("c2", 0, False), ("c2", 1, False)]
+    for run in ("r", "u"):
+        for case, repeat, passed in answers if run == "r" else answers[:2]:
+            con.execute(
+                "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, "
+                "request_hash, attempts, score, passed, created_at) "
+                "VALUES (?, 'v', 'm', ?, ?, false, 'x', 1, 0, ?, now())",
+                [run, case, repeat, passed],
+            )
+    con.execute("INSERT INTO baselines VALUES ('prod', 'r', now())")
+    (row,) = queries.run_query(con, "baselines").to_pylist()
+    assert (row["name"], row["n"], row["n_passed"], row["n_cases"]) == ("prod", 6, 3, 3)
+    assert row["pass_rate"] == pytest.approx(0.5)
+    con.execute("DELETE FROM baselines")
+    con.execute("INSERT INTO baselines VALUES ('empty', 'e', now())")
+    (row,) = queries.run_query(con, "baselines").to_pylist()
+    assert (row["n"], row["n_passed"], row["n_cases"], row["pass_rate"]) == (0, 0, 0, None)
+
+
+def test_pointwise_labels_precedence_half_passes_and_the_runs_own_labels(tmp_path: Path) -> None:
+    # bugs: a judge passing exactly half of a case's answers counted as a fail (`>` for `>=`,
+    # or 0.6 for 0.5); a criterion's own label matched on `<>` (another criterion's label used);
+    # labels of other runs or pairwise labels let in (`OR` for `AND`); the case-wide label
+    # (comparison NULL) winning over the criterion's own.
+    # Criteria j1, j2 (llm judges), run r:
+    #   h: j1 answers pass, fail (half)   label for j1 'pass'         -> j1 (pass, pass)
+    #   p: j1 pass; j2 fail               label for j1 'pass', case-wide 'fail'
+    #                                      -> j1 uses its own 'pass'; j2 uses 'fail' (agree)
+    #   q: j1 fail; j2 fail               a 'pass' label in run s only, a pairwise label in r
+    #                                      -> unlabelled in r: not counted
+    # j1: n 2, agreement 1 (h: pass=pass, p: pass=pass); j2: n 1, agreement 1.
+    con = _warehouse(tmp_path)
+    scores = [("h", "j1", 0, True), ("h", "j1", 1, False), ("p", "j1", 0, True)]
+    scores += [("p", "j2", 0, False), ("q", "j1", 0, False), ("q", "j2", 0, False)]
+    for case, criterion, repeat, passed in scores:
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required, judge_model) "
+            "VALUES ('r', 'v', 'm', ?, ?, ?, 'llm-judge', 0.5, ?, 1, true, 'jm')",
+            [case, repeat, criterion, passed],
+        )
+    labels = [("r", "pointwise", "j1", "h", '"pass"'), ("r", "pointwise", "j1", "p", '"pass"')]
+    labels += [("r", "pointwise", None, "p", '"fail"'), ("s", "pointwise", None, "q", '"pass"')]
+    labels += [("r", "pairwise", "j1", "q", None)]
+    for run, kind, comparison, case, label in labels:
+        con.execute(
+            "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [run, kind, comparison, case, "baseline" if label is None else None, label],
+        )
+    got = {
+        r["criterion"]: (r["n_labels"], r["agreement"])
+        for r in queries.run_query(con, "calibration_pointwise", run_id="r").to_pylist()
+    }
+    assert got == {"j1": (2, 1.0), "j2": (1, 1.0)}

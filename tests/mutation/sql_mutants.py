@@ -46,6 +46,7 @@ EQUIVALENT = Path(__file__).with_name("equivalent.md")
 # (test_compare.py's fixture runs the quickstart several times, 20-30 s).
 TESTS: dict[str, list[str]] = {
     "baselines": [
+        "tests/test_queries.py::test_baselines_count_cases_apart_from_answers_and_only_the_pinned_run",
         "tests/test_queries.py::test_baselines_carry_their_runs_pass_rate_and_n",
     ],
     "cache_for_model": [
@@ -62,16 +63,19 @@ TESTS: dict[str, list[str]] = {
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
     ],
     "calibration": [
+        "tests/test_queries.py::test_the_judge_verdict_of_a_labelled_case_is_the_majority_of_its_repeats",
         "tests/test_queries.py::test_the_confusion_matrix_counts_eligible_labelled_pairs_of_the_run",
         "tests/test_judging.py::test_kappa_matches_the_textbook_example",
         "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
     ],
     "calibration_pointwise": [
+        "tests/test_queries.py::test_pointwise_labels_precedence_half_passes_and_the_runs_own_labels",
         "tests/test_survivors.py::test_pointwise_kappa_matches_a_hand_computed_fixture",
         "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
     ],
     "calibration_slices": [
+        "tests/test_queries.py::test_the_judge_verdict_of_a_labelled_case_is_the_majority_of_its_repeats",
         "tests/test_queries.py::test_calibration_by_slice_matches_a_hand_computed_kappa",
     ],
     "case_list": [
