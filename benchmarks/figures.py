@@ -446,7 +446,9 @@ def measure_queries(work: Path, synthetic: str, quick: bool, repeats: int) -> di
         "slice": lambda: slice_run(store, run_b, ["topic"]),
         "slice_two_keys": lambda: slice_run(store, run_b, ["topic", "difficulty"]),
         "calibration": lambda: report(store, run_b, by="topic"),
-        "runs_list": lambda: store.query("runs", limit=20),
+        "runs_list": lambda: store.query(
+            "runs", limit=20, suite=None, label=None, status=None, since=None, until=None
+        ),
     }
     timings: dict[str, list[float]] = {}
     for name, job in jobs.items():

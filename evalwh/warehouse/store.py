@@ -19,6 +19,10 @@ from evalwh.warehouse.queries import run_query
 from evalwh.warehouse.writer import to_json
 
 EXPORT_SCHEMA_VERSION = "1"
+LABEL_INSERT = (
+    "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note, labelled_by, "
+    "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 EXPORT_MEMORY_LIMIT = "128MB"
 ORDER = {
     "cases": "variant, model, case_id, repeat",
@@ -108,24 +112,25 @@ class Warehouse:
     def insert_labels(self, run_id: str, config: Any) -> None:
         """Store the config's human labels with the run (pairwise and pointwise)."""
         rows = [
-            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note]
+            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note, None, None]
             for lb in config.labels
         ]
         rows += [
-            [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None]
+            [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None, None, None]
             for c in config.cases
             if c.human_label is not None
         ]
         if not rows:
             return
         with write_connection(self.path, wait_s=None) as con:
-            con.executemany("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            con.executemany(LABEL_INSERT, rows)
 
-    def replace_labels(self, run_id: str, labels: Any) -> int:
+    def replace_labels(self, run_id: str, labels: Any, *, by: str | None = None) -> int:
         """Store pairwise labels with a run, replacing its labels of the same comparison and
-        case; returns how many stored labels were replaced."""
+        case, as given by ``by`` now; returns how many stored labels were replaced."""
+        now = utcnow()
         rows = [
-            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note]
+            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note, by, now]
             for lb in labels
         ]
         keys = [[run_id, lb.comparison, lb.case_id] for lb in labels]
@@ -145,7 +150,7 @@ class Warehouse:
                 "(SELECT (run_id, comparison, case_id) FROM new_keys)"
             )
             if rows:
-                con.executemany("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                con.executemany(LABEL_INSERT, rows)
             con.execute("DROP TABLE new_keys")
             con.execute("COMMIT")
         return int(found[0]) if found else 0
