@@ -136,6 +136,9 @@ def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, 
     assert sum(r["n"] for r in sl["by_criterion"]) == len(
         view.sql(f"SELECT 1 FROM scores WHERE run_id = '{a}' AND criterion = '{crit}'")
     )
+    page = c.get(f"/runs/{a}/slices?by={key}&criterion={crit}")
+    assert page.status_code == 200 and f"<h2>criterion {crit}</h2>" in page.text
+    assert f"<option selected>{key}</option>" in page.text
     assert c.get(f"/runs/{a}/slices?by=nokey").status_code == 400
 
     history = c.get("/cases/q03.json").json()
