@@ -29,6 +29,9 @@ ROWS = {
     "startup-list",
     "report-size",
     "report-paint",
+    "viewer-runs-list",
+    "viewer-pages",
+    "viewer-watching",
 }
 
 

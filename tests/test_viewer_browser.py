@@ -2,7 +2,7 @@
 in a subprocess: compare two runs by clicking on the runs list, filter it (htmx), label a
 pair and see the calibration page count it, planted script never runs, a running eval's page
 fills in before the run ends, and no page logs a console error or asks for anything but the
-server. Screenshots land in the test's temp folder, or in EVALWH_SCREENSHOTS (docs/images)."""
+server. Screenshots land in the test's temp folder, or in SCREENSHOTS_DIR (docs/images)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
 
 
 def shot(page: Any, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("EVALWH_SCREENSHOTS") or tmp_path)
+    folder = Path(os.environ.get("SCREENSHOTS_DIR") or tmp_path)
     page.screenshot(path=str(folder / name), full_page=False)
 
 
