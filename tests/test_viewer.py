@@ -23,7 +23,7 @@ from tests.conftest import run_cli
 from tests.reports import BREAKOUT, IMG, SCRIPT, pairwise_copy
 from tests.viewer import TOKEN, serving, slow_quickstart, start_run
 
-HTMX_SHA256 = "d6fdc75f204e6bdefa99b69bf1e6d4ac69b8a364f77929f45c13476b4000f717"  # 2.0.11
+HTMX_SHA256 = "d6fdc75f204e6bdefa99b69bf1e6d4ac69b8a364f77929f45c13476b4000f717"  # pragma: allowlist secret (htmx 2.0.11)
 ORIGIN = "http://127.0.0.1:8000"
 
 
