@@ -636,9 +636,6 @@ def measure_viewer_pages(synthetic: str, quick: bool, repeats: int) -> dict[str,
     path = synth.ensure(Path(synthetic), layout, log=_log)
     run_a, run_b = synth.big_run_ids(layout)
     view = WarehouseView(path)
-    client = TestClient(
-        create_app(view, Guard("127.0.0.1", 8000, "x" * 24)), base_url="http://127.0.0.1:8000"
-    )
     case = view.query(
         "case_list", run_id=run_b, only_failures=False, case_id=None, limit=1
     ).to_pylist()[0]["case_id"]
@@ -656,9 +653,17 @@ def measure_viewer_pages(synthetic: str, quick: bool, repeats: int) -> dict[str,
     }
     timings: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
+    failed: dict[str, str] = {}
+    client = TestClient(
+        create_app(view, Guard("127.0.0.1", 8000, "x" * 24)),
+        base_url="http://127.0.0.1:8000",
+        raise_server_exceptions=False,
+    )
     for name, url in urls.items():
         first = client.get(url)  # warm-up: the file's pages in the OS cache
-        assert first.status_code == 200, (url, first.status_code, first.text[:300])
+        if first.status_code != 200:  # a core error on this warehouse: named, not timed
+            failed[name] = f"{first.status_code}: {first.text[:200]}"
+            continue
         sizes[name] = len(first.content)
         values = []
         for _ in range(repeats):
@@ -666,7 +671,13 @@ def measure_viewer_pages(synthetic: str, quick: bool, repeats: int) -> dict[str,
             client.get(url)
             values.append(time.perf_counter() - started)
         timings[name] = values
-    return {"warehouse": str(path), "layout": layout.key, "timings_s": timings, "bytes": sizes}
+    return {
+        "warehouse": str(path),
+        "layout": layout.key,
+        "timings_s": timings,
+        "bytes": sizes,
+        "failed": failed,
+    }
 
 
 def measure_viewer_watching(work: Path, n: int, latency_ms: float, runs: int) -> dict[str, Any]:

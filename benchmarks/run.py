@@ -567,7 +567,8 @@ def viewer_rows(
             1.0,
             False,
             f"slowest: {slowest}; "
-            + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(others.items())),
+            + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(others.items()))
+            + "".join(f"; {k} FAILED ({why})" for k, why in pages.get("failed", {}).items()),
         )
     )
     log(f"viewer: a {sizes.viewer_cases}-case run alone and watched, x {sizes.viewer_runs}")
