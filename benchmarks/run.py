@@ -27,7 +27,19 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-GROUPS = ("engine", "latency", "memory", "ingest", "queries", "startup", "report", "viewer")
+GROUPS = (
+    "engine",
+    "latency",
+    "memory",
+    "ingest",
+    "queries",
+    "startup",
+    "http",
+    "process",
+    "adaptive",
+    "report",
+    "viewer",
+)
 
 
 @dataclass
@@ -52,6 +64,22 @@ class Sizes:
     report_cases: int = 10_000
     report_big_cases: int | None = 100_000
     report_runs: int = 3
+    # the HTTP client strategies side by side (benchmarks/httpclients.py)
+    http_requests: int = 10_000
+    http_concurrency: int = 64
+    http_runs: int = 3
+    http_loops: tuple[str, ...] = ("asyncio", "uvloop")
+    http_strategies: tuple[str, ...] = ()  # () = every strategy of httpclients.STRATEGIES
+    # whole `evalwh run` processes: CPU per case at 0 ms, efficiency at 100 ms, fixed cost
+    process_cpu_cases: tuple[int, ...] = (1_000, 10_000, 100_000)
+    process_cpu_concurrency: int = 64
+    process_efficiency: tuple[tuple[int, int], ...] = ((32, 1_000), (128, 2_000), (512, 5_000))
+    process_cached_cases: tuple[int, ...] = (10_000, 100_000)
+    process_runs: int = 3
+    # a server allowing `adaptive_rate` requests/s; fixed vs adaptive concurrency
+    adaptive_cases: int = 200
+    adaptive_rate: float = 20.0
+    adaptive_concurrency: int = 32
     viewer_repeats: int = 5
     viewer_cases: int = 2_000  # the watched run: mock answers after viewer_latency_ms
     viewer_latency_ms: float = 20
@@ -73,6 +101,19 @@ QUICK = Sizes(
     report_cases=200,
     report_big_cases=None,
     report_runs=1,
+    http_requests=200,
+    http_concurrency=16,
+    http_runs=1,
+    http_loops=("asyncio",),
+    http_strategies=("httpx-sharded", "provider"),
+    process_cpu_cases=(50, 200),
+    process_cpu_concurrency=16,
+    process_efficiency=((8, 40),),
+    process_cached_cases=(200,),
+    process_runs=1,
+    adaptive_cases=20,
+    adaptive_rate=50.0,
+    adaptive_concurrency=8,
     viewer_repeats=1,
     viewer_cases=100,
     viewer_latency_ms=5,
@@ -141,6 +182,10 @@ def child_main(name: str, params: dict[str, Any]) -> None:
         out = figures.build_report_run(work, params["n"])
     elif name == "report":
         out = figures.measure_report(work, params["config"], params["runs"], params["paint"])
+    elif name == "process":
+        out = figures.measure_process(work, **params)
+    elif name == "adaptive":
+        out = figures.measure_adaptive(work, **params)
     elif name == "viewer_pages":
         out = figures.measure_viewer_pages(params["synthetic"], params["quick"], params["repeats"])
     elif name == "viewer_watching":
@@ -524,6 +569,199 @@ def report_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str
     return rows, raw
 
 
+def http_rows(sizes: Sizes, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    sys.path.insert(0, str(HERE))
+    import httpclients
+
+    n, c = sizes.http_requests, sizes.http_concurrency
+    log(f"http: {n:,} requests at concurrency {c}, 0 ms, each client strategy x {sizes.http_runs}")
+    results = httpclients.compare(
+        n,
+        c,
+        sizes.http_runs,
+        only=list(sizes.http_strategies) or None,
+        loops=sizes.http_loops,
+        log=log,
+    )
+    rows = []
+    for r in results:
+        fix = " + sniffio fix" if r["sniffio_fix"] and r["strategy"].startswith("httpx") else ""
+        rid = f"http-{r['strategy']}-{r['loop']}" + ("-sniffio" if fix else "")
+        runs = r["runs"]
+        rows.append(
+            Row(
+                rid,
+                f"HTTP client: {r['strategy']}{fix}, {r['loop']}",
+                f"{n:,} POSTs (openai body, JSON answer parsed) at concurrency {c} to "
+                "benchmarks/server.py at 0 ms; CPU of the client process per request",
+                "<= 0.3 ms CPU/request",
+                r["cpu_ms_per_request"],
+                "ms CPU/request",
+                0.3,
+                False,
+                f"median of {len(runs)}; wall {r['wall_s']:.2f} s; server max in flight "
+                f"{max(x['server_max_in_flight'] for x in runs)}; load "
+                f"{os.getloadavg()[0]:.1f}",
+            )
+        )
+    return rows, {"strategies": results}
+
+
+def process_rows(
+    sizes: Sizes, work: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    raw: dict[str, Any] = {}
+    rows: list[Row] = []
+    runs = sizes.process_runs
+    # fixed cost: a 1-case run
+    if not quick:
+        log("process: compiling bytecode (as `UV_COMPILE_BYTECODE=1 uv sync` would)")
+        child("compile", {"work": str(work)})
+    ones = runs if quick else max(runs, 5)
+    log(f"process: a 1-case `evalwh run` (mock) x {ones}")
+    one = child("process", {"work": str(work), "kind": "mock", "n": 1, "runs": ones})
+    raw["one_case"] = one
+    walls = [r["wall_s"] for r in one["runs"]]
+    rows.append(
+        Row(
+            "process-one-case",
+            "fixed cost of a run",
+            "a 1-case `evalwh run` (mock provider), whole process, bytecode compiled",
+            "<= 0.4 s",
+            med(walls),
+            "s",
+            0.4,
+            False,
+            f"median of {len(walls)}; CPU {med([r['cpu_s'] for r in one['runs']]):.3f} s; "
+            f"load {med([r['load1'] for r in one['runs']]):.1f}",
+        )
+    )
+    # CPU per case at 0 ms, flat in the case count; the concurrency the server saw
+    c = sizes.process_cpu_concurrency
+    per_case: dict[int, float] = {}
+    for n in sizes.process_cpu_cases:
+        log(f"process: {n:,} cases over HTTP at 0 ms, concurrency {c} x {runs}")
+        got = child(
+            "process", {"work": str(work), "kind": "http", "n": n, "runs": runs, "concurrency": c}
+        )
+        raw[f"cpu_{n}"] = got
+        per_case[n] = med([r["cpu_s"] for r in got["runs"]]) / n * 1000
+        rows.append(
+            Row(
+                f"process-cpu-{n}",
+                "CPU per case (HTTP, 0 ms)",
+                f"{n:,} cases, `evalwh run` (openai-compatible -> benchmarks/server.py at 0 ms, "
+                f"concurrency {c}), CPU of the whole process / cases",
+                "<= 0.3 ms/case",
+                per_case[n],
+                "ms CPU/case",
+                0.3,
+                False,
+                f"median of {len(got['runs'])}; wall {med([r['wall_s'] for r in got['runs']]):.2f} s; "
+                f"server max in flight {got['server_max_in_flight']} of {c}; load "
+                f"{med([r['load1'] for r in got['runs']]):.1f}",
+            )
+        )
+    if len(per_case) > 1:
+        small, large = min(per_case), max(per_case)
+        rows.append(
+            Row(
+                "process-cpu-flat",
+                "CPU per case flat in the case count",
+                f"CPU per case at {large:,} / at {small:,} cases (rows above)",
+                "within 10 %",
+                per_case[large] / per_case[small],
+                "x",
+                1.10,
+                False,
+            )
+        )
+    # latency-bound efficiency of the whole process
+    for conc, n in sizes.process_efficiency:
+        lat = 0.1 if not quick else 0.02
+        log(f"process: {n:,} cases, {lat * 1000:.0f} ms, concurrency {conc} x {runs}")
+        got = child(
+            "process",
+            {
+                "work": str(work),
+                "kind": "http",
+                "n": n,
+                "runs": runs,
+                "concurrency": conc,
+                "latency": lat,
+            },
+        )
+        raw[f"efficiency_{conc}"] = got
+        ideal = n / conc * lat
+        wall = med([r["wall_s"] for r in got["runs"]])
+        target = 0.85 if conc >= 512 else 0.9
+        rows.append(
+            Row(
+                f"process-efficiency-{conc}",
+                "latency-bound efficiency (whole process)",
+                f"{n:,} cases, `evalwh run` -> benchmarks/server.py at {lat * 1000:.0f} ms, "
+                f"concurrency {conc}: ideal / wall",
+                f">= {target}",
+                ideal / wall,
+                "efficiency",
+                target,
+                True,
+                f"ideal {ideal:.2f} s, wall {wall:.2f} s (median of {len(got['runs'])}); CPU "
+                f"{med([r['cpu_s'] for r in got['runs']]):.2f} s; server max in flight "
+                f"{got['server_max_in_flight']}; load {med([r['load1'] for r in got['runs']]):.1f}",
+            )
+        )
+    # cached reruns, whole process
+    for n in sizes.process_cached_cases:
+        log(f"process: cached rerun of {n:,} mock cases x {runs}")
+        got = child(
+            "process", {"work": str(work), "kind": "mock", "n": n, "runs": runs, "cached": True}
+        )
+        raw[f"cached_{n}"] = got
+        wall = med([r["wall_s"] for r in got["runs"]])
+        rows.append(
+            Row(
+                f"process-cached-{n}",
+                "cached rerun (whole process)",
+                f"`evalwh run` of {n:,} mock cases, every answer from the response cache",
+                ">= 20,000 cases/s",
+                n / wall,
+                "cases/s",
+                20_000,
+                True,
+                f"wall {wall:.2f} s, CPU {med([r['cpu_s'] for r in got['runs']]):.2f} s; load "
+                f"{med([r['load1'] for r in got['runs']]):.1f}",
+            )
+        )
+    return rows, raw
+
+
+def adaptive_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    n, rate, c = sizes.adaptive_cases, sizes.adaptive_rate, sizes.adaptive_concurrency
+    log(f"adaptive: {n} cases, server allows {rate:g}/s, concurrency {c}, fixed vs adaptive")
+    raw = child(
+        "adaptive",
+        {"work": str(work), "n": n, "rate": rate, "concurrency": c, "latency": 0.05},
+    )
+    fixed, adaptive = raw["by_mode"]["fixed"], raw["by_mode"]["adaptive"]
+    row = Row(
+        "adaptive",
+        "adaptive concurrency",
+        f"{n} cases, concurrency {c}, server allowing {rate:g} requests/s (429 + Retry-After "
+        "0.1 s beyond), 50 ms a reply: 429s with adaptive / fixed concurrency",
+        "fewer 429s than fixed (ratio < 1)",
+        adaptive["rejected"] / max(1, fixed["rejected"]),
+        "x",
+        1.0,
+        False,
+        f"429s fixed {fixed['rejected']} / adaptive {adaptive['rejected']}; requests "
+        f"{fixed['requests']} / {adaptive['requests']}; wall {fixed['wall_s']:.2f} / "
+        f"{adaptive['wall_s']:.2f} s (ideal {n / rate:.2f} s); CPU {fixed['cpu_s']:.2f} / "
+        f"{adaptive['cpu_s']:.2f} s",
+    )
+    return [row], raw
+
+
 def viewer_rows(
     sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
 ) -> tuple[list[Row], dict[str, Any]]:
@@ -634,8 +872,10 @@ def fmt(value: float | None, unit: str) -> str:
         return "-"
     if unit == "s":
         return f"{value:.3f} s"
-    if unit == "x ideal":
-        return f"{value:.3f} x"
+    if unit in ("x ideal", "x", "efficiency"):
+        return f"{value:.3f}" + (" x" if unit != "efficiency" else "")
+    if unit.startswith("ms"):
+        return f"{value:.3f} {unit}"
     if unit == "MB":
         return f"{value:.1f} MB" if value < 100 else f"{value:.0f} MB"
     return f"{value:,.0f} {unit}"
@@ -703,6 +943,8 @@ def main(argv: list[str] | None = None) -> int:
             "query_repeats",
             "startup_runs",
             "report_runs",
+            "http_runs",
+            "process_runs",
         ):
             setattr(sizes, name, args.runs)
     groups = [g for g in args.only.split(",") if g] or list(GROUPS)
@@ -739,6 +981,12 @@ def main(argv: list[str] | None = None) -> int:
                 got, raw["queries"] = query_rows(sizes, work, results, args.quick, log)
             elif group == "report":
                 got, raw["report"] = report_rows(sizes, work, log)
+            elif group == "http":
+                got, raw["http"] = http_rows(sizes, log)
+            elif group == "process":
+                got, raw["process"] = process_rows(sizes, work, args.quick, log)
+            elif group == "adaptive":
+                got, raw["adaptive"] = adaptive_rows(sizes, work, log)
             elif group == "viewer":
                 got, raw["viewer"] = viewer_rows(sizes, work, results, args.quick, log)
             else:

@@ -46,6 +46,7 @@ def write_config(
     base_url: str | None = None,
     cases_file: Path | None = None,
     mock_latency_ms: float = 0,
+    model_extra: dict[str, object] | None = None,
 ) -> Path:
     """An eval of ``n`` cases x 1 model x 1 variant with three deterministic scorers.
 
@@ -63,6 +64,7 @@ def write_config(
       latency_ms: {mock_latency_ms:g}
 """
     else:
+        keys = {"max_retries": 0, **(model_extra or {})}
         model = f"""\
   - id: local
     provider: openai-compatible
@@ -70,9 +72,8 @@ def write_config(
     price: {{input_per_mtok: 0, output_per_mtok: 0}}
     max_concurrency: {concurrency}
     timeout_s: 300
-    max_retries: 0
     base_url: {base_url}
-"""
+""" + "".join(f"    {k}: {json.dumps(v)}\n" for k, v in keys.items())
     text = f"""\
 name: bench
 settings:

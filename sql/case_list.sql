@@ -44,6 +44,7 @@ SELECT
     c.vars,
     c.metadata,
     c.messages,
+    c.attachments,
     c.latency_ms,
     c.input_tokens,
     c.output_tokens,

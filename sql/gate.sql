@@ -1,5 +1,5 @@
 -- title: Threshold gate
--- description: Checks a run against threshold rules (a JSON list of {scope, target, metric, op, limit}); one row per rule and target with the value, its n (cases x cells: each case's repeats are averaged first, so a rate is the mean over cases) and whether it passed, failures first. A value passes '>=' when value >= limit - $tolerance and '<=' when value <= limit + $tolerance (evalwh.tolerance.TOLERANCE).
+-- description: Checks a run against threshold rules (a JSON list of {scope, target, metric, op, limit}); one row per rule and target with the value, its n (cases x cells: each case's repeats are averaged first, so a rate is the mean over cases) and whether it passed, failures first. A value passes '>=' when value >= limit - $tolerance and '<=' when value <= limit + $tolerance (evalwh.scoring.tolerance.TOLERANCE).
 -- params: run_id, rules, tolerance
 WITH rules AS (
     SELECT unnest(

@@ -205,3 +205,19 @@ def test_sql_reads_as_table_csv_and_json(stored: dict[str, str | Path], cli: Cli
     assert code == 0 and "first 5 rows" in err
     code, out, _ = cli("sql", "SHOW TABLES", "--json")
     assert "baselines" in {r["name"] for r in json.loads(out)["rows"]}
+
+
+def test_baseline_list_takes_the_case_as_the_unit_like_run_totals(
+    stored: dict[str, str | Path], cli: Cli
+) -> None:
+    # a run sampled several times per case: the baseline's pass rate is the run's (repeats
+    # averaged per case first), not the share of passing answers
+    assert cli("baseline", "set", "rep", "--name", "sampled")[0] == 0
+    code, out, _ = cli("baseline", "list", "--json")
+    assert code == 0
+    (row,) = [r for r in json.loads(out)["baselines"] if r["name"] == "sampled"]
+    _, out, _ = cli("show", "rep", "--json")
+    totals = json.loads(out)["totals"]
+    assert row["n"] == totals["n"] and row["n_passed"] == totals["n_passed"]
+    assert row["n_cases"] == totals["n_cases"] < row["n"]
+    assert row["pass_rate"] == pytest.approx(totals["pass_rate"], abs=1e-12)

@@ -5,7 +5,8 @@ Conventions the docs follow so that these tests can read them:
 - docs/cli.md has a ``## evalwh <command>`` section per command, holding its ``--help``;
 - a fenced block whose info string has ``file=<path>`` (```` ```csv file=cases.csv ````) is a
   file that the full eval configs of the same page may reference; the tests write it next to
-  the config before loading it;
+  the config before loading it (with ``encoding=base64`` its body is base64, written as the
+  bytes it decodes to: a small image for a multimodal example);
 - a ```yaml block holding ``models:`` and ``scorecard:`` is a full eval config: it must load
   and validate, unless its first line says ``# not-runnable``.
 
@@ -279,11 +280,17 @@ def is_config(body: str) -> bool:
     return bool(re.search(r"^models:", body, re.M) and re.search(r"^scorecard:", body, re.M))
 
 
-def config_examples() -> list[tuple[Path, int, str, dict[str, str]]]:
+def config_examples() -> list[tuple[Path, int, str, dict[str, str | bytes]]]:
+    import base64
+
     found = []
     for page in PAGES:
         page_blocks = blocks(read(page))
-        files = {a["file"]: body for _, a, body in page_blocks if "file" in a}
+        files: dict[str, str | bytes] = {
+            a["file"]: base64.b64decode(body) if a.get("encoding") == "base64" else body
+            for _, a, body in page_blocks
+            if "file" in a
+        }
         n = 0
         for lang, attrs, body in page_blocks:
             if lang in ("yaml", "yml") and "file" not in attrs and is_config(body):
@@ -327,7 +334,10 @@ def test_config_example_loads_and_validates(page, n, body, files, clean_env):
     for name, content in files.items():
         target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
     config_path = folder / "eval.yaml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(body, encoding="utf-8")
@@ -399,3 +409,11 @@ def test_cli_doc_help_blocks_are_what_the_commands_print():
     assert len(found) >= len(COMMANDS)
     stale = [path for path, block in found if block != help_text(path)]
     assert not stale, f"regenerate with `uv run python -m tests.cli_help docs/cli.md`: {stale}"
+
+
+def test_storage_doc_query_list_is_generated_from_the_sql_headers():
+    from tests.sql_list import listed, query_lines
+
+    assert listed(read(DOCS / "storage.md")) == query_lines(), (
+        "regenerate with `uv run python -m tests.sql_list docs/storage.md`"
+    )

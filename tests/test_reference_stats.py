@@ -338,6 +338,45 @@ def test_pointwise_labels_count_once_per_case_and_criterion(tmp_path):
     )
 
 
+def test_a_criterions_own_label_beats_the_cases_human_label(tmp_path):
+    """Pointwise labels per criterion (`labels:` with `label:`, or `evalwh labels import`)
+    grade that criterion only and take precedence over the case's human_label, which grades
+    every llm-judge criterion; kappa by hand:
+    c1: human P F F P (q0, q1 overridden) vs judge P F F F: agreement 3/4, chance
+        (2*1 + 2*3)/16 = 1/2, kappa (3/4 - 1/2)/(1/2) = 1/2 (-1/2 if human_label won);
+    c2: human F P F P (human_label only) vs judge P F F P: agreement 1/2, chance 1/2, kappa 0."""
+    store = warehouse(tmp_path, {"J": rows_of({"x": [1]})})
+    human = {"q0": "fail", "q1": "pass", "q2": "fail", "q3": "pass"}
+    own = {"q0": "pass", "q1": "fail"}  # criterion c1's own labels
+    judge = {"c1": [True, False, False, False], "c2": [True, False, False, True]}
+    with write_connection(store.path) as con:
+        for case, label in human.items():
+            con.execute(
+                "INSERT INTO labels (run_id, kind, case_id, label) VALUES ('J', 'pointwise', ?, ?)",
+                [case, json.dumps(label)],
+            )
+        for case, label in own.items():
+            con.execute(
+                "INSERT INTO labels (run_id, kind, comparison, case_id, label) "
+                "VALUES ('J', 'pointwise', 'c1', ?, ?)",
+                [case, json.dumps(label)],
+            )
+        for criterion, verdicts in judge.items():
+            for case, passed in zip(human, verdicts, strict=True):
+                con.execute(
+                    "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, "
+                    "scorer, score, passed, weight, required, judge_model, raw_score) "
+                    "VALUES ('J', 'v', 'm', ?, 0, ?, 'llm-judge', ?, ?, 1, true, 'jm', ?)",
+                    [case, criterion, float(passed), passed, float(passed)],
+                )
+    rows = {r["criterion"]: r for r in store.query("calibration_pointwise", run_id="J").to_pylist()}
+    assert (rows["c1"]["n_labels"], rows["c2"]["n_labels"]) == (4, 4)  # once per case x criterion
+    assert rows["c1"]["agreement"] == pytest.approx(0.75)
+    assert rows["c1"]["kappa"] == pytest.approx(0.5)
+    assert rows["c2"]["agreement"] == pytest.approx(0.5)
+    assert rows["c2"]["kappa"] == pytest.approx(0.0)
+
+
 # --- BLEU and ROUGE-L ---------------------------------------------------------------------
 
 WORDS = [

@@ -78,6 +78,11 @@ def test_planted_markup_is_escaped_everywhere(hostile: dict[str, Any]) -> None:
     assert any(IMG in text for text in data["prompts"].values())
     assert RATIONALE in {c.get("rat") for c in q03[0]["crit"]}
     assert any(RATIONALE in (p["rationale_ab"], p["rationale_ba"]) for p in data["pairs"])
+    # the "Label answers" tab's items: the same answer and rationale, as inert data
+    (item,) = [p for p in data["points"] if p["case"] == "q03"]
+    assert any(SCRIPT in (a.get("o") or "") and IMG in a["o"] for a in item["answers"])
+    assert RATIONALE in {a.get("rat") for a in item["answers"]}
+    assert 'id="label-points"' in page and 'id="point-labels-yaml"' in page
 
 
 def test_every_number_is_the_one_the_queries_give(hostile: dict[str, Any]) -> None:
@@ -168,6 +173,46 @@ def test_labels_import_changes_the_stored_calibration(hostile: dict[str, Any]) -
     assert "bad.yaml" in done.stderr and "labels[1]" in done.stderr and "prefer" in done.stderr
 
 
+def test_labels_import_stores_pointwise_labels_that_calibration_counts(
+    hostile: dict[str, Any],
+) -> None:
+    """A downloaded pointwise labels file (one label per case x criterion) moves the stored
+    pointwise calibration from no labels to exactly its own agreement; a second import of
+    the same keys replaces, and a bad entry exits 2 naming the place and the fix."""
+    view, run_id, root = hostile["view"], hostile["run_id"], hostile["root"]
+    assert view.judging(run_id)["pointwise"] == []  # the example has no pointwise labels
+    items = {i["case_id"]: i for i in view.query("point_list", run_id=run_id).to_pylist()}
+    assert len(items) == 24 and {i["criterion"] for i in items.values()} == {"judged"}
+    assert all(len(i["answers"]) == 2 for i in items.values())  # small and large, repeat 0
+    mine = {"q01": "pass", "q02": "fail", "q03": "fail"}
+    file = root / "point-labels.yaml"
+    entries = [{"case": c, "criterion": "judged", "label": x} for c, x in mine.items()]
+    file.write_text(yaml.safe_dump({"labels": entries}), encoding="utf-8")
+    assert view.import_labels(file, run_id)["imported"] == 3
+    (row,) = view.judging(run_id)["pointwise"]
+    agree = sum(items[c]["judge_passed"] == (x == "pass") for c, x in mine.items())
+    assert (row["criterion"], row["n_labels"]) == ("judged", 3)
+    assert row["agreement"] == pytest.approx(agree / 3)
+    assert view.import_labels(file, run_id)["replaced"] == 3  # same keys: replaced, not added
+    assert view.judging(run_id)["pointwise"][0]["n_labels"] == 3
+    stored = view.query("point_list", run_id=run_id).to_pylist()
+    assert {i["case_id"]: json.loads(i["human"]) for i in stored if i["human"]} == mine
+    for text, says in (
+        ("labels:\n  - {case: q01, criterion: judged, label: passs}\n", "did you mean 'pass'"),
+        ("labels:\n  - {case: q01, criterion: judge, label: pass}\n", "did you mean 'judged'"),
+        ("labels:\n  - {case: q01, label: 2}\n", "outside the judge's scale 0..1"),
+        ("labels:\n  - {case: nope, label: pass}\n", "unknown case 'nope'"),
+    ):
+        bad = root / "bad-point.yaml"
+        bad.write_text(text, encoding="utf-8")
+        done = run_cli("-o", str(root / ".evalwh"), "labels", "import", str(bad), run_id)
+        assert done.returncode == 2, text
+        assert "bad-point.yaml" in done.stderr and "labels[0]" in done.stderr, done.stderr
+        assert says in done.stderr, done.stderr
+    mine_after = view.query("point_list", run_id=run_id).to_pylist()
+    assert sum(1 for i in mine_after if i["human"]) == 3  # nothing stored by a bad file
+
+
 def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
     view, run_id = hostile["view"], hostile["run_id"]
     cmp = view.compare(run_id, run_id)
@@ -184,19 +229,20 @@ def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
 
 def test_the_mcp_tool_writes_the_page_inside_the_root_only(hostile: dict[str, Any]) -> None:
     from evalwh.errors import UsageError
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
 
     root = hostile["root"]
-    agent = briefs.Agent(root=root, output_dir=root / ".evalwh", cwd=root)
-    result = briefs.write_report(agent, hostile["run_id"])
+    agent = Agent(root=root, output_dir=root / ".evalwh", cwd=root)
+    result = tools.write_report(agent, hostile["run_id"])
     page = Path(result["path"])
     assert page == root / ".evalwh" / "reports" / f"{hostile['run_id']}.html"
     assert result["bytes"] == page.stat().st_size and "evalwh-data" in page.read_text()
-    other = briefs.write_report(agent, "latest", against=hostile["run_id"], path="cmp.html")
+    other = tools.write_report(agent, "latest", against=hostile["run_id"], path="cmp.html")
     assert other["path"] == str(root / "cmp.html") and "compare" in (root / "cmp.html").read_text()
     for bad in ("../outside.html", str(root.parent / "x.html"), "page.txt"):
         with pytest.raises(UsageError):
-            briefs.write_report(agent, hostile["run_id"], path=bad)
+            tools.write_report(agent, hostile["run_id"], path=bad)
     assert not (root.parent / "outside.html").exists()
 
 
@@ -255,3 +301,31 @@ def test_html_with_dry_run_is_refused(hostile: dict[str, Any]) -> None:
     done = run_cli("run", str(hostile["config"]), "--dry-run", "--html", "x.html")
     assert done.returncode == 2 and "--html writes the page of a run" in done.stderr
     assert not Path("x.html").exists()
+
+
+def test_pointwise_labels_of_a_numeric_judge_take_its_scale_and_no_more(
+    tmp_path: Path,
+) -> None:
+    """A 1..5 judge: its criterion's items offer 1..5 in the page, and the loader accepts a
+    label at exactly each end of the scale and refuses one just outside it."""
+    from evalwh.config.loader import load_config
+    from evalwh.errors import ConfigError
+    from evalwh.reports.labels import judge_scales
+
+    config = pairwise_copy(tmp_path)
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["judges"][0]["scale"] = {"min": 1, "max": 5}
+    assert judge_scales(data, {"judged"}) == {"judged": (1.0, 5.0)}
+    assert judge_scales(
+        {"judges": [{"id": "j"}], "scorecard": [{"name": "c", "judge": "j"}]}, {"c"}
+    ) == {
+        "c": (0.0, 1.0)  # a judge without a scale grades pass/fail
+    }
+    for value, ok in ((1, True), (5, True), (0.9, False), (5.1, False)):
+        data["labels"] = [{"case": "q01", "criterion": "judged", "label": value}]
+        config.write_text(yaml.safe_dump(data), encoding="utf-8")
+        if ok:
+            assert load_config(config).point_labels[0].label == value
+        else:
+            with pytest.raises(ConfigError, match=r"outside the judge's scale 1\.\.5"):
+                load_config(config)

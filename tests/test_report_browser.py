@@ -64,6 +64,18 @@ def calibrate(config: Path, output_dir: Path) -> dict[str, Any]:
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
+def copy_and_download(page: Any, prefix: str, tmp_path: Path) -> tuple[str, Path]:
+    """The copied labels YAML and the downloaded file, which must hold the same text."""
+    page.click(f"#copy-{prefix}labels")
+    text: str = page.input_value(f"#{prefix}labels-yaml")
+    with page.expect_download() as download:
+        page.click(f"#download-{prefix}labels")
+    downloaded = tmp_path / download.value.suggested_filename
+    download.value.save_as(downloaded)
+    assert downloaded.read_text(encoding="utf-8") == text
+    return text, downloaded
+
+
 def clean(opened: Opened) -> None:
     assert opened.errors == [], opened.errors
     assert opened.foreign_requests == [], opened.foreign_requests
@@ -130,13 +142,7 @@ def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
         names = cards.nth(i).locator(".side-name")
         side = names.nth(0 if choice == "A" else 1).inner_text() if choice else "tie"
         shown.append("tie" if side == "tie" else ("A" if "small" in side else "B"))
-    page.click("#copy-labels")
-    text = page.input_value("#labels-yaml")
-    with page.expect_download() as download:
-        page.click("#download-labels")
-    downloaded = tmp_path / download.value.suggested_filename
-    download.value.save_as(downloaded)
-    assert downloaded.read_text(encoding="utf-8") == text
+    text, downloaded = copy_and_download(page, "", tmp_path)
     page.screenshot(path=str(tmp_path / "label-tab.png"), full_page=True)
     assert page.inner_text("#pair-page") == "pairs 1–20 of 24" and cards.count() == 20
     page.click("#pair-next")  # a page of pairs at a time, for long lists
@@ -192,6 +198,14 @@ def test_planted_script_never_runs(browser: Any, pages: dict[str, Path], tmp_pat
     q03.locator("button[data-choice=tie]").click()
     q03.locator("details.verdict").click()  # unfold the rationales
     assert RATIONALE in q03.inner_text()
+    page.click("a[data-tab=label-points]")  # the pointwise items show the answer as text too
+    page.click("#point-unblind")
+    item = page.locator("#points .point").filter(has_text="case q03")
+    assert "<script>window.pwned=1</script>" in item.inner_text()
+    assert item.locator("script, img").count() == 0
+    item.locator("button[data-choice=pass]").click()
+    item.locator("details.verdict").click()
+    assert RATIONALE in item.inner_text()
     page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
     assert page.evaluate("typeof window.pwned") == "undefined"
     clean(opened)
@@ -211,3 +225,55 @@ def test_compare_page_shows_the_planted_regression(
     page.screenshot(path=str(tmp_path / "compare-page.png"), full_page=True)
     assert page.evaluate("typeof window.pwned") == "undefined"
     clean(opened)
+
+
+def test_labelling_three_answers_gives_pointwise_yaml_that_changes_calibrate(
+    browser: Any, pages: dict[str, Path], tmp_path: Path
+) -> None:
+    opened = open_page(browser, pages["run"])
+    page = opened.page
+    page.click("a[data-tab=label-points]")
+    assert page.is_visible("#label-points") and not page.is_visible("#label")
+    items = page.locator("#points .point")
+    assert page.inner_text("#point-progress") == "0 / 24"  # 24 cases × 1 llm-judge criterion
+    first = items.first
+    assert first.locator(".side").count() == 2  # both models' answers ...
+    assert first.locator(".side-name").first.inner_text() == ""  # ... with their names hidden
+    assert not first.locator("details.verdict").is_visible()  # collapsed until labelled
+    first.locator("button[data-choice=fail]").click()
+    assert first.locator("details.verdict").is_visible()
+    page.keyboard.press("p")  # the second item is current now
+    page.keyboard.press("f")
+    assert page.inner_text("#point-progress") == "3 / 24"
+    page.reload()  # local storage keeps the labels
+    page.click("a[data-tab=label-points]")
+    assert page.inner_text("#point-progress") == "3 / 24"
+    page.click("#point-unblind")
+    assert "(plain × " in first.locator(".side-name").first.inner_text()
+    judge = [items.nth(i).locator("details.verdict summary").inner_text() for i in range(3)]
+    text, downloaded = copy_and_download(page, "point-", tmp_path)
+    page.screenshot(path=str(tmp_path / "label-answers-tab.png"), full_page=True)
+    clean(opened)
+
+    entries = yaml.safe_load(text)["labels"]
+    mine_labels = ["fail", "pass", "fail"]
+    assert [(e["criterion"], e["label"]) for e in entries] == [("judged", x) for x in mine_labels]
+    agree = sum(j.startswith(f"judge: {x}") for j, x in zip(judge, mine_labels, strict=True))
+    config = pages["config"]
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["labels"] = data["labels"] + entries  # beside the example's pairwise labels
+    mine = config.with_name("mine-pointwise.yaml")
+    mine.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    loaded = load_config(mine)
+    assert [(p.criterion, p.case_id, p.label) for p in loaded.point_labels] == [
+        ("judged", e["case"], e["label"]) for e in entries
+    ]
+    stored = run_cli("--json", "labels", "import", str(downloaded), "latest", cwd=config.parent)
+    assert stored.returncode == 0, stored.stderr
+    assert json.loads(stored.stdout)["imported"] == 3
+    before = calibrate(config, tmp_path / "a")
+    after = calibrate(mine, tmp_path / "b")
+    assert [r for r in before["ranking"] if r["kind"] == "pointwise"] == []  # no labels yet
+    point = [r for r in after["ranking"] if r["kind"] == "pointwise"]
+    assert [(r["target"], r["n_labels"]) for r in point] == [("judged", 3)]
+    assert point[0]["agreement"] == pytest.approx(agree / 3)

@@ -46,10 +46,25 @@ def expect(refs: str | list[str]) -> Case:
     return Case(id="q1", expected=refs)
 
 
-def test_types_are_registered():
-    assert SCORERS["bleu"] == "evalwh.scoring.similarity:bleu"
-    assert SCORERS["rouge-l"] == "evalwh.scoring.similarity:rouge_l_scorer"
-    assert SCORERS["semantic"] == "evalwh.scoring.similarity:semantic"
+def test_types_are_registered(tmp_path: Path, embed_module: str):
+    # each type name builds a scorer that scores: an exact copy 1, unrelated text low
+    reference = expect("the cat sat on the mat")
+    for type_ in ("bleu", "rouge-l"):
+        same = run(crit(type_), "the cat sat on the mat", reference)
+        other = run(crit(type_), "dogs bark loudly", reference)
+        assert same.error is None and same.score == pytest.approx(1.0), type_
+        assert other.error is None and other.score < 0.5, (type_, other.score)
+    # and each name reaches its own scorer: a short answer keeps rouge-l's recall of 3 of 6
+    # reference tokens (F1 2/3) while bleu's brevity penalty exp(1 - 6/3) pulls it below 0.37
+    short = [run(crit(t), "the cat sat", reference).score for t in ("rouge-l", "bleu")]
+    assert short[0] == pytest.approx(2 / 3) and short[1] < 0.37
+    semantic = crit("semantic", embedder=f"{embed_module}:letters")
+    same = run(semantic, "the cat sat", expect("the cat sat"), root=tmp_path)
+    assert same.error is None and same.score == pytest.approx(1.0)
+    assert {"bleu", "rouge-l", "semantic"} <= set(SCORERS)
+    # and a config may name them
+    types = json.dumps(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert all(f'"{t}"' in types for t in ("bleu", "rouge-l", "semantic"))
 
 
 # --- tokeniser ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from evalwh.scoring.tolerance import TOLERANCE
 if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
 
-log = logging.getLogger("evalwh.gate")
+log = logging.getLogger("evalwh.analysis.thresholds")
 DROPS = {"max_drop_pass_rate": "pass_rate", "max_drop_score": "score"}
 EXTRA = (
     "baseline",

@@ -137,6 +137,7 @@ class WarehouseView:
             "errors": self.query("errors", run_id=run_id).to_pylist(),
             "gate": self.gate(run_id).rules,
             "cases": cases if (failures or case_id is not None) else [],
+            "attachments": self.query("run_attachments", run_id=run_id).to_pylist(),
             "pairwise": self.judging(run_id) if _uses_judges(_json(snapshot) or {}) else None,
             "next": _next_step(run),
         }
@@ -342,23 +343,29 @@ def _uses_judges(config: dict[str, Any]) -> bool:
 
 CACHE_KEY = (
     "the response cache keys on a SHA-256 of: provider, model name, every param, the model's "
-    "provider options (not headers or key names), the rendered messages, the contents of "
-    "attached files and the repeat index; errors are never cached"
+    "provider options (not headers or key names), the rendered messages (an attached file as "
+    "its SHA-256, not its path) and the repeat index; errors are never cached"
 )
 
 
 def cache_info(
     *, config: str | Path | None = None, output_dir: str | Path | None = None
 ) -> dict[str, Any]:
-    """Entries, size and age of the response cache, per provider and model."""
+    """Entries, size and age of the response cache, per provider and model, and the files
+    in the artifact store beside the warehouse."""
+    from evalwh.warehouse.artifacts import ArtifactStore
+
     view = open_warehouse(config=config, output_dir=output_dir)
     rows = view.query("cache_info").to_pylist() if view.store.exists else []
+    store = ArtifactStore(view.path)
+    files, size = store.count()
     return {
         "warehouse": str(view.path),
         "entries": sum(r["entries"] for r in rows),
         "text_bytes": sum(r["text_bytes"] or 0 for r in rows),
         "warehouse_bytes": view.path.stat().st_size if view.store.exists else 0,
         "by_model": rows,
+        "artifacts": {"folder": str(store.folder), "files": files, "bytes": size},
         "key": CACHE_KEY,
     }
 

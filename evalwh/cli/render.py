@@ -139,6 +139,25 @@ def clip(text: str | None, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text)} chars]"
 
 
+def part_label(part: dict[str, Any]) -> str:
+    """A message part as one line shows it: its text, or ``[image photo: image/png]``."""
+    if part.get("type", "text") == "text":
+        return str(part.get("text", ""))
+    what = part.get("name") or part.get("url") or ""
+    return f"[{part['type']} {what}: {part.get('media_type') or 'url'}]"
+
+
+def attachments_line(rows: list[dict[str, Any]]) -> str | None:
+    """``files: photo 2 x image/png (1,234 bytes) in 4 case row(s)`` for a run's files."""
+    if not rows:
+        return None
+    return "files: " + "; ".join(
+        f"{r['name']} {r['files']} x {r['media_type']} ({r['bytes']:,} bytes) in "
+        f"{r['case_rows']} case row(s)"
+        for r in rows
+    )
+
+
 def case_block(c: dict[str, Any], *, full: bool) -> None:
     status = Text(
         "PASS" if c["passed"] else ("ERROR" if c["error"] else "FAIL"),
@@ -176,11 +195,16 @@ def case_block(c: dict[str, Any], *, full: bool) -> None:
         out().print(
             f"  {mark} {s['criterion']} ({s['scorer']}) {num(s['score'], 2)}{detail}", markup=False
         )
+    for name, f in (json.loads(c["attachments"]) if c.get("attachments") else {}).items():
+        out().print(
+            f"  file {name}: {f['media_type']}, {f['bytes']:,} bytes, sha256 {f['sha256'][:12]}",
+            markup=False,
+        )
     if full:
         out().print(f"  vars: {c['vars']}", markup=False)
         out().print(f"  metadata: {c['metadata']}", markup=False)
         for m in json.loads(c["messages"] or "[]"):
-            text = "".join(p.get("text", f"[{p.get('type')}]") for p in m["content"])
+            text = "".join(part_label(p) for p in m["content"])
             out().print(f"  [{m['role']}] {text}", markup=False)
         out().print(
             f"  latency {ms(c['latency_ms'])}, tokens {c['input_tokens']}/{c['output_tokens']}, "

@@ -55,7 +55,7 @@ def labels_import(
     run: RunArg = "latest",
 ) -> None:
     """Store the labels of FILE with RUN (replacing its labels of the same case and
-    comparison); its calibration counts them from then on."""
+    comparison, or case and criterion); its calibration counts them from then on."""
     result = _warehouse().import_labels(file, run)
     if STATE.json:
         emit_json(result)

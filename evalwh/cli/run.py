@@ -214,16 +214,22 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         console.print(render.estimate_line(p.estimate), markup=False)
         for row in p.estimate["by_model"]:
             cost = render.usd(row["cost_usd"]) if row["cost_usd"] is not None else "no price"
+            unknown = row.get("not_estimated")
             console.print(
                 f"  {row['model']}: {row['calls']} call(s), {row['cached']} cached, "
-                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}",
+                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}"
+                + (
+                    f" + {unknown} attached file(s) not estimated (the cost is a lower bound)"
+                    if unknown
+                    else ""
+                ),
                 markup=False,
             )
     if dry and p.sample:
         s = p.sample
         console.print(f"sample prompt ({s['variant']} × case {s['case']}):", markup=False)
         for m in s["messages"]:
-            text = "".join(part.get("text", f"[{part['type']}]") for part in m["content"])
+            text = "".join(render.part_label(part) for part in m["content"])
             console.print(f"  [{m['role']}] {text}", markup=False)
     if dry:
         console.print("dry run: nothing was called or written", style="dim")

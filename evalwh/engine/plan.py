@@ -163,18 +163,17 @@ def request_hash(
     identity: str,
     messages: Rendered,
     repeat: int,
-    attachments: str = "",
     *,
     body: str | None = None,
     scope: str = "",
 ) -> str:
-    """Content hash of a request: model identity, rendered messages, attached files' contents
-    (``attachments`` is their digest), the repeat index and the :func:`request_scope`. The
-    cache and resume key on it. ``body``, when given, is ``request_body(messages)`` computed
-    once for several hashes."""
+    """Content hash of a request: model identity, rendered messages, the repeat index and the
+    :func:`request_scope`. An attached file is in the rendered messages as its SHA-256 (never
+    its path), so the hash follows the file's content. The cache and resume key on it.
+    ``body``, when given, is ``request_body(messages)`` computed once for several hashes."""
     h = _identity_prefix(identity).copy()
     h.update((_encode_body(messages) if body is None else body).encode())
-    h.update(f"\x00{attachments}\x00{repeat}".encode())
+    h.update(f"\x00\x00{repeat}".encode())
     if scope:
         h.update(f"\x00{scope}".encode())
     digest: str = h.hexdigest()

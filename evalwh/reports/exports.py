@@ -86,26 +86,17 @@ def export_run(
 
 
 # -- json / csv ---------------------------------------------------------------------------
-def _loads(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
 def document(store: Warehouse, run_id: str, baseline: str | None = None) -> dict[str, Any]:
     """Everything about a run as one JSON-ready dict."""
     from evalwh.analysis.repeats import repeats_report
 
     run = {k: v for k, v in store.run_row(run_id).items() if k != "config_snapshot"}
     for key in ("filters", "totals"):
-        run[key] = _loads(run.get(key))
+        run[key] = fmt.json_value(run.get(key))
     cases = store.query("export_cases", run_id=run_id).to_pylist()
     for row in cases:
         for key in JSON_COLUMNS:
-            row[key] = _loads(row[key])
+            row[key] = fmt.json_value(row[key])
     repeats = repeats_report(store, run_id)
     return {
         "run": run,

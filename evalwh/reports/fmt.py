@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -79,3 +80,13 @@ def rule_text(rule: dict[str, Any]) -> str:
     if not rule["passed"] and rule["value"] is not None:
         text += f", off by {abs(rule['value'] - rule['limit']):.4g}"
     return text
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column's text parsed (other values, and text that is not JSON, as they are)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalwh.analysis.runinfo import snapshot_of
 from evalwh.reports import fmt
-from evalwh.reports.exports import _loads
+from evalwh.reports.fmt import json_value
+from evalwh.reports.labels import judge_scales
 
 if TYPE_CHECKING:
     import jinja2
@@ -134,7 +135,7 @@ def cut(text: Any, limit: int = MAX_TEXT) -> str | None:
 def messages_text(messages: Any) -> str:
     """Rendered messages as ``[role] text`` lines (non-text parts as ``[type]``)."""
     lines = []
-    for message in _loads(messages) or []:
+    for message in json_value(messages) or []:
         content = message.get("content")
         if isinstance(content, str):
             text = content
@@ -220,8 +221,8 @@ def _case_row(row: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
             "cost": row["cost_usd"],
             "cached": bool(row["cached"]),
             "att": row["attempts"],
-            "meta": _loads(row["metadata"]) or {},
-            "exp": cut(_loads(row["expected"]), 500),
+            "meta": json_value(row["metadata"]) or {},
+            "exp": cut(json_value(row["expected"]), 500),
             "crit": [
                 _present(
                     {
@@ -288,6 +289,9 @@ def run_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict
         for r in shown
     }
     pairs = store.query("pair_list", run_id=run_id).to_pylist() if judging else []
+    points = store.query("point_list", run_id=run_id).to_pylist() if judging else []
+    scales = judge_scales(config, {p["criterion"] for p in points})
+    n_answers = sum(len(p["answers"]) for p in points)
     data = {
         "run": run,
         "config_name": config.get("name"),
@@ -305,6 +309,7 @@ def run_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict
         "rows": [_case_row(r, limit) for r in shown],
         "prompts": prompts,
         "pairs": [_pair_row(p, text_limit(2 * len(pairs))) for p in pairs],
+        "points": [_point_row(p, scales, text_limit(n_answers)) for p in points],
         "max_text": limit,
     }
     data["decision"] = decision_entry(data)
@@ -316,7 +321,7 @@ def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
         "comparison": p["comparison"],
         "case": p["case_id"],
         "prompt": cut(messages_text(p["messages"]), limit),
-        "expected": cut(_loads(p["expected"]), 500),
+        "expected": cut(json_value(p["expected"]), 500),
         "baseline": f"{p['baseline_variant']} × {p['baseline_model']}",
         "candidate": f"{p['candidate_variant']} × {p['candidate_model']}",
         "verdict": p["verdict"],
@@ -336,9 +341,40 @@ def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
     return out
 
 
+def _point_row(
+    p: dict[str, Any], scales: dict[str, tuple[float, float]], limit: int = MAX_TEXT
+) -> dict[str, Any]:
+    """One pointwise labelling item; ``name`` (variant × model) is shown only on unblinding."""
+    return {
+        "criterion": p["criterion"],
+        "case": p["case_id"],
+        "scale": list(scales.get(p["criterion"], (0.0, 1.0))),
+        "prompt": cut(messages_text(p["messages"]), limit),
+        "expected": cut(json_value(p["expected"]), 500),
+        "judge_passed": p["judge_passed"],
+        "judge_raw": p["judge_raw_score"],
+        "human": json_value(p["human"]),
+        "answers": [
+            _present(
+                {
+                    "name": f"{a['variant']} × {a['model']}",
+                    "o": cut(a["output"], limit),
+                    "len": len(a["output"]) if a["output"] is not None else 0,
+                    "e": cut(a["error"]),
+                    "ok": bool(a["passed"]),
+                    "raw": a["raw_score"],
+                    "rat": cut(a["rationale"]),
+                    "jerr": cut(a["judge_error"]),
+                }
+            )
+            for a in p["answers"]
+        ],
+    }
+
+
 def script_data(data: dict[str, Any]) -> dict[str, Any]:
     """What the run page's script reads (embedded as JSON), from :func:`run_data`."""
-    keep = ("rows", "prompts", "pairs", "flags", "keys", "max_text")
+    keep = ("rows", "prompts", "pairs", "points", "flags", "keys", "max_text")
     return {"run_id": data["run"]["run_id"], **{k: data[k] for k in keep}}
 
 

@@ -110,11 +110,10 @@ class Warehouse:
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(row.values()))
 
     def insert_labels(self, run_id: str, config: Any) -> None:
-        """Store the config's human labels with the run (pairwise and pointwise)."""
-        rows = [
-            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note, None, None]
-            for lb in config.labels
-        ]
+        """Store the config's human labels with the run: pairwise preferences, pointwise
+        labels of one criterion (``comparison`` holds the criterion's name) and the cases'
+        ``human_label`` (``comparison`` NULL: every llm-judge criterion)."""
+        rows = label_rows(run_id, [*config.labels, *config.point_labels])
         rows += [
             [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None, None, None]
             for c in config.cases
@@ -126,28 +125,26 @@ class Warehouse:
             con.executemany(LABEL_INSERT, rows)
 
     def replace_labels(self, run_id: str, labels: Any, *, by: str | None = None) -> int:
-        """Store pairwise labels with a run, replacing its labels of the same comparison and
-        case, as given by ``by`` now; returns how many stored labels were replaced."""
-        now = utcnow()
-        rows = [
-            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note, by, now]
-            for lb in labels
-        ]
-        keys = [[run_id, lb.comparison, lb.case_id] for lb in labels]
+        """Store labels with a run (pairwise ``Label`` and pointwise ``PointLabel``) as given
+        by ``by`` now, replacing its labels of the same kind, comparison or criterion, and
+        case; returns how many stored labels were replaced."""
+        rows = label_rows(run_id, labels, by=by, at=utcnow())
+        keys = [row[:4] for row in rows]
         with write_connection(self.path, wait_s=None) as con:
             con.execute("BEGIN")
             con.execute(
-                "CREATE TEMP TABLE new_keys (run_id VARCHAR, comparison VARCHAR, case_id VARCHAR)"
+                "CREATE TEMP TABLE new_keys "
+                "(run_id VARCHAR, kind VARCHAR, comparison VARCHAR, case_id VARCHAR)"
             )
             if keys:
-                con.executemany("INSERT INTO new_keys VALUES (?, ?, ?)", keys)
+                con.executemany("INSERT INTO new_keys VALUES (?, ?, ?, ?)", keys)
             found = con.execute(
-                "SELECT count(*) FROM labels l SEMI JOIN new_keys k USING (run_id, comparison, case_id) "
-                "WHERE l.kind = 'pairwise'"
+                "SELECT count(*) FROM labels l "
+                "SEMI JOIN new_keys k USING (run_id, kind, comparison, case_id)"
             ).fetchone()
             con.execute(
-                "DELETE FROM labels WHERE kind = 'pairwise' AND (run_id, comparison, case_id) IN "
-                "(SELECT (run_id, comparison, case_id) FROM new_keys)"
+                "DELETE FROM labels WHERE (run_id, kind, comparison, case_id) IN "
+                "(SELECT (run_id, kind, comparison, case_id) FROM new_keys)"
             )
             if rows:
                 con.executemany(LABEL_INSERT, rows)
@@ -252,3 +249,17 @@ class Warehouse:
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def label_rows(
+    run_id: str, labels: Any, *, by: str | None = None, at: datetime | None = None
+) -> list[list[Any]]:
+    """Rows of the labels table (``LABEL_INSERT``'s columns) for pairwise ``Label``s and
+    pointwise ``PointLabel``s (whose ``comparison`` column holds the criterion's name), stored
+    by ``by`` at ``at`` (both NULL for labels from an eval config)."""
+    return [
+        [run_id, "pointwise", lb.criterion, lb.case_id, None, to_json(lb.label), lb.note, by, at]
+        if hasattr(lb, "criterion")
+        else [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note, by, at]
+        for lb in labels
+    ]

@@ -187,9 +187,37 @@
     for (var i = 0; i < text.length; i++) { h ^= text.charCodeAt(i); h = Math.imul(h, 16777619) >>> 0; }
     return h;
   }
+  var yamlSources = [];  /* each labelling list adds its entries; one file holds them all */
+  function labelsYaml() {
+    var lines = ["labels:"];
+    yamlSources.forEach(function (source) { lines = lines.concat(source()); });
+    return lines.join("\n") + "\n";
+  }
+  function showYaml() {
+    Array.prototype.forEach.call(doc.querySelectorAll("textarea.labels-yaml"), function (t) { t.value = labelsYaml(); });
+  }
+  function downloadYaml() {
+    var url = URL.createObjectURL(new Blob([labelsYaml()], { type: "text/yaml" }));
+    var a = el("a", { href: url, download: "labels-" + data.run_id.replace(/[^A-Za-z0-9._-]/g, "_") + ".yaml" });
+    doc.body.appendChild(a); a.click(); a.remove();
+    setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
+  }
+  function loadLabels(storeKey) {
+    try { return JSON.parse(localStorage.getItem(storeKey) || "{}") || {}; } catch (e) { return {}; }
+  }
+  function saveLabels(storeKey, labels) {
+    try { localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) { /* private mode */ }
+  }
+  function keysFor(panel, handle) {  /* a tab's keyboard shortcuts, only while it is shown */
+    doc.addEventListener("keydown", function (ev) {
+      if ($(panel).hidden || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
+      var tag = (ev.target && ev.target.tagName) || "";
+      if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") { return; }
+      if (handle(ev.key.toLowerCase())) { ev.preventDefault(); }
+    });
+  }
   function setupLabels(pairs) {
-    var storeKey = "evalwh-labels:" + data.run_id, labels = {}, current = 0, unblind = false, cards = [];
-    try { labels = JSON.parse(localStorage.getItem(storeKey) || "{}") || {}; } catch (e) { labels = {}; }
+    var storeKey = "evalwh-labels:" + data.run_id, labels = loadLabels(storeKey), current = 0, unblind = false, cards = [];
     function key(p) { return p.comparison + "\u0000" + p.case; }
     function swapped(p) { return (hash(data.run_id + "\u0000" + key(p)) & 1) === 1; }
     function sideOf(p, letter) {  /* which stored side a shown letter is */
@@ -200,19 +228,17 @@
       if (side === "tie" || side === null || side === undefined) { return side === "tie" ? "tie" : "–"; }
       return sideOf(p, "A") === side ? "A" : "B";
     }
-    function save() {
-      try { localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) { /* private mode */ }
-    }
-    function yaml() {
-      var lines = ["labels:"];
+    function save() { saveLabels(storeKey, labels); }
+    yamlSources.push(function () {
+      var lines = [];
       pairs.forEach(function (p) {
         var side = labels[key(p)];
         if (!side) { return; }
         var prefer = side === "baseline" ? "A" : (side === "candidate" ? "B" : "tie");
         lines.push("  - {case: " + JSON.stringify(p.case) + ", comparison: " + JSON.stringify(p.comparison) + ", prefer: " + prefer + "}");
       });
-      return lines.join("\n") + "\n";
-    }
+      return lines;
+    });
     function store(p, side) {  /* the viewer (evalwh serve) keeps labels in the warehouse */
       var status = $("label-saved");
       fetch(data.label_url, {
@@ -226,7 +252,7 @@
     function refresh() {
       var n = pairs.filter(function (p) { return labels[key(p)]; }).length;
       $("label-progress").textContent = n + " / " + pairs.length;
-      $("labels-yaml").value = yaml();
+      showYaml();
       drawPage();
       cards.forEach(function (c) { c.update(); c.box.classList.toggle("current", c.index === current); });
     }
@@ -295,18 +321,14 @@
     }
     $("pair-prev").addEventListener("click", function () { current = Math.max(0, first - LPAGE); refresh(); });
     $("pair-next").addEventListener("click", function () { current = Math.min(pairs.length - 1, first + LPAGE); refresh(); });
-    doc.addEventListener("keydown", function (ev) {
-      if ($("label").hidden || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
-      var tag = (ev.target && ev.target.tagName) || "";
-      if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") { return; }
-      var k = ev.key.toLowerCase();
+    keysFor("label", function (k) {
       if (k === "a") { choose(current, "A"); }
       else if (k === "b") { choose(current, "B"); }
       else if (k === "t") { choose(current, "tie"); }
       else if (k === "j") { current = Math.min(current + 1, pairs.length - 1); refresh(); }
       else if (k === "k") { current = Math.max(current - 1, 0); refresh(); }
-      else { return; }
-      ev.preventDefault();
+      else { return false; }
+      return true;
     });
     $("unblind").addEventListener("click", function () {
       unblind = !unblind;
@@ -315,13 +337,122 @@
     });
     $("clear-labels").addEventListener("click", function () { labels = {}; save(); refresh(); });
     $("copy-labels").addEventListener("click", function () { copyText($("labels-yaml"), $("copy-labels-status")); });
-    $("download-labels").addEventListener("click", function () {
-      var url = URL.createObjectURL(new Blob([yaml()], { type: "text/yaml" }));
-      var a = el("a", { href: url, download: "labels-" + data.run_id.replace(/[^A-Za-z0-9._-]/g, "_") + ".yaml" });
-      doc.body.appendChild(a); a.click(); a.remove();
-      setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
-    });
+    $("download-labels").addEventListener("click", downloadYaml);
     refresh();
   }
   if (data.pairs && data.pairs.length && $("pairs")) { setupLabels(data.pairs); }
+
+  /* -- blind pointwise labelling: one item per llm-judge criterion x case ----------------- */
+  function setupPointLabels(items) {
+    var storeKey = "evalwh-point-labels:" + data.run_id, labels = loadLabels(storeKey), current = 0, unblind = false, cards = [];
+    var holder = $("points"), LPAGE = 20, shownPage = -1, first = 0;
+    function key(it) { return it.criterion + "\u0000" + it.case; }
+    function choices(it) {  /* pass/fail, or each whole score of a numeric judge's scale */
+      var lo = it.scale[0], hi = it.scale[1];
+      if (lo === 0 && hi === 1) { return [["pass", "Pass", "p"], ["fail", "Fail", "f"]]; }
+      var out = [];
+      for (var v = Math.ceil(lo); v <= hi; v++) { out.push([v, String(v), String(v)]); }
+      return out;
+    }
+    function shown(it) {  /* the answers in a fixed random order per item */
+      return it.answers.slice().sort(function (x, y) { return hash(data.run_id + key(it) + x.name) - hash(data.run_id + key(it) + y.name); });
+    }
+    function save() { saveLabels(storeKey, labels); }
+    yamlSources.push(function () {
+      var lines = [];
+      items.forEach(function (it) {
+        var v = labels[key(it)];
+        if (v === undefined || v === null) { return; }
+        lines.push("  - {case: " + JSON.stringify(it.case) + ", criterion: " + JSON.stringify(it.criterion) + ", label: " + (typeof v === "number" ? String(v) : v) + "}");
+      });
+      return lines;
+    });
+    function refresh() {
+      var n = items.filter(function (it) { return labels[key(it)] !== undefined; }).length;
+      $("point-progress").textContent = n + " / " + items.length;
+      showYaml();
+      drawPage();
+      cards.forEach(function (c) { c.update(); c.box.classList.toggle("current", c.index === current); });
+    }
+    function choose(i, value) {
+      labels[key(items[i])] = value;
+      save();
+      current = Math.min(i + 1, items.length - 1);
+      refresh();
+      if (cards[current - first]) { cards[current - first].box.scrollIntoView({ block: "nearest" }); }
+    }
+    function makeCard(it, i) {
+      var buttons = [], names = [];
+      var row = el("div", { cls: "choices" });
+      choices(it).forEach(function (c) {
+        var b = el("button", { type: "button", "data-choice": String(c[0]), title: "key " + c[2], text: c[1] });
+        b.addEventListener("click", function () { current = i; choose(i, c[0]); });
+        buttons.push([c[0], b]); row.appendChild(b);
+      });
+      var answers = el("div", { cls: "sides" });
+      shown(it).forEach(function (a, j) {
+        var name = el("span", { cls: "muted side-name" });
+        names.push([name, a.name]);
+        var box = el("div", { cls: "side" }, [el("h4", {}, ["Answer " + (j + 1) + " ", name])]);
+        if (a.e) { box.appendChild(el("p", { cls: "bad", text: "error: " + a.e })); }
+        clip(a.o, a.len).forEach(function (k) { box.appendChild(k); });
+        answers.appendChild(box);
+      });
+      var verdict = el("details", { cls: "verdict" });
+      var box = el("div", { cls: "point", "data-key": key(it) }, [
+        el("h3", { text: (i + 1) + ". case " + it.case + " · criterion " + it.criterion }),
+        el("pre", { cls: "prompt", text: it.prompt || "" }),
+        it.expected !== null && it.expected !== undefined ? el("p", { cls: "muted", text: "reference: " + it.expected }) : null,
+        answers, row, verdict
+      ]);
+      holder.appendChild(box);
+      return {
+        index: i,
+        box: box,
+        update: function () {
+          var mine = labels[key(it)], done = mine !== undefined;
+          box.classList.toggle("done", done);
+          buttons.forEach(function (b) { b[1].classList.toggle("on", done && b[0] === mine); });
+          names.forEach(function (n) { n[0].textContent = unblind ? "(" + n[1] + ")" : ""; });
+          verdict.textContent = "";
+          if (!done && !unblind) { verdict.hidden = true; return; }
+          verdict.hidden = false;
+          var scale = it.scale[0] === 0 && it.scale[1] === 1 ? "" : ", mean score " + num(it.judge_raw, 2);
+          verdict.appendChild(el("summary", { text: "judge: " + (it.judge_passed === null ? "–" : (it.judge_passed ? "pass" : "fail")) + scale }));
+          shown(it).forEach(function (a, j) {
+            verdict.appendChild(el("p", { text: "answer " + (j + 1) + ": " + (a.ok ? "pass" : "fail") + " (score " + num(a.raw, 2) + ")" + (a.rat ? " · rationale: " + a.rat : "") + (a.jerr ? " · judge error: " + a.jerr : "") }));
+          });
+        }
+      };
+    }
+    function drawPage() {
+      var page = Math.floor(current / LPAGE);
+      if (page === shownPage) { return; }
+      shownPage = page; first = page * LPAGE; holder.textContent = ""; cards = [];
+      items.slice(first, first + LPAGE).forEach(function (it, j) { cards.push(makeCard(it, first + j)); });
+      $("point-page").textContent = "items " + (first + 1) + "–" + (first + cards.length) + " of " + items.length;
+      $("point-prev").disabled = page === 0;
+      $("point-next").disabled = first + LPAGE >= items.length;
+    }
+    $("point-prev").addEventListener("click", function () { current = Math.max(0, first - LPAGE); refresh(); });
+    $("point-next").addEventListener("click", function () { current = Math.min(items.length - 1, first + LPAGE); refresh(); });
+    keysFor("label-points", function (k) {
+      var hit = choices(items[current]).filter(function (c) { return c[2] === k; })[0];
+      if (hit) { choose(current, hit[0]); }
+      else if (k === "j") { current = Math.min(current + 1, items.length - 1); refresh(); }
+      else if (k === "k") { current = Math.max(current - 1, 0); refresh(); }
+      else { return false; }
+      return true;
+    });
+    $("point-unblind").addEventListener("click", function () {
+      unblind = !unblind;
+      $("point-unblind").textContent = unblind ? "Blind the answers again" : "Unblind the answers";
+      refresh();
+    });
+    $("clear-point-labels").addEventListener("click", function () { labels = {}; save(); refresh(); });
+    $("copy-point-labels").addEventListener("click", function () { copyText($("point-labels-yaml"), $("copy-point-labels-status")); });
+    $("download-point-labels").addEventListener("click", downloadYaml);
+    refresh();
+  }
+  if (data.points && data.points.length && $("points")) { setupPointLabels(data.points); }
 }());
