@@ -447,7 +447,9 @@ def measure_queries(work: Path, synthetic: str, quick: bool, repeats: int) -> di
         "slice": lambda: slice_run(store, run_b, ["topic"]),
         "slice_two_keys": lambda: slice_run(store, run_b, ["topic", "difficulty"]),
         "calibration": lambda: report(store, run_b, by="topic"),
-        "runs_list": lambda: store.query("runs", limit=20),
+        "runs_list": lambda: store.query(
+            "runs", limit=20, suite=None, label=None, status=None, since=None, until=None
+        ),
     }
     timings: dict[str, list[float]] = {}
     for name, job in jobs.items():
@@ -714,3 +716,158 @@ def measure_adaptive(
         }
         shutil.rmtree(folder / ".evalwh", ignore_errors=True)
     return out
+
+
+# ---- the web viewer (evalwh serve) -----------------------------------------------------------
+def measure_viewer_pages(synthetic: str, quick: bool, repeats: int) -> dict[str, Any]:
+    """Server time of each viewer page over the synthetic warehouse: the ASGI app called
+    in-process (Starlette's TestClient), so the figure is the server's work without a
+    network or a browser."""
+    import synth
+    from fastapi.testclient import TestClient
+
+    from evalwh.api.view import WarehouseView
+    from evalwh.viewer.app import create_app
+    from evalwh.viewer.security import Guard
+
+    layout = synth.QUICK if quick else synth.Layout()
+    path = synth.ensure(Path(synthetic), layout, log=_log)
+    run_a, run_b = synth.big_run_ids(layout)
+    view = WarehouseView(path)
+    case = view.query(
+        "case_list", run_id=run_b, only_failures=False, case_id=None, limit=1
+    ).to_pylist()[0]["case_id"]
+    urls = {
+        "runs_list": "/",
+        "runs_list_json": "/runs.json",
+        "run": f"/runs/{run_b}",
+        "run_json": f"/runs/{run_b}.json",
+        "compare": f"/compare/{run_a}/{run_b}",
+        "slices": f"/runs/{run_b}/slices?by=topic",
+        "calibration": f"/runs/{run_b}/calibration",
+        "case_history": f"/cases/{case}",
+        "baselines": "/baselines",
+        "progress": f"/runs/{run_b}/progress.json",
+    }
+    timings: dict[str, list[float]] = {}
+    sizes: dict[str, int] = {}
+    failed: dict[str, str] = {}
+    client = TestClient(
+        create_app(view, Guard("127.0.0.1", 8000, "x" * 24)),
+        base_url="http://127.0.0.1:8000",
+        raise_server_exceptions=False,
+    )
+    for name, url in urls.items():
+        first = client.get(url)  # warm-up: the file's pages in the OS cache
+        if first.status_code != 200:  # a core error on this warehouse: named, not timed
+            failed[name] = f"{first.status_code}: {first.text[:200]}"
+            continue
+        sizes[name] = len(first.content)
+        values = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            client.get(url)
+            values.append(time.perf_counter() - started)
+        timings[name] = values
+    return {
+        "warehouse": str(path),
+        "layout": layout.key,
+        "timings_s": timings,
+        "bytes": sizes,
+        "failed": failed,
+    }
+
+
+def measure_viewer_watching(work: Path, n: int, latency_ms: float, runs: int) -> dict[str, Any]:
+    """The wall time of an ``n``-case mock run alone, and with `evalwh serve` over the same
+    warehouse and a client following the run's live tail (server-sent events) throughout:
+    alternating, ``runs`` times each."""
+    import socket
+    import subprocess
+    import threading
+
+    import httpx
+
+    import evalwh
+
+    _warm_up(work)
+    config = workloads.write_config(work / f"viewer-{n}", n, mock_latency_ms=latency_ms)
+    output = config.parent / ".evalwh"
+    alone: list[float] = []
+    watched: list[float] = []
+    events: list[int] = []
+    for _ in range(runs):
+        for mode in ("alone", "watched"):
+            _fresh(config.parent)
+            server = None
+            stop = threading.Event()
+            seen = [0]
+            if mode == "watched":
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", 0))
+                    port = s.getsockname()[1]
+                server = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "evalwh.cli.main",
+                        "-o",
+                        str(output),
+                        "serve",
+                        "--port",
+                        str(port),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                url = f"http://127.0.0.1:{port}"
+                while True:
+                    try:
+                        httpx.get(url + "/runs.json", timeout=2)
+                        break
+                    except httpx.TransportError:
+                        time.sleep(0.05)
+
+                def follow(
+                    url: str = url, stop: threading.Event = stop, seen: list[int] = seen
+                ) -> None:
+                    while not stop.is_set():
+                        try:
+                            live = [
+                                r
+                                for r in httpx.get(url + "/runs.json", timeout=30).json()["runs"]
+                                if r["live"]
+                            ]
+                        except httpx.HTTPError:
+                            live = []
+                        if not live:
+                            time.sleep(0.25)  # as a person's browser tab would
+                            continue
+                        with httpx.stream(
+                            "GET", f"{url}/runs/{live[0]['run_id']}/events", timeout=60
+                        ) as r:
+                            for line in r.iter_lines():
+                                if line.startswith("event: "):
+                                    seen[0] += 1
+                        return
+
+                watcher = threading.Thread(target=follow, daemon=True)
+                watcher.start()
+            started = time.perf_counter()
+            result = evalwh.run_eval(config, output_dir=output)
+            took = time.perf_counter() - started
+            assert result.totals["n"] == n, result.totals
+            (alone if mode == "alone" else watched).append(took)
+            if server is not None:
+                stop.set()
+                watcher.join(timeout=10)
+                events.append(seen[0])
+                server.terminate()
+                server.wait(timeout=10)
+    return {
+        "n": n,
+        "latency_ms": latency_ms,
+        "alone_s": alone,
+        "watched_s": watched,
+        "events": events,
+    }

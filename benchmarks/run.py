@@ -38,6 +38,7 @@ GROUPS = (
     "process",
     "adaptive",
     "report",
+    "viewer",
 )
 
 
@@ -79,6 +80,10 @@ class Sizes:
     adaptive_cases: int = 200
     adaptive_rate: float = 20.0
     adaptive_concurrency: int = 32
+    viewer_repeats: int = 5
+    viewer_cases: int = 2_000  # the watched run: mock answers after viewer_latency_ms
+    viewer_latency_ms: float = 20
+    viewer_runs: int = 3
 
 
 QUICK = Sizes(
@@ -109,6 +114,10 @@ QUICK = Sizes(
     adaptive_cases=20,
     adaptive_rate=50.0,
     adaptive_concurrency=8,
+    viewer_repeats=1,
+    viewer_cases=100,
+    viewer_latency_ms=5,
+    viewer_runs=1,
 )
 
 
@@ -177,6 +186,12 @@ def child_main(name: str, params: dict[str, Any]) -> None:
         out = figures.measure_process(work, **params)
     elif name == "adaptive":
         out = figures.measure_adaptive(work, **params)
+    elif name == "viewer_pages":
+        out = figures.measure_viewer_pages(params["synthetic"], params["quick"], params["repeats"])
+    elif name == "viewer_watching":
+        out = figures.measure_viewer_watching(
+            work, params["n"], params["latency_ms"], params["runs"]
+        )
     elif name == "compile":
         out = {"compile_s": figures.compile_bytecode()}
     else:
@@ -747,6 +762,83 @@ def adaptive_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[s
     return [row], raw
 
 
+def viewer_rows(
+    sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    log("viewer: every page's server time over the synthetic warehouse")
+    pages = child(
+        "viewer_pages",
+        {
+            "work": str(work),
+            "synthetic": str(results / "synthetic"),
+            "quick": quick,
+            "repeats": sizes.viewer_repeats,
+        },
+    )
+    t = {k: med(v) for k, v in pages["timings_s"].items()}
+    rows = [
+        Row(
+            "viewer-runs-list",
+            "viewer: runs list",
+            "`/` (the runs list, 200 newest) over the synthetic warehouse, server time "
+            "(the ASGI app called in-process)",
+            "< 0.2 s",
+            t["runs_list"],
+            "s",
+            0.2,
+            False,
+            f"median of {sizes.viewer_repeats}; `/runs.json` {t['runs_list_json']:.3f} s",
+        )
+    ]
+    others = {k: v for k, v in t.items() if k not in ("runs_list", "runs_list_json")}
+    slowest = max(others, key=lambda k: others[k])
+    rows.append(
+        Row(
+            "viewer-pages",
+            "viewer: slowest other page",
+            "run page (the report's sections, 2,000 rows embedded), its JSON, compare, slices, "
+            "calibration, a case's history, baselines, progress: the slowest of them, over the "
+            "biggest run of the synthetic warehouse",
+            "< 1 s",
+            others[slowest],
+            "s",
+            1.0,
+            False,
+            f"slowest: {slowest}; "
+            + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(others.items()))
+            + "".join(f"; {k} FAILED ({why})" for k, why in pages.get("failed", {}).items()),
+        )
+    )
+    log(f"viewer: a {sizes.viewer_cases}-case run alone and watched, x {sizes.viewer_runs}")
+    raw = {"pages": pages}
+    raw["watching"] = w = child(
+        "viewer_watching",
+        {
+            "work": str(work),
+            "n": sizes.viewer_cases,
+            "latency_ms": sizes.viewer_latency_ms,
+            "runs": sizes.viewer_runs,
+        },
+    )
+    ratio = med(w["watched_s"]) / med(w["alone_s"])
+    rows.append(
+        Row(
+            "viewer-watching",
+            "run wall time, viewer watching",
+            f"{w['n']:,} mock cases ({w['latency_ms']:g} ms each), run_eval wall time with "
+            "`evalwh serve` following the run's live tail / without",
+            "<= 1.05 x",
+            ratio,
+            "x",
+            1.05,
+            False,
+            f"alone {', '.join(f'{x:.2f}' for x in w['alone_s'])} s; watched "
+            f"{', '.join(f'{x:.2f}' for x in w['watched_s'])} s; events seen {w['events']}",
+        )
+    )
+    return rows, raw
+
+
 # ---- output -------------------------------------------------------------------------------
 
 
@@ -895,6 +987,8 @@ def main(argv: list[str] | None = None) -> int:
                 got, raw["process"] = process_rows(sizes, work, args.quick, log)
             elif group == "adaptive":
                 got, raw["adaptive"] = adaptive_rows(sizes, work, log)
+            elif group == "viewer":
+                got, raw["viewer"] = viewer_rows(sizes, work, results, args.quick, log)
             else:
                 got, raw["startup"] = startup_rows(sizes, work, results, args.quick, log)
         except Exception as exc:  # one broken group must not lose the others' figures

@@ -176,7 +176,7 @@ def _insert_judging(con, rid: str, layout: Layout) -> None:  # type: ignore[no-u
     )
     con.execute(
         """
-        INSERT INTO labels
+        INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note)
         SELECT $rid, 'pairwise', 'terse-vs-reasoned', 'case-' || lpad(i::VARCHAR, 7, '0'),
                ['baseline', 'candidate', 'tie'][(1 + hash(i, 'label') % 3)::BIGINT], NULL, NULL
         FROM range($n) t(i)
@@ -185,7 +185,7 @@ def _insert_judging(con, rid: str, layout: Layout) -> None:  # type: ignore[no-u
     )
     con.execute(
         """
-        INSERT INTO labels
+        INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note)
         SELECT $rid, 'pointwise', NULL, 'case-' || lpad(i::VARCHAR, 7, '0'), NULL,
                CASE WHEN i % 2 = 0 THEN (hash(i, 'p') % 2 = 0)::VARCHAR
                     ELSE (1 + hash(i, 'q') % 5)::VARCHAR END::JSON, NULL
@@ -230,4 +230,8 @@ def ensure(folder: Path, layout: Layout, *, log=print) -> Path:  # type: ignore[
             if old != path and layout != QUICK:
                 old.unlink()
         build(path, layout, log=log)
+    else:  # a warehouse cached by an older evalwh: upgrade it as `evalwh migrate` would
+        from evalwh.warehouse.connect import migrate_file
+
+        migrate_file(path)
     return path

@@ -1,9 +1,14 @@
 -- title: Runs
--- description: The newest runs first with their status, label, suite, size, pass rate (with n) and cost.
--- params: limit
+-- description: The newest runs first with their status, label, suite, size, pass rate (with n) and cost; only those of suite $suite, label $label and stored status $status started in [$since, $until) (a NULL parameter filters nothing).
+-- params: limit, suite, label, status, since, until
 WITH top AS (
     SELECT run_id, label, suite, status, started_at, finished_at, heartbeat_at, host, pid, n_planned
     FROM runs
+    WHERE ($suite IS NULL OR suite = $suite)
+      AND ($label IS NULL OR label = $label)
+      AND ($status IS NULL OR status = $status)
+      AND ($since IS NULL OR started_at >= $since::TIMESTAMPTZ)
+      AND ($until IS NULL OR started_at < $until::TIMESTAMPTZ)
     ORDER BY run_id DESC
     LIMIT $limit
 ),

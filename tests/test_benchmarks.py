@@ -29,6 +29,9 @@ ROWS = {
     "startup-list",
     "report-size",
     "report-paint",
+    "viewer-runs-list",
+    "viewer-pages",
+    "viewer-watching",
 }
 # issue 18's groups, checked by a test of their own (they start ~15 processes)
 ROUND_2_ROWS = {

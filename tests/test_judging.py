@@ -89,7 +89,8 @@ def _fixture_warehouse(
         )
         if human:
             con.execute(
-                "INSERT INTO labels VALUES ('r', 'pairwise', 'c', ?, ?, NULL, NULL)",
+                "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
+                "VALUES ('r', 'pairwise', 'c', ?, ?, NULL, NULL)",
                 [f"k{i}", human],
             )
     return con

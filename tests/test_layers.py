@@ -54,6 +54,7 @@ TOP_LEVEL = {
     "api",
     "cli",
     "mcp",
+    "viewer",  # the web viewer shell (`evalwh serve`)
     "engine",
     "reports",
     "analysis",

@@ -52,7 +52,9 @@ def test_calibration_by_slice_matches_a_hand_computed_kappa(tmp_path: Path) -> N
 
     def label(case: str, prefer: str, run: str = "r") -> None:
         con.execute(
-            "INSERT INTO labels VALUES (?, 'pairwise', 'c', ?, ?, NULL, NULL)", [run, case, prefer]
+            "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
+            "VALUES (?, 'pairwise', 'c', ?, ?, NULL, NULL)",
+            [run, case, prefer],
         )
 
     for i, (lang, human, judge) in enumerate(rows):
@@ -211,7 +213,9 @@ def test_the_confusion_matrix_counts_eligible_labelled_pairs_of_the_run(tmp_path
             [run, case, verdict, eligible],
         )
         con.execute(
-            "INSERT INTO labels VALUES (?, 'pairwise', 'c', ?, ?, NULL, NULL)", [run, case, human]
+            "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
+            "VALUES (?, 'pairwise', 'c', ?, ?, NULL, NULL)",
+            [run, case, human],
         )
 
     pair("r", "k1", "candidate", "candidate")
@@ -219,7 +223,10 @@ def test_the_confusion_matrix_counts_eligible_labelled_pairs_of_the_run(tmp_path
     pair("r", "k3", "candidate", "baseline")
     pair("r", "k4", "tie", "tie", eligible=False)
     pair("s", "k1", "tie", "tie")
-    con.execute("INSERT INTO labels VALUES ('r', 'pointwise', 'c', 'k1', 'tie', NULL, NULL)")
+    con.execute(
+        "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
+        "VALUES ('r', 'pointwise', 'c', 'k1', 'tie', NULL, NULL)"
+    )
     rows = queries.run_query(con, "calibration", run_id="r").to_pylist()
     counts = {(r["human"], r["judge"]): r["n"] for r in rows if r["n"]}
     assert counts == {("candidate", "candidate"): 2, ("baseline", "candidate"): 1}

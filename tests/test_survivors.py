@@ -177,26 +177,33 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
         con.execute(insert_score, [f"b{i}", "j", judge, None])
         label = json.dumps("pass" if human else "fail")
         con.execute(
-            "INSERT INTO labels VALUES ('r', 'pointwise', NULL, ?, NULL, ?, NULL)", [f"b{i}", label]
+            "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
+            "VALUES ('r', 'pointwise', NULL, ?, NULL, ?, NULL)",
+            [f"b{i}", label],
         )
     for i, (raw, human) in enumerate(numeric):
         con.execute(insert_score, [f"n{i}", "n", raw is not None and raw >= 3, raw])
         con.execute(
-            "INSERT INTO labels VALUES ('r', 'pointwise', NULL, ?, NULL, ?, NULL)",
+            "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
+            "VALUES ('r', 'pointwise', NULL, ?, NULL, ?, NULL)",
             [f"n{i}", json.dumps(human)],
         )
     # criterion 'u': every label and verdict 'pass', so chance agreement is 1: kappa undefined
     for i in range(2):
         con.execute(insert_score, [f"u{i}", "u", True, None])
         con.execute(
-            "INSERT INTO labels VALUES ('r', 'pointwise', NULL, ?, NULL, '\"pass\"', NULL)",
+            "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
+            "VALUES ('r', 'pointwise', NULL, ?, NULL, '\"pass\"', NULL)",
             [f"u{i}"],
         )
     # an unlabelled case and a scorer error are left out
     con.execute(insert_score, ["u", "j", True, None])
     con.execute(insert_score, ["e", "j", False, None])
     con.execute("UPDATE scores SET error = 'judge failed' WHERE case_id = 'e'")
-    con.execute("INSERT INTO labels VALUES ('r', 'pointwise', NULL, 'e', NULL, '\"pass\"', NULL)")
+    con.execute(
+        "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
+        "VALUES ('r', 'pointwise', NULL, 'e', NULL, '\"pass\"', NULL)"
+    )
     rows = {
         r["criterion"]: r
         for r in queries.run_query(con, "calibration_pointwise", run_id="r").to_pylist()

@@ -68,7 +68,9 @@ class WarehouseView:
 
         if not self.store.exists:
             return []
-        rows: list[dict[str, Any]] = self.store.query("runs", limit=limit).to_pylist()
+        rows: list[dict[str, Any]] = self.store.query(
+            "runs", limit=limit, suite=None, label=None, status=None, since=None, until=None
+        ).to_pylist()
         for row in rows:
             row["status"] = effective_status(row, self.store.stale_after_s)
         return rows

@@ -19,6 +19,7 @@ from evalwh.cli import mcp as mcp_cmd
 from evalwh.cli import reports as reports_cmd
 from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
+from evalwh.cli import serve as serve_cmd
 from evalwh.cli.state import (
     STATE,
     ConfigOpt,
@@ -89,6 +90,7 @@ app.command("migrate")(runs_cmd.migrate)
 app.command("decide")(reports_cmd.decide)
 app.add_typer(reports_cmd.labels_app, name="labels")
 app.command("mcp")(mcp_cmd.mcp)
+app.command("serve")(serve_cmd.serve)
 
 
 def main(argv: list[str] | None = None) -> int:

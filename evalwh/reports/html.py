@@ -372,19 +372,17 @@ def _point_row(
     }
 
 
+def script_data(data: dict[str, Any]) -> dict[str, Any]:
+    """What the run page's script reads (embedded as JSON), from :func:`run_data`."""
+    keep = ("rows", "prompts", "pairs", "points", "flags", "keys", "max_text")
+    return {"run_id": data["run"]["run_id"], **{k: data[k] for k in keep}}
+
+
 def render_run(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> str:
     data = run_data(store, run_id, max_rows=max_rows)
-    script_data = {
-        "run_id": run_id,
-        "rows": data["rows"],
-        "prompts": data["prompts"],
-        "pairs": data["pairs"],
-        "points": data["points"],
-        "flags": data["flags"],
-        "keys": data["keys"],
-        "max_text": data["max_text"],
-    }
-    return render("run.html.j2", d=data, page_data=script_data, nojs_rows=data["rows"][:NOJS_ROWS])
+    return render(
+        "run.html.j2", d=data, page_data=script_data(data), nojs_rows=data["rows"][:NOJS_ROWS]
+    )
 
 
 # -- the decision log -----------------------------------------------------------------------

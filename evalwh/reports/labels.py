@@ -118,10 +118,61 @@ def _pairwise(
     return _labels(data, chosen, {p["case_id"] for p in pairs}, where_line)
 
 
-def import_labels(store: Warehouse, ref: str, file: str | Path) -> dict[str, Any]:
-    """Store the labels of ``file`` with run ``ref`` (replacing labels of the same pair, or
-    of the same criterion and case)."""
+def local_user() -> str:
+    """Who labels on this machine (the login name; ``unknown`` when there is none)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in a bare container
+        return "unknown"
+
+
+def import_labels(
+    store: Warehouse, ref: str, file: str | Path, *, by: str | None = None
+) -> dict[str, Any]:
+    """Store the labels of ``file`` with run ``ref`` as given by ``by`` (default: the login
+    name), replacing labels of the same pair, or of the same criterion and case."""
     run_id = store.resolve(ref)
     labels = read_labels(Path(file), store, run_id)
-    replaced = store.replace_labels(run_id, labels)
+    replaced = store.replace_labels(run_id, labels, by=by or local_user())
     return {"run_id": run_id, "file": str(file), "imported": len(labels), "replaced": replaced}
+
+
+MAX_WHO = 100  # characters of a labeller's name
+
+
+def store_label(
+    store: Warehouse, run_id: str, comparison: str, case_id: str, prefer: str, by: str
+) -> dict[str, Any]:
+    """One pairwise label from the viewer, checked against the run's judged pairs, stored by
+    the same write path as `evalwh labels import` (replacing that pair's earlier label).
+    ``prefer`` is the stored side: ``baseline``, ``candidate`` or ``tie``."""
+    if prefer not in ("baseline", "candidate", "tie"):
+        raise ConfigError(
+            f"prefer must be baseline, candidate or tie, not {prefer[:40]!r}",
+            fix="send the side the labeller preferred",
+        )
+    who = by.strip()
+    if not who or len(who) > MAX_WHO:
+        raise ConfigError(
+            f"the labeller's name must have 1 to {MAX_WHO} characters",
+            fix="give a shorter name",
+        )
+    pairs = store.query("pair_list", run_id=run_id).to_pylist()
+    if not any(p["comparison"] == comparison and p["case_id"] == case_id for p in pairs):
+        raise ConfigError(
+            f"run {run_id} judged no pair of case {case_id[:80]!r} in comparison "
+            f"{comparison[:80]!r}",
+            fix="label a pair the run's Label tab shows",
+        )
+    label = SimpleNamespace(comparison=comparison, case_id=case_id, prefer=prefer, note=None)
+    replaced = store.replace_labels(run_id, [label], by=who)
+    return {
+        "run_id": run_id,
+        "comparison": comparison,
+        "case": case_id,
+        "prefer": prefer,
+        "by": who,
+        "replaced": replaced,
+    }

@@ -19,6 +19,10 @@ from evalwh.warehouse.queries import run_query
 from evalwh.warehouse.writer import to_json
 
 EXPORT_SCHEMA_VERSION = "1"
+LABEL_INSERT = (
+    "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note, labelled_by, "
+    "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 EXPORT_MEMORY_LIMIT = "128MB"
 ORDER = {
     "cases": "variant, model, case_id, repeat",
@@ -111,22 +115,20 @@ class Warehouse:
         ``human_label`` (``comparison`` NULL: every llm-judge criterion)."""
         rows = label_rows(run_id, [*config.labels, *config.point_labels])
         rows += [
-            [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None]
+            [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None, None, None]
             for c in config.cases
             if c.human_label is not None
         ]
         if not rows:
             return
         with write_connection(self.path, wait_s=None) as con:
-            con.executemany(
-                f"INSERT INTO labels ({LABEL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
-            )
+            con.executemany(LABEL_INSERT, rows)
 
-    def replace_labels(self, run_id: str, labels: Any) -> int:
-        """Store labels with a run (pairwise ``Label`` and pointwise ``PointLabel``), replacing
-        its labels of the same kind, comparison or criterion, and case; returns how many
-        stored labels were replaced."""
-        rows = label_rows(run_id, labels)
+    def replace_labels(self, run_id: str, labels: Any, *, by: str | None = None) -> int:
+        """Store labels with a run (pairwise ``Label`` and pointwise ``PointLabel``) as given
+        by ``by`` now, replacing its labels of the same kind, comparison or criterion, and
+        case; returns how many stored labels were replaced."""
+        rows = label_rows(run_id, labels, by=by, at=utcnow())
         keys = [row[:4] for row in rows]
         with write_connection(self.path, wait_s=None) as con:
             con.execute("BEGIN")
@@ -145,9 +147,7 @@ class Warehouse:
                 "(SELECT (run_id, kind, comparison, case_id) FROM new_keys)"
             )
             if rows:
-                con.executemany(
-                    f"INSERT INTO labels ({LABEL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
-                )
+                con.executemany(LABEL_INSERT, rows)
             con.execute("DROP TABLE new_keys")
             con.execute("COMMIT")
         return int(found[0]) if found else 0
@@ -251,15 +251,15 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-LABEL_COLUMNS = "run_id, kind, comparison, case_id, prefer, label, note"
-
-
-def label_rows(run_id: str, labels: Any) -> list[list[Any]]:
-    """Rows of the labels table for pairwise ``Label``s and pointwise ``PointLabel``s (whose
-    ``comparison`` column holds the criterion's name)."""
+def label_rows(
+    run_id: str, labels: Any, *, by: str | None = None, at: datetime | None = None
+) -> list[list[Any]]:
+    """Rows of the labels table (``LABEL_INSERT``'s columns) for pairwise ``Label``s and
+    pointwise ``PointLabel``s (whose ``comparison`` column holds the criterion's name), stored
+    by ``by`` at ``at`` (both NULL for labels from an eval config)."""
     return [
-        [run_id, "pointwise", lb.criterion, lb.case_id, None, to_json(lb.label), lb.note]
+        [run_id, "pointwise", lb.criterion, lb.case_id, None, to_json(lb.label), lb.note, by, at]
         if hasattr(lb, "criterion")
-        else [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note]
+        else [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note, by, at]
         for lb in labels
     ]

@@ -239,6 +239,16 @@
       });
       return lines;
     });
+    function store(p, side) {  /* the viewer (evalwh serve) keeps labels in the warehouse */
+      var status = $("label-saved");
+      fetch(data.label_url, {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ comparison: p.comparison, "case": p.case, prefer: side })
+      }).then(function (r) {
+        if (status) { status.textContent = r.ok ? "saved in the warehouse" : "not saved (" + r.status + ")"; }
+      }, function () { if (status) { status.textContent = "not saved (no answer)"; } });
+    }
     function refresh() {
       var n = pairs.filter(function (p) { return labels[key(p)]; }).length;
       $("label-progress").textContent = n + " / " + pairs.length;
@@ -250,6 +260,7 @@
       var p = pairs[i];
       labels[key(p)] = sideOf(p, letter);
       save();
+      if (data.label_url) { store(p, labels[key(p)]); }
       current = Math.min(i + 1, pairs.length - 1);
       refresh();
       if (cards[current - first]) { cards[current - first].box.scrollIntoView({ block: "nearest" }); }

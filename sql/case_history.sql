@@ -1,0 +1,25 @@
+-- title: A case across runs
+-- description: One row per run and variant x model cell that holds case $case_id (newest run first, at most $limit runs): the run's suite, label and start, the answers (repeats), how many passed, the mean score, errors, mean latency and the first answer's output.
+-- params: case_id, limit
+WITH runs_with AS (
+    SELECT DISTINCT run_id FROM cases WHERE case_id = $case_id ORDER BY run_id DESC LIMIT $limit
+)
+SELECT
+    c.run_id,
+    r.suite,
+    r.label,
+    r.started_at,
+    c.variant,
+    c.model,
+    count(*)                                   AS n,
+    count(*) FILTER (WHERE c.passed)           AS n_passed,
+    avg(c.passed::INTEGER)                     AS pass_rate,
+    avg(c.score)                               AS mean_score,
+    count(*) FILTER (WHERE c.error IS NOT NULL) AS n_errors,
+    avg(c.latency_ms)                          AS latency_ms,
+    arg_min(c.output, c.repeat)                AS output
+FROM cases c
+JOIN runs r USING (run_id)
+WHERE c.case_id = $case_id AND c.run_id IN (SELECT run_id FROM runs_with)
+GROUP BY c.run_id, r.suite, r.label, r.started_at, c.variant, c.model
+ORDER BY c.run_id DESC, c.variant, c.model;

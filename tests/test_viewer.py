@@ -1,0 +1,401 @@
+"""The web viewer (`evalwh serve`) without a browser: every page and its `.json` twin give
+the named queries' numbers, filters, the token / Host / same-origin checks on every write,
+stored labels changing calibration, baselines, escaping, the vendored htmx, and the live
+tail of a run written by another process while the server watches."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from evalwh import api
+from evalwh.viewer.app import STATIC, create_app
+from evalwh.viewer.security import Guard
+from tests.conftest import run_cli
+from tests.reports import BREAKOUT, IMG, SCRIPT, pairwise_copy
+from tests.viewer import TOKEN, serving, slow_quickstart, start_run
+
+HTMX_SHA256 = "d6fdc75f204e6bdefa99b69bf1e6d4ac69b8a364f77929f45c13476b4000f717"  # pragma: allowlist secret (htmx 2.0.11)
+ORIGIN = "http://127.0.0.1:8000"
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two runs of the pairwise example with script-bearing text planted in case q03."""
+    root = tmp_path_factory.mktemp("viewer")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(root))
+        mp.setenv("EVALWH_CONFIG_DIR", str(root / "config"))
+        config = pairwise_copy(root, hostile=True)
+        first = api.run_eval(config, output_dir=root / ".evalwh")
+        second = api.run_eval(config, output_dir=root / ".evalwh", label="second")
+    view = api.open_warehouse(root / ".evalwh" / "warehouse.duckdb")
+    return {"view": view, "a": first.run_id, "b": second.run_id, "root": root}
+
+
+def client(view: Any, host: str = "127.0.0.1", *, token: bool = True) -> Any:
+    from fastapi.testclient import TestClient
+
+    c = TestClient(create_app(view, Guard(host, 8000, TOKEN), labeller="tester"), base_url=ORIGIN)
+    if token:
+        c.cookies.set("evalwh_token_8000", TOKEN)
+    return c
+
+
+def post(c: Any, url: str, data: dict[str, Any], **headers: str) -> Any:
+    return c.post(url, json=data, headers={"Origin": ORIGIN, **headers})
+
+
+# -- pages and their JSON twins ----------------------------------------------------------------
+def test_runs_list_and_its_json_give_the_runs_query(wh: dict[str, Any]) -> None:
+    c = client(wh["view"])
+    runs = c.get("/runs.json").json()["runs"]
+    assert [r["run_id"] for r in runs] == [wh["b"], wh["a"]]
+    expected = {r["run_id"]: r for r in wh["view"].runs()}
+    for r in runs:
+        assert r["n"] == expected[r["run_id"]]["n"]
+        assert r["pass_rate"] == pytest.approx(expected[r["run_id"]]["pass_rate"])
+        assert r["live"] is False
+    page = c.get("/").text
+    assert f'href="/runs/{wh["a"]}"' in page and f'href="/runs/{wh["b"]}"' in page
+    assert "LIVE</span>" not in page
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("label=second", ["b"]),
+        ("label=nope", []),
+        ("suite=pairwise", ["b", "a"]),
+        ("suite=other", []),
+        ("status=completed", ["b", "a"]),
+        ("status=running", []),
+        ("since={today}", ["b", "a"]),  # the first day counts
+        ("since={tomorrow}", []),
+        ("until={today}", ["b", "a"]),  # the last day counts too
+        ("until={yesterday}", []),
+    ],
+)
+def test_runs_list_filters(wh: dict[str, Any], query: str, expected: list[str]) -> None:
+    today = datetime.now(timezone.utc).date()
+    query = query.format(
+        today=today, tomorrow=today + timedelta(days=1), yesterday=today - timedelta(days=1)
+    )
+    suite = wh["view"].run(wh["a"])["suite"]
+    query = query.replace("suite=pairwise", f"suite={suite}")
+    runs = client(wh["view"]).get(f"/runs.json?{query}").json()["runs"]
+    assert [r["run_id"] for r in runs] == [wh[k] for k in expected]
+
+
+def test_a_bad_filter_is_a_clear_400(wh: dict[str, Any]) -> None:
+    c = client(wh["view"])
+    r = c.get("/runs.json?since=last-week")
+    assert r.status_code == 400 and "2026-11-30" in r.json()["error"]
+    assert c.get("/runs.json?status=weird").status_code == 400
+
+
+def test_run_page_has_the_report_sections_and_its_numbers(wh: dict[str, Any]) -> None:
+    c, view, run_id = client(wh["view"]), wh["view"], wh["a"]
+    data = c.get(f"/runs/{run_id}.json").json()
+    totals = view.query("run_totals", run_id=run_id).to_pylist()[0]
+    assert data["totals"]["n"] == totals["n"] and data["n_rows"] == totals["n"]
+    assert data["totals"]["pass_rate"] == pytest.approx(totals["pass_rate"])
+    assert len(data["summary"]) == len(view.query("summary", run_id=run_id))
+    page = c.get(f"/runs/{run_id}").text
+    for section in ('id="gate"', 'id="calibration"', 'id="label"', f"<code>{run_id}</code>"):
+        assert section in page
+    assert 'src="/static/report.js"' in page and 'src="/static/htmx.min.js"' in page
+    # a label reference resolves too, and an unknown run is a 404 naming it
+    assert c.get("/runs/second.json").json()["run"]["run_id"] == wh["b"]
+    missing = c.get("/runs/nope")
+    assert missing.status_code == 404 and "nope" in missing.text
+
+
+def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, Any]) -> None:
+    c, view, a, b = client(wh["view"]), wh["view"], wh["a"], wh["b"]
+    cmp = c.get(f"/compare/{a}/{b}.json").json()
+    assert (cmp["a"]["run_id"], cmp["b"]["run_id"]) == (a, b)
+    assert cmp["overall"]["n"] == view.compare(a, b).to_dict()["overall"]["n"]
+    picked = c.get(f"/compare?a={a}&b=second", follow_redirects=False)
+    assert picked.status_code == 303 and picked.headers["location"] == f"/compare/{a}/{b}"
+    assert c.get(f"/compare/{a}/{b}").status_code == 200
+
+    key = view.query("metadata_keys", run_ids=[a]).to_pylist()[0]["key"]
+    crit = view.query("criteria", run_id=a).to_pylist()[0]["criterion"]
+    sl = c.get(f"/runs/{a}/slices.json?by={key}&criterion={crit}").json()
+    expected = view.slice(a, key).to_dicts()
+    assert sum(r["n"] for r in sl["rows"]) == sum(r["n"] for r in expected if r["variant"] is None)
+    assert sum(r["n"] for r in sl["by_criterion"]) == len(
+        view.sql(f"SELECT 1 FROM scores WHERE run_id = '{a}' AND criterion = '{crit}'")
+    )
+    page = c.get(f"/runs/{a}/slices?by={key}&criterion={crit}")
+    assert page.status_code == 200 and f"<h2>criterion {crit}</h2>" in page.text
+    assert f"<option selected>{key}</option>" in page.text
+    assert c.get(f"/runs/{a}/slices?by=nokey").status_code == 400
+
+    history = c.get("/cases/q03.json").json()
+    assert {r["run_id"] for r in history["rows"]} == {a, b}
+    assert sum(r["n"] for r in history["rows"] if r["run_id"] == a) == len(
+        view.cases(a, case_id="q03")
+    )
+    assert c.get("/cases/no-such-case").status_code == 400
+
+    cal = c.get(f"/runs/{a}/calibration.json").json()
+    assert [x["comparison"] for x in cal["judging"]["comparisons"]] == [
+        x["comparison"] for x in view.judging(a)["comparisons"]
+    ]
+
+
+def test_planted_markup_is_escaped_on_every_page(wh: dict[str, Any]) -> None:
+    c, a, b = client(wh["view"]), wh["a"], wh["b"]
+    for url in ("/cases/q03", f"/runs/{a}", f"/compare/{a}/{b}", "/"):
+        page = c.get(url).text
+        for planted in (SCRIPT, IMG, BREAKOUT):
+            assert planted not in page, (url, planted)
+    assert html.escape(SCRIPT, quote=False) in c.get("/cases/q03").text
+    # a case id that is itself markup comes back as text
+    r = c.get("/cases/" + "<script>alert(1)<%2Fscript>")
+    assert "<script>alert(1)" not in r.text and "&lt;script&gt;alert(1)" in r.text
+
+
+def test_pages_forbid_inline_script_and_framing(wh: dict[str, Any]) -> None:
+    r = client(wh["view"]).get("/")
+    csp = r.headers["content-security-policy"]
+    assert (
+        "script-src 'self';" in csp
+        and "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+    )
+    assert "frame-ancestors 'none'" in csp and r.headers["x-content-type-options"] == "nosniff"
+
+
+# -- writes: labels and baselines --------------------------------------------------------------
+def test_a_stored_label_changes_calibration_and_names_who_and_when(wh: dict[str, Any]) -> None:
+    c, view, a = client(wh["view"]), wh["view"], wh["a"]
+    pair = view.query("pair_list", run_id=a).to_pylist()[-1]
+    before = c.get(f"/runs/{a}/calibration.json").json()["judging"]["comparisons"][0]["n_labels"]
+    label = {"comparison": pair["comparison"], "case": pair["case_id"], "prefer": "candidate"}
+    r = post(c, f"/runs/{a}/labels", label)
+    assert r.status_code == 200, r.text
+    assert r.json()["by"] == "tester"
+    after = c.get(f"/runs/{a}/calibration.json").json()["judging"]["comparisons"][0]["n_labels"]
+    assert after == before + (0 if pair["human"] else 1)
+    row = view.sql(
+        f"SELECT prefer, labelled_by, labelled_at FROM labels WHERE run_id = '{a}' "
+        f"AND case_id = '{pair['case_id']}' AND comparison = '{pair['comparison']}'"
+    ).to_pylist()
+    assert len(row) == 1 and row[0]["prefer"] == "candidate" and row[0]["labelled_by"] == "tester"
+    assert abs(row[0]["labelled_at"] - datetime.now(timezone.utc)) < timedelta(minutes=1)
+    # labelling it again replaces the label, the calibration page shows the count
+    r = post(c, f"/runs/{a}/labels", {**label, "prefer": "tie", "who": "ann"})
+    assert r.json()["replaced"] == 1 and r.json()["by"] == "ann"
+    assert f">{after}</td>" in c.get(f"/runs/{a}/calibration").text
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"comparison": "x", "case": "q01", "prefer": "candidate"}, "judged no pair"),
+        ({"comparison": "large-vs-small", "case": "q01", "prefer": "A"}, "prefer must be"),
+        (
+            {"comparison": "large-vs-small", "case": "q01", "prefer": "tie", "who": "x" * 101},
+            "1 to 100",
+        ),
+    ],
+)
+def test_a_bad_label_is_refused_with_the_reason(
+    wh: dict[str, Any], body: dict[str, str], fragment: str
+) -> None:
+    r = post(client(wh["view"]), f"/runs/{wh['a']}/labels", body)
+    assert r.status_code == 400 and fragment in r.json()["error"]
+
+
+def test_a_name_of_exactly_100_characters_is_a_labeller(wh: dict[str, Any]) -> None:
+    pair = wh["view"].query("pair_list", run_id=wh["a"]).to_pylist()[0]
+    body = {"comparison": pair["comparison"], "case": pair["case_id"], "prefer": "tie"}
+    r = post(client(wh["view"]), f"/runs/{wh['a']}/labels", {**body, "who": "y" * 100})
+    assert r.status_code == 200 and r.json()["by"] == "y" * 100
+
+
+def test_baselines_pin_and_unpin_from_the_page(wh: dict[str, Any]) -> None:
+    c = client(wh["view"])
+    r = c.post("/baselines/pin", data={"run": "second", "name": "prod"}, headers={"Origin": ORIGIN})
+    assert r.status_code == 200 and wh["b"] in r.text  # followed to the baselines page
+    assert {b["name"]: b["run_id"] for b in c.get("/baselines.json").json()["baselines"]} == {
+        "prod": wh["b"]
+    }
+    assert wh["view"].resolve("prod") == wh["b"]
+    r = c.post(
+        "/baselines/unpin", data={"name": "prod"}, headers={"Referer": ORIGIN + "/baselines"}
+    )
+    assert r.status_code == 200
+    assert c.get("/baselines.json").json()["baselines"] == []
+
+
+# -- security ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("token", "headers", "status"),
+    [
+        (False, {"Origin": ORIGIN}, 403),  # no token
+        (True, {"Origin": "http://evil.example"}, 403),  # another origin
+        (True, {"Origin": "http://127.0.0.1:8001"}, 403),  # another port is another origin
+        (True, {"Referer": "http://evil.example/x"}, 403),
+        (True, {}, 403),  # neither Origin nor Referer
+        (True, {"Origin": "null"}, 403),  # a sandboxed frame or file:// page
+        (True, {"Origin": ORIGIN}, 200),
+        (True, {"Referer": ORIGIN + "/runs/x"}, 200),
+    ],
+)
+def test_every_write_needs_the_token_and_the_same_origin(
+    wh: dict[str, Any], token: bool, headers: dict[str, str], status: int
+) -> None:
+    c = client(wh["view"], token=token)
+    r = c.post("/baselines/pin", json={"run": wh["a"], "name": "sec"}, headers=headers)
+    assert r.status_code == status, r.text
+    pinned = {b["name"] for b in wh["view"].baselines()}
+    assert ("sec" in pinned) == (status == 200)
+    if "sec" in pinned:
+        wh["view"].remove_baseline("sec")
+
+
+def test_the_token_header_works_instead_of_the_cookie(wh: dict[str, Any]) -> None:
+    c = client(wh["view"], token=False)
+    r = c.post(
+        "/baselines/pin",
+        json={"run": wh["a"], "name": "hdr"},
+        headers={"Origin": ORIGIN, "X-Evalwh-Token": TOKEN},
+    )
+    assert r.status_code == 200
+    wh["view"].remove_baseline("hdr")
+    wrong = {"Origin": ORIGIN, "X-Evalwh-Token": TOKEN[:-1] + "x"}
+    assert c.post("/baselines/pin", json={"run": wh["a"]}, headers=wrong).status_code == 403
+
+
+def test_on_a_network_address_every_read_needs_the_token(wh: dict[str, Any]) -> None:
+    c = client(wh["view"], host="0.0.0.0", token=False)
+    assert c.get("/runs.json").status_code == 401
+    assert c.get("/?token=wrong").status_code == 403
+    r = c.get(f"/runs.json?token={TOKEN}&status=completed", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/runs.json?status=completed"
+    assert (
+        "httponly" in r.headers["set-cookie"].lower()
+        and "samesite=strict" in r.headers["set-cookie"].lower()
+    )
+    assert c.get("/runs.json").status_code == 200  # the cookie from the redirect
+
+
+def test_on_loopback_reads_need_no_token_but_a_loopback_host_name(wh: dict[str, Any]) -> None:
+    c = client(wh["view"], token=False)
+    assert c.get("/runs.json").status_code == 200
+    assert c.get("/runs.json", headers={"Host": "localhost:8000"}).status_code == 200
+    # a DNS name rebound to 127.0.0.1 by another site's page is refused
+    assert c.get("/runs.json", headers={"Host": "evil.example:8000"}).status_code == 400
+
+
+def test_no_page_takes_sql(wh: dict[str, Any]) -> None:
+    c = client(wh["view"])
+    runs = c.get("/runs.json?suite=x' OR '1'='1").json()["runs"]
+    assert runs == []  # a parameter, never SQL text
+    assert c.get("/sql?q=select 1").status_code == 404
+
+
+def test_only_the_listed_static_files_are_served(wh: dict[str, Any]) -> None:
+    c = client(wh["view"])
+    assert c.get("/static/app.py").status_code == 404
+    assert c.get("/static/..%2Fapp.py").status_code == 404
+
+
+# -- the vendored htmx -----------------------------------------------------------------------
+def test_htmx_is_vendored_pinned_with_its_licence_and_all_js_is_small() -> None:
+    htmx = STATIC["htmx.min.js"][0]
+    assert hashlib.sha256(htmx.read_bytes()).hexdigest() == HTMX_SHA256
+    assert "Zero-Clause BSD" in (htmx.parent / "htmx.LICENSE").read_text(encoding="utf-8")
+    js = sum(path.stat().st_size for path, media in STATIC.values() if media == "text/javascript")
+    assert js < 100_000, js
+
+
+# -- the command -------------------------------------------------------------------------------
+def test_serve_without_the_extra_names_it_and_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from evalwh.cli.main import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "fastapi" else real(name, *a)
+    )
+    assert main(["serve"]) == 2
+
+
+def test_serve_refuses_a_short_token() -> None:
+    r = run_cli("serve", "--token", "short")
+    assert r.returncode == 2 and "16 characters" in r.stderr
+
+
+def test_serve_without_the_extra_message(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from evalwh.cli.main import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a)
+    )
+    assert main(["serve"]) == 2
+    assert "evalwh[viewer]" in capsys.readouterr().err
+
+
+# -- the live tail, across processes -----------------------------------------------------------
+def events(response: httpx.Response) -> Any:
+    name = None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            name = line[len("event: ") :]
+        elif line.startswith("data: ") and name:
+            yield name, json.loads(line[len("data: ") :]), time.monotonic()
+
+
+@pytest.mark.slow
+def test_a_running_runs_rows_arrive_by_events_before_it_ends(tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    config = slow_quickstart(tmp_path)
+    with serving(output) as server:
+        run = start_run(config, output)
+        try:
+            c = server.client()
+            deadline = time.monotonic() + 60
+            live: list[dict[str, Any]] = []
+            while not live and time.monotonic() < deadline:
+                live = [r for r in c.get("/runs.json").json()["runs"] if r["live"]]
+                time.sleep(0.1)
+            assert live, "the run never showed as live"
+            run_id = live[0]["run_id"]
+            assert "LIVE</span>" in c.get("/").text
+            started = time.monotonic()
+            page = c.get(f"/runs/{run_id}").text
+            assert 'id="live"' in page, f"not live after {time.monotonic() - started:.1f} s"
+            seen_rows_while_running = 0
+            last: dict[str, Any] = {}
+            with c.stream("GET", f"/runs/{run_id}/events", timeout=60) as response:
+                assert response.headers["content-type"].startswith("text/event-stream")
+                for name, data, _ in events(response):
+                    if name == "rows" and last.get("status") == "running":
+                        seen_rows_while_running += len(data)
+                    if name == "progress":
+                        last = data
+            assert run.wait(timeout=60) in (0, 1), run.communicate()
+            c.close()
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert seen_rows_while_running > 0, "no row arrived while the run was running"
+    assert last["status"] == "completed" and last["n"] == last["n_planned"] == 48
