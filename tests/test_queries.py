@@ -357,6 +357,10 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
     # 0 0 1 0; scores A 0.5 1 0 0.5, B 1 0 0.5 0.5: 0.5 -> 0.5, differences 0.5 -1 0.5 0
     (k,) = [r for r in table.to_pylist() if r["scope"] == "criterion"]
     assert (k["target"], k["n"], k["n_fixed"], k["n_broken"]) == ("k", 4, 1, 0)
+    assert k["n_pairs"] == 4  # answers: one per case here (a count off by one per case: 8)
+    # score sign test on the cases whose score moved: c1, c3 up, c2 down, c4 equal (not a
+    # move): exact two-sided p = 2 * P(X <= 1 | n 3) = 2 * 4/8 = 1.0
+    assert k["score_p"] == pytest.approx(1.0)
     assert (k["pass_rate_a"], k["pass_rate_b"], k["pass_rate_delta"]) == (0.5, 0.75, 0.25)
     assert (k["score_n"], k["score_a"], k["score_b"], k["score_delta"]) == (4, 0.5, 0.5, 0)
     assert k["pass_rate_se"] == pytest.approx(statistics.stdev([0, 0, 1, 0]) / 2)
@@ -368,7 +372,9 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
         assert (row["n"], row["n_a"], row["n_b"]) == (4, 4, 4)
         assert (row["n_fixed"], row["n_broken"]) == (1, 1)
         assert (row["pass_rate_a"], row["pass_rate_b"], row["pass_rate_delta"]) == (0.5, 0.5, 0)
-        assert row["score_n"] == 3
+        assert row["score_n"] == 3 and row["n_pairs"] == 4
+        # score moved up in c1 and c3, c4 stayed (not a move): p = 2 * (1/2)^2 = 0.5
+        assert row["score_p"] == pytest.approx(0.5)
         assert row["score_a"] == pytest.approx(1 / 3) and row["score_b"] == pytest.approx(2 / 3)
         assert row["score_delta"] == pytest.approx(1 / 3)
         assert row["cost_usd_n"] == 4
