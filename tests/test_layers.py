@@ -55,6 +55,7 @@ TOP_LEVEL = {
     "cli",
     "mcp",
     "engine",
+    "importers",  # other tools' results as runs (beside engine: both write runs)
     "reports",
     "analysis",
     "scoring",

@@ -15,6 +15,7 @@ from evalwh import __version__
 from evalwh.cli import analysis as analysis_cmd
 from evalwh.cli import cache as cache_cmd
 from evalwh.cli import calibrate as calibrate_cmd
+from evalwh.cli import imports as imports_cmd
 from evalwh.cli import mcp as mcp_cmd
 from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
@@ -86,6 +87,7 @@ app.command("sql")(analysis_cmd.sql)
 app.command("export")(analysis_cmd.export)
 app.command("migrate")(runs_cmd.migrate)
 app.command("mcp")(mcp_cmd.mcp)
+app.add_typer(imports_cmd.app, name="import")
 
 
 def main(argv: list[str] | None = None) -> int:
