@@ -1,0 +1,161 @@
+"""The everyday conveniences of issue 20: --fake, --model lists and ad-hoc models, the
+default spending cap for paid providers, `evalwh prices`, `evalwh last`, run references."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import evalwh
+from evalwh.engine.budget import DEFAULT_PAID_CAP_USD, run_cap
+from evalwh.engine.overrides import split_models
+from evalwh.errors import ConfigError, CostRefusedError
+from tests.conftest import run_cli
+from tests.fakes.servers import FakeLLMServer
+from tests.test_providers_e2e import eval_for
+
+PAID = (
+    "  - {id: big, provider: anthropic, model: claude-sonnet-4-5, params: {max_tokens: 100}}\n"
+    "  - {id: small, provider: openai, model: gpt-4o-mini, params: {max_tokens: 100}}"
+)
+
+
+def cases_of(db: Path) -> list[tuple[str, str, str | None]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(
+            "SELECT model, output, error FROM cases ORDER BY model, case_id"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+# -- --fake ------------------------------------------------------------------------------------
+
+
+def test_fake_answers_every_model_with_the_mock_under_the_same_ids(tmp_path: Path) -> None:
+    cfg = eval_for(tmp_path, PAID, 3)
+    # no key, no network: the paid providers are never created
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out", fake=True)
+    assert result.status == "completed" and result.totals["n_errors"] == 0
+    rows = cases_of(tmp_path / "out" / "warehouse.duckdb")
+    assert {r[0] for r in rows} == {"big", "small"}
+    assert [r[1] for r in rows if r[0] == "big"] == ["question 0", "question 1", "question 2"]
+    # the prices stay those of the real models, so the estimate still means something
+    by_model = {r["model"]: r for r in result.estimate["by_model"]}
+    assert by_model["big"]["cost_usd"] > by_model["small"]["cost_usd"] > 0
+
+
+def test_without_fake_the_same_config_needs_its_keys(tmp_path: Path) -> None:
+    cfg = eval_for(tmp_path, PAID, 1)
+    env = {"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+    done = run_cli("run", str(cfg), cwd=tmp_path, env=env)
+    assert done.returncode == 3 and "ANTHROPIC_API_KEY is not set" in done.stdout
+    fake = run_cli("run", str(cfg), "--fake", cwd=tmp_path, env=env)
+    assert fake.returncode == 0, fake.stderr
+    assert "errors 0/2" in fake.stdout
+
+
+def test_fake_answers_are_never_served_to_a_real_run(tmp_path: Path) -> None:
+    """The bug it names: a cached mock answer returned later as the real model's answer."""
+    with FakeLLMServer() as server:
+        block = (
+            f"  - {{id: m, provider: openai, model: gpt-4o-mini, base_url: '{server.openai_url}'}}"
+        )
+        cfg = eval_for(tmp_path, block, 2)
+        evalwh.run_eval(cfg, output_dir=tmp_path / "out", fake=True)
+        assert server.count == 0
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("OPENAI_API_KEY", "k-test-0000")
+            real = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+        assert server.count == 2 and real.stats["cache_hits"] == 0
+
+
+# -- --model lists and ad-hoc models -----------------------------------------------------------
+
+
+def test_split_models_takes_commas_and_repeats() -> None:
+    assert split_models(["a,b", " c ", "a", ",", ""]) == ["a", "b", "c"]
+
+
+def test_model_comma_list_selects_like_repeats(quickstart: Path, tmp_path: Path) -> None:
+    both = evalwh.validate(quickstart, models=["mock-large,mock-small"])
+    one = evalwh.validate(quickstart, models=["mock-small"])
+    assert both.models == ["mock-large", "mock-small"] and one.models == ["mock-small"]
+    done = run_cli("validate", str(quickstart), "--model", "mock-large,mock-small", "--json")
+    assert json.loads(done.stdout)["models"] == ["mock-large", "mock-small"]
+
+
+def test_adhoc_provider_model_joins_the_matrix(quickstart: Path) -> None:
+    plan = evalwh.validate(quickstart, models=["anthropic/claude-sonnet-4-5"], fake=True)
+    assert plan.models == ["mock-large", "mock-small", "anthropic/claude-sonnet-4-5"]
+    # beside a filter, the filter picks among the config's models
+    plan = evalwh.validate(
+        quickstart, models=["mock-small", "anthropic/claude-sonnet-4-5"], fake=True
+    )
+    assert plan.models == ["mock-small", "anthropic/claude-sonnet-4-5"]
+    # the shipped price of the added model is used
+    row = next(r for r in plan.estimate["by_model"] if r["model"].startswith("anthropic/"))
+    assert row["cost_usd"] and row["cost_usd"] > 0
+
+
+def test_adhoc_model_of_unknown_price_or_provider_is_refused(quickstart: Path) -> None:
+    with pytest.raises(ConfigError, match="no known price") as exc:
+        evalwh.validate(quickstart, models=["anthropic/claude-nope-1"])
+    assert "--model anthropic/claude-nope-1" in str(exc.value)
+    # an unknown provider before the slash is not an ad-hoc model: it filters, and matches none
+    with pytest.raises(Exception, match="nope/x"):
+        evalwh.validate(quickstart, models=["nope/x"])
+
+
+# -- the default spending cap --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("explicit", "setting", "paid", "expected"),
+    [
+        (0.5, 3.0, True, (0.5, "--max-cost")),
+        (None, 3.0, True, (3.0, "settings.max_cost_usd")),
+        (None, None, True, (DEFAULT_PAID_CAP_USD, "default")),
+        (None, None, False, (None, "none")),
+        (0.0, None, True, (0.0, "--max-cost")),
+    ],
+)
+def test_run_cap_order(
+    explicit: float | None,
+    setting: float | None,
+    paid: bool,
+    expected: tuple[float | None, str],
+) -> None:
+    assert run_cap(explicit, setting, paid=paid) == expected
+
+
+def test_paid_run_over_the_default_cap_exits_4_naming_the_flag(tmp_path: Path) -> None:
+    # gpt-4o at $10/M output x 1000 max tokens x 201 calls ~ $2.01 > $2.00
+    block = "  - {id: m, provider: openai, model: gpt-4o, params: {max_tokens: 1000}}"
+    cfg = eval_for(tmp_path, block, 201)
+    with pytest.raises(CostRefusedError, match=r"default cap \$2\.00") as exc:
+        evalwh.validate(cfg)
+    assert "--max-cost" in str(exc.value)
+    done = run_cli("run", str(cfg), cwd=tmp_path, env={"OPENAI_API_KEY": "k"})
+    assert done.returncode == 4 and "--max-cost" in done.stderr
+    # with the cap raised, or the models faked (the mock is free), the estimate passes
+    assert evalwh.validate(cfg, max_cost=5).requests == 201
+    assert evalwh.validate(cfg, fake=True).requests == 201
+    under = eval_for(tmp_path / "under", block, 199)
+    assert evalwh.validate(under).requests == 199
+
+
+def test_default_cap_boundary_is_inclusive() -> None:
+    from types import SimpleNamespace
+
+    from evalwh.api.run import _check_cost
+
+    _check_cost(SimpleNamespace(cost_usd=2.0, calls=1), DEFAULT_PAID_CAP_USD, "default")
+    with pytest.raises(CostRefusedError, match="default cap"):
+        _check_cost(SimpleNamespace(cost_usd=2.0001, calls=1), DEFAULT_PAID_CAP_USD, "default")
+    with pytest.raises(CostRefusedError, match=r"\(settings\.max_cost_usd\)"):
+        _check_cost(SimpleNamespace(cost_usd=1.0, calls=1), 0.5, "settings.max_cost_usd")
