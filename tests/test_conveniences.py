@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 import evalwh
+from evalwh import api
 from evalwh.engine.budget import DEFAULT_PAID_CAP_USD, run_cap
 from evalwh.engine.overrides import split_models
 from evalwh.errors import ConfigError, CostRefusedError
@@ -159,3 +160,119 @@ def test_default_cap_boundary_is_inclusive() -> None:
         _check_cost(SimpleNamespace(cost_usd=2.0001, calls=1), DEFAULT_PAID_CAP_USD, "default")
     with pytest.raises(CostRefusedError, match=r"\(settings\.max_cost_usd\)"):
         _check_cost(SimpleNamespace(cost_usd=1.0, calls=1), 0.5, "settings.max_cost_usd")
+
+
+# -- evalwh prices, evalwh last ----------------------------------------------------------------
+
+
+def test_prices_show_the_dated_table_and_a_configs_prices(quickstart: Path) -> None:
+    table = api.prices()
+    assert table["as_of"] == "2025-08-15" and "anthropic.com/pricing" in table["source"]
+    sonnet = next(r for r in table["table"] if r["model"] == "claude-sonnet-4-5")
+    assert (sonnet["input_per_mtok"], sonnet["output_per_mtok"]) == (3.0, 15.0)
+    mine = api.prices(quickstart)["for"]
+    assert [(m["id"], m["source"], m["input_per_mtok"]) for m in mine["models"]] == [
+        ("mock-large", "config", 3.0),
+        ("mock-small", "config", 0.25),
+    ]
+    assert mine["estimate"]["calls"] == 48 and mine["estimate"]["cost_usd"] > 0
+    done = run_cli("prices", "--for", str(quickstart))
+    assert done.returncode == 0 and "prices as of 2025-08-15" in done.stdout
+    assert "estimate: 48 call(s)" in done.stdout and "mock-small" in done.stdout
+
+
+def test_prices_for_a_config_over_its_cap_still_shows_the_estimate(tmp_path: Path) -> None:
+    block = "  - {id: m, provider: openai, model: gpt-4o, params: {max_tokens: 1000}}"
+    cfg = eval_for(tmp_path, block, 300)  # ~ $3, over the default cap: a run would refuse
+    mine = api.prices(cfg)["for"]
+    assert mine["models"][0]["source"] == "table" and mine["estimate"]["cost_usd"] > 2.0
+
+
+def test_last_is_show_latest(quickstart: Path, tmp_path: Path) -> None:
+    out = ("-o", str(tmp_path / "out"))
+    assert run_cli("run", str(quickstart), "-q", "--label", "first", *out).returncode == 0
+    last = run_cli("last", "--json", *out)
+    latest = run_cli("show", "latest", "--json", *out)
+    assert last.returncode == 0 and json.loads(last.stdout) == json.loads(latest.stdout)
+    assert json.loads(last.stdout)["run"]["label"] == "first"
+    failures = run_cli("last", "--failures", *out)
+    assert "mock-small" in failures.stdout and "math-4" in failures.stdout
+
+
+# -- run references: previous, latest~N, git:REF ----------------------------------------------
+
+
+def git(folder: Path, *args: str) -> str:
+    import subprocess
+
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "PATH": __import__("os").environ["PATH"],
+        "HOME": str(folder),
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_previous_and_latest_tilde_n_stay_in_the_newest_runs_suite(
+    quickstart: Path, tmp_path: Path
+) -> None:
+    from evalwh.errors import RunNotFoundError
+
+    out = tmp_path / "out"
+    ids = [evalwh.run_eval(quickstart, output_dir=out, label=f"r{i}").run_id for i in range(3)]
+    view = evalwh.open_warehouse(out / "warehouse.duckdb")
+    assert view.resolve("latest~0") == view.resolve("latest") == ids[2]
+    assert view.resolve("previous") == view.resolve("latest~1") == ids[1]
+    assert view.resolve("latest~2") == ids[0]
+    with pytest.raises(RunNotFoundError, match="latest~3"):
+        view.resolve("latest~3")
+    # another suite's run becomes the newest: references follow its suite
+    other = quickstart.parent / "other.yaml"
+    other.write_text(quickstart.read_text().replace("name: quickstart", "name: other"))
+    evalwh.run_eval(other, output_dir=out)
+    with pytest.raises(RunNotFoundError, match="previous"):
+        view.resolve("previous")
+    done = run_cli("compare", "latest~1", "latest~0", "-o", str(out))
+    assert done.returncode == 2 and "no run 'latest~1'" in done.stderr
+
+
+def test_git_ref_finds_the_run_of_that_commit_or_its_nearest_ancestor(
+    quickstart: Path, tmp_path: Path
+) -> None:
+    from evalwh.errors import RunNotFoundError, UsageError
+
+    repo = quickstart.parent
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one")
+    first = git(repo, "rev-parse", "HEAD")
+    out = tmp_path / "out"
+    run_one = evalwh.run_eval(quickstart, output_dir=out).run_id
+    git(repo, "tag", "v1")
+    (repo / "notes.txt").write_text("two\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two")  # no run at this commit
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "notes.txt").write_text("three\n")
+    git(repo, "commit", "-q", "-am", "three")
+    run_three = evalwh.run_eval(quickstart, output_dir=out).run_id
+    view = evalwh.open_warehouse(config=quickstart, output_dir=out)
+    assert view.resolve("git:v1") == run_one
+    assert view.resolve(f"git:{first[:10]}") == run_one
+    assert view.resolve("git:main") == run_one  # main's head has no run: its parent has
+    assert view.resolve("git:feature") == run_three
+    with pytest.raises(RunNotFoundError, match="cannot resolve"):
+        view.resolve("git:no-such-branch")
+    # the attack: a ref that is an option of git is refused before git runs
+    with pytest.raises(UsageError, match="not a git ref"):
+        view.resolve("git:--output=/tmp/pwned")
+    assert not Path("/tmp/pwned").exists()
+    # usable as --baseline of a run
+    done = run_cli("gate", "latest", "--baseline", "git:v1", "-c", str(quickstart), "-o", str(out))
+    assert done.returncode in (0, 1) and "error" not in done.stderr.lower()

@@ -158,7 +158,9 @@ def _plan(
     if force and not (resume or retry_errors):
         raise UsageError("--force only goes with --resume or --retry-errors")
     if resume or retry_errors:
-        store = Warehouse(settings.warehouse, stale_after_s=settings.stale_after_s)
+        store = Warehouse(
+            settings.warehouse, stale_after_s=settings.stale_after_s, git_dir=cfg.root
+        )
         continue_run = store.resolve(resume or retry_errors or "")
         row = store.run_row(continue_run)
         _check_same_config(row, cfg, continue_run, "--resume" if resume else "--retry-errors")
@@ -381,7 +383,8 @@ def run_eval(
     cfg, settings = planned.config, planned.settings
     cap, cap_source = _cap(planned, max_cost)
     try:
-        baseline_id = Warehouse(settings.warehouse).resolve(baseline) if baseline else None
+        store = Warehouse(settings.warehouse, git_dir=cfg.root)
+        baseline_id = store.resolve(baseline) if baseline else None
         _check_cost(planned.estimate, cap, cap_source)
         if on_estimate is not None:
             on_estimate(planned.estimate)

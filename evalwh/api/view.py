@@ -37,20 +37,24 @@ class WarehouseView:
         settings: Settings | None = None,
         *,
         stale_after_s: float | None = None,
+        git_dir: Path | None = None,
     ) -> None:
         from evalwh.warehouse.store import Warehouse
 
         if stale_after_s is None and settings is not None:
             stale_after_s = settings.stale_after_s
         self.store = (
-            Warehouse(path, stale_after_s=stale_after_s) if stale_after_s else Warehouse(path)
+            Warehouse(path, stale_after_s=stale_after_s, git_dir=git_dir)
+            if stale_after_s
+            else Warehouse(path, git_dir=git_dir)
         )
         self.path = self.store.path
         self.settings = settings  # the query bounds come from here (defaults when None)
 
     def resolve(self, ref: str) -> str:
-        """The run id a reference names (an id, a unique prefix, a label, 'latest' or a
-        baseline name); UsageError when none or several match."""
+        """The run id a reference names (an id, a unique prefix, a label, 'latest', a
+        baseline name, 'previous', 'latest~N' or 'git:REF'); UsageError when none or several
+        match."""
         return self.store.resolve(ref)
 
     def query(self, name: str, **params: Any) -> pa.Table:
@@ -339,7 +343,7 @@ def open_warehouse(
         return WarehouseView(Path(path))
     cfg = _config(config) if config is not None else None
     settings = settings_for(cfg, output_dir=output_dir)
-    return WarehouseView(settings.warehouse, settings)
+    return WarehouseView(settings.warehouse, settings, git_dir=cfg.root if cfg else None)
 
 
 def migrate_warehouse(

@@ -17,6 +17,7 @@ from evalwh.cli import cache as cache_cmd
 from evalwh.cli import calibrate as calibrate_cmd
 from evalwh.cli import imports as imports_cmd
 from evalwh.cli import mcp as mcp_cmd
+from evalwh.cli import prices as prices_cmd
 from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
 from evalwh.cli.state import (
@@ -76,6 +77,7 @@ app.command("run")(run_cmd.run)
 app.command("validate")(run_cmd.validate)
 app.command("list")(runs_cmd.list_runs)
 app.command("show")(runs_cmd.show)
+app.command("last")(runs_cmd.last)
 app.command("init")(runs_cmd.init)
 app.add_typer(cache_cmd.app, name="cache")
 app.command("calibrate")(calibrate_cmd.calibrate)
@@ -88,6 +90,7 @@ app.command("export")(analysis_cmd.export)
 app.command("migrate")(runs_cmd.migrate)
 app.command("mcp")(mcp_cmd.mcp)
 app.add_typer(imports_cmd.app, name="import")
+app.command("prices")(prices_cmd.prices)
 
 
 def main(argv: list[str] | None = None) -> int:
