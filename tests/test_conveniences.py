@@ -276,3 +276,44 @@ def test_git_ref_finds_the_run_of_that_commit_or_its_nearest_ancestor(
     # usable as --baseline of a run
     done = run_cli("gate", "latest", "--baseline", "git:v1", "-c", str(quickstart), "-o", str(out))
     assert done.returncode in (0, 1) and "error" not in done.stderr.lower()
+
+
+# -- --cache-dir -------------------------------------------------------------------------------
+
+
+def test_cache_dir_keeps_the_response_cache_apart_from_the_warehouse(
+    quickstart: Path, tmp_path: Path
+) -> None:
+    shared = tmp_path / "ci-cache"
+    first = run_cli(
+        "run", str(quickstart), "-q", "-o", str(tmp_path / "a"), "--cache-dir", str(shared)
+    )
+    assert first.returncode == 0, first.stderr
+    assert (shared / "cache.duckdb").is_file()
+    con = duckdb.connect(str(tmp_path / "a" / "warehouse.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM response_cache").fetchone() == (0,)
+        assert con.execute("SELECT count(*) FROM cases").fetchone() == (48,)
+    finally:
+        con.close()
+    # another job, another warehouse, the same cache folder (the environment variable): all hits
+    second = run_cli(
+        "run", str(quickstart), "--json", "-o", str(tmp_path / "b"),
+        env={"EVALWH_CACHE_DIR": str(shared)},
+    )  # fmt: skip
+    stats = json.loads(second.stdout)["stats"]
+    assert stats["cache_hits"] == 46 and stats["requests"] == 2  # math-4 errors are not cached
+    info = run_cli("cache", "info", "--json", "--cache-dir", str(shared), "-o", str(tmp_path / "b"))
+    assert json.loads(info.stdout)["warehouse"] == str(shared / "cache.duckdb")
+    assert json.loads(info.stdout)["entries"] == 46
+    # without it, the second warehouse's own cache is empty: nothing was cached there
+    own = run_cli("cache", "info", "--json", "-o", str(tmp_path / "b"))
+    assert json.loads(own.stdout)["entries"] == 0
+
+
+def test_cache_dir_setting_resolves_against_the_config_folder(quickstart: Path) -> None:
+    from evalwh.config.settings import resolve_settings
+
+    s = resolve_settings({}, {"cache_dir": "cache"}, quickstart.parent)
+    assert s.cache_path == quickstart.parent / "cache" / "cache.duckdb"
+    assert resolve_settings({}, {}, quickstart.parent).cache_path == s.warehouse

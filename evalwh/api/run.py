@@ -207,7 +207,7 @@ def _plan_cells(
             only = store.cells(continue_run, errors_only=True)
     prepared = prepare(cfg, settings, filters, repeats, skip=skip, only=only)
     cache = (
-        cache_lookup(Warehouse(settings.warehouse), prepared.hashes)
+        cache_lookup(Warehouse(settings.cache_path), prepared.hashes)
         if use_cache and settings.cache
         else {}
     )

@@ -307,14 +307,15 @@ CACHE_KEY = (
 def cache_info(
     *, config: str | Path | None = None, output_dir: str | Path | None = None
 ) -> dict[str, Any]:
-    """Entries, size and age of the response cache, per provider and model."""
-    view = open_warehouse(config=config, output_dir=output_dir)
-    rows = view.query("cache_info").to_pylist() if view.store.exists else []
+    """Entries, size and age of the response cache, per provider and model (``warehouse``:
+    the file that holds it, ``<cache_dir>/cache.duckdb`` when ``settings.cache_dir`` is set)."""
+    store = _cache_store(open_warehouse(config=config, output_dir=output_dir))
+    rows = store.query("cache_info").to_pylist() if store.exists else []
     return {
-        "warehouse": str(view.path),
+        "warehouse": str(store.path),
         "entries": sum(r["entries"] for r in rows),
         "text_bytes": sum(r["text_bytes"] or 0 for r in rows),
-        "warehouse_bytes": view.path.stat().st_size if view.store.exists else 0,
+        "warehouse_bytes": store.path.stat().st_size if store.exists else 0,
         "by_model": rows,
         "key": CACHE_KEY,
     }
@@ -328,8 +329,17 @@ def cache_clear(
     output_dir: str | Path | None = None,
 ) -> int:
     """Delete cached answers (all, one provider model name's, or older ones); run history stays."""
-    view = open_warehouse(config=config, output_dir=output_dir)
-    return view.store.clear_cache(model=model, older_than_days=older_than_days)
+    store = _cache_store(open_warehouse(config=config, output_dir=output_dir))
+    return int(store.clear_cache(model=model, older_than_days=older_than_days))
+
+
+def _cache_store(view: WarehouseView) -> Any:
+    """The file of the response cache: the warehouse, or ``settings.cache_dir``'s own."""
+    from evalwh.warehouse.store import Warehouse
+
+    if view.settings is None or view.settings.cache_path == view.path:
+        return view.store
+    return Warehouse(view.settings.cache_path)
 
 
 def open_warehouse(

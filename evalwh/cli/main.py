@@ -22,6 +22,7 @@ from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
 from evalwh.cli.state import (
     STATE,
+    CacheDirOpt,
     ConfigOpt,
     JsonOpt,
     NoColorOpt,
@@ -57,6 +58,7 @@ def callback(
     verbose: VerboseOpt = 0,
     no_color: NoColorOpt = False,
     json: JsonOpt = False,
+    cache_dir: CacheDirOpt = None,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
@@ -69,6 +71,7 @@ def callback(
         verbose=verbose,
         no_color=no_color,
         json=json,
+        cache_dir=cache_dir,
     )
     configure_logging()
 

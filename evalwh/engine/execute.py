@@ -449,6 +449,7 @@ def execute(
         replace=replace_rows,
         token=token,
         heartbeat_s=settings.stale_after_s / 4,
+        cache_path=settings.cache_path,
     )
     sink = RowSink(writer, run_id)
     total = len(prepared.hashes)
@@ -472,7 +473,9 @@ def execute(
         }
         if judges:
             cache.update(
-                judge_cache(warehouse, [j.model for j in config.judges]) if use_cache else {}
+                judge_cache(Warehouse(settings.cache_path), [j.model for j in config.judges])
+                if use_cache
+                else {}
             )
         engine = Engine(
             plan,
