@@ -317,3 +317,103 @@ def test_cache_dir_setting_resolves_against_the_config_folder(quickstart: Path) 
     s = resolve_settings({}, {"cache_dir": "cache"}, quickstart.parent)
     assert s.cache_path == quickstart.parent / "cache" / "cache.duckdb"
     assert resolve_settings({}, {}, quickstart.parent).cache_path == s.warehouse
+
+
+# -- config: defaults:, $EVALWH_SECRETS, a folder of case files --------------------------------
+
+BASE = """\
+name: s
+models:
+  - {id: a, provider: mock, params: {max_tokens: 64}}
+  - {id: b, provider: mock, timeout_s: 5, params: {temperature: 0.7}}
+variants:
+  - id: v
+    messages: [{role: user, content: "{{ q }}"}]
+scorecard:
+  - {name: echo, type: contains}
+"""
+
+
+def test_suite_defaults_apply_to_every_model_and_a_models_own_value_wins(tmp_path: Path) -> None:
+    from tests.conftest import write
+
+    cfg = write(
+        tmp_path / "eval.yaml",
+        BASE
+        + "defaults: {params: {temperature: 0, max_tokens: 256}, timeout_s: 20, max_retries: 1}\n"
+        + "cases:\n  - {id: c1, vars: {q: hi}, expected: hi}\n",
+    )
+    loaded = evalwh.load_config(cfg)
+    a, b = loaded.models
+    assert a.params == {"temperature": 0, "max_tokens": 64}  # merged key by key
+    assert b.params == {"temperature": 0.7, "max_tokens": 256}
+    assert (a.timeout_s, b.timeout_s, a.max_retries, b.max_retries) == (20.0, 5.0, 1, 1)
+    # without defaults, nothing changes
+    plain = write(tmp_path / "plain.yaml", BASE + "cases:\n  - {id: c1, vars: {q: hi}}\n")
+    a, b = evalwh.load_config(plain).models
+    assert a.params == {"max_tokens": 64} and a.timeout_s == 60.0
+    # an unknown key under defaults is an error naming it
+    bad = write(tmp_path / "bad.yaml", BASE + "defaults: {temprature: 0}\ncases:\n  - {id: c1}\n")
+    with pytest.raises(ConfigError, match="temprature"):
+        evalwh.load_config(bad)
+
+
+def test_evalwh_secrets_names_a_secrets_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalwh.config import secrets
+
+    named = tmp_path / "ci.secrets.yaml"
+    named.write_text("MY_SERVICE_KEY: from-named-file-0001\n")
+    (tmp_path / ".evalwh.secrets.yaml").write_text("MY_SERVICE_KEY: from-project-file-01\n")
+    env = {"EVALWH_SECRETS": str(named)}
+    assert secrets.get_secret("MY_SERVICE_KEY", env=env, cwd=tmp_path) == "from-named-file-0001"
+    assert secrets.get_secret("MY_SERVICE_KEY", env={}, cwd=tmp_path) == "from-project-file-01"
+    # the environment still wins over any file
+    env_wins = {**env, "MY_SERVICE_KEY": "from-env-000000001"}
+    assert secrets.get_secret("MY_SERVICE_KEY", env=env_wins, cwd=tmp_path) == "from-env-000000001"
+    # a name that is not a file is an error before a run, naming the variable
+    with pytest.raises(ConfigError, match="EVALWH_SECRETS names"):
+        secrets.check_secret_files(env={"EVALWH_SECRETS": str(tmp_path / "nope.yaml")})
+    # the variable holds a path, not a secret: it is not redacted from messages
+    monkeypatch.setenv("EVALWH_SECRETS", str(named))
+    assert str(named) in secrets.redact(f"reading {named}")
+
+
+def test_a_folder_of_case_files_is_one_source(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.conftest import write
+
+    shards = tmp_path / "shards"
+    write(shards / "a.jsonl", '{"id": "j1", "q": "one", "expected": "one"}\n')
+    write(shards / "b.csv", "id,q,expected\nc1,two,two\nc2,three,three\n")
+    pq.write_table(
+        pa.table({"id": ["p1"], "q": ["four"], "expected": ["four"]}), shards / "c.parquet"
+    )
+    write(shards / "notes.txt", "not a case file")
+    cfg = write(tmp_path / "eval.yaml", BASE + "cases:\n  - {file: shards}\n")
+    assert [c.id for c in evalwh.load_config(cfg).cases] == ["j1", "c1", "c2", "p1"]
+    only_csv = write(tmp_path / "csv.yaml", BASE + "cases:\n  - {file: shards, format: csv}\n")
+    assert [c.id for c in evalwh.load_config(only_csv).cases] == ["c1", "c2"]
+    limited = write(tmp_path / "lim.yaml", BASE + "cases:\n  - {file: shards, limit: 2}\n")
+    assert [c.id for c in evalwh.load_config(limited).cases] == ["j1", "c1"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = write(tmp_path / "none.yaml", BASE + "cases:\n  - {file: empty}\n")
+    with pytest.raises(ConfigError, match="holds no case files"):
+        evalwh.load_config(none)
+
+
+def test_a_case_folder_may_not_link_outside_itself(tmp_path: Path) -> None:
+    """The attack: a shard folder with a symlink to a file elsewhere (a key store, say)."""
+    from tests.conftest import write
+
+    outside = write(tmp_path / "private" / "keys.csv", "id,q\nk1,secret\n")
+    shards = tmp_path / "shards"
+    write(shards / "a.csv", "id,q\nc1,x\n")
+    (shards / "b.csv").symlink_to(outside)
+    cfg = write(tmp_path / "eval.yaml", BASE + "cases:\n  - {file: shards}\n")
+    with pytest.raises(ConfigError, match="outside"):
+        evalwh.load_config(cfg)

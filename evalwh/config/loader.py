@@ -92,7 +92,11 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
             seen[value] = i
 
     unique(data["models"], "id", "models")
-    models = [_model(m, f"models[{i}]", path.parent) for i, m in enumerate(data["models"])]
+    defaults = data.get("defaults") or {}
+    models = [
+        _model(with_defaults(m, defaults), f"models[{i}]", path.parent)
+        for i, m in enumerate(data["models"])
+    ]
 
     unique(data["variants"], "id", "variants")
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
@@ -181,6 +185,19 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         calibration=calibration,
         node=node,
     )
+
+
+def with_defaults(raw: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """A model entry over the suite's ``defaults:``: its own keys win, ``params`` merge key by
+    key (``defaults: {params: {temperature: 0}}`` and a model's ``params: {max_tokens: 64}``
+    give both)."""
+    if not defaults:
+        return raw
+    params = {**(defaults.get("params") or {}), **(raw.get("params") or {})}
+    merged = {**{k: v for k, v in defaults.items() if k != "params"}, **raw}
+    if params:
+        merged["params"] = params
+    return merged
 
 
 def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSpec:
