@@ -320,3 +320,60 @@ def test_the_printed_example_in_the_docs_is_what_the_example_prints(
     printed = [line.rstrip() for line in result.stdout.splitlines()]
     for line in expected:
         assert line.rstrip() in printed, line
+
+
+# --- pairwise labels that name the sides by model id ----------------------------------------
+
+
+def _labelled(tmp_path: Path, labels: str) -> Path:
+    import shutil
+
+    target = tmp_path / "pw"
+    shutil.copytree(
+        PAIRWISE,
+        target,
+        ignore=shutil.ignore_patterns(".evalwh", "__pycache__"),
+        dirs_exist_ok=True,
+    )
+    cfg = target / "eval.yaml"
+    text = cfg.read_text()
+    head, _, _ = text.partition("\nlabels:\n")
+    cfg.write_text(head + "\nlabels:\n" + labels)
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("label", "stored"),
+    [
+        ("{case: q01, prefer: B}", "candidate"),
+        ("{case: q01, prefer: A}", "baseline"),
+        ("{case: q01, prefer: tie}", "tie"),
+        ("{case: q01, baseline: small, candidate: large, prefer: candidate}", "candidate"),
+        ("{case: q01, baseline: small, candidate: large, prefer: baseline}", "baseline"),
+        ("{case: q01, prefer: large}", "candidate"),
+        ("{case: q01, prefer: small}", "baseline"),
+        # the label names the sides the other way round: its preference is turned with them
+        ("{case: q01, baseline: large, candidate: small, prefer: candidate}", "baseline"),
+        ("{case: q01, baseline: large, candidate: small, prefer: A}", "candidate"),
+        ("{case: q01, baseline: large, candidate: small, prefer: large}", "candidate"),
+        ("{case: q01, baseline: large, candidate: small, prefer: tie}", "tie"),
+    ],
+)
+def test_labels_name_sides_by_a_b_role_or_model_id(tmp_path: Path, label: str, stored: str) -> None:
+    from evalwh.config.loader import load_config
+
+    cfg = load_config(_labelled(tmp_path, f"  - {label}\n"))
+    assert [(lb.case_id, lb.prefer) for lb in cfg.labels] == [("q01", stored)]
+
+
+def test_a_label_preferring_no_side_is_an_error_naming_the_sides(tmp_path: Path) -> None:
+    from evalwh.config.loader import load_config
+    from evalwh.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="prefer 'medium' names neither side") as exc:
+        load_config(_labelled(tmp_path, "  - {case: q01, prefer: medium}\n"))
+    assert "small (baseline)" in str(exc.value) and exc.value.line is not None
+    with pytest.raises(ConfigError, match="matches no pairwise comparison"):
+        load_config(
+            _labelled(tmp_path, "  - {case: q01, baseline: small, candidate: nope, prefer: A}\n")
+        )

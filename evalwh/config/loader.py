@@ -341,7 +341,13 @@ def _comparisons(
     return out
 
 
-PREFER = {"A": "baseline", "B": "candidate", "tie": "tie"}
+PREFER = {
+    "A": "baseline",
+    "B": "candidate",
+    "tie": "tie",
+    "baseline": "baseline",
+    "candidate": "candidate",
+}
 
 
 def _labels(
@@ -359,13 +365,10 @@ def _labels(
         matches = comparisons
         if "comparison" in raw:
             matches = [c for c in comparisons if c.name == raw["comparison"]]
-        for key in ("baseline", "candidate"):
-            if key in raw:
-                matches = [
-                    c
-                    for c in matches
-                    if raw[key] in (getattr(c, key).model, getattr(c, key).variant)
-                ]
+        named = [c for c in matches if _sides_match(raw, c, swapped=False)]
+        swapped = [c for c in matches if _sides_match(raw, c, swapped=True)]
+        flip = not named and bool(swapped) and ("baseline" in raw or "candidate" in raw)
+        matches = swapped if flip else named
         if len(matches) != 1:
             names = ", ".join(c.name for c in comparisons) or "none"
             raise ConfigError(
@@ -375,5 +378,41 @@ def _labels(
                 **where_line(["labels", i]),
                 fix=f"name it with `comparison:` (pairwise entries: {names}) or give baseline/candidate",
             )
-        out.append(Label(matches[0].name, case_id, PREFER[raw["prefer"]], raw.get("note")))
+        prefer = _prefer(raw, matches[0], where_line(["labels", i, "prefer"]), flip=flip)
+        out.append(Label(matches[0].name, case_id, prefer, raw.get("note")))
     return out
+
+
+def _side_ids(side: Side) -> set[str]:
+    return {x for x in (side.model, side.variant) if x}
+
+
+def _sides_match(raw: dict[str, Any], c: Comparison, *, swapped: bool) -> bool:
+    """Whether a label's ``baseline`` / ``candidate`` ids name ``c``'s sides (the other way
+    round when ``swapped``); a label that names neither matches every comparison."""
+    for key in ("baseline", "candidate"):
+        if key not in raw:
+            continue
+        role = {"baseline": "candidate", "candidate": "baseline"}[key] if swapped else key
+        if str(raw[key]) not in _side_ids(getattr(c, role)):
+            return False
+    return True
+
+
+def _prefer(raw: dict[str, Any], c: Comparison, where: dict[str, Any], *, flip: bool) -> str:
+    """``prefer`` as the comparison's baseline | candidate | tie, from A/B/tie,
+    baseline/candidate or the id of the preferred side. A/B and baseline/candidate mean the
+    sides as the label names them: ``flip`` when it names them the other way round."""
+    other = {"baseline": "candidate", "candidate": "baseline", "tie": "tie"}
+    value = str(raw["prefer"])
+    if value in PREFER:
+        return other[PREFER[value]] if flip else PREFER[value]
+    hits = [k for k in ("baseline", "candidate") if value in _side_ids(getattr(c, k))]
+    if len(hits) == 1:
+        return hits[0]
+    raise ConfigError(
+        f"prefer '{value}' names neither side of pairwise '{c.name}'",
+        **where,
+        fix="use A, B, tie, baseline, candidate, or a side's id: "
+        f"{c.baseline.describe()} (baseline), {c.candidate.describe()} (candidate)",
+    )
