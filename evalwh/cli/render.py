@@ -120,7 +120,7 @@ def criteria_table(rows: list[dict[str, Any]]) -> Table:
     for r in rows:
         table.add_row(
             r["criterion"],
-            r["scorer"],
+            r["scorer"] + (f" ({r['mode']})" if r.get("mode") else ""),
             f"{r['weight']:g}",
             "yes" if r["required"] else "no",
             pct(r["pass_rate"]),

@@ -131,6 +131,9 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         )
         for i, c in enumerate(data["scorecard"])
     ]
+    from evalwh.config.outputs import attach_outputs
+
+    variants = attach_outputs(data, variants, scorecard, path)
     if not any(c.weight > 0 for c in scorecard):
         raise ConfigError(
             "every criterion has weight 0",
@@ -162,7 +165,11 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
 
     snapshot = dict(data)
     snapshot["variants"] = [
-        {"id": v.id, "messages": [[m.role, [p.to_dict() for p in m.content]] for m in v.messages]}
+        {
+            "id": v.id,
+            "messages": [[m.role, [p.to_dict() for p in m.content]] for m in v.messages],
+            **({"output": v.output.to_dict()} if v.output is not None else {}),
+        }
         for v in variants
     ]
     rows = dataset_rows(cases)

@@ -36,6 +36,7 @@ class Variant:
     description: str | None = None
     source: str = ""  # the file the messages came from (config or prompt file)
     where: str = ""  # path inside the config, for error messages
+    output: Any = None  # an evalwh.config.outputs.OutputSpec: JSON by schema is asked for
 
 
 @dataclass(frozen=True)

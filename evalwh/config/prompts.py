@@ -189,7 +189,8 @@ class CompiledVariant:
             self._messages.append((message.role, parts))
 
     def attachment_digest(self, root: Path) -> str:
-        """One hash over the contents of every file part (image, audio ...) of this variant.
+        """One hash over the contents of every file part (image, audio ...) of this variant,
+        and its output schema when it asks for JSON by schema.
 
         Files are read once per variant; a missing file is a validation error.
         """
@@ -210,6 +211,8 @@ class CompiledVariant:
                             fix="check the path; it is relative to the config file's folder",
                         ) from None
                     h.update(b"\x00")
+            if self.variant.output is not None:  # JSON by schema: part of the request
+                h.update(b"output\x00" + self.variant.output.digest_text().encode())
             self._digest = h.hexdigest() if h.digest() != hashlib.sha256().digest() else ""
         return self._digest
 

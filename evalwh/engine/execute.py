@@ -81,6 +81,20 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
         providers.check(model, file)
         paid = bool(getattr(providers.provider_class(model.provider), "paid", False))
         models.append(replace(model, price=price_for(model, paid=paid, file=file)))
+    for variant in config.variants:
+        if variant.output is not None and variant.output.mode == "native":
+            for model in models:
+                if not getattr(
+                    providers.provider_class(model.provider), "structured_output", False
+                ):
+                    raise ConfigError(
+                        f"model '{model.id}' (provider {model.provider}) cannot be asked for "
+                        "JSON by schema natively",
+                        file=file,
+                        where=f"{variant.where}.output_schema.mode",
+                        fix="use mode: auto (prompted where native is not supported) or "
+                        "mode: prompted",
+                    )
     judges = []
     for judge in config.judges:
         providers.check(judge.model, file)

@@ -264,9 +264,11 @@ class Engine:
         variant: str,
         repeat: int = 0,
         attachments: str = "",
+        output: Any = None,
     ) -> Call:
         """One request through the cache, the cost cap, the limits and the retries. Never
-        raises; a request the cap refuses is a Call whose error has kind ``budget``."""
+        raises; a request the cap refuses is a Call whose error has kind ``budget``.
+        ``output`` (an OutputSpec) asks for JSON by schema; ``attachments`` covers it."""
         model = endpoint.model
         key = request_hash(endpoint.identity, messages, repeat, attachments)
         hit = self.cache.get(key)
@@ -275,7 +277,7 @@ class Engine:
             return Call(key, hit, None, True, 0)
         budget = self.budget
         if budget is None:
-            return await self._send(endpoint, messages, case, variant, repeat, key)
+            return await self._send(endpoint, messages, case, variant, repeat, key, output)
         chars = sum(len(p.get("text", "")) for m in messages for p in m["content"])
         amount = budget.reservation(model, chars)
         if not budget.reserve(amount):
@@ -283,7 +285,7 @@ class Engine:
             return Call(key, None, error, False, 0)
         call = None
         try:
-            call = await self._send(endpoint, messages, case, variant, repeat, key)
+            call = await self._send(endpoint, messages, case, variant, repeat, key, output)
             return call
         finally:
             budget.settle(amount, call.cost(model) if call is not None else None, model)
@@ -296,9 +298,21 @@ class Engine:
         variant: str,
         repeat: int,
         key: str,
+        output: Any = None,
     ) -> Call:
         model = endpoint.model
-        request = Request(model=model, messages=messages, case=case, variant=variant, repeat=repeat)
+        if output is not None and output.mode_for(type(endpoint.provider)) == "prompted":
+            from evalwh.config.outputs import prompted_messages
+
+            messages, output = prompted_messages(messages, output), None
+        request = Request(
+            model=model,
+            messages=messages,
+            case=case,
+            variant=variant,
+            repeat=repeat,
+            output=output,
+        )
         attempt = 0
         began = time.monotonic()
         while True:
@@ -380,6 +394,7 @@ class Engine:
             variant.variant.id,
             repeat,
             variant.attachment_digest(self.root),
+            variant.variant.output,
         )
         base = {
             "variant": variant.variant.id,
@@ -413,6 +428,11 @@ class Engine:
             scored, judge_cost, check = await self._score(answer.output, case, messages)
         else:  # deterministic scorers only: nothing to await
             scored, judge_cost, check = self.scorecard.score(answer.output, case), None, None
+        if variant.variant.output is not None:  # the schema pass rate says how it was asked
+            mode = variant.variant.output.mode_for(type(endpoint.provider))
+            for row in scored.criteria:
+                if row.scorer == "json-schema":
+                    row.details = {**(row.details or {}), "mode": mode}
         return CellResult(
             **base,
             output=answer.output,
