@@ -372,3 +372,21 @@ def test_unknown_tool_and_bad_suffix_are_usage_errors(tmp_path: Path) -> None:
     other.write_text("{}")
     with pytest.raises(ConfigError, match=r"\.eval or \.json"):
         api.import_results("inspect", [other], warehouse=tmp_path / "w.duckdb")
+
+
+@needs_peers
+def test_gate_slices_and_exports_work_on_imported_runs(tmp_path: Path) -> None:
+    wh = tmp_path / "w.duckdb"
+    api.import_results("promptfoo", [PROMPTFOO], warehouse=wh, label="pf")
+    api.import_results("inspect", [inspect_log("json")], warehouse=wh, label="ins")
+    view = api.open_warehouse(wh)
+    # slices by the metadata both tools carry
+    by_topic = {r["slice"]: r for r in view.slice("ins", "topic").to_dicts() if r.get("slice")}
+    assert set(by_topic) >= {"topic=geography", "topic=math", "topic=history"}
+    # the gate judges an imported run (no thresholds: nothing fails) against another
+    gate = view.gate("ins", baseline="pf")
+    assert gate.passed and gate.baseline_id == view.resolve("pf")
+    # exports read it like any run
+    done = view.export("pf", "junit", out=tmp_path / "pf.xml")
+    text = (tmp_path / "pf.xml").read_text()
+    assert done is not None and text.count("<testcase") == 24 and "500 Internal Server Error" in text
