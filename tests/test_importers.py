@@ -389,4 +389,6 @@ def test_gate_slices_and_exports_work_on_imported_runs(tmp_path: Path) -> None:
     # exports read it like any run
     done = view.export("pf", "junit", out=tmp_path / "pf.xml")
     text = (tmp_path / "pf.xml").read_text()
-    assert done is not None and text.count("<testcase") == 24 and "500 Internal Server Error" in text
+    assert (
+        done is not None and text.count("<testcase") == 24 and "500 Internal Server Error" in text
+    )
