@@ -45,6 +45,10 @@ def test_fake_answers_every_model_with_the_mock_under_the_same_ids(tmp_path: Pat
     rows = cases_of(tmp_path / "out" / "warehouse.duckdb")
     assert {r[0] for r in rows} == {"big", "small"}
     assert [r[1] for r in rows if r[0] == "big"] == ["question 0", "question 1", "question 2"]
+    # the stored snapshot says the run was faked, so it is not mistaken for a real one
+    snap = evalwh.open_warehouse(tmp_path / "out" / "warehouse.duckdb").run(result.run_id)
+    stored = json.loads(snap["config_snapshot"])
+    assert stored["fake"] is True and stored["models"][0]["faked_provider"] == "anthropic"
     # the prices stay those of the real models, so the estimate still means something
     by_model = {r["model"]: r for r in result.estimate["by_model"]}
     assert by_model["big"]["cost_usd"] > by_model["small"]["cost_usd"] > 0

@@ -86,4 +86,13 @@ def fake_models(config: EvalConfig) -> EvalConfig:
         Judge(j.id, fake_spec(j.model), j.rubric, j.messages, j.scale, j.where)
         for j in config.judges
     ]
-    return replace(config, models=[fake_spec(m) for m in config.models], judges=judges)
+    # the stored snapshot (runs.config_snapshot) says the run was faked, and by what
+    raw = {**config.raw, "fake": True}
+    raw["models"] = [
+        {**m, "provider": FAKE_PROVIDER, "faked_provider": m.get("provider")}
+        if isinstance(m, dict)
+        else m
+        for m in config.raw.get("models") or []
+    ]
+    models = [fake_spec(m) for m in config.models]
+    return replace(config, models=models, judges=judges, raw=raw)
