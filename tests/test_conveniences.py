@@ -114,6 +114,9 @@ def test_adhoc_model_of_unknown_price_or_provider_is_refused(quickstart: Path) -
     # an unknown provider before the slash is not an ad-hoc model: it filters, and matches none
     with pytest.raises(Exception, match="nope/x"):
         evalwh.validate(quickstart, models=["nope/x"])
+    # nor is the command provider: a program to run needs its own entry in eval.yaml
+    with pytest.raises(Exception, match="command/ls"):
+        evalwh.validate(quickstart, models=["command/ls"])
 
 
 # -- the default spending cap --------------------------------------------------------------

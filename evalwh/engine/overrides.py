@@ -19,6 +19,9 @@ from fnmatch import fnmatchcase
 from evalwh.config.model import EvalConfig, Judge, ModelSpec
 
 FAKE_PROVIDER = "mock"
+# providers an ad-hoc ``provider/model`` may name: not ``command`` (it runs a program, which
+# needs its own entry in eval.yaml; an MCP client could otherwise reach it past --allow-code)
+NOT_ADHOC = frozenset({"command"})
 
 
 def split_models(values: Sequence[str]) -> list[str]:
@@ -38,7 +41,7 @@ def adhoc_models(config: EvalConfig, values: Sequence[str]) -> tuple[list[ModelS
     for value in values:
         provider, sep, model = value.partition("/")
         matches = any(fnmatchcase(m.id, value) for m in config.models)
-        if sep and model and provider in known and not matches:
+        if sep and model and provider in known and provider not in NOT_ADHOC and not matches:
             added.append(
                 ModelSpec(
                     id=value,
