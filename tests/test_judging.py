@@ -370,9 +370,9 @@ def test_a_label_preferring_no_side_is_an_error_naming_the_sides(tmp_path: Path)
     from evalwh.config.loader import load_config
     from evalwh.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="prefer 'medium' names neither side") as exc:
+    with pytest.raises(ConfigError, match="prefer 'medium' is none of") as exc:
         load_config(_labelled(tmp_path, "  - {case: q01, prefer: medium}\n"))
-    assert "small (baseline)" in str(exc.value) and exc.value.line is not None
+    assert exc.value.where == "labels[0].prefer" and exc.value.line is not None
     with pytest.raises(ConfigError, match="matches no pairwise comparison"):
         load_config(
             _labelled(tmp_path, "  - {case: q01, baseline: small, candidate: nope, prefer: A}\n")

@@ -369,6 +369,15 @@ def _labels(
                 **where_line(["labels", i, "case"]),
                 fix="use a case id from `cases:`",
             )
+        known = {x for c in comparisons for x in (*_side_ids(c.baseline), *_side_ids(c.candidate))}
+        if str(raw["prefer"]) not in PREFER and str(raw["prefer"]) not in known:
+            raise ConfigError(
+                f"prefer '{raw['prefer']}' is none of A, B, tie, baseline, candidate or a "
+                "compared model or variant id",
+                **where_line(["labels", i, "prefer"]),
+                fix="say which answer the labeller preferred: A (baseline), B (candidate), tie, "
+                "or the preferred side's id",
+            )
         matches = comparisons
         if "comparison" in raw:
             matches = [c for c in comparisons if c.name == raw["comparison"]]
