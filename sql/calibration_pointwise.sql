@@ -1,15 +1,38 @@
 -- title: Pointwise judge calibration
--- description: Per llm-judge criterion (and per value of case metadata key $key when given, else one row with slice NULL), agreement with the cases' human_label: pass/fail Cohen's kappa, raw agreement and base rate for boolean-like labels; for numeric labels, exact agreement of the rounded raw score, agreement within $within points (within_1_agreement keeps the within-1 figure), and the quadratic-weighted kappa of the ordinal scale (1 - mean squared difference / its expectation under independent marginals); n for each.
+-- description: Per llm-judge criterion (and per value of case metadata key $key when given, else one row with slice NULL), agreement with the human labels (a pointwise `labels:` entry or `evalwh labels import` for that criterion, else the case's human_label): pass/fail Cohen's kappa, raw agreement and base rate for boolean-like labels; for numeric labels, exact agreement of the rounded raw score, agreement within $within points (within_1_agreement keeps the within-1 figure), and the quadratic-weighted kappa of the ordinal scale (1 - mean squared difference / its expectation under independent marginals); n for each. A label counts once per case x criterion (labels name no model): it is compared with the judge's verdict aggregated over every judged answer of that case (variants, models, repeats) -- pass when the judge passed at least half of them, and the mean raw score.
 -- params: run_id, within, key
-WITH judged AS (
+-- a label counts once: the judge's answers for a (criterion, case) are aggregated first.
+-- Pointwise rows of `labels` with `comparison` set grade that criterion only; rows with it NULL
+-- (a case's human_label) grade every llm-judge criterion. The criterion's own label wins.
+WITH per_case AS (
+    SELECT criterion, case_id,
+           avg(passed::INTEGER) >= 0.5 AS passed,
+           avg(raw_score)              AS raw_score
+    FROM scores
+    WHERE run_id = $run_id AND judge_model IS NOT NULL AND error IS NULL
+    GROUP BY criterion, case_id
+),
+sliced AS (   -- a case's metadata is the same in every cell: one value per case
+    SELECT case_id, coalesce(any_value(json_extract_string(metadata, '$.' || $key)), '(none)') AS slice
+    FROM cases
+    WHERE run_id = $run_id AND $key IS NOT NULL
+    GROUP BY case_id
+),
+judged AS (
     SELECT s.criterion, s.case_id, s.passed, s.raw_score, l.label,
-           CASE WHEN $key IS NOT NULL
-                THEN coalesce(json_extract_string(c.metadata, '$.' || $key), '(none)') END AS slice
-    FROM scores s
-    JOIN labels l ON l.run_id = s.run_id AND l.case_id = s.case_id AND l.kind = 'pointwise'
-    JOIN cases c ON c.run_id = s.run_id AND c.variant = s.variant AND c.model = s.model
-                AND c.case_id = s.case_id AND c.repeat = s.repeat
-    WHERE s.run_id = $run_id AND s.judge_model IS NOT NULL AND s.error IS NULL
+           CASE WHEN $key IS NOT NULL THEN coalesce(m.slice, '(none)') END AS slice
+    FROM per_case s
+    JOIN (
+        SELECT c.criterion, c.case_id, l.label
+        FROM per_case c
+        JOIN labels l ON l.case_id = c.case_id
+            AND (l.comparison = c.criterion OR l.comparison IS NULL)
+        WHERE l.run_id = $run_id AND l.kind = 'pointwise'
+        QUALIFY row_number() OVER (
+            PARTITION BY c.criterion, c.case_id ORDER BY l.comparison IS NULL, l.label::VARCHAR
+        ) = 1
+    ) l USING (criterion, case_id)
+    LEFT JOIN sliced m USING (case_id)
 ),
 typed AS (
     SELECT *,

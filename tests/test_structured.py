@@ -241,3 +241,56 @@ def test_a_provider_declaring_structured_output_receives_the_schema(
         assert output is None and "valid against this JSON Schema" in text
     mode = "native" if native else "prompted"
     assert scores(tmp_path / "out") == [("c1", True, mode), ("c2", True, mode)]
+
+
+def test_requests_differing_only_in_output_schema_hash_apart() -> None:
+    """The bug it names: the schema hashed through an attachment digest that is gone (issue 16
+    took it out), so an OpenAI request (whose scope is otherwise empty) with schema A and one
+    with schema B shared a hash. The schema and its mode are in the request's scope."""
+    from evalwh.config.model import ModelSpec
+    from evalwh.config.outputs import OutputSpec
+    from evalwh.engine.plan import model_identity, request_hash, request_scope
+
+    model = ModelSpec(id="m", provider="openai", model="gpt-4o-mini")
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Where?"}]}]
+    a = OutputSpec(schema=SCHEMA)
+    b = OutputSpec(schema={**SCHEMA, "required": []})
+
+    def key(output: OutputSpec | None) -> str:
+        scope = request_scope(model, "v", "c1", output)
+        return request_hash(model_identity(model), messages, 0, scope=scope)
+
+    keys = [key(None), key(a), key(b), key(OutputSpec(schema=SCHEMA, mode="prompted"))]
+    assert len(set(keys)) == 4
+    assert key(a) == key(OutputSpec(schema=dict(SCHEMA)))  # the same schema: the same key
+    assert request_scope(model, "v", "c1") == ""  # no schema: other providers' keys unchanged
+
+
+def test_an_answer_to_one_schema_is_not_served_to_another(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end on the fake OpenAI server: the same prompt with another schema is sent
+    again (no shared cache entry), the same schema a second time is a cache hit."""
+    monkeypatch.setenv("OPENAI_API_KEY", "k-test-000000")
+    server.default = reply('{"city": "Paris"}')
+    model = f"{{id: m, provider: openai, model: gpt-4o-mini, base_url: '{server.openai_url}'}}"
+    out = tmp_path / "out"
+    first = config(tmp_path / "a", model, OUTPUT)
+    other = config(tmp_path / "b", model, OUTPUT.replace('"city"', '"town"'))
+    one = evalwh.run_eval(first, output_dir=out)
+    two = evalwh.run_eval(other, output_dir=out)
+    again = evalwh.run_eval(first, output_dir=out)
+    assert (one.stats["requests"], two.stats["requests"]) == (2, 2)
+    assert server.count == 4
+    assert [r.body["response_format"]["json_schema"]["schema"] for r in server.requests[2:]] == [
+        json.loads(json.dumps(SCHEMA).replace('"city"', '"town"'))
+    ] * 2
+    assert (again.stats["requests"], again.stats["cache_hits"]) == (0, 2)
+    con = duckdb.connect(str(out / "warehouse.duckdb"), read_only=True)
+    try:
+        # one entry per (case, schema): 2 cases x 2 schemas, none shared
+        assert con.execute(
+            "SELECT count(*), count(DISTINCT request_hash) FROM response_cache"
+        ).fetchone() == (4, 4)
+    finally:
+        con.close()

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from evalwh.config.model import Case, EvalConfig, ModelSpec
+from evalwh.config.outputs import OutputSpec
 from evalwh.config.prompts import CompiledVariant, Rendered
 from evalwh.errors import UsageError
 
@@ -115,7 +116,10 @@ def model_identity(model: ModelSpec) -> str:
 def _body_encoder() -> Any:
     """``json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
     minus its per-call set-up: the C encoder json.dumps would build, called directly."""
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import (  # type: ignore[attr-defined]  # the C accelerator, untyped
+        c_make_encoder,
+        encode_basestring,
+    )
 
     reference = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if c_make_encoder is None:  # pragma: no cover - a Python without the _json accelerator
@@ -144,21 +148,40 @@ def _identity_prefix(identity: str) -> Any:
 
 def request_body(messages: Rendered) -> str:
     """The canonical JSON of rendered messages that :func:`request_hash` hashes."""
-    return _encode_body(messages)
+    body: str = _encode_body(messages)
+    return body
+
+
+def request_scope(
+    model: ModelSpec, variant: str, case_id: str, output: OutputSpec | None = None
+) -> str:
+    """What decides an answer besides the rendered messages: the output schema a variant asks
+    for (an ``OutputSpec``: its schema and mode, so an answer given without a schema, or to
+    another one, is never served from the cache), and for the mock provider the case and the
+    variant (its rules and draws depend on them, so two cases with the same prompt never share
+    a mock answer). "" for a request of another provider that asks for no schema."""
+    mock = f"{variant}\x00{case_id}" if model.provider == "mock" else ""
+    if output is None:
+        return mock
+    return f"{mock}\x00output\x00{output.digest_text()}"
 
 
 def request_hash(
     identity: str,
     messages: Rendered,
     repeat: int,
-    attachments: str = "",
     *,
     body: str | None = None,
+    scope: str = "",
 ) -> str:
-    """Content hash of a request: model identity, rendered messages, attached files' contents
-    (``attachments`` is their digest) and the repeat index. The cache and resume key on it.
+    """Content hash of a request: model identity, rendered messages, the repeat index and the
+    :func:`request_scope`. An attached file is in the rendered messages as its SHA-256 (never
+    its path), so the hash follows the file's content. The cache and resume key on it.
     ``body``, when given, is ``request_body(messages)`` computed once for several hashes."""
     h = _identity_prefix(identity).copy()
     h.update((_encode_body(messages) if body is None else body).encode())
-    h.update(f"\x00{attachments}\x00{repeat}".encode())
-    return h.hexdigest()
+    h.update(f"\x00\x00{repeat}".encode())
+    if scope:
+        h.update(f"\x00{scope}".encode())
+    digest: str = h.hexdigest()
+    return digest

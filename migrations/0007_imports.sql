@@ -1,6 +1,6 @@
--- evalwh warehouse schema, version 5: runs imported from other tools (promptfoo, inspect_ai).
+-- evalwh warehouse schema, version 7: runs imported from other tools (promptfoo, inspect_ai).
 -- Applied once per warehouse file, in one transaction with its row in schema_migrations.
--- Released migrations are never edited: add 0006_....sql instead (a test enforces this).
+-- Released migrations are never edited: add 0008_....sql instead (a test enforces this).
 
 -- An imported run names the tool and version that made it, and the content hash of the file
 -- it came from: importing the same file again finds the hash and adds nothing.
