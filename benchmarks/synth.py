@@ -81,7 +81,7 @@ def _insert_run(con, index: int, n: int) -> None:  # type: ignore[no-untyped-def
     # Half the rows per variant; a run-dependent pass probability so runs differ.
     con.execute(
         """
-        INSERT INTO cases
+        INSERT INTO cases BY NAME  -- by name: later migrations add columns
         SELECT
             $rid AS run_id,
             CASE WHEN i % 2 = 0 THEN 'terse' ELSE 'reasoned' END AS variant,

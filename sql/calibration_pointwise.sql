@@ -1,6 +1,6 @@
 -- title: Pointwise judge calibration
--- description: Per llm-judge criterion, agreement with the human labels (a pointwise `labels:` entry or `evalwh labels import` for that criterion, else the case's human_label): pass/fail Cohen's kappa, raw agreement and base rate for boolean-like labels; exact and within-1 agreement of the raw score for numeric labels; n for each. A label counts once per case x criterion (labels name no model): it is compared with the judge's verdict aggregated over every judged answer of that case (variants, models, repeats) -- pass when the judge passed at least half of them, and the mean raw score.
--- params: run_id
+-- description: Per llm-judge criterion (and per value of case metadata key $key when given, else one row with slice NULL), agreement with the human labels (a pointwise `labels:` entry or `evalwh labels import` for that criterion, else the case's human_label): pass/fail Cohen's kappa, raw agreement and base rate for boolean-like labels; for numeric labels, exact agreement of the rounded raw score, agreement within $within points (within_1_agreement keeps the within-1 figure), and the quadratic-weighted kappa of the ordinal scale (1 - mean squared difference / its expectation under independent marginals); n for each. A label counts once per case x criterion (labels name no model): it is compared with the judge's verdict aggregated over every judged answer of that case (variants, models, repeats) -- pass when the judge passed at least half of them, and the mean raw score.
+-- params: run_id, within, key
 -- a label counts once: the judge's answers for a (criterion, case) are aggregated first.
 -- Pointwise rows of `labels` with `comparison` set grade that criterion only; rows with it NULL
 -- (a case's human_label) grade every llm-judge criterion. The criterion's own label wins.
@@ -12,8 +12,15 @@ WITH per_case AS (
     WHERE run_id = $run_id AND judge_model IS NOT NULL AND error IS NULL
     GROUP BY criterion, case_id
 ),
+sliced AS (   -- a case's metadata is the same in every cell: one value per case
+    SELECT case_id, coalesce(any_value(json_extract_string(metadata, '$.' || $key)), '(none)') AS slice
+    FROM cases
+    WHERE run_id = $run_id AND $key IS NOT NULL
+    GROUP BY case_id
+),
 judged AS (
-    SELECT s.criterion, s.case_id, s.passed, s.raw_score, l.label
+    SELECT s.criterion, s.case_id, s.passed, s.raw_score, l.label,
+           CASE WHEN $key IS NOT NULL THEN coalesce(m.slice, '(none)') END AS slice
     FROM per_case s
     JOIN (
         SELECT c.criterion, c.case_id, l.label
@@ -25,6 +32,7 @@ judged AS (
             PARTITION BY c.criterion, c.case_id ORDER BY l.comparison IS NULL, l.label::VARCHAR
         ) = 1
     ) l USING (criterion, case_id)
+    LEFT JOIN sliced m USING (case_id)
 ),
 typed AS (
     SELECT *,
@@ -33,32 +41,44 @@ typed AS (
             WHEN lower(label ->> '$') IN ('pass', 'yes', 'good', 'true', 'correct') THEN true
             WHEN lower(label ->> '$') IN ('fail', 'no', 'bad', 'false', 'incorrect') THEN false
         END AS human_pass,
-        TRY_CAST(label ->> '$' AS DOUBLE) AS human_score
+        TRY_CAST(label ->> '$' AS DOUBLE) AS human_score,
+        round(raw_score) AS judge_score
     FROM judged
 ),
 bin AS (
-    SELECT criterion,
+    SELECT criterion, slice,
         count(*) FILTER (WHERE human_pass IS NOT NULL)                        AS n,
         count(*) FILTER (WHERE human_pass = passed)                           AS agree,
         count(*) FILTER (WHERE human_pass)                                    AS human_yes,
         count(*) FILTER (WHERE human_pass IS NOT NULL AND passed)             AS judge_yes
-    FROM typed GROUP BY criterion
+    FROM typed GROUP BY criterion, slice
 ),
 num AS (
-    SELECT criterion,
+    SELECT criterion, slice,
         count(*) FILTER (WHERE human_score IS NOT NULL AND raw_score IS NOT NULL)  AS n_numeric,
-        avg((round(raw_score) = human_score)::INTEGER) FILTER (WHERE human_score IS NOT NULL) AS exact_agreement,
-        avg((abs(raw_score - human_score) <= 1)::INTEGER) FILTER (WHERE human_score IS NOT NULL) AS within_1_agreement
-    FROM typed GROUP BY criterion
+        avg((judge_score = human_score)::INTEGER) FILTER (WHERE human_score IS NOT NULL) AS exact_agreement,
+        avg((abs(raw_score - human_score) <= 1)::INTEGER) FILTER (WHERE human_score IS NOT NULL) AS within_1_agreement,
+        avg((abs(raw_score - human_score) <= $within)::INTEGER) FILTER (WHERE human_score IS NOT NULL) AS within_agreement,
+        avg((judge_score - human_score) * (judge_score - human_score))
+            FILTER (WHERE human_score IS NOT NULL AND raw_score IS NOT NULL) AS observed_sq,
+        var_pop(human_score) FILTER (WHERE raw_score IS NOT NULL)       AS var_human,
+        var_pop(judge_score) FILTER (WHERE human_score IS NOT NULL)     AS var_judge,
+        avg(human_score) FILTER (WHERE raw_score IS NOT NULL)           AS mean_human,
+        avg(judge_score) FILTER (WHERE human_score IS NOT NULL)         AS mean_judge
+    FROM typed GROUP BY criterion, slice
 ),
 k AS (
-    SELECT criterion, n, agree / nullif(n, 0) AS agreement,
+    SELECT criterion, slice, n, agree / nullif(n, 0) AS agreement,
         greatest(human_yes, n - human_yes) / nullif(n, 0) AS base_rate,
         (human_yes * judge_yes + (n - human_yes) * (n - judge_yes)) / nullif(n * n, 0) AS chance
     FROM bin
 )
-SELECT k.criterion, k.n AS n_labels, k.agreement, k.base_rate,
+SELECT k.criterion, k.slice, k.n AS n_labels, k.agreement, k.base_rate,
        CASE WHEN k.chance < 1 THEN (k.agreement - k.chance) / (1 - k.chance) END AS kappa,
-       num.n_numeric, num.exact_agreement, num.within_1_agreement
-FROM k JOIN num USING (criterion)
-ORDER BY k.criterion;
+       num.n_numeric, num.exact_agreement, num.within_1_agreement,
+       $within::DOUBLE AS within, num.within_agreement,
+       1 - num.observed_sq / nullif(
+           num.var_human + num.var_judge + (num.mean_human - num.mean_judge) * (num.mean_human - num.mean_judge), 0
+       ) AS weighted_kappa
+FROM k JOIN num ON num.criterion = k.criterion AND num.slice IS NOT DISTINCT FROM k.slice
+ORDER BY k.criterion, k.slice NULLS FIRST;

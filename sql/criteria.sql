@@ -1,5 +1,5 @@
 -- title: Criteria summary
--- description: One row per criterion of a run: n scored, n_cases, pass rate (the mean over cases of each case's pass fraction across its repeats, per variant x model cell) with its 95% Wilson interval on n_cases (cases x cells), mean score, scorer errors.
+-- description: One row per criterion of a run: n scored, n_cases, pass rate (the mean over cases of each case's pass fraction across its repeats, per variant x model cell) with its 95% Wilson interval on n_cases (cases x cells), mean score, scorer errors, and for a schema asked of the model how it was asked (mode: native, prompted, or both, from details.mode).
 -- params: run_id
 WITH per_case AS (   -- the case (in its cell) is the unit: its repeats are averaged first
     SELECT criterion, variant, model, case_id, avg(passed::INTEGER) AS case_pass
@@ -21,6 +21,7 @@ c AS (
         count(*) FILTER (WHERE passed)             AS n_passed,
         count(*) FILTER (WHERE error IS NOT NULL)  AS n_errors,
         avg(score)                                 AS mean_score,
+        string_agg(DISTINCT details ->> 'mode', ', ' ORDER BY details ->> 'mode') AS mode,
         1.959963984540054                          AS z
     FROM scores
     WHERE run_id = $run_id
@@ -35,6 +36,6 @@ SELECT
         / (1 + z * z / n_cases)) AS pass_rate_lo,
     least(1, (p + z * z / (2 * n_cases) + z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
         / (1 + z * z / n_cases)) AS pass_rate_hi,
-    mean_score
+    mean_score, mode
 FROM rated
 ORDER BY criterion;

@@ -466,3 +466,58 @@ def test_a_process_that_escapes_the_group_does_not_hang_the_check(
         assert time.monotonic() - started < 3
     finally:
         os.kill(pid, 9)  # the one process a check cannot reach: its own session
+
+
+# --- fenced code blocks: each run in order, the last one is the verdict ----------------------
+
+RETRACTED = """Here is a first try:
+
+```python
+print(1 / 0)
+```
+
+Wait, that divides by zero. Corrected:
+
+```python
+print("fixed")
+```
+"""
+
+
+def test_each_fenced_block_runs_and_the_last_is_the_verdict() -> None:
+    result = check('python3 "$ANSWER"', RETRACTED, env=plain_env())
+    assert result.passed and result.exit_code == 0
+    head, _, tail = result.output.partition("block 2 of 2 (the verdict):")
+    assert "block 1 of 2: fail (exit 1)" in head and "fixed" in tail
+
+
+def test_a_wrong_last_block_fails_even_after_a_right_one() -> None:
+    answer = "```\nexit 0\n```\nno, rather:\n~~~sh\nexit 3\n~~~\n"
+    result = check('sh "$ANSWER"', answer, env=plain_env())
+    assert not result.passed and result.exit_code == 3
+    assert "block 1 of 2: pass" in result.output
+
+
+def test_each_block_runs_in_a_fresh_folder() -> None:
+    answer = "```\ntouch left-behind\n```\n```\ntest ! -e left-behind\n```\n"
+    assert check('sh "$ANSWER"', answer, env=plain_env()).passed
+
+
+def test_one_block_is_checked_without_its_fences_and_no_block_means_the_whole_answer() -> None:
+    one = check(
+        'test "$(cat "$ANSWER")" = "echo hi"', "Sure:\n```bash\necho hi\n```\n", env=plain_env()
+    )
+    assert one.passed and "block" not in one.output
+    whole = check('grep -q "no fences" "$ANSWER"', "no fences here", env=plain_env())
+    assert whole.passed
+
+
+def test_at_most_max_blocks_run_the_last_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checks, "MAX_BLOCKS", 2)
+    answer = "".join(f"```\nexit {code}\n```\n" for code in (5, 6, 0))
+    result = check('sh "$ANSWER"', answer, env=plain_env())
+    assert result.passed
+    assert (
+        "blocks 1-1 of 3: not run" in result.output
+        and "block 2 of 3: fail (exit 6)" in result.output
+    )

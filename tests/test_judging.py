@@ -321,3 +321,152 @@ def test_the_printed_example_in_the_docs_is_what_the_example_prints(
     printed = [line.rstrip() for line in result.stdout.splitlines()]
     for line in expected:
         assert line.rstrip() in printed, line
+
+
+# --- pairwise labels that name the sides by model id ----------------------------------------
+
+
+def _labelled(tmp_path: Path, labels: str) -> Path:
+    import shutil
+
+    target = tmp_path / "pw"
+    shutil.copytree(
+        PAIRWISE,
+        target,
+        ignore=shutil.ignore_patterns(".evalwh", "__pycache__"),
+        dirs_exist_ok=True,
+    )
+    cfg = target / "eval.yaml"
+    text = cfg.read_text()
+    head, _, _ = text.partition("\nlabels:\n")
+    cfg.write_text(head + "\nlabels:\n" + labels)
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("label", "stored"),
+    [
+        ("{case: q01, prefer: B}", "candidate"),
+        ("{case: q01, prefer: A}", "baseline"),
+        ("{case: q01, prefer: tie}", "tie"),
+        ("{case: q01, baseline: small, candidate: large, prefer: candidate}", "candidate"),
+        ("{case: q01, baseline: small, candidate: large, prefer: baseline}", "baseline"),
+        ("{case: q01, prefer: large}", "candidate"),
+        ("{case: q01, prefer: small}", "baseline"),
+        # the label names the sides the other way round: its preference is turned with them
+        ("{case: q01, baseline: large, candidate: small, prefer: candidate}", "baseline"),
+        ("{case: q01, baseline: large, candidate: small, prefer: A}", "candidate"),
+        ("{case: q01, baseline: large, candidate: small, prefer: large}", "candidate"),
+        ("{case: q01, baseline: large, candidate: small, prefer: tie}", "tie"),
+    ],
+)
+def test_labels_name_sides_by_a_b_role_or_model_id(tmp_path: Path, label: str, stored: str) -> None:
+    from evalwh.config.loader import load_config
+
+    cfg = load_config(_labelled(tmp_path, f"  - {label}\n"))
+    assert [(lb.case_id, lb.prefer) for lb in cfg.labels] == [("q01", stored)]
+
+
+def test_a_label_preferring_no_side_is_an_error_naming_the_sides(tmp_path: Path) -> None:
+    from evalwh.config.loader import load_config
+    from evalwh.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="prefer 'medium' is none of") as exc:
+        load_config(_labelled(tmp_path, "  - {case: q01, prefer: medium}\n"))
+    assert exc.value.where == "labels[0].prefer" and exc.value.line is not None
+    with pytest.raises(ConfigError, match="matches no pairwise comparison"):
+        load_config(
+            _labelled(tmp_path, "  - {case: q01, baseline: small, candidate: nope, prefer: A}\n")
+        )
+
+
+# --- numeric pointwise labels: exact, within-N, weighted kappa, per slice ---------------------
+
+ORDINAL = [  # case, human label, judge score, topic
+    ("a", 1, 1, "x"),
+    ("b", 2, 3, "x"),
+    ("c", 3, 3, "x"),
+    ("d", 4, 2, "y"),
+    ("e", 5, 5, "y"),
+    ("f", 3, 5, "y"),
+]
+
+
+def _ordinal_config(tmp_path: Path, extra: str = "") -> Path:
+    cases = "\n".join(
+        f"  - {{id: {c}, vars: {{q: {c}}}, expected: {c}, human_label: {h}, metadata: {{topic: {t}}}}}"
+        for c, h, _, t in ORDINAL
+    )
+    rules = "\n".join(
+        f"          - when: {{case: {c}}}\n            reply: '{{\"score\": {j}}}'"
+        for c, _, j, _ in ORDINAL
+    )
+    return write(
+        tmp_path / "eval.yaml",
+        f"""\
+models:
+  - {{id: m, provider: mock}}
+variants:
+  - id: v
+    messages: [{{role: user, content: "{{{{ q }}}}"}}]
+cases:
+{cases}
+judges:
+  - id: j
+    scale: {{min: 1, max: 5}}
+    model:
+      id: j
+      provider: mock
+      mock:
+        rules:
+{rules}
+scorecard:
+  - {{name: judged, type: llm-judge, judge: j}}
+{extra}""",
+    )
+
+
+def quadratic_kappa(pairs: list[tuple[int, int]]) -> float:
+    """Weighted kappa computed the textbook way: weights (i-j)^2, expected from marginals."""
+    cats = sorted({v for p in pairs for v in p})
+    n = len(pairs)
+    observed = sum((h - j) ** 2 for h, j in pairs) / n
+    ph = {c: sum(1 for h, _ in pairs if h == c) / n for c in cats}
+    pj = {c: sum(1 for _, j in pairs if j == c) / n for c in cats}
+    expected = sum(ph[a] * pj[b] * (a - b) ** 2 for a in cats for b in cats)
+    return 1 - observed / expected
+
+
+def test_numeric_labels_get_exact_within_n_and_weighted_kappa(tmp_path: Path) -> None:
+    cfg = _ordinal_config(tmp_path)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    [point] = result.pairwise["pointwise"]
+    assert point["n_numeric"] == 6 and point["n_labels"] == 0 and point["kappa"] is None
+    assert point["exact_agreement"] == pytest.approx(3 / 6)
+    assert point["within"] == 1 and point["within_agreement"] == pytest.approx(4 / 6)
+    expected = quadratic_kappa([(h, j) for _, h, j, _ in ORDINAL])
+    assert point["weighted_kappa"] == pytest.approx(expected) and 0.6 < expected < 0.62
+    # a perfect judge has weighted kappa 1; within 2 counts the two off-by-two answers
+    cfg2 = _ordinal_config(tmp_path / "w2", "calibration: {within: 2}\n")
+    [point2] = evalwh.run_eval(cfg2, output_dir=tmp_path / "out2").pairwise["pointwise"]
+    assert point2["within"] == 2 and point2["within_agreement"] == 1.0
+
+
+def test_calibrate_prints_kappa_per_task_and_slice(tmp_path: Path) -> None:
+    cfg = _ordinal_config(tmp_path)
+    data = evalwh.api.calibrate(cfg, output_dir=tmp_path / "out", by="topic", within=0)
+    [row] = data["ranking"]
+    assert row["kind"] == "pointwise" and row["target"] == "judged"
+    assert row["within"] == 0 and row["within_agreement"] == pytest.approx(3 / 6)  # = exact
+    by_slice = {r["slice"]: r for r in data["slices"]}
+    assert set(by_slice) == {"x", "y"}
+    for topic in ("x", "y"):
+        pairs = [(h, j) for _, h, j, t in ORDINAL if t == topic]
+        assert by_slice[topic]["weighted_kappa"] == pytest.approx(quadratic_kappa(pairs))
+        assert by_slice[topic]["n_numeric"] == 3
+    done = run_cli(
+        "calibrate", str(cfg), "--by", "topic", "--within", "2", "-q", "-o", str(tmp_path / "o2")
+    )
+    assert done.returncode == 0, done.stderr
+    assert "kappa per task and topic" in done.stdout
+    assert "weighted kappa 0.61" in done.stdout and "within 2 100.0%" in done.stdout

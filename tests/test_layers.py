@@ -56,6 +56,7 @@ TOP_LEVEL = {
     "mcp",
     "viewer",  # the web viewer shell (`evalwh serve`)
     "engine",
+    "importers",  # other tools' results as runs (beside engine: both write runs)
     "reports",
     "analysis",
     "scoring",

@@ -86,7 +86,8 @@ def test_thousand_cases_with_injected_faults(
     )
     cfg = eval_for(tmp_path, block, 1000)
 
-    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    # ~$2.05 at list prices: over the default cap of a run on a paid provider
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out", max_cost=10.0)
     assert result.status == "completed"
     assert result.totals["n"] == 1000  # every case stored
     assert result.totals["n_errors"] == 3

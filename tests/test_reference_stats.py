@@ -330,7 +330,7 @@ def test_pointwise_labels_count_once_per_case_and_criterion(tmp_path):
                     "VALUES ('J', 'v', ?, ?, 0, 'judged', 'llm-judge', ?, ?, 1, true, 'jm', ?)",
                     [model, case, float(passed), passed, 5.0 if passed else 1.0],
                 )
-    (row,) = store.query("calibration_pointwise", run_id="J").to_pylist()
+    (row,) = store.query("calibration_pointwise", run_id="J", within=1.0, key=None).to_pylist()
     assert row["n_labels"] == 24  # not 48 (24 labels x 2 models)
     verdict = [sum(judged[c]) / 2 >= 0.5 for c in labels]
     assert row["kappa"] == pytest.approx(
@@ -369,7 +369,10 @@ def test_a_criterions_own_label_beats_the_cases_human_label(tmp_path):
                     "VALUES ('J', 'v', 'm', ?, 0, ?, 'llm-judge', ?, ?, 1, true, 'jm', ?)",
                     [case, criterion, float(passed), passed, float(passed)],
                 )
-    rows = {r["criterion"]: r for r in store.query("calibration_pointwise", run_id="J").to_pylist()}
+    rows = {
+        r["criterion"]: r
+        for r in store.query("calibration_pointwise", run_id="J", within=1.0, key=None).to_pylist()
+    }
     assert (rows["c1"]["n_labels"], rows["c2"]["n_labels"]) == (4, 4)  # once per case x criterion
     assert rows["c1"]["agreement"] == pytest.approx(0.75)
     assert rows["c1"]["kappa"] == pytest.approx(0.5)

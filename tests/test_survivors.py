@@ -206,7 +206,9 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     )
     rows = {
         r["criterion"]: r
-        for r in queries.run_query(con, "calibration_pointwise", run_id="r").to_pylist()
+        for r in queries.run_query(
+            con, "calibration_pointwise", run_id="r", within=1.0, key=None
+        ).to_pylist()
     }
     j = rows["j"]
     assert j["n_labels"] == 10

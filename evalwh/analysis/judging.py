@@ -17,7 +17,13 @@ if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
 
 UNCALIBRATED = "UNCALIBRATED"
-DEFAULTS = {"min_kappa": 0.6, "min_labels": 20, "max_flip_rate": 0.30, "on_below_floor": "flag"}
+DEFAULTS = {
+    "min_kappa": 0.6,
+    "min_labels": 20,
+    "max_flip_rate": 0.30,
+    "on_below_floor": "flag",
+    "within": 1.0,  # numeric pointwise labels: agreement within this many points
+}
 
 
 def calibration_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -25,12 +31,20 @@ def calibration_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def report(
-    store: Warehouse, run_id: str, config: dict[str, Any] | None = None, *, by: str | None = None
+    store: Warehouse,
+    run_id: str,
+    config: dict[str, Any] | None = None,
+    *,
+    by: str | None = None,
+    within: float | None = None,
 ) -> dict[str, Any]:
     """Pairwise comparisons (calibration, then win rate), confusion matrices, pointwise
-    calibration of llm-judge criteria, and optionally calibration by one metadata key."""
+    calibration of llm-judge criteria (numeric labels: exact, within-N and weighted kappa;
+    ``within`` overrides ``calibration.within``), and optionally both by one metadata key."""
     config = snapshot(store, run_id) if config is None else config
     cal = calibration_settings(config)
+    if within is not None:
+        cal["within"] = within
     comparisons = store.query(
         "pairwise",
         run_id=run_id,
@@ -49,11 +63,22 @@ def report(
     out: dict[str, Any] = {
         "calibration": cal,
         "comparisons": comparisons,
-        "pointwise": store.query("calibration_pointwise", run_id=run_id).to_pylist(),
+        "pointwise": pointwise(store, run_id, float(cal["within"])),
     }
     if by:
         out["slices"] = store.query("calibration_slices", run_id=run_id, key=by).to_pylist()
+        out["pointwise_slices"] = pointwise(store, run_id, float(cal["within"]), key=by)
     return out
+
+
+def pointwise(
+    store: Warehouse, run_id: str, within: float = 1.0, *, key: str | None = None
+) -> list[dict[str, Any]]:
+    """``sql/calibration_pointwise.sql``: per llm-judge criterion (and slice of ``key``)."""
+    rows: list[dict[str, Any]] = store.query(
+        "calibration_pointwise", run_id=run_id, within=float(within), key=key
+    ).to_pylist()
+    return rows
 
 
 def flags(row: dict[str, Any], cal: dict[str, Any]) -> list[str]:

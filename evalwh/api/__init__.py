@@ -9,6 +9,8 @@ wh.summary("latest")                  # Polars DataFrame
 from __future__ import annotations
 
 from evalwh.api.calibrate import calibrate as calibrate
+from evalwh.api.imports import import_results as import_results
+from evalwh.api.prices import prices as prices
 from evalwh.api.run import (
     DryRun,
     RunResult,

@@ -28,17 +28,40 @@ def judge_variants(data: dict[str, Any], judge_id: str) -> dict[str, Any]:
     return out
 
 
+def _rank_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    """Kappa first (the weighted kappa for numeric labels), then agreement, then flip rate."""
+    kappa = r["kappa"] if r["kappa"] is not None else r.get("weighted_kappa")
+    agreement = r["agreement"] if r["agreement"] is not None else r.get("within_agreement")
+    return (
+        r["kind"],
+        r["target"],
+        kappa is None,
+        -(kappa or 0),
+        -(agreement or 0),
+        r["flip_rate"] or 0,
+    )
+
+
 def calibrate(
     config: str | Path,
     *,
     judges: Sequence[str] = (),
     output_dir: str | Path | None = None,
     progress: Any = None,
+    by: str | None = None,
+    within: float | None = None,
 ) -> dict[str, Any]:
     """Run every judge (or the given ones) over the labelled cases; rank them by agreement
-    with the human labels (Cohen's kappa, then raw agreement, then flip rate)."""
+    with the human labels (Cohen's kappa, then raw agreement, then flip rate).
+
+    Numeric pointwise labels also get exact and within-``within`` agreement (default
+    ``calibration.within``, else 1) and the quadratic-weighted kappa of the ordinal scale.
+    ``by`` (a case metadata key) adds ``slices``: the same figures per value of the key, per
+    judge and task (comparison or criterion)."""
+    from evalwh.analysis.judging import report as judging_report
     from evalwh.api.run import run_eval
     from evalwh.config.loader import build_config, load_config
+    from evalwh.warehouse.store import Warehouse
 
     base = load_config(config)
     known = [j.id for j in base.judges]
@@ -57,7 +80,10 @@ def calibrate(
     )
     if not labelled:
         raise UsageError("no labels to calibrate against: add `labels:` or `human_label` on cases")
+    if within is not None and within < 0:
+        raise UsageError(f"--within must be 0 or more points, got {within:g}")
     rows: list[dict[str, Any]] = []
+    slices: list[dict[str, Any]] = []
     for judge_id in chosen:
         judged = build_config(judge_variants(base.raw, judge_id), base.path, None)
         result = run_eval(
@@ -68,6 +94,17 @@ def calibrate(
             progress=progress,
         )
         report = result.pairwise or {"comparisons": [], "pointwise": []}
+        if by is not None or within is not None:
+            store = Warehouse(Path(result.warehouse))
+            report = judging_report(store, result.run_id, judged.raw, by=by, within=within)
+            slices += [
+                {"judge": judge_id, "kind": "pairwise", "target": r["comparison"], **r}
+                for r in report.get("slices", [])
+            ]
+            slices += [
+                {"judge": judge_id, "kind": "pointwise", "target": r["criterion"], **r}
+                for r in report.get("pointwise_slices", [])
+            ]
         for c in report["comparisons"]:
             rows.append(
                 {
@@ -96,18 +133,14 @@ def calibrate(
                     "flip_rate": None,
                     "calibrated": None,
                     "run_id": result.run_id,
+                    "n_numeric": p["n_numeric"],
+                    "exact_agreement": p["exact_agreement"],
+                    "within": p["within"],
+                    "within_agreement": p["within_agreement"],
+                    "weighted_kappa": p["weighted_kappa"],
                 }
             )
-    rows.sort(
-        key=lambda r: (
-            r["kind"],
-            r["target"],
-            r["kappa"] is None,
-            -(r["kappa"] or 0),
-            -(r["agreement"] or 0),
-            r["flip_rate"] or 0,
-        )
-    )
+    rows.sort(key=_rank_key)
     rank: dict[tuple[str, str], int] = {}
     for row in rows:
         key = (row["kind"], row["target"])
@@ -118,4 +151,6 @@ def calibrate(
         "labelled_cases": len(labelled),
         "judges": chosen,
         "ranking": rows,
+        "by": by,
+        "slices": slices,
     }

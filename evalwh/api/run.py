@@ -108,6 +108,7 @@ class _Planned:
     replace_rows: bool = False
     token: str | None = None  # the lease of the continued run, held from planning on
     previous_status: str | None = None
+    models: tuple[str, ...] = ()  # the --model values left to filter by (ad-hoc ones added)
 
     def release(self) -> None:
         """Give a claimed run back untouched (the resume stopped before any request)."""
@@ -136,19 +137,21 @@ def _plan(
     resume: str | None = None,
     retry_errors: str | None = None,
     force: bool = False,
+    fake: bool = False,
 ) -> _Planned:
     """Everything before the first request: validate, plan, look up the cache, estimate.
 
     A resume (or retry of errors) claims the run's lease first, so no other process can
     continue it while its stored cells are read; the caller releases it on failure.
     """
+    from evalwh.engine.overrides import with_models
     from evalwh.engine.plan import Filters
     from evalwh.warehouse.lease import claim
     from evalwh.warehouse.store import Warehouse
 
-    cfg = _config(config)
+    cfg, chosen = with_models(_config(config), models, fake=fake)
     settings = settings_for(cfg, output_dir=output_dir, concurrency=concurrency)
-    filters = Filters(tuple(models), tuple(variants), tuple(cases))
+    filters = Filters(tuple(chosen), tuple(variants), tuple(cases))
     repeats = repeat or settings.repeat
     continue_run = token = previous = None
     if resume and retry_errors:
@@ -156,7 +159,9 @@ def _plan(
     if force and not (resume or retry_errors):
         raise UsageError("--force only goes with --resume or --retry-errors")
     if resume or retry_errors:
-        store = Warehouse(settings.warehouse, stale_after_s=settings.stale_after_s)
+        store = Warehouse(
+            settings.warehouse, stale_after_s=settings.stale_after_s, git_dir=cfg.root
+        )
         continue_run = store.resolve(resume or retry_errors or "")
         row = store.run_row(continue_run)
         _check_same_config(row, cfg, continue_run, "--resume" if resume else "--retry-errors")
@@ -165,6 +170,7 @@ def _plan(
         )
     planned = _Planned(cfg, settings, None, {}, None, continue_run, retry_errors is not None)
     planned.token, planned.previous_status = token, previous
+    planned.models = tuple(chosen)
     try:
         return _plan_cells(planned, filters, repeats, resume, retry_errors, use_cache)
     except BaseException:
@@ -202,7 +208,7 @@ def _plan_cells(
             only = store.cells(continue_run, errors_only=True)
     prepared = prepare(cfg, settings, filters, repeats, skip=skip, only=only)
     cache = (
-        cache_lookup(Warehouse(settings.warehouse), prepared.hashes)
+        cache_lookup(Warehouse(settings.cache_path), prepared.hashes)
         if use_cache and settings.cache
         else {}
     )
@@ -240,13 +246,28 @@ def _check_same_config(row: dict[str, Any], cfg: EvalConfig, run_id: str, flag: 
         )
 
 
-def _check_cost(est: Any, cap: float | None) -> None:
+def _cap(planned: _Planned, max_cost: float | None) -> tuple[float | None, str]:
+    """The run's cost cap and where it comes from (engine/budget.py ``run_cap``)."""
+    from evalwh.engine.budget import run_cap, uses_paid_provider
+
+    cfg = planned.config
+    paid = uses_paid_provider([*cfg.models, *(j.model for j in cfg.judges)])
+    return run_cap(max_cost, planned.settings.max_cost_usd, paid=paid)
+
+
+def _check_cost(est: Any, cap: float | None, source: str = "--max-cost") -> None:
+    from evalwh.engine.budget import DEFAULT_PAID_CAP_USD
     from evalwh.errors import CostRefusedError
 
     if cap is not None and est.cost_usd > cap:
+        which = (
+            f"the default cap ${DEFAULT_PAID_CAP_USD:.2f} for paid providers"
+            if source == "default"
+            else f"the maximum ${cap:.4f} ({source})"
+        )
         raise CostRefusedError(
-            f"estimated cost ${est.cost_usd:.4f} for {est.calls} call(s) exceeds the maximum "
-            f"${cap:.4f}; nothing was called (raise --max-cost or settings.max_cost_usd, or select "
+            f"estimated cost ${est.cost_usd:.4f} for {est.calls} call(s) exceeds {which}; "
+            "nothing was called (raise --max-cost or settings.max_cost_usd, or select "
             "fewer models, variants or cases)",
             estimate_usd=est.cost_usd,
             cap_usd=cap,
@@ -264,6 +285,7 @@ def validate(
     output_dir: str | Path | None = None,
     max_cost: float | None = None,
     no_cache: bool = False,
+    fake: bool = False,
 ) -> DryRun:
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
@@ -278,11 +300,10 @@ def validate(
         repeat=repeat,
         output_dir=output_dir,
         use_cache=not no_cache,
+        fake=fake,
     )
     plan = planned.prepared.plan
-    _check_cost(
-        planned.estimate, max_cost if max_cost is not None else planned.settings.max_cost_usd
-    )
+    _check_cost(planned.estimate, *_cap(planned, max_cost))
     sample = None
     if plan.variants and plan.cases:
         sample = {
@@ -323,6 +344,7 @@ def run_eval(
     progress: Progress | None = None,
     on_estimate: Callable[[Any], None] | None = None,
     html: str | Path | None = None,
+    fake: bool = False,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
@@ -359,18 +381,20 @@ def run_eval(
         resume=resume,
         retry_errors=retry_errors,
         force=force,
+        fake=fake,
     )
     cfg, settings = planned.config, planned.settings
-    cap = max_cost if max_cost is not None else settings.max_cost_usd
+    cap, cap_source = _cap(planned, max_cost)
     try:
-        baseline_id = Warehouse(settings.warehouse).resolve(baseline) if baseline else None
-        _check_cost(planned.estimate, cap)
+        store = Warehouse(settings.warehouse, git_dir=cfg.root)
+        baseline_id = store.resolve(baseline) if baseline else None
+        _check_cost(planned.estimate, cap, cap_source)
         if on_estimate is not None:
             on_estimate(planned.estimate)
     except BaseException:
         planned.release()
         raise
-    filters = Filters(tuple(models), tuple(variants), tuple(cases))
+    filters = Filters(planned.models, tuple(variants), tuple(cases))
     outcome = execute(
         planned.prepared,
         label=label,

@@ -37,20 +37,24 @@ class WarehouseView:
         settings: Settings | None = None,
         *,
         stale_after_s: float | None = None,
+        git_dir: Path | None = None,
     ) -> None:
         from evalwh.warehouse.store import Warehouse
 
         if stale_after_s is None and settings is not None:
             stale_after_s = settings.stale_after_s
         self.store = (
-            Warehouse(path, stale_after_s=stale_after_s) if stale_after_s else Warehouse(path)
+            Warehouse(path, stale_after_s=stale_after_s, git_dir=git_dir)
+            if stale_after_s
+            else Warehouse(path, git_dir=git_dir)
         )
         self.path = self.store.path
         self.settings = settings  # the query bounds come from here (defaults when None)
 
     def resolve(self, ref: str) -> str:
-        """The run id a reference names (an id, a unique prefix, a label, 'latest' or a
-        baseline name); UsageError when none or several match."""
+        """The run id a reference names (an id, a unique prefix, a label, 'latest', a
+        baseline name, 'previous', 'latest~N' or 'git:REF'); UsageError when none or several
+        match."""
         return self.store.resolve(ref)
 
     def query(self, name: str, **params: Any) -> pa.Table:
@@ -344,28 +348,32 @@ def _uses_judges(config: dict[str, Any]) -> bool:
 CACHE_KEY = (
     "the response cache keys on a SHA-256 of: provider, model name, every param, the model's "
     "provider options (not headers or key names), the rendered messages (an attached file as "
-    "its SHA-256, not its path) and the repeat index; errors are never cached"
+    "its SHA-256, not its path), the output schema a variant asks for and the repeat index; "
+    "errors are never cached"
 )
 
 
 def cache_info(
     *, config: str | Path | None = None, output_dir: str | Path | None = None
 ) -> dict[str, Any]:
-    """Entries, size and age of the response cache, per provider and model, and the files
-    in the artifact store beside the warehouse."""
+    """Entries, size and age of the response cache, per provider and model (``warehouse``:
+    the file that holds it, ``<cache_dir>/cache.duckdb`` when ``settings.cache_dir`` is set),
+    and the files in the artifact store beside the warehouse."""
     from evalwh.warehouse.artifacts import ArtifactStore
 
     view = open_warehouse(config=config, output_dir=output_dir)
-    rows = view.query("cache_info").to_pylist() if view.store.exists else []
-    store = ArtifactStore(view.path)
-    files, size = store.count()
+    cache = _cache_store(view)
+    rows = cache.query("cache_info").to_pylist() if cache.exists else []
+    artifacts = ArtifactStore(view.path)
+    files, size = artifacts.count()
+    folder = artifacts.folder
     return {
-        "warehouse": str(view.path),
+        "warehouse": str(cache.path),
         "entries": sum(r["entries"] for r in rows),
         "text_bytes": sum(r["text_bytes"] or 0 for r in rows),
-        "warehouse_bytes": view.path.stat().st_size if view.store.exists else 0,
+        "warehouse_bytes": cache.path.stat().st_size if cache.exists else 0,
         "by_model": rows,
-        "artifacts": {"folder": str(store.folder), "files": files, "bytes": size},
+        "artifacts": {"folder": str(folder), "files": files, "bytes": size},
         "key": CACHE_KEY,
     }
 
@@ -378,8 +386,17 @@ def cache_clear(
     output_dir: str | Path | None = None,
 ) -> int:
     """Delete cached answers (all, one provider model name's, or older ones); run history stays."""
-    view = open_warehouse(config=config, output_dir=output_dir)
-    return view.store.clear_cache(model=model, older_than_days=older_than_days)
+    store = _cache_store(open_warehouse(config=config, output_dir=output_dir))
+    return int(store.clear_cache(model=model, older_than_days=older_than_days))
+
+
+def _cache_store(view: WarehouseView) -> Any:
+    """The file of the response cache: the warehouse, or ``settings.cache_dir``'s own."""
+    from evalwh.warehouse.store import Warehouse
+
+    if view.settings is None or view.settings.cache_path == view.path:
+        return view.store
+    return Warehouse(view.settings.cache_path)
 
 
 def open_warehouse(
@@ -393,7 +410,7 @@ def open_warehouse(
         return WarehouseView(Path(path))
     cfg = _config(config) if config is not None else None
     settings = settings_for(cfg, output_dir=output_dir)
-    return WarehouseView(settings.warehouse, settings)
+    return WarehouseView(settings.warehouse, settings, git_dir=cfg.root if cfg else None)
 
 
 def migrate_warehouse(

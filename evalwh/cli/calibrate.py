@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -19,6 +19,20 @@ def calibrate(
     judge: Annotated[
         list[str] | None, typer.Option("--judge", "-j", help="Only this judge id (repeatable).")
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option("--by", metavar="KEY", help="Also kappa per value of this case metadata key."),
+    ] = None,
+    within: Annotated[
+        float | None,
+        typer.Option(
+            "--within",
+            metavar="N",
+            min=0,
+            help="Numeric labels: a score within N points agrees (default calibration.within "
+            "or 1).",
+        ),
+    ] = None,
 ) -> None:
     """Run each judge over the labelled cases and rank them by agreement with the labels."""
     from evalwh import api
@@ -27,7 +41,12 @@ def calibrate(
     path: Path = _config_path(config_file)
     with progress_reporter() as progress:
         data = api.calibrate(
-            path, judges=judge or (), output_dir=STATE.output_dir, progress=progress
+            path,
+            judges=judge or (),
+            output_dir=STATE.output_dir,
+            progress=progress,
+            by=by,
+            within=within,
         )
     if STATE.json:
         emit_json(data)
@@ -69,3 +88,42 @@ def calibrate(
             r["run_id"],
         )
     out().print(table)
+    for r in data["ranking"]:
+        if r.get("n_numeric"):
+            out().print(
+                f"{r['judge']} on {r['target']} (numeric labels, n={r['n_numeric']}): "
+                f"weighted kappa {_kappa(r['weighted_kappa'])}, exact "
+                f"{render.pct(r['exact_agreement'])}, within {r['within']:g} "
+                f"{render.pct(r['within_agreement'])}",
+                markup=False,
+            )
+    if data.get("by"):
+        out().print(_slices(data["slices"], data["by"]))
+
+
+def _kappa(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.2f}"
+
+
+def _slices(rows: list[dict[str, Any]], key: str) -> Table:
+    """Kappa per judge, task (comparison or criterion) and value of ``key``."""
+    table = Table(title=f"kappa per task and {key}", title_justify="left")
+    for name in ("judge", "kind", "task", key, "n", "kappa", "weighted kappa", "agreement"):
+        table.add_column(
+            name, justify="right" if name in ("n", "kappa", "weighted kappa") else "left"
+        )
+    for r in rows:
+        numeric = r.get("n_numeric") and r.get("kappa") is None
+        n = r["n_numeric"] if numeric else r.get("n", r.get("n_labels"))
+        agreement = r["within_agreement"] if numeric else r.get("agreement")
+        table.add_row(
+            str(r["judge"]),
+            str(r["kind"]),
+            str(r["target"]),
+            str(r["slice"]),
+            str(n),
+            _kappa(r.get("kappa")),
+            _kappa(r.get("weighted_kappa")),
+            render.pct(agreement),
+        )
+    return table

@@ -15,13 +15,16 @@ from evalwh import __version__
 from evalwh.cli import analysis as analysis_cmd
 from evalwh.cli import cache as cache_cmd
 from evalwh.cli import calibrate as calibrate_cmd
+from evalwh.cli import imports as imports_cmd
 from evalwh.cli import mcp as mcp_cmd
+from evalwh.cli import prices as prices_cmd
 from evalwh.cli import reports as reports_cmd
 from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
 from evalwh.cli import serve as serve_cmd
 from evalwh.cli.state import (
     STATE,
+    CacheDirOpt,
     ConfigOpt,
     JsonOpt,
     NoColorOpt,
@@ -57,6 +60,7 @@ def callback(
     verbose: VerboseOpt = 0,
     no_color: NoColorOpt = False,
     json: JsonOpt = False,
+    cache_dir: CacheDirOpt = None,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
@@ -69,6 +73,7 @@ def callback(
         verbose=verbose,
         no_color=no_color,
         json=json,
+        cache_dir=cache_dir,
     )
     configure_logging()
 
@@ -77,6 +82,7 @@ app.command("run")(run_cmd.run)
 app.command("validate")(run_cmd.validate)
 app.command("list")(runs_cmd.list_runs)
 app.command("show")(runs_cmd.show)
+app.command("last")(runs_cmd.last)
 app.command("init")(runs_cmd.init)
 app.add_typer(cache_cmd.app, name="cache")
 app.command("calibrate")(calibrate_cmd.calibrate)
@@ -91,6 +97,8 @@ app.command("decide")(reports_cmd.decide)
 app.add_typer(reports_cmd.labels_app, name="labels")
 app.command("mcp")(mcp_cmd.mcp)
 app.command("serve")(serve_cmd.serve)
+app.add_typer(imports_cmd.app, name="import")
+app.command("prices")(prices_cmd.prices)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -121,7 +121,7 @@ def criteria_table(rows: list[dict[str, Any]]) -> Table:
     for r in rows:
         table.add_row(
             r["criterion"],
-            r["scorer"],
+            r["scorer"] + (f" ({r['mode']})" if r.get("mode") else ""),
             f"{r['weight']:g}",
             "yes" if r["required"] else "no",
             pct(r["pass_rate"]),
@@ -304,7 +304,10 @@ def print_judging(data: dict[str, Any] | None) -> None:
             f"judge calibration of {p['criterion']}: kappa {kappa}, agreement {pct(p['agreement'])} "
             f"(n={p['n_labels']})"
             + (
-                f"; exact {pct(p['exact_agreement'])}, within 1 {pct(p['within_1_agreement'])} (n={p['n_numeric']})"
+                f"; exact {pct(p['exact_agreement'])}, within {p['within']:g} "
+                f"{pct(p['within_agreement'])}, weighted kappa "
+                + ("undefined" if p["weighted_kappa"] is None else f"{p['weighted_kappa']:.2f}")
+                + f" (n={p['n_numeric']})"
                 if p["n_numeric"]
                 else ""
             ),

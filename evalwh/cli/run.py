@@ -23,7 +23,20 @@ ConfigArg = Annotated[
 ]
 ModelOpt = Annotated[
     list[str] | None,
-    typer.Option("--model", "-m", metavar="ID", help="Only this model id (repeatable; wildcards)."),
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="ID",
+        help="Only this model id (repeatable, or a,b; wildcards); provider/model adds that "
+        "model to the matrix.",
+    ),
+]
+FakeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fake",
+        help="Answer every model with the deterministic mock (same ids, prices kept): no key.",
+    ),
 ]
 VariantOpt = Annotated[
     list[str] | None,
@@ -47,6 +60,7 @@ def run(
     model: ModelOpt = None,
     variant: VariantOpt = None,
     case: CaseOpt = None,
+    fake: FakeOpt = False,
     label: Annotated[
         str | None,
         typer.Option("--label", "-l", metavar="LABEL", help="A name to find this run by."),
@@ -143,6 +157,7 @@ def run(
             repeat=repeat,
             max_cost=max_cost,
             no_cache=no_cache,
+            fake=fake,
             **selection,
         )
         if STATE.json:
@@ -168,6 +183,7 @@ def run(
             output_dir=STATE.output_dir,
             progress=progress,
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
+            fake=fake,
             html=html,
             **selection,
         )
@@ -241,6 +257,7 @@ def validate(
     model: ModelOpt = None,
     variant: VariantOpt = None,
     case: CaseOpt = None,
+    fake: FakeOpt = False,
 ) -> None:
     """Check a config end to end (schema, files, templates for every case, scorers); call nothing."""
     from evalwh import api
@@ -251,6 +268,7 @@ def validate(
         variants=variant or (),
         cases=case or (),
         output_dir=STATE.output_dir,
+        fake=fake,
     )
     if STATE.json:
         emit_json({"valid": True, **plan.to_dict()})

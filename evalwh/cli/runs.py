@@ -109,6 +109,16 @@ def show(
 
 
 @with_globals
+def last(
+    failures: Annotated[
+        bool, typer.Option("--failures", "-f", help="List the failing cases.")
+    ] = False,
+) -> None:
+    """The newest run: short for `evalwh show latest`."""
+    show.__wrapped__("latest", failures=failures, case=None, by=None)  # type: ignore[attr-defined]
+
+
+@with_globals
 def init(
     folder: Annotated[Path, typer.Argument(help="Where to create the eval.")] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,

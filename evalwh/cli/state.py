@@ -26,11 +26,16 @@ class GlobalState:
     verbose: int = 0
     no_color: bool = False
     json: bool = False
+    cache_dir: Path | None = None
 
     def merge(self, **values: Any) -> None:
         for key, value in values.items():
             if value not in (None, False, 0):
                 setattr(self, key, value)
+        if self.cache_dir is not None:
+            # a flag outranks the environment, which is the next layer of the settings: the
+            # core reads it there, as it does EVALWH_CACHE_DIR itself
+            os.environ["EVALWH_CACHE_DIR"] = str(self.cache_dir.expanduser().resolve())
 
 
 STATE = GlobalState()
@@ -63,6 +68,16 @@ VerboseOpt = Annotated[
 ]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colours (also: NO_COLOR=1).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        metavar="DIR",
+        help="Folder of the response cache, apart from the warehouse (also: "
+        "EVALWH_CACHE_DIR, settings.cache_dir).",
+        show_default=False,
+    ),
+]
 
 GLOBAL_PARAMS = [
     inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOpt),
@@ -75,6 +90,9 @@ GLOBAL_PARAMS = [
         "no_color", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=NoColorOpt
     ),
     inspect.Parameter("json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt),
+    inspect.Parameter(
+        "cache_dir", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=CacheDirOpt
+    ),
 ]
 F = TypeVar("F", bound=Callable[..., Any])
 

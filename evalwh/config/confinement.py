@@ -115,7 +115,7 @@ def referenced_paths(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(key, path as written) for every file a parsed config names directly."""
     found: list[tuple[str, str]] = []
     settings = data.get("settings") or {}
-    for name in ("output_dir", "warehouse"):
+    for name in ("output_dir", "warehouse", "cache_dir"):
         if isinstance(settings, Mapping) and isinstance(settings.get(name), str):
             found.append((f"settings.{name}", settings[name]))
     for i, model in enumerate(data.get("models") or []):

@@ -241,10 +241,63 @@ def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
         ) from None
 
 
+MAX_FOLDER_FILES = 10_000  # files one folder source may hold
+
+
+def _load_folder(spec: dict[str, Any], folder: Path, where: str, config_file: str) -> list[Case]:
+    """A folder as one case source: every CSV/JSONL/Parquet file directly in it (only those
+    of ``format`` when given), in name order, read with the source's column options; ``limit``
+    counts over the whole folder. A file that resolves outside the folder (a symlink) is
+    refused: the folder is what the config author pointed at."""
+    wanted = spec.get("format")
+    files = sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file()
+        and SUFFIXES.get(p.suffix.lower()) is not None
+        and (wanted is None or SUFFIXES[p.suffix.lower()] == wanted)
+    )
+    if not files:
+        kinds = wanted or ", ".join(SUFFIXES)
+        raise ConfigError(
+            f"the folder {folder} holds no case files ({kinds})",
+            file=config_file,
+            where=f"{where}.file",
+            fix="point file: at a folder of .csv, .jsonl or .parquet files, or at one file",
+        )
+    if len(files) > MAX_FOLDER_FILES:
+        raise ConfigError(
+            f"the folder {folder} holds {len(files):,} case files, over {MAX_FOLDER_FILES:,}",
+            file=config_file,
+            where=f"{where}.file",
+            fix="merge the shards into fewer files",
+        )
+    cases: list[Case] = []
+    limit = spec.get("limit")
+    for path in files:
+        real = path.resolve()
+        if real.parent != folder:
+            raise ConfigError(
+                f"{path.name} in the case folder resolves to {real}, outside {folder}",
+                file=config_file,
+                where=f"{where}.file",
+                fix="copy the file into the folder instead of linking it",
+            )
+        part = {**spec, "file": str(real)}
+        if limit:
+            part["limit"] = limit - len(cases)
+        cases.extend(load_file_source(part, folder, where, config_file))
+        if limit and len(cases) >= limit:
+            break
+    return cases
+
+
 def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
     from evalwh.config.attachments import split_file_columns
 
     path = (root / spec["file"]).resolve()
+    if path.is_dir():
+        return _load_folder(spec, path, where, config_file)
     fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())
     if fmt is None:
         raise ConfigError(

@@ -96,7 +96,11 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
             seen[value] = i
 
     unique(data["models"], "id", "models")
-    models = [_model(m, f"models[{i}]", path.parent) for i, m in enumerate(data["models"])]
+    defaults = data.get("defaults") or {}
+    models = [
+        _model(with_defaults(m, defaults), f"models[{i}]", path.parent)
+        for i, m in enumerate(data["models"])
+    ]
 
     unique(data["variants"], "id", "variants")
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
@@ -140,6 +144,9 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         )
         for i, c in enumerate(data["scorecard"])
     ]
+    from evalwh.config.outputs import attach_outputs
+
+    variants = attach_outputs(data, variants, scorecard, path)
     if not any(c.weight > 0 for c in scorecard):
         raise ConfigError(
             "every criterion has weight 0",
@@ -174,7 +181,11 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
 
     snapshot = dict(data)
     snapshot["variants"] = [
-        {"id": v.id, "messages": [[m.role, [p.to_dict() for p in m.content]] for m in v.messages]}
+        {
+            "id": v.id,
+            "messages": [[m.role, [p.to_dict() for p in m.content]] for m in v.messages],
+            **({"output": v.output.to_dict()} if v.output is not None else {}),
+        }
         for v in variants
     ]
     rows = dataset_rows(cases)
@@ -198,6 +209,19 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         calibration=calibration,
         node=node,
     )
+
+
+def with_defaults(raw: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """A model entry over the suite's ``defaults:``: its own keys win, ``params`` merge key by
+    key (``defaults: {params: {temperature: 0}}`` and a model's ``params: {max_tokens: 64}``
+    give both)."""
+    if not defaults:
+        return raw
+    params = {**(defaults.get("params") or {}), **(raw.get("params") or {})}
+    merged = {**{k: v for k, v in defaults.items() if k != "params"}, **raw}
+    if params:
+        merged["params"] = params
+    return merged
 
 
 def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSpec:
@@ -346,7 +370,13 @@ def _comparisons(
 
 
 POINT_LABELS = ["pass", "fail"]
-PREFER = {"A": "baseline", "B": "candidate", "tie": "tie"}
+PREFER = {
+    "A": "baseline",
+    "B": "candidate",
+    "tie": "tie",
+    "baseline": "baseline",
+    "candidate": "candidate",
+}
 
 
 def _labels(
@@ -357,16 +387,22 @@ def _labels(
         if "prefer" not in raw:
             continue  # a pointwise label: _point_labels
         case_id = _label_case(raw, i, case_ids, where_line)
+        known = {x for c in comparisons for x in (*_side_ids(c.baseline), *_side_ids(c.candidate))}
+        if str(raw["prefer"]) not in PREFER and str(raw["prefer"]) not in known:
+            raise ConfigError(
+                f"prefer '{raw['prefer']}' is none of A, B, tie, baseline, candidate or a "
+                "compared model or variant id",
+                **where_line(["labels", i, "prefer"]),
+                fix="say which answer the labeller preferred: A (baseline), B (candidate), tie, "
+                "or the preferred side's id",
+            )
         matches = comparisons
         if "comparison" in raw:
             matches = [c for c in comparisons if c.name == raw["comparison"]]
-        for key in ("baseline", "candidate"):
-            if key in raw:
-                matches = [
-                    c
-                    for c in matches
-                    if raw[key] in (getattr(c, key).model, getattr(c, key).variant)
-                ]
+        named = [c for c in matches if _sides_match(raw, c, swapped=False)]
+        swapped = [c for c in matches if _sides_match(raw, c, swapped=True)]
+        flip = not named and bool(swapped) and ("baseline" in raw or "candidate" in raw)
+        matches = swapped if flip else named
         if len(matches) != 1:
             names = ", ".join(c.name for c in comparisons) or "none"
             raise ConfigError(
@@ -376,8 +412,44 @@ def _labels(
                 **where_line(["labels", i]),
                 fix=f"name it with `comparison:` (pairwise entries: {names}) or give baseline/candidate",
             )
-        out.append(Label(matches[0].name, case_id, PREFER[raw["prefer"]], raw.get("note")))
+        prefer = _prefer(raw, matches[0], where_line(["labels", i, "prefer"]), flip=flip)
+        out.append(Label(matches[0].name, case_id, prefer, raw.get("note")))
     return out
+
+
+def _side_ids(side: Side) -> set[str]:
+    return {x for x in (side.model, side.variant) if x}
+
+
+def _sides_match(raw: dict[str, Any], c: Comparison, *, swapped: bool) -> bool:
+    """Whether a label's ``baseline`` / ``candidate`` ids name ``c``'s sides (the other way
+    round when ``swapped``); a label that names neither matches every comparison."""
+    for key in ("baseline", "candidate"):
+        if key not in raw:
+            continue
+        role = {"baseline": "candidate", "candidate": "baseline"}[key] if swapped else key
+        if str(raw[key]) not in _side_ids(getattr(c, role)):
+            return False
+    return True
+
+
+def _prefer(raw: dict[str, Any], c: Comparison, where: dict[str, Any], *, flip: bool) -> str:
+    """``prefer`` as the comparison's baseline | candidate | tie, from A/B/tie,
+    baseline/candidate or the id of the preferred side. A/B and baseline/candidate mean the
+    sides as the label names them: ``flip`` when it names them the other way round."""
+    other = {"baseline": "candidate", "candidate": "baseline", "tie": "tie"}
+    value = str(raw["prefer"])
+    if value in PREFER:
+        return other[PREFER[value]] if flip else PREFER[value]
+    hits = [k for k in ("baseline", "candidate") if value in _side_ids(getattr(c, k))]
+    if len(hits) == 1:
+        return hits[0]
+    raise ConfigError(
+        f"prefer '{value}' names neither side of pairwise '{c.name}'",
+        **where,
+        fix="use A, B, tie, baseline, candidate, or a side's id: "
+        f"{c.baseline.describe()} (baseline), {c.candidate.describe()} (candidate)",
+    )
 
 
 def _label_case(raw: dict[str, Any], i: int, case_ids: set[str], where_line: Any) -> str:

@@ -44,6 +44,7 @@ class Variant:
     description: str | None = None
     source: str = ""  # the file the messages came from (config or prompt file)
     where: str = ""  # path inside the config, for error messages
+    output: Any = None  # an evalwh.config.outputs.OutputSpec: JSON by schema is asked for
     root: Path | None = None  # the config's folder: a part's relative file resolves here
 
 

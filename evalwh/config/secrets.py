@@ -3,11 +3,12 @@
 Lookup order for :func:`get_secret`, first hit wins:
 
 1. the environment (``ANTHROPIC_API_KEY=... evalwh run``);
-2. ``.evalwh.secrets.yaml`` in the current directory;
-3. ``secrets.yaml`` in the user config folder (``$EVALWH_CONFIG_DIR``, else
+2. the file ``$EVALWH_SECRETS`` names, when set (it must exist);
+3. ``.evalwh.secrets.yaml`` in the current directory;
+4. ``secrets.yaml`` in the user config folder (``$EVALWH_CONFIG_DIR``, else
    ``$XDG_CONFIG_HOME/evalwh``, else ``~/.config/evalwh``).
 
-Both files are flat YAML mappings, ``NAME: value``. Keep them out of version control.
+The files are flat YAML mappings, ``NAME: value``. Keep them out of version control.
 
 Every value that was looked up or loaded (the keys a config uses and every entry of a secrets
 file, read by :func:`preload` before a run starts), and every environment variable with a
@@ -36,6 +37,7 @@ from typing import Any
 from evalwh.errors import ConfigError
 
 PROJECT_SECRETS_FILE = ".evalwh.secrets.yaml"
+SECRETS_ENV = "EVALWH_SECRETS"  # names a secrets file (a path, not a secret itself)
 USER_SECRETS_FILE = "secrets.yaml"
 SECRET_NAME_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
 SECRET_NAME_PARTS = ("API_KEY", "PASSWORD", "SECRET", "TOKEN", "CREDENTIAL")
@@ -79,8 +81,10 @@ def secret_files(
     """The secrets files, in lookup order (whether or not they exist)."""
     from evalwh.config.settings import user_config_dir
 
+    env = os.environ if env is None else env
     here = Path.cwd() if cwd is None else Path(cwd)
-    return [here / PROJECT_SECRETS_FILE, user_config_dir(env) / USER_SECRETS_FILE]
+    named = [here / Path(env[SECRETS_ENV]).expanduser()] if env.get(SECRETS_ENV) else []
+    return [*named, here / PROJECT_SECRETS_FILE, user_config_dir(env) / USER_SECRETS_FILE]
 
 
 def _read_file(path: Path) -> dict[str, str]:
@@ -138,6 +142,8 @@ def preload(names: Iterable[str] = ()) -> None:
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable's name says it holds a secret (see the module doc)."""
     upper = name.upper()
+    if upper == SECRETS_ENV:
+        return False  # the path of a secrets file, not a secret
     return upper.endswith(SECRET_NAME_SUFFIXES) or any(p in upper for p in SECRET_NAME_PARTS)
 
 
@@ -208,7 +214,14 @@ def check_secret_files(
 ) -> None:
     """Parse every secrets file that exists, so a malformed one is a ConfigError (naming the
     file and line) before a run starts rather than an auth error on each request."""
-    for path in secret_files(env=env, cwd=cwd):
+    named = (os.environ if env is None else env).get(SECRETS_ENV)
+    files = secret_files(env=env, cwd=cwd)
+    if named and not files[0].is_file():
+        raise ConfigError(
+            f"{SECRETS_ENV} names {files[0]}, which is not a file",
+            fix=f"point {SECRETS_ENV} at your secrets file (NAME: value lines), or unset it",
+        )
+    for path in files:
         _read_file(path)
 
 

@@ -14,6 +14,7 @@ from evalwh.errors import ConfigError
 DEFAULTS: dict[str, Any] = {
     "output_dir": ".evalwh",
     "warehouse": None,  # default: <output_dir>/warehouse.duckdb
+    "cache_dir": None,  # default: the response cache lives in the warehouse
     "concurrency": 16,
     "cache": True,
     "export_parquet": True,
@@ -39,7 +40,8 @@ FLOAT_KEYS = (
 )
 MEMORY_KEYS = ("memory_limit", "query_memory_limit")
 MEMORY_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.I)
-PATH_KEYS = ("output_dir", "warehouse")
+PATH_KEYS = ("output_dir", "warehouse", "cache_dir")
+CACHE_FILE = "cache.duckdb"  # the response cache's file inside cache_dir
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,13 @@ class Settings:
     query_memory_limit: str
     query_threads: int
     sources: Mapping[str, str]  # setting -> where its value came from (for `evalwh validate -v`)
+    cache_dir: Path | None = None  # the response cache's own folder (None: in the warehouse)
+
+    @property
+    def cache_path(self) -> Path:
+        """The DuckDB file that holds the response cache: ``<cache_dir>/cache.duckdb`` when
+        ``cache_dir`` is set, else the warehouse itself."""
+        return self.cache_dir / CACHE_FILE if self.cache_dir is not None else self.warehouse
 
     @property
     def exports_dir(self) -> Path:
@@ -208,4 +217,7 @@ def resolve_settings(
         query_memory_limit=str(values["query_memory_limit"]).strip(),
         query_threads=int(values["query_threads"]),
         sources=sources,
+        cache_dir=(base["cache_dir"] / Path(values["cache_dir"]).expanduser()).resolve()
+        if values.get("cache_dir")
+        else None,
     )

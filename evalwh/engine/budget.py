@@ -35,6 +35,31 @@ DEFAULT_CAP_USD = 1.00
 DEFAULT_CEILING_USD = 5.00
 
 
+DEFAULT_PAID_CAP_USD = 2.00  # a run on a paid provider with no cap set stops here
+
+
+def uses_paid_provider(models: Any) -> bool:
+    """Whether any of these models (ModelSpec) is served by a paid provider."""
+    from evalwh import providers
+
+    return any(bool(getattr(providers.provider_class(m.provider), "paid", False)) for m in models)
+
+
+def run_cap(
+    explicit: float | None, setting: float | None, *, paid: bool
+) -> tuple[float | None, str]:
+    """The cap of a run and where it came from: ``--max-cost`` (or ``max_cost=``), else
+    ``settings.max_cost_usd``, else, when a paid provider is in the run,
+    :data:`DEFAULT_PAID_CAP_USD` (``default``); no cap for free providers only."""
+    if explicit is not None:
+        return explicit, "--max-cost"
+    if setting is not None:
+        return setting, "settings.max_cost_usd"
+    if paid:
+        return DEFAULT_PAID_CAP_USD, "default"
+    return None, "none"
+
+
 class CostCapError(CostRefusedError):
     """A refused agent run, with the numbers an agent can act on. Nothing was spent."""
 
@@ -169,7 +194,7 @@ class Budget:
                 self.reason = (
                     f"cost cap ${self.cap:.4f} reached: ${self.spent:.4f} spent, "
                     f"${self.reserved:.4f} in flight, the next request may cost ${amount:.4f}; "
-                    "nothing more was sent"
+                    "nothing more was sent (raise --max-cost or settings.max_cost_usd)"
                 )
                 return False
             self.reserved += amount

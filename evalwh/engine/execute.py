@@ -85,6 +85,20 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
         providers.check(model, file)
         paid = bool(getattr(providers.provider_class(model.provider), "paid", False))
         models.append(replace(model, price=price_for(model, paid=paid, file=file)))
+    for variant in config.variants:
+        if variant.output is not None and variant.output.mode == "native":
+            for model in models:
+                if not getattr(
+                    providers.provider_class(model.provider), "structured_output", False
+                ):
+                    raise ConfigError(
+                        f"model '{model.id}' (provider {model.provider}) cannot be asked for "
+                        "JSON by schema natively",
+                        file=file,
+                        where=f"{variant.where}.output_schema.mode",
+                        fix="use mode: auto (prompted where native is not supported) or "
+                        "mode: prompted",
+                    )
     judges = []
     for judge in config.judges:
         providers.check(judge.model, file)
@@ -188,7 +202,9 @@ def _prepare(
                                 messages,
                                 r,
                                 body=body,
-                                scope=request_scope(model, variant.variant.id, case.id),
+                                scope=request_scope(
+                                    model, variant.variant.id, case.id, variant.variant.output
+                                ),
                             )
                         )
                         prepared.models.append(index)
@@ -505,6 +521,7 @@ def execute(
         replace=replace_rows,
         token=token,
         heartbeat_s=settings.stale_after_s / 4,
+        cache_path=settings.cache_path,
     )
     sink = RowSink(writer, run_id)
     total = len(prepared.hashes)
@@ -528,7 +545,9 @@ def execute(
         }
         if judges:
             cache.update(
-                judge_cache(warehouse, [j.model for j in config.judges]) if use_cache else {}
+                judge_cache(Warehouse(settings.cache_path), [j.model for j in config.judges])
+                if use_cache
+                else {}
             )
         engine = Engine(
             plan,

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from evalwh.config.model import Case, EvalConfig, ModelSpec
+from evalwh.config.outputs import OutputSpec
 from evalwh.config.prompts import CompiledVariant, Rendered
 from evalwh.errors import UsageError
 
@@ -151,12 +152,18 @@ def request_body(messages: Rendered) -> str:
     return body
 
 
-def request_scope(model: ModelSpec, variant: str, case_id: str) -> str:
-    """What decides an answer besides the request itself: the mock provider's rules and draws
-    depend on the case and the variant, so for the mock they are part of the request's key
-    (two cases with the same prompt never share a mock answer); "" for every other provider,
-    whose answer depends on what is sent only."""
-    return f"{variant}\x00{case_id}" if model.provider == "mock" else ""
+def request_scope(
+    model: ModelSpec, variant: str, case_id: str, output: OutputSpec | None = None
+) -> str:
+    """What decides an answer besides the rendered messages: the output schema a variant asks
+    for (an ``OutputSpec``: its schema and mode, so an answer given without a schema, or to
+    another one, is never served from the cache), and for the mock provider the case and the
+    variant (its rules and draws depend on them, so two cases with the same prompt never share
+    a mock answer). "" for a request of another provider that asks for no schema."""
+    mock = f"{variant}\x00{case_id}" if model.provider == "mock" else ""
+    if output is None:
+        return mock
+    return f"{mock}\x00output\x00{output.digest_text()}"
 
 
 def request_hash(

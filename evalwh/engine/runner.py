@@ -276,11 +276,13 @@ class Engine:
         case: Case,
         variant: str,
         repeat: int = 0,
+        output: Any = None,
     ) -> Call:
         """One request through the cache, the cost cap, the limits and the retries. Never
-        raises; a request the cap refuses is a Call whose error has kind ``budget``."""
+        raises; a request the cap refuses is a Call whose error has kind ``budget``.
+        ``output`` (an OutputSpec) asks for JSON by schema; it is part of the request's key."""
         model = endpoint.model
-        scope = request_scope(model, variant, case.id)
+        scope = request_scope(model, variant, case.id, output)
         key = request_hash(endpoint.identity, messages, repeat, scope=scope)
         hit = self.cache.get(key) if self.reuse else None
         if hit is not None:
@@ -288,7 +290,7 @@ class Engine:
             return Call(key, hit, None, True, 0)
         budget = self.budget
         if budget is None:
-            return await self._send(endpoint, messages, case, variant, repeat, key)
+            return await self._send(endpoint, messages, case, variant, repeat, key, output)
         chars = sum(len(p.get("text", "")) for m in messages for p in m["content"])
         amount = budget.reservation(model, chars)
         if not budget.reserve(amount):
@@ -296,7 +298,7 @@ class Engine:
             return Call(key, None, error, False, 0)
         call = None
         try:
-            call = await self._send(endpoint, messages, case, variant, repeat, key)
+            call = await self._send(endpoint, messages, case, variant, repeat, key, output)
             return call
         finally:
             budget.settle(amount, call.cost(model) if call is not None else None, model)
@@ -309,9 +311,21 @@ class Engine:
         variant: str,
         repeat: int,
         key: str,
+        output: Any = None,
     ) -> Call:
         model = endpoint.model
-        request = Request(model=model, messages=messages, case=case, variant=variant, repeat=repeat)
+        if output is not None and output.mode_for(type(endpoint.provider)) == "prompted":
+            from evalwh.config.outputs import prompted_messages
+
+            messages, output = prompted_messages(messages, output), None
+        request = Request(
+            model=model,
+            messages=messages,
+            case=case,
+            variant=variant,
+            repeat=repeat,
+            output=output,
+        )
         adaptive = endpoint.adaptive
         attempt = 0
         began = time.monotonic()
@@ -398,7 +412,9 @@ class Engine:
     ) -> CellResult:
         model = endpoint.model
         messages = variant.render(case)
-        call = await self.call(endpoint, messages, case, variant.variant.id, repeat)
+        call = await self.call(
+            endpoint, messages, case, variant.variant.id, repeat, variant.variant.output
+        )
         base: dict[str, Any] = {
             "variant": variant.variant.id,
             "model": model,
@@ -431,6 +447,11 @@ class Engine:
             scored, judge_cost, check = await self._score(answer.output, case, messages)
         else:  # deterministic scorers only: nothing to await
             scored, judge_cost, check = self.scorecard.score(answer.output, case), None, None
+        if variant.variant.output is not None:  # the schema pass rate says how it was asked
+            mode = variant.variant.output.mode_for(type(endpoint.provider))
+            for row in scored.criteria:
+                if row.scorer == "json-schema":
+                    row.details = {**(row.details or {}), "mode": mode}
         return CellResult(
             **base,
             output=answer.output,

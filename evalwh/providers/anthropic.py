@@ -8,10 +8,15 @@ top-level ``system`` field; ``max_tokens`` is required by the API and defaults t
 Parts: text; ``image`` as an image block (base64 source, or a URL source); ``file`` as a
 document block (a PDF as a base64 source, text/plain as a text source). Audio and video
 are refused when the run is planned (:mod:`evalwh.providers.capabilities`).
+
+JSON by schema, asked for natively, is a forced tool call: one tool named after the schema
+with it as ``input_schema`` and ``tool_choice: {type: tool, name}``; the ``tool_use`` block's
+``input`` is the answer (serialised as JSON text).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from evalwh.providers.base import Completion, Request
@@ -24,6 +29,7 @@ DEFAULT_MAX_TOKENS = 1024
 
 class AnthropicProvider(HttpProvider):
     name = "anthropic"
+    structured_output = True  # a forced tool call whose input_schema is the schema
     default_base_url = "https://api.anthropic.com"
     default_key_env = "ANTHROPIC_API_KEY"
     endpoint = "/v1/messages"
@@ -88,17 +94,31 @@ class AnthropicProvider(HttpProvider):
         stops = stop_list(params.get("stop"))
         if stops:
             body["stop_sequences"] = stops
+        if request.output is not None:  # JSON by schema: one tool, and the model must call it
+            body["tools"] = [
+                {
+                    "name": request.output.name,
+                    "description": "Give the answer by calling this tool; its input is the answer.",
+                    "input_schema": request.output.schema,
+                }
+            ]
+            body["tool_choice"] = {"type": "tool", "name": request.output.name}
         return merge_extra(body, params)
 
     def parse_body(self, data: Any) -> Completion:
         content = data["content"]
         if not isinstance(content, list):
             raise TypeError("'content' is not a list")
-        text = "".join(
-            block["text"]
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-        )
+        tools = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if tools and data.get("stop_reason") == "tool_use":  # the forced call: its input
+            # is the structured answer (tools are only sent to ask for JSON by schema)
+            text = json.dumps(tools[0].get("input"), ensure_ascii=False, sort_keys=True)
+        else:
+            text = "".join(
+                block["text"]
+                for block in content
+                if isinstance(block, dict) and block.get("type") == "text"
+            )
         usage = data.get("usage") or {}
         extra: dict[str, Any] = {}
         if data.get("stop_reason") is not None:

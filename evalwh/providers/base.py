@@ -23,6 +23,11 @@ class Request:
     variant: str
     repeat: int = 0
     attempt: int = 1
+    # JSON by schema, asked for natively (an evalwh.config.outputs.OutputSpec: schema, name,
+    # strict). Only a provider whose class sets ``structured_output = True`` is given one; it
+    # maps it onto its own wire format (OpenAI response_format, Anthropic a forced tool call,
+    # Gemini generationConfig.responseSchema) and returns the JSON as the completion's text.
+    output: Any = None
 
     @property
     def params(self) -> dict[str, Any]:

@@ -108,6 +108,10 @@ class _Rule:
 class MockProvider:
     """Deterministic answers from a script; see the module docstring."""
 
+    # JSON by schema counts as asked natively: the script's reply is the answer either way,
+    # so `--fake` runs a suite whose variants insist on `mode: native`
+    structured_output = True
+
     def __init__(self, spec: ModelSpec) -> None:
         from evalwh.config.prompts import compile_template
 

@@ -9,7 +9,9 @@ the field every current OpenAI model accepts.
 Ollama, LM Studio, gateways): ``base_url`` is required, the key is optional (only sent when
 ``api_key_env`` names one) and ``max_tokens`` is sent as ``max_tokens``.
 
-``params.system`` replaces the system messages; ``stop`` goes as given; ``params.extra`` is
+A request that asks for JSON by schema natively gets ``response_format: {type: json_schema,
+json_schema: {name, schema, strict}}`` (OpenAI's Structured Outputs); ``openai-compatible``
+asks by prompt, since servers differ. ``params.system`` replaces the system messages; ``stop`` goes as given; ``params.extra`` is
 merged into the body as-is. Text-only messages are sent as plain strings; messages with
 files as content arrays: ``image`` as an ``image_url`` part (a base64 data URL, or the URL),
 ``audio`` as ``input_audio`` ``{data, format: wav|mp3}``, ``file`` as a ``file`` part
@@ -30,6 +32,7 @@ AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
 
 class OpenAIProvider(HttpProvider):
     name = "openai"
+    structured_output = True  # response_format: {type: json_schema, json_schema: {...}}
     default_base_url: str | None = "https://api.openai.com/v1"
     default_key_env: str | None = "OPENAI_API_KEY"
     endpoint = "/chat/completions"
@@ -82,6 +85,15 @@ class OpenAIProvider(HttpProvider):
         for key in ("temperature", "top_p", "stop"):
             if params.get(key) is not None:
                 body[key] = params[key]
+        if request.output is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.output.name,
+                    "schema": request.output.schema,
+                    "strict": request.output.strict,
+                },
+            }
         return merge_extra(body, params)
 
     def parse_body(self, data: Any) -> Completion:
@@ -110,6 +122,7 @@ class OpenAIProvider(HttpProvider):
 
 class OpenAICompatibleProvider(OpenAIProvider):
     name = "openai-compatible"
+    structured_output = False  # servers differ: the schema is asked for by prompt
     default_base_url = None  # required: check() insists on base_url
     default_key_env = None  # optional: local servers need none
     max_tokens_field = "max_tokens"

@@ -39,6 +39,14 @@ The output stored is the combined stdout and stderr of ``run`` (of ``setup`` whe
 failed), decoded as UTF-8, with secrets redacted (:func:`evalwh.config.secrets.redact`), and cut to
 :data:`MAX_OUTPUT` characters by keeping its beginning and end around a marker.
 
+An answer that holds fenced code blocks (```` ``` ```` or ``~~~``) is checked block by block:
+each block's body is the answer (``answer.txt``, ``ANSWER_TEXT``) of its own run of the check,
+in order, each in a fresh folder. The *last* block is the verdict (an answer that retracts a
+wrong block and writes a corrected one is judged by the correction); the earlier blocks'
+results are recorded beside it, at the top of the stored output (``block 1 of 3: fail (exit
+1): ...``). At most :data:`MAX_BLOCKS` blocks run (the last ones). An answer without fences is
+checked whole, as written.
+
 Checks need a POSIX shell: on Windows :func:`run_check` returns an error result.
 Checks are never cached: every call runs the snippets again.
 """
@@ -72,6 +80,8 @@ SHELL = "/bin/sh"
 POSIX = os.name == "posix"
 
 CHECK_KEYS = ("run", "setup", "timeout_s", "files")
+MAX_BLOCKS = 8  # fenced blocks of one answer that are run (the last ones)
+FENCE = re.compile(r"^ {0,3}(```|~~~)[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.M | re.S)
 
 
 @dataclass(frozen=True)
@@ -372,7 +382,46 @@ def _how(code: int) -> str:
     return f"killed by signal {-code}" if code < 0 else f"exit {code}"
 
 
+def code_blocks(answer: str) -> list[str]:
+    """The bodies of an answer's fenced code blocks, in order (empty: no fences)."""
+    return [m.group(2) for m in FENCE.finditer(answer)]
+
+
 async def run_check(
+    spec: CheckSpec,
+    answer: str,
+    case_vars: Mapping[str, Any] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> CheckResult:
+    """Run ``spec`` against ``answer``: the whole answer, or each fenced block in order (the
+    last one the verdict, the earlier ones recorded in the output); see the module docstring."""
+    blocks = code_blocks(answer)
+    if not blocks:
+        return await _run_one(spec, answer, case_vars, env=env)
+    skipped = max(0, len(blocks) - MAX_BLOCKS)
+    results = [await _run_one(spec, b, case_vars, env=env) for b in blocks[skipped:]]
+    last = results[-1]
+    if len(blocks) == 1:
+        return last
+    lines = (
+        [f"blocks 1-{skipped} of {len(blocks)}: not run (at most {MAX_BLOCKS})"] if skipped else []
+    )
+    for i, r in enumerate(results[:-1], start=skipped + 1):
+        how = (
+            "error: " + r.error
+            if r.error
+            else ("pass" if r.passed else f"fail (exit {r.exit_code})")
+        )
+        first = next((ln for ln in r.output.splitlines() if ln.strip()), "")
+        lines.append(f"block {i} of {len(blocks)}: {how}" + (f": {first}" if first else ""))
+    lines.append(f"block {len(blocks)} of {len(blocks)} (the verdict):")
+    output = clip_output("\n".join(lines) + "\n" + last.output)
+    duration = sum(r.duration_ms for r in results)
+    return CheckResult(last.passed, last.exit_code, output, duration, last.error)
+
+
+async def _run_one(
     spec: CheckSpec,
     answer: str,
     case_vars: Mapping[str, Any] | None = None,

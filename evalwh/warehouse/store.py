@@ -42,9 +42,16 @@ def new_run_id(now: datetime | None = None) -> str:
 class Warehouse:
     """One DuckDB warehouse file. Connections are opened per call and closed right after."""
 
-    def __init__(self, path: Path, *, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        stale_after_s: float = DEFAULT_STALE_AFTER_S,
+        git_dir: Path | None = None,
+    ) -> None:
         self.path = Path(path)
         self.stale_after_s = stale_after_s  # a running run silent this long is interrupted
+        self.git_dir = git_dir  # where `git:REF` runs git (None: the current folder)
 
     @property
     def exists(self) -> bool:
@@ -69,9 +76,29 @@ class Warehouse:
             return con.execute(text, params or []).to_arrow_table()
 
     def resolve(self, ref: str) -> str:
-        """A run id from a full id, a unique prefix, a label (newest wins), ``latest`` or a
-        baseline name (``baseline`` unless pinned under another name)."""
+        """A run id from a full id, a unique prefix, a label (newest wins), ``latest``, a
+        baseline name (``baseline`` unless pinned under another name), ``previous``,
+        ``latest~N`` or ``git:REF`` (see :mod:`evalwh.warehouse.refs`)."""
+        from evalwh.warehouse import refs
+
         self._require()
+        offset = refs.relative_offset(ref)
+        if offset is not None:
+            return self._first(
+                f"no run '{ref}': the newest run's suite has {offset} run(s) or fewer "
+                "(see `evalwh list`)",
+                "resolve_relative",
+                offset=offset,
+            )
+        if ref.startswith(refs.GIT_PREFIX):
+            name = ref[len(refs.GIT_PREFIX) :]
+            commits = refs.git_ancestors(name, self.git_dir or Path.cwd())
+            return self._first(
+                f"no run recorded at {ref} or any of its last {len(commits)} ancestor "
+                "commit(s) (runs record the commit of the config's repository)",
+                "resolve_git",
+                commits=commits,
+            )
         rows = self.query("resolve_run", ref=ref).to_pylist()
         if not rows and ref == "baseline":
             raise RunNotFoundError(
@@ -89,6 +116,13 @@ class Warehouse:
                 f"'{ref}' is a prefix of several runs ({ids}); give more of the id"
             )
         return str(best["run_id"])
+
+    def _first(self, missing: str, query: str, **params: Any) -> str:
+        """The run id of a query's first row; RunNotFoundError(``missing``) when none."""
+        found = self.query(query, **params).to_pylist()
+        if not found:
+            raise RunNotFoundError(missing)
+        return str(found[0]["run_id"])
 
     def run_row(self, run_id: str) -> dict[str, Any]:
         rows = self.sql("SELECT * FROM runs WHERE run_id = ?", [run_id]).to_pylist()

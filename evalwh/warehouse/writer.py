@@ -211,8 +211,11 @@ class RunWriter:
         replace: bool = False,
         token: str | None = None,
         heartbeat_s: float = 30.0,
+        cache_path: Path | None = None,
     ) -> None:
         self.path = path
+        # the response cache's own file (settings.cache_dir); None: the warehouse holds it
+        self.cache_path = cache_path if cache_path is not None and cache_path != path else None
         self.run_id = run_id
         self.token = token  # the run's lease: every flush checks it is still ours
         self.heartbeat_s = heartbeat_s  # an idle run still beats this often
@@ -282,8 +285,10 @@ class RunWriter:
             )
             if table is not None:
                 _append(con, "pairs", table)
-            if cache is not None:
+            if cache is not None and self.cache_path is None:
                 _append(con, "response_cache", cache, "INSERT OR IGNORE")
+        if cache is not None and self.cache_path is not None:
+            self._write_cache_file(cache, "INSERT OR IGNORE")
 
     def _beat(self, con: Any) -> None:
         """Renew the heartbeat, in the batch's transaction, if the lease is still ours."""
@@ -338,13 +343,25 @@ class RunWriter:
                     _append(con, "scores", scores)
                 if pairs is not None:
                     _append(con, "pairs", pairs)
-                if cache is not None:
+                if cache is not None and self.cache_path is None:
                     # Two runs may fetch the same answer at once: first one in wins (or, when
                     # refreshing, last one in)
-                    verb = "INSERT OR REPLACE" if self.refresh_cache else "INSERT OR IGNORE"
-                    _append(con, "response_cache", cache, verb)
+                    _append(con, "response_cache", cache, self._cache_verb)
+        if cache is not None and self.cache_path is not None:
+            # after the rows that used the answers: a crash in between only loses cache hits
+            self._write_cache_file(cache, self._cache_verb)
         self.rows_written += cases.num_rows if cases is not None else 0
         self.flushes += 1
+
+    @property
+    def _cache_verb(self) -> str:
+        return "INSERT OR REPLACE" if self.refresh_cache else "INSERT OR IGNORE"
+
+    def _write_cache_file(self, cache: pa.Table, verb: str) -> None:
+        """Cache rows into the cache's own file (``settings.cache_dir``), one transaction."""
+        assert self.cache_path is not None
+        with write_connection(self.cache_path, wait_s=None) as con, transaction(con):
+            _append(con, "response_cache", cache, verb)
 
 
 def _append(con: Any, table: str, rows: Any, verb: str = "INSERT") -> None:

@@ -648,6 +648,29 @@ class FakeLLMServer:
                 "modelVersion": req.path.rsplit("/", 1)[-1].split(":")[0],
             }
         if api == "anthropic":
+            forced = body.get("tool_choice") or {}
+            if forced.get("type") == "tool":  # a forced tool call: the reply is its input
+                try:
+                    given = json.loads(text)
+                except ValueError:
+                    given = {"answer": text}
+                return {
+                    "id": f"msg_fake_{req.index}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_fake_{req.index}",
+                            "name": forced.get("name"),
+                            "input": given,
+                        }
+                    ],
+                    "stop_reason": "tool_use",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+                }
             return {
                 "id": f"msg_fake_{req.index}",
                 "type": "message",

@@ -1,0 +1,65 @@
+"""``evalwh prices``: the shipped price table (its date and source), and for a config each
+model's price (where it comes from) and the run's cost estimate.
+
+    evalwh.api.prices()                        # the table
+    evalwh.api.prices(config="eval.yaml")      # plus the config's models and estimate
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evalwh.config.model import EvalConfig
+
+
+def prices(
+    config: str | Path | EvalConfig | None = None,
+    *,
+    output_dir: str | Path | None = None,
+    fake: bool = False,
+) -> dict[str, Any]:
+    """The dated table as rows (provider, model, USD per million input / output tokens);
+    with ``config``, ``for``: its models' prices (``source``: ``config`` for a ``price:``,
+    ``table``, or ``none``) and the estimate of a run of the whole matrix."""
+    from evalwh.providers.pricing import price_table
+
+    table = price_table()
+    out: dict[str, Any] = {
+        "as_of": table["as_of"],
+        "source": table["source"],
+        "unit": table["unit"],
+        "table": [
+            {"provider": p, "model": m, "input_per_mtok": v[0], "output_per_mtok": v[1]}
+            for p, models in table["providers"].items()
+            for m, v in models.items()
+        ],
+    }
+    if config is not None:
+        out["for"] = _for_config(config, output_dir=output_dir, fake=fake)
+    return out
+
+
+def _for_config(
+    config: str | Path | EvalConfig, *, output_dir: str | Path | None, fake: bool
+) -> dict[str, Any]:
+    from evalwh.api.run import _config, validate
+    from evalwh.engine.execute import check_config
+
+    cfg = _config(config)
+    _, checked = check_config(cfg)
+    rows = []
+    for given, resolved in zip(cfg.models, checked.models, strict=True):
+        price = resolved.price
+        rows.append(
+            {
+                "id": given.id,
+                "provider": given.provider,
+                "model": given.model,
+                "input_per_mtok": price.input_per_mtok if price else None,
+                "output_per_mtok": price.output_per_mtok if price else None,
+                "source": "config" if given.price else "table" if price else "none",
+            }
+        )
+    plan = validate(cfg, output_dir=output_dir, max_cost=float("inf"), fake=fake)
+    return {"config": str(cfg.path), "models": rows, "estimate": plan.estimate}

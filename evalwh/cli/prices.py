@@ -1,0 +1,61 @@
+"""`evalwh prices [--for eval.yaml]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from evalwh.cli import render
+from evalwh.cli.state import STATE, emit_json, out, with_globals
+
+
+@with_globals
+def prices(
+    for_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--for",
+            metavar="CONFIG",
+            help="Also each model's price in this config and the run's estimate.",
+        ),
+    ] = None,
+    fake: Annotated[
+        bool, typer.Option("--fake", help="Estimate as `evalwh run --fake` would.")
+    ] = False,
+) -> None:
+    """The dated price table (its date and source); with --for, a config's prices and estimate."""
+    from evalwh import api
+
+    data = api.prices(for_config, output_dir=STATE.output_dir, fake=fake)
+    if STATE.json:
+        emit_json(data)
+        return
+    console = out()
+    console.print(f"prices as of {data['as_of']}, {data['unit']}", markup=False)
+    console.print(f"source: {data['source']}", markup=False, style="dim")
+    if "for" not in data:
+        console.print(_table(data["table"], ("provider", "model")))
+        return
+    mine = data["for"]
+    console.print(f"config: {mine['config']}", markup=False)
+    console.print(_table(mine["models"], ("id", "provider", "model", "source")))
+    console.print(render.estimate_line(mine["estimate"]), markup=False)
+    for row in mine["estimate"]["by_model"]:
+        cost = render.usd(row["cost_usd"]) if row["cost_usd"] is not None else "no price"
+        console.print(f"  {row['model']}: {row['calls']} call(s), {cost}", markup=False)
+
+
+def _table(rows: list[dict[str, object]], keys: tuple[str, ...]) -> Table:
+    table = Table()
+    for key in keys:
+        table.add_column(key)
+    table.add_column("input $/Mtok", justify="right")
+    table.add_column("output $/Mtok", justify="right")
+    for r in rows:
+        cells = [str(r[k]) for k in keys]
+        price = [r["input_per_mtok"], r["output_per_mtok"]]
+        table.add_row(*cells, *("–" if p is None else f"{p:g}" for p in price))
+    return table

@@ -1,0 +1,422 @@
+"""What every importer produces, the options that line imported cells up with other runs, and
+the one transaction that stores an imported run.
+
+An importer turns a file into :class:`ImportedRun` (cases with their scores, in the tool's
+own names); :func:`import_files` applies :class:`ImportOptions` (suite, label, a case-id
+template, variant and model renames) and writes each run with :func:`store_run`: the run row,
+its cases and its scores in one transaction that first looks for the file's content hash, so
+importing the same file twice adds nothing. Fields the warehouse has no column for are kept
+in ``cases.extra`` / ``runs.source_extra`` (JSON), with secret-named keys (``apiKey``,
+``token``, ``authorization`` ...) masked and key-shaped strings redacted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from evalwh.config.secrets import MASK, redact
+from evalwh.errors import ConfigError, UsageError
+
+MAX_FILE_BYTES = 256 * 1024 * 1024  # a results file or log larger than this is refused
+TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_]+)(?:\.([^{}]+))?\}")
+# key names whose values are masked: apiKey, api_key, accessToken, client_secret, password ...
+SECRET_KEY = re.compile(
+    r"(api[_-]?key|access[_-]?key|token|secret|password|authorization|cookie)$", re.I
+)
+
+
+@dataclass
+class ImportedScore:
+    """One criterion of one case row, in [0, 1] (``raw_score`` keeps the tool's own value)."""
+
+    criterion: str
+    scorer: str
+    score: float
+    passed: bool
+    weight: float = 1.0
+    required: bool = True
+    details: Any = None
+    rationale: str | None = None
+    raw_score: float | None = None
+
+
+@dataclass
+class ImportedCase:
+    """One answer: a variant x model x case x repeat cell of the tool's run."""
+
+    variant: str
+    model: str
+    tool_id: str  # the tool's own id of the case (``{id}`` in a case-id template)
+    index: int  # the case's position in the tool's test list (``{index}``)
+    vars: dict[str, Any]
+    metadata: dict[str, Any]
+    output: str | None
+    passed: bool
+    score: float | None
+    expected: Any = None
+    messages: Any = None
+    error: str | None = None
+    error_kind: str | None = None
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    cached: bool = False
+    repeat: int | None = None  # None: counted in file order per cell
+    extra: dict[str, Any] = field(default_factory=dict)
+    scores: list[ImportedScore] = field(default_factory=list)
+
+
+@dataclass
+class ImportedRun:
+    tool: str
+    version: str | None
+    suite: str
+    status: str  # completed | failed | interrupted
+    started_at: datetime
+    finished_at: datetime | None
+    cases: list[ImportedCase]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ImportOptions:
+    """How an import lines up with the warehouse's other runs.
+
+    ``case_id`` is a template over ``{id}``, ``{index}``, ``{vars.NAME}`` and
+    ``{metadata.NAME}`` (default ``{id}``); ``variants`` / ``models`` map the tool's names
+    to evalwh's (key ``"*"``: every name).
+    """
+
+    suite: str | None = None
+    label: str | None = None
+    case_id: str | None = None
+    variants: dict[str, str] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ImportResult:
+    file: str
+    run_id: str
+    added: bool  # False: this file was imported before (same content hash)
+    n_cases: int
+    n_scores: int
+    tool: str
+    version: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def parse_renames(values: Sequence[str], what: str) -> dict[str, str]:
+    """``["old=new", ...]`` or one ``["new"]`` (every name becomes ``new``) as a mapping."""
+    out: dict[str, str] = {}
+    for value in values:
+        old, sep, new = value.rpartition("=")
+        if not sep:
+            old, new = "*", value
+        if not new.strip():
+            raise UsageError(f"--{what} {value!r}: give NEW or OLD=NEW (NEW not empty)")
+        out[old] = new.strip()
+    return out
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_json(path: Path) -> Any:
+    """A whole JSON file, bounded by :data:`MAX_FILE_BYTES`; errors name the file."""
+    check_size(path)
+    try:
+        return json.loads(path.read_bytes())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(
+            f"not a JSON file ({exc})", file=str(path), fix="pass the file the tool wrote"
+        ) from None
+
+
+def check_size(path: Path) -> None:
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"the file is {size:,} bytes, over the import limit of {MAX_FILE_BYTES:,}",
+            file=str(path),
+            fix="split the run into smaller files",
+        )
+
+
+def shape_error(path: Path, where: str, message: str, fix: str) -> ConfigError:
+    return ConfigError(message, file=str(path), where=where, fix=fix)
+
+
+def scrub(value: Any) -> Any:
+    """``value`` with secret-named keys masked and key-shaped strings redacted (nested)."""
+    if isinstance(value, Mapping):
+        return {
+            str(k): MASK if SECRET_KEY.search(str(k)) and v else scrub(v) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [scrub(v) for v in value]
+    if isinstance(value, str):
+        return redact(value)
+    return value
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a tool's optional fields)."""
+    return value if isinstance(value, dict) else {}
+
+
+def number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def integer(value: Any) -> int | None:
+    n = number(value)
+    return int(n) if n is not None else None
+
+
+def case_id_of(template: str, case: ImportedCase, path: Path) -> str:
+    def field_value(m: re.Match[str]) -> str:
+        name, key = m.group(1), m.group(2)
+        if name == "id" and key is None:
+            return case.tool_id
+        if name == "index" and key is None:
+            return str(case.index)
+        source = {"vars": case.vars, "metadata": case.metadata}.get(name)
+        if source is None or key is None:
+            raise UsageError(
+                f"--case-id {template!r}: unknown field {m.group(0)} (use {{id}}, {{index}}, "
+                "{vars.NAME} or {metadata.NAME})"
+            )
+        if key not in source:
+            raise UsageError(
+                f"--case-id {template!r}: case {case.tool_id!r} of {path} has no {name}.{key}"
+            )
+        value = source[key]
+        return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+    return TEMPLATE_FIELD.sub(field_value, template)
+
+
+def rename(names: Mapping[str, str], value: str) -> str:
+    return names.get(value, names.get("*", value))
+
+
+def store_run(
+    warehouse: Path, path: Path, digest: str, run: ImportedRun, options: ImportOptions
+) -> ImportResult:
+    """Write one imported run (run row, cases, scores) in one transaction; a file whose
+    content hash is already stored adds nothing and names the run it became."""
+    from evalwh import __version__
+    from evalwh.warehouse.connect import transaction, write_connection
+    from evalwh.warehouse.store import new_run_id
+
+    cases, scores = _rows(run, path, options)
+    run_id = new_run_id(run.started_at)
+    n_errors = sum(1 for c in run.cases if c.error)
+    run_row = {
+        "run_id": run_id,
+        "label": options.label,
+        "suite": options.suite or run.suite,
+        "status": run.status,
+        "config_path": str(path),
+        "config_hash": digest,
+        "dataset_hash": hashlib.sha256(
+            json.dumps(sorted({c[2] for c in cases})).encode()
+        ).hexdigest(),
+        "config_snapshot": json.dumps(
+            {"name": options.suite or run.suite, "source": {"tool": run.tool}}
+        ),
+        "n_planned": len(cases),
+        "started_at": run.started_at,
+        "finished_at": run.finished_at or run.started_at,
+        "heartbeat_at": run.finished_at or run.started_at,
+        "totals": json.dumps(
+            {
+                "requests": len(cases),
+                "cache_hits": sum(1 for c in run.cases if c.cached),
+                "retries": 0,
+                "errors": n_errors,
+                "judge_requests": 0,
+                "rows": len(cases),
+            }
+        ),
+        "evalwh_version": __version__,
+        "source_tool": run.tool,
+        "source_version": run.version,
+        "source_hash": digest,
+        "source_extra": json.dumps(scrub(run.extra), default=str),
+    }
+    with write_connection(warehouse, wait_s=None) as con, transaction(con):
+        found = con.execute(
+            "SELECT run_id FROM runs WHERE source_hash = ? AND source_tool = ?",
+            [digest, run.tool],
+        ).fetchone()
+        if found:
+            return ImportResult(str(path), str(found[0]), False, 0, 0, run.tool, run.version)
+        columns = ", ".join(run_row)
+        marks = ", ".join("?" for _ in run_row)
+        con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(run_row.values()))
+        _insert(con, "cases", _cases_table(run_id, cases))
+        if scores:
+            _insert(con, "scores", _scores_table(run_id, scores))
+    return ImportResult(str(path), run_id, True, len(cases), len(scores), run.tool, run.version)
+
+
+def _rows(
+    run: ImportedRun, path: Path, options: ImportOptions
+) -> tuple[list[list[Any]], list[list[Any]]]:
+    """Case and score rows (without run_id), names mapped, repeats counted per cell."""
+    template = options.case_id or "{id}"
+    seen: dict[tuple[str, str, str], int] = {}
+    cases: list[list[Any]] = []
+    scores: list[list[Any]] = []
+    now = datetime.now(timezone.utc)
+    for case in run.cases:
+        variant = rename(options.variants, case.variant)
+        model = rename(options.models, case.model)
+        case_id = case_id_of(template, case, path)
+        cell = (variant, model, case_id)
+        repeat = case.repeat if case.repeat is not None else seen.get(cell, 0)
+        seen[cell] = max(seen.get(cell, 0), repeat + 1)
+        key = (variant, model, case_id, repeat)
+        request = json.dumps([run.tool, model, case.messages, repeat], default=str)
+        cases.append(
+            [
+                *key,
+                _json(case.vars),
+                _json(case.expected),
+                _json(case.metadata),
+                _json(case.messages),
+                case.output,
+                redact(case.error) if case.error else None,
+                case.error_kind if case.error else None,
+                case.latency_ms,
+                case.input_tokens,
+                case.output_tokens,
+                case.cost_usd,
+                case.cached,
+                hashlib.sha256(request.encode()).hexdigest(),
+                case.score if case.score is not None else 0.0,
+                bool(case.passed and not case.error),
+                now,
+                _json(scrub(case.extra)) if case.extra else None,
+            ]
+        )
+        for s in case.scores:
+            scores.append(
+                [
+                    *key,
+                    s.criterion,
+                    s.scorer,
+                    s.score,
+                    s.passed,
+                    s.weight,
+                    s.required,
+                    _json(s.details),
+                    s.rationale,
+                    s.raw_score,
+                ]
+            )
+    _check_unique(cases, path)
+    return cases, scores
+
+
+def _check_unique(cases: list[list[Any]], path: Path) -> None:
+    keys = [(c[0], c[1], c[2], c[3]) for c in cases]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise UsageError(
+            f"{path}: two answers map to the same cell {dup} (variant, model, case, repeat): "
+            "give a --case-id template that tells the cases apart, or drop a --variant/--model "
+            "rename that merges two names"
+        )
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _cases_table(run_id: str, rows: list[list[Any]]) -> Any:
+    import pyarrow as pa
+
+    names = [
+        *("variant", "model", "case_id", "repeat", "vars", "expected", "metadata", "messages"),
+        *("output", "error", "error_kind", "latency_ms", "input_tokens", "output_tokens"),
+        *("cost_usd", "cached", "request_hash", "score", "passed", "created_at", "extra"),
+    ]
+    cols = {n: [r[i] for r in rows] for i, n in enumerate(names)}
+    types = {
+        "repeat": pa.int32(),
+        "latency_ms": pa.float64(),
+        "input_tokens": pa.int64(),
+        "output_tokens": pa.int64(),
+        "cost_usd": pa.float64(),
+        "cached": pa.bool_(),
+        "score": pa.float64(),
+        "passed": pa.bool_(),
+        "created_at": pa.timestamp("us", tz="UTC"),
+    }
+    arrays = {n: pa.array(v, type=types.get(n, pa.string())) for n, v in cols.items()}
+    arrays["run_id"] = pa.array([run_id] * len(rows), type=pa.string())
+    arrays["attempts"] = pa.array([1] * len(rows), type=pa.int32())
+    return pa.table(arrays)
+
+
+def _scores_table(run_id: str, rows: list[list[Any]]) -> Any:
+    import pyarrow as pa
+
+    names = [
+        *("variant", "model", "case_id", "repeat", "criterion", "scorer", "score", "passed"),
+        *("weight", "required", "details", "rationale", "raw_score"),
+    ]
+    types = {
+        "repeat": pa.int32(),
+        "score": pa.float64(),
+        "passed": pa.bool_(),
+        "weight": pa.float64(),
+        "required": pa.bool_(),
+        "raw_score": pa.float64(),
+    }
+    arrays = {
+        n: pa.array([r[i] for r in rows], type=types.get(n, pa.string()))
+        for i, n in enumerate(names)
+    }
+    arrays["run_id"] = pa.array([run_id] * len(rows), type=pa.string())
+    return pa.table(arrays)
+
+
+def _insert(con: Any, table: str, data: Any) -> None:
+    con.register("_evalwh_import", data)
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _evalwh_import")
+    finally:
+        con.unregister("_evalwh_import")
