@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.errors import ConfigError
+from evalwh.warehouse.lake import LakeTarget, is_target, parse_target
 
 DEFAULTS: dict[str, Any] = {
     "output_dir": ".evalwh",
-    "warehouse": None,  # default: <output_dir>/warehouse.duckdb
+    "warehouse": None,  # default: <output_dir>/warehouse.duckdb; or a ducklake: target
+    "lake": None,  # DuckLake data path and S3 settings (docs/scale-out.md)
     "concurrency": 16,
     "cache": True,
     "export_parquet": True,
@@ -45,7 +47,7 @@ PATH_KEYS = ("output_dir", "warehouse")
 @dataclass(frozen=True)
 class Settings:
     output_dir: Path
-    warehouse: Path
+    warehouse: Path | LakeTarget  # a DuckDB file, or a shared DuckLake warehouse
     concurrency: int
     cache: bool
     export_parquet: bool
@@ -63,11 +65,13 @@ class Settings:
 
     @property
     def exports_dir(self) -> Path:
+        if isinstance(self.warehouse, LakeTarget):  # a lake's runs export on this machine
+            return self.output_dir / "exports"
         return self.warehouse.parent / "exports"
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources"}
-        return {k: str(v) if isinstance(v, Path) else v for k, v in out.items()}
+        return {k: str(v) if isinstance(v, (Path, LakeTarget)) else v for k, v in out.items()}
 
 
 def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -128,6 +132,12 @@ def _user_settings(env: Mapping[str, str]) -> tuple[dict[str, Any], Path | None]
     return dict(data), path
 
 
+def get_secret(name: str) -> str | None:
+    from evalwh.config.secrets import get_secret as lookup
+
+    return lookup(name)
+
+
 def resolve_settings(
     flags: Mapping[str, Any] | None = None,
     config_settings: Mapping[str, Any] | None = None,
@@ -162,7 +172,7 @@ def resolve_settings(
         {
             k: _parse_env(k, env[f"EVALWH_{k.upper()}"])
             for k in DEFAULTS
-            if f"EVALWH_{k.upper()}" in env
+            if f"EVALWH_{k.upper()}" in env and k != "lake"
         },
         "environment",
         cwd,
@@ -184,7 +194,16 @@ def resolve_settings(
             fix="point -o / output_dir at a folder (it is created when missing)",
         )
     # A warehouse path set at a lower layer than output_dir follows output_dir (``-o`` wins).
-    if "warehouse" in values and rank["warehouse"] >= rank["output_dir"]:
+    warehouse: Path | LakeTarget
+    if "warehouse" in values and is_target(str(values["warehouse"])):
+        warehouse = parse_target(
+            str(values["warehouse"]),
+            values.get("lake"),
+            base=base.get("lake", base["warehouse"]),
+            where=f"setting warehouse (from {sources['warehouse']})",
+            secret=get_secret,
+        )
+    elif "warehouse" in values and rank["warehouse"] >= rank["output_dir"]:
         warehouse = (base["warehouse"] / Path(values["warehouse"]).expanduser()).resolve()
     else:
         warehouse = output_dir / "warehouse.duckdb"

@@ -14,13 +14,13 @@ import threading
 import time
 from collections.abc import Sequence
 from operator import itemgetter
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from evalwh.errors import WarehouseError
-from evalwh.warehouse.connect import transaction, write_connection
+from evalwh.warehouse.connect import write_transaction
+from evalwh.warehouse.lake import LakeTarget, Location
 
 
 class LeaseLostError(WarehouseError):
@@ -197,7 +197,7 @@ class RunWriter:
 
     def __init__(
         self,
-        path: Path,
+        path: Location,
         run_id: str,
         *,
         batch_size: int = 2000,
@@ -269,7 +269,8 @@ class RunWriter:
             buffer.append(row)
         table = buffer.take()
         cache = self._cache.take()
-        with self._lock, write_connection(self.path, wait_s=None) as con, transaction(con):
+
+        def body(con: Any) -> None:
             self._beat(con)
             con.execute(
                 "DELETE FROM pairs WHERE run_id = ? AND list_contains(?, comparison)",
@@ -280,21 +281,44 @@ class RunWriter:
                 con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
                 con.unregister("_evalwh_pairs")
             if cache is not None:
-                con.register("_evalwh_cache", cache)
-                con.execute(
-                    "INSERT OR IGNORE INTO response_cache BY NAME "
-                    "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
-                )
-                con.unregister("_evalwh_cache")
+                self._insert_cache(con, cache, replace=False)
+
+        with self._lock:
+            write_transaction(self.path, body, what=f"write pairs of run {self.run_id}")
+
+    def _insert_cache(self, con: Any, cache: pa.Table, *, replace: bool) -> None:
+        """Cache rows: first one in wins (or, when refreshing, last one in); DISTINCT ON
+        guards duplicates inside one batch. A lake has no primary key, hence no ``INSERT OR
+        IGNORE``: there the same rule is an anti-join (or a delete first)."""
+        con.register("_evalwh_cache", cache)
+        fresh = "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
+        if not isinstance(self.path, LakeTarget):
+            verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+            con.execute(f"{verb} INTO response_cache BY NAME {fresh}")
+        elif replace:
+            con.execute(
+                "DELETE FROM response_cache WHERE request_hash IN "
+                "(SELECT request_hash FROM _evalwh_cache)"
+            )
+            con.execute(f"INSERT INTO response_cache BY NAME {fresh}")
+        else:
+            con.execute(
+                f"INSERT INTO response_cache BY NAME SELECT * FROM ({fresh}) f WHERE NOT EXISTS "
+                "(SELECT 1 FROM response_cache r WHERE r.request_hash = f.request_hash)"
+            )
+        con.unregister("_evalwh_cache")
 
     def _beat(self, con: Any) -> None:
-        """Renew the heartbeat, in the batch's transaction, if the lease is still ours."""
+        """Renew the heartbeat, in the batch's transaction, if the lease is still ours (a
+        read, then the update: DuckLake has no ``RETURNING`` on updates)."""
         held = con.execute(
-            "UPDATE runs SET heartbeat_at = now() WHERE run_id = ? "
-            "AND (CAST(? AS VARCHAR) IS NULL OR lease_token = ?) RETURNING 1",
+            "SELECT 1 FROM runs WHERE run_id = ? "
+            "AND (CAST(? AS VARCHAR) IS NULL OR lease_token = ?)",
             [self.run_id, self.token, self.token],
         ).fetchall()
-        if not held:
+        if held:
+            con.execute("UPDATE runs SET heartbeat_at = now() WHERE run_id = ?", [self.run_id])
+        else:
             raise LeaseLostError(
                 f"run {self.run_id} was taken over by another process "
                 "(`evalwh run --resume RUN --force`); this process stopped writing it"
@@ -320,41 +344,30 @@ class RunWriter:
         empty = cases is None and scores is None and cache is None and pairs is None
         if empty and not self.beat_due():
             return
-        with self._lock, write_connection(self.path, wait_s=None) as con:
+
+        def body(con: Any) -> None:
             # One DuckDB thread: a flush runs beside the engine (busy on the other core), and a
             # second thread only contends with it; alone, one thread writes a batch as fast.
             con.execute("SET threads = 1")
-            with transaction(con):
-                self._beat(con)
-                if cases is not None and self.replace:
-                    con.register("_evalwh_cases", cases)
-                    for table in ("scores", "cases"):
-                        con.execute(
-                            f"DELETE FROM {table} USING _evalwh_cases b WHERE {table}.run_id = b.run_id "
-                            f"AND {table}.variant = b.variant AND {table}.model = b.model "
-                            f"AND {table}.case_id = b.case_id AND {table}.repeat = b.repeat"
-                        )
-                if cases is not None:
-                    con.register("_evalwh_cases", cases)
-                    con.execute("INSERT INTO cases BY NAME SELECT * FROM _evalwh_cases")
-                    con.unregister("_evalwh_cases")
-                if scores is not None:
-                    con.register("_evalwh_scores", scores)
-                    con.execute("INSERT INTO scores BY NAME SELECT * FROM _evalwh_scores")
-                    con.unregister("_evalwh_scores")
-                if pairs is not None:
-                    con.register("_evalwh_pairs", pairs)
-                    con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
-                    con.unregister("_evalwh_pairs")
-                if cache is not None:
-                    verb = "INSERT OR REPLACE" if self.refresh_cache else "INSERT OR IGNORE"
-                    con.register("_evalwh_cache", cache)
-                    # Two runs may fetch the same answer at once: first one in wins (or, when
-                    # refreshing, last one in); DISTINCT ON guards duplicates inside one batch.
+            self._beat(con)
+            if cases is not None and self.replace:
+                con.register("_evalwh_cases", cases)
+                for table in ("scores", "cases"):
                     con.execute(
-                        f"{verb} INTO response_cache BY NAME "
-                        "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
+                        f"DELETE FROM {table} USING _evalwh_cases b WHERE {table}.run_id = b.run_id "
+                        f"AND {table}.variant = b.variant AND {table}.model = b.model "
+                        f"AND {table}.case_id = b.case_id AND {table}.repeat = b.repeat"
                     )
-                    con.unregister("_evalwh_cache")
+            for name, table in (("cases", cases), ("scores", scores), ("pairs", pairs)):
+                if table is not None:
+                    con.register(f"_evalwh_{name}", table)
+                    con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM _evalwh_{name}")
+                    con.unregister(f"_evalwh_{name}")
+            if cache is not None:
+                # Two runs may fetch the same answer at once: see _insert_cache.
+                self._insert_cache(con, cache, replace=self.refresh_cache)
+
+        with self._lock:
+            write_transaction(self.path, body, what=f"flush run {self.run_id}")
         self.rows_written += cases.num_rows if cases is not None else 0
         self.flushes += 1
