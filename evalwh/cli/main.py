@@ -72,6 +72,9 @@ def callback(
 
 
 app.command("run")(run_cmd.run)
+# `evalwh finish`, not `evalwh run finish`: `run` takes a CONFIG argument, so a `finish`
+# subcommand under it would shadow a config file named `finish` (docs/scale-out.md).
+app.command("finish")(run_cmd.finish)
 app.command("validate")(run_cmd.validate)
 app.command("list")(runs_cmd.list_runs)
 app.command("show")(runs_cmd.show)
