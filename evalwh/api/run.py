@@ -26,11 +26,15 @@ def settings_for(
     config: EvalConfig | None = None, *, output_dir: str | Path | None = None, **flags: Any
 ) -> Settings:
     """Resolve settings: flags > EVALWH_* env > config ``settings:`` > user config > defaults."""
+    from evalwh.config.secrets import get_secret
     from evalwh.warehouse.connect import set_memory_limit
 
     given = {k: v for k, v in {"output_dir": output_dir, **flags}.items() if v is not None}
     settings = resolve_settings(
-        given, config.settings if config else None, config.root if config else None
+        given,
+        config.settings if config else None,
+        config.root if config else None,
+        secret=get_secret,
     )
     set_memory_limit(settings.memory_limit)  # every warehouse connection this process opens
     return settings

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalwh.api.run import RunResult, conclude, settings_for
+from evalwh.api.run import RunResult, _config, conclude, settings_for
 from evalwh.config.model import EvalConfig
 from evalwh.errors import UsageError
 
@@ -26,7 +26,7 @@ def finish_run(
     *,
     partial: bool = False,
     baseline: str | None = None,
-    config: EvalConfig | None = None,
+    config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
 ) -> RunResult:
     """Conclude the sharded run ``run`` (an id, prefix or label): export, status and gate.
@@ -36,7 +36,7 @@ def finish_run(
     from evalwh.warehouse.shards import claim_conclusion
     from evalwh.warehouse.store import Warehouse
 
-    settings = settings_for(config, output_dir=output_dir)
+    settings = settings_for(_config(config) if config else None, output_dir=output_dir)
     store = Warehouse(settings.warehouse, stale_after_s=settings.stale_after_s)
     run_id = store.resolve(run)
     row = store.run_row(run_id)

@@ -334,7 +334,11 @@ def open_warehouse(
     config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
 ) -> WarehouseView:
-    """Open the warehouse at ``path``, or the one the settings (and a config) point at."""
+    """Open the warehouse at ``path`` (a file or a ``ducklake:`` target), or the one the
+    settings (and a config) point at."""
+    if isinstance(path, str) and path.startswith("ducklake:"):
+        settings = settings_for(None, output_dir=output_dir, warehouse=path)
+        return WarehouseView(settings.warehouse, settings)
     if path is not None:
         return WarehouseView(Path(path))
     cfg = _config(config) if config is not None else None

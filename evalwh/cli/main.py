@@ -15,6 +15,7 @@ from evalwh import __version__
 from evalwh.cli import analysis as analysis_cmd
 from evalwh.cli import cache as cache_cmd
 from evalwh.cli import calibrate as calibrate_cmd
+from evalwh.cli import lake as lake_cmd
 from evalwh.cli import mcp as mcp_cmd
 from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
@@ -80,6 +81,7 @@ app.command("list")(runs_cmd.list_runs)
 app.command("show")(runs_cmd.show)
 app.command("init")(runs_cmd.init)
 app.add_typer(cache_cmd.app, name="cache")
+app.add_typer(lake_cmd.app, name="lake")
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("compare")(analysis_cmd.compare)
 app.command("gate")(analysis_cmd.gate)

@@ -228,8 +228,15 @@ def finish(
 ) -> None:
     """Conclude a sharded run once its shards are in: export, status, and the gate, once."""
     from evalwh.api.shards import finish_run
+    from evalwh.cli.runs import config_for_reads
 
-    result = finish_run(run, partial=partial, baseline=baseline, output_dir=STATE.output_dir)
+    result = finish_run(
+        run,
+        partial=partial,
+        baseline=baseline,
+        config=config_for_reads(),
+        output_dir=STATE.output_dir,
+    )
     print_result(result, retry="evalwh run CONFIG --retry-errors")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -132,20 +132,18 @@ def _user_settings(env: Mapping[str, str]) -> tuple[dict[str, Any], Path | None]
     return dict(data), path
 
 
-def get_secret(name: str) -> str | None:
-    from evalwh.config.secrets import get_secret as lookup
-
-    return lookup(name)
-
-
 def resolve_settings(
     flags: Mapping[str, Any] | None = None,
     config_settings: Mapping[str, Any] | None = None,
     config_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    secret: Callable[[str], str | None] | None = None,
 ) -> Settings:
-    """Layer the sources. Paths from a file resolve against that file's folder, others against cwd."""
+    """Layer the sources. Paths from a file resolve against that file's folder, others against cwd.
+
+    ``secret`` looks up a DuckLake target's credentials by name (default: the environment;
+    evalwh.api passes the secrets-file lookup of evalwh.config.secrets)."""
     env = os.environ if env is None else env
     cwd = cwd or Path.cwd()
     values: dict[str, Any] = {}
@@ -201,7 +199,7 @@ def resolve_settings(
             values.get("lake"),
             base=base.get("lake", base["warehouse"]),
             where=f"setting warehouse (from {sources['warehouse']})",
-            secret=get_secret,
+            secret=secret or env.get,
         )
     elif "warehouse" in values and rank["warehouse"] >= rank["output_dir"]:
         warehouse = (base["warehouse"] / Path(values["warehouse"]).expanduser()).resolve()

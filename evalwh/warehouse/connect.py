@@ -242,10 +242,10 @@ def read_connection(
         raise WarehouseError(
             f"no warehouse at {path}: nothing has been run here yet (run `evalwh run`)"
         )
-    with io_guard(path, "read the warehouse"):
+    with io_guard(str(path), "read the warehouse"):
         con = open_connection(path, read_only=True, wait_s=wait_s)
     try:
-        with io_guard(path, "read the warehouse"):
+        with io_guard(str(path), "read the warehouse"):
             version = check_schema(con, path)
         if version < latest_version():
             raise WarehouseError(

@@ -127,7 +127,7 @@ def claim(
             "host = ?, pid = ?, lease_token = ? WHERE run_id = ?",
             [HOST, os.getpid(), token, run_id],
         )
-        return row
+        return dict(row)
 
     row = write_transaction(path, body, what=f"claim run {run_id}")
     return token, str(row["status"])

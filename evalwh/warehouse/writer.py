@@ -358,9 +358,9 @@ class RunWriter:
                         f"AND {table}.variant = b.variant AND {table}.model = b.model "
                         f"AND {table}.case_id = b.case_id AND {table}.repeat = b.repeat"
                     )
-            for name, table in (("cases", cases), ("scores", scores), ("pairs", pairs)):
-                if table is not None:
-                    con.register(f"_evalwh_{name}", table)
+            for name, rows in (("cases", cases), ("scores", scores), ("pairs", pairs)):
+                if rows is not None:
+                    con.register(f"_evalwh_{name}", rows)
                     con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM _evalwh_{name}")
                     con.unregister(f"_evalwh_{name}")
             if cache is not None:
