@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from evalwh.analysis.gate import GateResult
     from evalwh.analysis.readonly import QueryBounds
     from evalwh.reports.exports import Export
+    from evalwh.warehouse.lake import LakeTarget
 
 from evalwh.api.run import _config, _json, settings_for
 
@@ -33,7 +34,7 @@ class WarehouseView:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | LakeTarget,
         settings: Settings | None = None,
         *,
         stale_after_s: float | None = None,
@@ -310,7 +311,9 @@ def cache_info(
         "warehouse": str(view.path),
         "entries": sum(r["entries"] for r in rows),
         "text_bytes": sum(r["text_bytes"] or 0 for r in rows),
-        "warehouse_bytes": view.path.stat().st_size if view.store.exists else 0,
+        "warehouse_bytes": view.path.stat().st_size
+        if isinstance(view.path, Path) and view.store.exists
+        else 0,  # a DuckLake has no one file to measure
         "by_model": rows,
         "key": CACHE_KEY,
     }
