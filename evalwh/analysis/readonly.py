@@ -156,6 +156,8 @@ def _attach_lake(target: LakeTarget, bounds: QueryBounds) -> duckdb.DuckDBPyConn
     the only files it may open are the lake's data files (``allowed_directories``)."""
     from evalwh.warehouse import lake
 
+    if not target.on_postgres:
+        lake.release(target)  # a DuckDB file catalog attaches once per process
     con = lake.connect(target, read_only=True, memory_limit=bounds.memory_limit)
     con.execute(f"SET threads = {int(bounds.threads)}")
     if target.data_path:

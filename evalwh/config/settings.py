@@ -197,7 +197,8 @@ def resolve_settings(
         warehouse = parse_target(
             str(values["warehouse"]),
             values.get("lake"),
-            base=base.get("lake", base["warehouse"]),
+            base=base["warehouse"],
+            lake_base=base.get("lake"),
             where=f"setting warehouse (from {sources['warehouse']})",
             secret=secret or env.get,
         )

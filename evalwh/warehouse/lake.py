@@ -94,6 +94,8 @@ class LakeTarget:
         """Whether the catalog has been created (by the first writer that attached it)."""
         if self in _SEEN:
             return True
+        if not self.on_postgres:
+            return Path(self.catalog).is_file()
         try:
             cursor(self, read_only=True, memory_limit="256MB").close()
         except LakeMissing:
@@ -136,11 +138,14 @@ def parse_target(
     base: Path,
     where: str,
     secret: Callable[[str], str | None] = lambda _name: None,
+    lake_base: Path | None = None,
 ) -> LakeTarget:
     """A :class:`LakeTarget` from a ``ducklake:...`` setting and ``settings.lake``.
 
-    ``base`` resolves relative paths; ``secret`` looks credentials up by name (environment,
-    then the secrets files); ``where`` names the setting in errors.
+    ``base`` resolves a relative catalog path (``lake_base``, default ``base``, a relative
+    data path): each against the folder of the file that set it. ``secret`` looks
+    credentials up by name (environment, then the secrets files); ``where`` names the setting
+    in errors.
     """
     rest = text[len(PREFIX) :].strip()
     lake = dict(lake or {})
@@ -171,7 +176,8 @@ def parse_target(
     else:
         catalog = str((base / Path(rest).expanduser()).resolve())
     if data_path and not str(data_path).startswith(("s3://", "s3a://")):
-        data_path = str((base / Path(str(data_path)).expanduser()).resolve()) + "/"
+        folder = lake_base or base
+        data_path = str((folder / Path(str(data_path)).expanduser()).resolve()) + "/"
     s3 = {
         k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in lake.get("s3", {}).items()
     }
@@ -284,15 +290,24 @@ def cursor(target: LakeTarget, *, read_only: bool, memory_limit: str) -> duckdb.
     and hands out cursors; closing a cursor leaves the attach in place. DuckLake starts every
     transaction from the catalog's latest snapshot, so a long-lived attach still sees what
     other writers committed."""
-    key = (target, read_only)
+    # A DuckDB file catalog can be attached once per process: reads share the writable attach.
+    key = (target, read_only and target.on_postgres)
     with _INSTANCES_LOCK:
         # a read may use the writable attach this process already has (one second saved)
         base = _INSTANCES.get(key) or (_INSTANCES.get((target, False)) if read_only else None)
         if base is None:
-            base = _INSTANCES[key] = connect(target, read_only=read_only, memory_limit=memory_limit)
+            base = _INSTANCES[key] = connect(target, read_only=key[1], memory_limit=memory_limit)
     con = base.cursor()
     con.execute(f"USE {ALIAS}")
     return con
+
+
+def release(target: LakeTarget) -> None:
+    """Close this process's attaches of ``target`` (a DuckDB file catalog must be detached
+    before another connection of the process may attach it)."""
+    with _INSTANCES_LOCK:
+        for key in [k for k in _INSTANCES if k[0] == target]:
+            _INSTANCES.pop(key).close()
 
 
 def _s3_secret(con: duckdb.DuckDBPyConnection, target: LakeTarget, creds: dict[str, str]) -> None:

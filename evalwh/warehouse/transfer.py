@@ -73,7 +73,8 @@ def copy_runs(
 
 
 # DuckLake's own maintenance, in order: inlined rows to Parquet, small files merged, old
-# snapshots expired, then the files only those snapshots used deleted.
+# snapshots expired, then the files only those snapshots used deleted, then files no snapshot
+# ever committed.
 MAINTENANCE = (
     ("flush_inlined_data", "CALL ducklake_flush_inlined_data('{lake}')"),
     ("merge_adjacent_files", "CALL ducklake_merge_adjacent_files('{lake}')"),
@@ -84,6 +85,10 @@ MAINTENANCE = (
     (
         "cleanup_old_files",
         "CALL ducklake_cleanup_old_files('{lake}', older_than => now() - INTERVAL {s} SECOND)",
+    ),
+    (  # left by a writer killed before its commit; the age keeps in-flight files safe
+        "delete_orphaned_files",
+        "CALL ducklake_delete_orphaned_files('{lake}', older_than => now() - INTERVAL {s} SECOND)",
     ),
 )
 

@@ -10,6 +10,7 @@ yet flushed.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -21,6 +22,10 @@ import pyarrow as pa
 from evalwh.errors import WarehouseError
 from evalwh.warehouse.connect import write_transaction
 from evalwh.warehouse.lake import LakeTarget, Location
+
+# A debugging switch for crash tests: sleep this long inside each flush's transaction, after
+# its rows are inserted and before it commits (documented in docs/troubleshooting.md).
+FLUSH_PAUSE_ENV = "EVALWH_DEBUG_FLUSH_PAUSE_S"
 
 
 class LeaseLostError(WarehouseError):
@@ -225,6 +230,7 @@ class RunWriter:
         self._last_flush = self._last_beat = time.monotonic()
         self.rows_written = 0
         self.flushes = 0
+        self._pause_s = float(os.environ.get(FLUSH_PAUSE_ENV) or 0)
 
     def add_case(self, row: Sequence[Any]) -> None:
         self._cases.append(row)
@@ -366,6 +372,8 @@ class RunWriter:
             if cache is not None:
                 # Two runs may fetch the same answer at once: see _insert_cache.
                 self._insert_cache(con, cache, replace=self.refresh_cache)
+            if self._pause_s > 0:
+                time.sleep(self._pause_s)
 
         with self._lock:
             write_transaction(self.path, body, what=f"flush run {self.run_id}")
