@@ -133,30 +133,24 @@ class S3:
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def create_bucket(self) -> str:
+    def client(self):  # type: ignore[no-untyped-def]
         import boto3
 
-        name = f"lake-{os.getpid()}-{next(_names)}"
-        client = boto3.client(
+        return boto3.client(
             "s3",
             endpoint_url=f"http://{self.endpoint}",
             aws_access_key_id=AWS_KEY,
             aws_secret_access_key=AWS_SECRET,
             region_name="us-east-1",
         )
-        client.create_bucket(Bucket=name)
+
+    def create_bucket(self) -> str:
+        name = f"lake-{os.getpid()}-{next(_names)}"
+        self.client().create_bucket(Bucket=name)
         return name
 
     def keys(self, bucket: str, prefix: str = "") -> list[str]:
-        import boto3
-
-        client = boto3.client(
-            "s3",
-            endpoint_url=f"http://{self.endpoint}",
-            aws_access_key_id=AWS_KEY,
-            aws_secret_access_key=AWS_SECRET,
-            region_name="us-east-1",
-        )
+        client = self.client()
         pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
