@@ -124,7 +124,8 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Location) -> int:
                 "WHERE table_catalog = current_database() ORDER BY 1 LIMIT 5"
             ).fetchall()
         ]
-        if tables:
+        # an empty schema_migrations alone: another writer is migrating this warehouse now
+        if tables and tables != ["schema_migrations"]:
             raise WarehouseError(
                 f"{path} is a DuckDB file but not an evalwh warehouse (it has tables of its own: "
                 f"{', '.join(tables)}); it was left unchanged. Point -o/--output-dir or "
@@ -146,7 +147,9 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Location) -> int:
     and the schema_migrations row commits with it, so two writers migrating a fresh lake at
     once conflict: the loser retries, finds the migration applied and skips it."""
     if isinstance(path, LakeTarget):
-        return lake.retry_conflicts(lambda: _migrate(con, path), what="migrate the lake")
+        return lake.retry_conflicts(
+            lambda: _migrate(con, path), what="migrate the lake", also=("already exists",)
+        )
     return _migrate(con, path)
 
 

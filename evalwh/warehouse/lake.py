@@ -263,7 +263,7 @@ def connect(target: LakeTarget, *, read_only: bool, memory_limit: str) -> duckdb
         if read_only:
             options.append("READ_ONLY")
         suffix = f" ({', '.join(options)})" if options else ""
-        con.execute(f"ATTACH {quote(spec)} AS {ALIAS}{suffix}")
+        _attach(con, f"ATTACH {quote(spec)} AS {ALIAS}{suffix}")
         con.execute(f"USE {ALIAS}")
     except LakeExtraMissing:
         con.close()
@@ -281,6 +281,23 @@ def connect(target: LakeTarget, *, read_only: bool, memory_limit: str) -> duckdb
             "EVALWH_PG_PASSWORD set?) and lake.data_path / lake.s3 (docs/scale-out.md)"
         ) from None
     return con
+
+
+def _attach(con: duckdb.DuckDBPyConnection, statement: str, tries: int = 8) -> None:
+    """ATTACH; the first writers of a fresh catalog race to create its tables, and the losers
+    see "already exists" / "duplicate key": attaching again finds the tables made."""
+    import duckdb
+
+    for attempt in range(tries):
+        try:
+            con.execute(statement)
+            return
+        except duckdb.Error as exc:
+            text = str(exc)
+            racing = "already exists" in text or "duplicate key" in text
+            if not racing or attempt == tries - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1) * (0.5 + random.random()))
 
 
 def cursor(target: LakeTarget, *, read_only: bool, memory_limit: str) -> duckdb.DuckDBPyConnection:
@@ -355,10 +372,16 @@ def is_conflict(exc: BaseException) -> bool:
 
 
 def retry_conflicts(
-    attempt: Callable[[], T], *, what: str, max_wait_s: float = 600.0, first_delay: float = 0.05
+    attempt: Callable[[], T],
+    *,
+    what: str,
+    max_wait_s: float = 600.0,
+    first_delay: float = 0.05,
+    also: tuple[str, ...] = (),
 ) -> T:
-    """Run ``attempt`` until it commits; a transaction conflict is retried with jittered
-    exponential backoff (the rows are still in memory, so nothing is lost)."""
+    """Run ``attempt`` until it commits; a transaction conflict (or an error holding one of
+    ``also``) is retried with jittered exponential backoff (the rows are still in memory,
+    so nothing is lost)."""
     import duckdb
 
     deadline = time.monotonic() + max_wait_s
@@ -367,7 +390,8 @@ def retry_conflicts(
         try:
             return attempt()
         except duckdb.Error as exc:
-            if not is_conflict(exc) or time.monotonic() > deadline:
+            retry = is_conflict(exc) or any(text in str(exc) for text in also)
+            if not retry or time.monotonic() > deadline:
                 raise
             tries += 1
             log.debug("%s: DuckLake conflict (try %d), retrying: %s", what, tries, exc)
