@@ -87,6 +87,8 @@ def _parse_env(key: str, raw: str) -> Any:
         float if key in FLOAT_KEYS else (type(DEFAULTS[key]) if DEFAULTS[key] is not None else str)
     )
     name = f"EVALWH_{key.upper()}"
+    if key == "lake":
+        return _parse_lake_env(name, raw)
     if kind is float:
         try:
             number = float(raw)
@@ -115,6 +117,24 @@ def _parse_env(key: str, raw: str) -> Any:
             raise ConfigError(f"{name} must be at least 1", fix=f"set {name} to a positive number")
         return value
     return raw
+
+
+def _parse_lake_env(name: str, raw: str) -> dict[str, Any]:
+    """``EVALWH_LAKE``: the ``lake:`` mapping as JSON (handy in a CI job's environment)."""
+    import json
+
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    allowed = {"data_path", "s3", "secret"}
+    if not isinstance(value, dict) or not set(value) <= allowed:
+        raise ConfigError(
+            f"{name} is not a JSON object of {', '.join(sorted(allowed))}",
+            fix=f'set {name} to e.g. {{"data_path": "s3://bucket/evalwh/", "s3": {{"region": '
+            '"us-east-1"}}',
+        )
+    return value
 
 
 def _user_settings(env: Mapping[str, str]) -> tuple[dict[str, Any], Path | None]:
@@ -170,7 +190,7 @@ def resolve_settings(
         {
             k: _parse_env(k, env[f"EVALWH_{k.upper()}"])
             for k in DEFAULTS
-            if f"EVALWH_{k.upper()}" in env and k != "lake"
+            if f"EVALWH_{k.upper()}" in env
         },
         "environment",
         cwd,

@@ -114,7 +114,17 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def check_schema(con: duckdb.DuckDBPyConnection, path: Location) -> int:
-    """The file's schema version; refuses a foreign DuckDB file and one newer than this code."""
+    """The file's schema version; refuses a foreign DuckDB file and one newer than this code.
+
+    On a lake both reads come from one snapshot: between two autocommitted reads another
+    writer may commit a migration, and its tables would look foreign."""
+    if isinstance(path, LakeTarget):
+        with transaction(con):
+            return _check_schema(con, path)
+    return _check_schema(con, path)
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection, path: Location) -> int:
     current = schema_version(con)
     if current == 0:
         tables = [
@@ -263,7 +273,7 @@ def read_connection(
 
 def migrate_file(path: Location) -> tuple[int, int]:
     """Upgrade a warehouse to this evalwh's schema: (version before, version after)."""
-    if not path.exists():
+    if not isinstance(path, LakeTarget) and not path.exists():  # a lake is created here
         raise WarehouseError(f"no warehouse at {path} to migrate")
     with io_guard(str(path), "migrate the warehouse"):
         con = open_connection(path, read_only=False, wait_s=None)
