@@ -38,6 +38,8 @@ MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # memory_limit, docs/configuration.md). settings_for() sets it from the resolved settings.
 _MEMORY_LIMIT = "2GB"
 T = TypeVar("T")
+# Lakes this process has seen at this code's schema version (each check costs catalog trips).
+_CURRENT: set[LakeTarget] = set()
 
 
 def set_memory_limit(limit: str) -> None:
@@ -119,8 +121,13 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Location) -> int:
     On a lake both reads come from one snapshot: between two autocommitted reads another
     writer may commit a migration, and its tables would look foreign."""
     if isinstance(path, LakeTarget):
+        if path in _CURRENT:
+            return latest_version()
         with transaction(con):
-            return _check_schema(con, path)
+            version = _check_schema(con, path)
+        if version == latest_version():
+            _CURRENT.add(path)  # schemas only move forward: no need to look again
+        return version
     return _check_schema(con, path)
 
 
@@ -157,9 +164,13 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Location) -> int:
     and the schema_migrations row commits with it, so two writers migrating a fresh lake at
     once conflict: the loser retries, finds the migration applied and skips it."""
     if isinstance(path, LakeTarget):
-        return lake.retry_conflicts(
+        if path in _CURRENT:
+            return latest_version()
+        version = lake.retry_conflicts(
             lambda: _migrate(con, path), what="migrate the lake", also=("already exists",)
         )
+        _CURRENT.add(path)
+        return version
     return _migrate(con, path)
 
 
