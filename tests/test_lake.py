@@ -513,3 +513,94 @@ def test_the_ci_matrix_recipe_runs_its_shards_and_finish_against_the_lake(
     assert "already completed" in finish.stderr
     assert count(lake, "SELECT count(*), any_value(status) FROM runs") == (1, "completed")
     assert count(lake, "SELECT count(*) FROM cases") == (48,)
+
+
+# -- the pieces that decide (mutant-killing unit tests) ---------------------------------
+
+
+def test_redaction_masks_a_four_character_secret_but_not_a_shorter_one() -> None:
+    target = lakemod.LakeTarget(
+        catalog="postgres:dbname=e",
+        credentials=(("EVALWH_PG_PASSWORD", "abcd"), ("AWS_SECRET_ACCESS_KEY", "xyz")),
+    )
+    assert lakemod.redact("abcd xyz", target) == "*** xyz"
+
+
+def test_only_a_commit_conflict_is_retried() -> None:
+    assert lakemod.is_conflict(duckdb.TransactionException("Transaction conflict - x"))
+    assert lakemod.is_conflict(duckdb.TransactionException("could not serialize access"))
+    assert not lakemod.is_conflict(duckdb.TransactionException("cannot rollback"))
+    assert not lakemod.is_conflict(duckdb.ConstraintException("ON CONFLICT columns"))
+    assert not lakemod.is_conflict(duckdb.CatalogException("table already exists"))
+
+
+def test_a_conflicted_commit_is_retried_until_it_lands_and_other_errors_are_not() -> None:
+    tries: list[int] = []
+
+    def flaky() -> str:
+        tries.append(1)
+        if len(tries) < 3:
+            raise duckdb.TransactionException("Transaction conflict - lost the race")
+        return "landed"
+
+    assert lakemod.retry_conflicts(flaky, what="t", first_delay=0.0) == "landed"
+    assert len(tries) == 3
+
+    def broken() -> str:
+        tries.append(1)
+        raise duckdb.TransactionException("not a race")
+
+    tries.clear()
+    with pytest.raises(duckdb.TransactionException):
+        lakemod.retry_conflicts(broken, what="t", first_delay=0.0)
+    assert len(tries) == 1
+    tries.clear()
+
+    def racing_create() -> str:
+        tries.append(1)
+        if len(tries) < 2:
+            raise duckdb.CatalogException("Table runs already exists")
+        return "ok"
+
+    assert (
+        lakemod.retry_conflicts(racing_create, what="t", first_delay=0.0, also=("already exists",))
+        == "ok"
+    )
+
+
+def test_of_two_rows_inserted_for_one_sharded_run_the_smallest_token_stays(tmp_path: Path) -> None:
+    from evalwh.warehouse.connect import write_connection
+    from evalwh.warehouse.shards import _keep_one
+
+    target = lakemod.parse_target(
+        f"ducklake:{tmp_path / 'meta.ducklake'}", {"data_path": "d"}, base=tmp_path, where="t"
+    )
+    try:
+        with write_connection(target) as con:
+            for token in ("b-token", "a-token"):
+                con.execute(
+                    "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, "
+                    "n_planned, started_at, evalwh_version, lease_token) VALUES "
+                    "('r', 's', 'running', 'c', 'd', 1, now(), 'v', ?)",
+                    [token],
+                )
+        assert _keep_one(target, "r", "b-token") is False
+        assert _keep_one(target, "r", "a-token") is True
+        with write_connection(target) as con:
+            assert con.execute("SELECT lease_token FROM runs").fetchall() == [("a-token",)]
+    finally:
+        lakemod.release(target)
+
+
+def test_finish_partial_concludes_a_run_whose_shards_did_not_all_run(tmp_path: Path) -> None:
+    cfg = eval_yaml(tmp_path, 20)
+    assert (
+        run_cli(
+            "run", str(cfg), "--shard", "1/2", "--run-id", "half", "-q", cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    done = run_cli("finish", "half", "--partial", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed" and 0 < result["totals"]["n"] < 20
