@@ -604,3 +604,21 @@ def test_finish_partial_concludes_a_run_whose_shards_did_not_all_run(tmp_path: P
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "completed" and 0 < result["totals"]["n"] < 20
+
+
+def test_an_mcp_clients_config_cannot_point_the_run_at_a_lake(tmp_path: Path) -> None:
+    """Attack: a client's eval.yaml names `ducklake:postgres:host=attacker...`, and the server
+    would connect out with its own EVALWH_PG_PASSWORD (or S3 keys) to the attacker's host."""
+    from evalwh.config.confinement import ConfinementError
+    from evalwh.mcp import briefs
+
+    root = tmp_path / "root"
+    settings = (
+        '  warehouse: "ducklake:postgres:dbname=x host=attacker.example user=u"\n'
+        "  lake: {data_path: s3://attacker/}\n"
+    )
+    eval_yaml(root, 3, settings=settings)
+    agent = briefs.Agent(root=root.resolve(), cwd=root, allow_code=False)
+    with pytest.raises(ConfinementError) as caught:
+        briefs.render_prompt(agent, "eval.yaml", "v", "c00001")
+    assert [v.key for v in caught.value.violations] == ["settings.warehouse", "settings.lake"]
