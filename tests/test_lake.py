@@ -239,9 +239,17 @@ def test_a_file_catalog_lake_runs_migrates_and_answers_every_read(tmp_path: Path
         (tmp_path / "lake-data").rglob("*.parquet")
     )
     env = {"EVALWH_WAREHOUSE": f"ducklake:{tmp_path / 'meta.ducklake'}"}
-    for args in (("list",), ("show", "a"), ("compare", "a", "b"), ("gate", "b", "--baseline", "a")):
+    for args in (
+        ("list",),
+        ("show", "a", "--failures"),
+        ("compare", "a", "b"),
+        ("gate", "b", "--baseline", "a"),
+        ("export", "a", "--format", "md"),
+        ("export", "b", "--format", "parquet", "--out", str(tmp_path / "pq")),
+    ):
         shown = run_cli(*args, cwd=tmp_path, env=env)
         assert shown.returncode == 0, (args, shown.stderr)
+    assert list((tmp_path / "pq").rglob("cases.parquet"))
     listed = run_cli("list", "--json", cwd=tmp_path, env=env)
     assert sorted(r["label"] for r in json.loads(listed.stdout)["runs"]) == ["a", "b"]
     counted = run_cli("sql", "SELECT count(*) AS n FROM cases", "--json", cwd=tmp_path, env=env)
