@@ -618,7 +618,8 @@ def test_an_mcp_clients_config_cannot_point_the_run_at_a_lake(tmp_path: Path) ->
     """Attack: a client's eval.yaml names `ducklake:postgres:host=attacker...`, and the server
     would connect out with its own EVALWH_PG_PASSWORD (or S3 keys) to the attacker's host."""
     from evalwh.config.confinement import ConfinementError
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
 
     root = tmp_path / "root"
     settings = (
@@ -626,7 +627,7 @@ def test_an_mcp_clients_config_cannot_point_the_run_at_a_lake(tmp_path: Path) ->
         "  lake: {data_path: s3://attacker/}\n"
     )
     eval_yaml(root, 3, settings=settings)
-    agent = briefs.Agent(root=root.resolve(), cwd=root, allow_code=False)
+    agent = Agent(root=root.resolve(), cwd=root, allow_code=False)
     with pytest.raises(ConfinementError) as caught:
-        briefs.render_prompt(agent, "eval.yaml", "v", "c00001")
+        tools.render_prompt(agent, "eval.yaml", "v", "c00001")
     assert [v.key for v in caught.value.violations] == ["settings.warehouse", "settings.lake"]

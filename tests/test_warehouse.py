@@ -104,7 +104,8 @@ def test_wilson_interval_against_a_reference_value() -> None:
     # Wilson 95% interval for 3 of 12, computed by hand from Wilson (1927): 0.08894 .. 0.53231.
     con = duckdb.connect()
     con.execute(
-        "CREATE TABLE cases AS SELECT 'r' AS run_id, 'v' AS variant, 'm' AS model, i < 3 AS passed, "
+        "CREATE TABLE cases AS SELECT 'r' AS run_id, 'v' AS variant, 'm' AS model, "
+        "'c' || i AS case_id, i < 3 AS passed, "
         "NULL::VARCHAR AS error, false AS cached, 1.0 AS score, 10.0 AS latency_ms, 1 AS input_tokens, "
         "1 AS output_tokens, 0.0 AS cost_usd FROM range(12) t(i)"
     )

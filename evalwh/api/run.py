@@ -83,6 +83,7 @@ class RunResult:
     stop_reason: str | None = None  # status `stopped`: the cost cap was reached mid-run
     shard: str | None = None  # "k/n" when this process ran one shard of a sharded run
     concluded: bool = True  # False: the gate was not judged here (a shard left it to others)
+    report: str | None = None  # the HTML page written with ``html=``
 
     @property
     def gate_passed(self) -> bool:
@@ -369,6 +370,7 @@ def run_eval(
     on_estimate: Callable[[Any], None] | None = None,
     shard: tuple[int, int] | None = None,
     run_id: str | None = None,
+    html: str | Path | None = None,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
@@ -386,6 +388,8 @@ def run_eval(
     The run is ``completed`` only once its Parquet export is in place; when the share of
     errored cells reaches ``settings.max_error_rate`` it ends ``failed`` and
     ``RunResult.exit_code`` is 3. SIGINT/SIGTERM raise RunInterrupted (exit code 130).
+    ``html`` writes the run's HTML report there (``RunResult.report`` holds the path; a
+    shard that does not conclude its run writes none).
     """
     from evalwh.config.secrets import redact
     from evalwh.engine.execute import execute
@@ -458,6 +462,7 @@ def run_eval(
         token=token,
         baseline_id=baseline_id,
         stats=counts,
+        html=html,
     )
     result.estimate = planned.estimate.to_dict()
     result.stop_reason = outcome.stop_reason
@@ -497,8 +502,10 @@ def conclude(
     token: str | None,
     baseline_id: str | None = None,
     stats: dict[str, int] | None = None,
+    html: str | Path | None = None,
 ) -> RunResult:
-    """A run's end, once its rows are stored: export, final status, summary and the gate."""
+    """A run's end, once its rows are stored: export, final status, summary and the gate
+    (and the HTML report at ``html``)."""
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
     from evalwh.warehouse.store import Warehouse
@@ -518,6 +525,11 @@ def conclude(
     log_notes(judged)
     judged_pairs = raw_config.get("pairwise") or raw_config.get("judges")
     pairwise = judging_report(warehouse, run_id, raw_config) if judged_pairs else None
+    report = None
+    if html is not None:
+        from evalwh.reports.html import render_run, write
+
+        report = str(write(render_run(warehouse, run_id), html))
     return RunResult(
         run_id=run_id,
         status=status,
@@ -531,6 +543,7 @@ def conclude(
         gate=judged.rules,
         pairwise=pairwise,
         stats=stats or {},
+        report=report,
     )
 
 

@@ -49,15 +49,15 @@ def progress_reporter(total_hint: str = "cases") -> Iterator[Any]:
         return
 
     last = [0.0]
-    errors = [0]
+    failed = [0]
 
     def plain(done: int, total: int, result: Any) -> None:
-        errors[0] += result.error is not None
+        failed[0] += result.error is not None
         now = time.monotonic()
         if done == total or now - last[0] >= 2.0:
             last[0] = now
             sys.stderr.write(
-                f"progress: {done}/{total} ({100 * done / max(total, 1):.0f}%), errors {errors[0]}\n"
+                f"progress: {done}/{total} ({100 * done / max(total, 1):.0f}%), errors {failed[0]}\n"
             )
             sys.stderr.flush()
 

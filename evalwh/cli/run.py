@@ -134,6 +134,15 @@ def run(
             help="With --shard: the run every shard writes to (the same on every shard).",
         ),
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="PATH",
+            help="Also write the run's HTML report (one self-contained file) here.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the eval matrix, store every result in the warehouse and judge the thresholds."""
     from evalwh import api
@@ -142,6 +151,12 @@ def run(
     path = _config_path(config_file)
     shard_of = parse_shard(shard) if shard is not None else None
     selection = {"models": model or (), "variants": variant or (), "cases": case or ()}
+    if dry_run and html is not None:
+        from evalwh.errors import UsageError
+
+        raise UsageError(
+            "--html writes the page of a run: drop it or --dry-run (which writes nothing)"
+        )
     if dry_run:
         plan = api.validate(
             path,
@@ -176,6 +191,7 @@ def run(
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
             shard=shard_of,
             run_id=run_id,
+            html=html,
             **selection,
         )
     print_result(result, label=label, retry=f"evalwh run {path} --retry-errors")
@@ -206,6 +222,8 @@ def print_result(result: RunResult, *, label: str | None = None, retry: str = ""
             f"warehouse: {result.warehouse}"
             + (f"   exports: {result.exports}" if result.exports else "")
         )
+        if result.report:
+            note(f"report: {result.report}")
         if result.totals["n_errors"]:
             note(f"see the errors: evalwh show {result.run_id} --failures")
     if result.failure:  # on stderr in --json mode too, like every error
@@ -254,16 +272,22 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         console.print(render.estimate_line(p.estimate), markup=False)
         for row in p.estimate["by_model"]:
             cost = render.usd(row["cost_usd"]) if row["cost_usd"] is not None else "no price"
+            unknown = row.get("not_estimated")
             console.print(
                 f"  {row['model']}: {row['calls']} call(s), {row['cached']} cached, "
-                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}",
+                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}"
+                + (
+                    f" + {unknown} attached file(s) not estimated (the cost is a lower bound)"
+                    if unknown
+                    else ""
+                ),
                 markup=False,
             )
     if dry and p.sample:
         s = p.sample
         console.print(f"sample prompt ({s['variant']} × case {s['case']}):", markup=False)
         for m in s["messages"]:
-            text = "".join(part.get("text", f"[{part['type']}]") for part in m["content"])
+            text = "".join(render.part_label(part) for part in m["content"])
             console.print(f"  [{m['role']}] {text}", markup=False)
     if dry:
         console.print("dry run: nothing was called or written", style="dim")

@@ -5,6 +5,9 @@ the file has no such column), ``expected`` (default ``expected``), ``human_label
 ``metadata`` (listed columns) and ``vars`` (listed columns, default: every other column).
 JSONL rows that already hold ``vars`` are read as inline cases.
 
+A value starting with ``file://`` names a file (relative to the cases file): the case
+gets it under ``files.<column>`` instead of a var (:mod:`evalwh.config.attachments`).
+
 A value shaped like an API key (:data:`evalwh.config.secrets.KEY_PATTERNS`) refuses the file, as it
 would refuse eval.yaml: keys never go into the warehouse. A column that holds such strings
 on purpose (a redaction test set) is named in ``allow_secret_like: [column, ...]``.
@@ -153,12 +156,24 @@ def _case_id(value: Any) -> str:
 
 
 def inline_case(
-    raw: dict[str, Any], source: str, *, file: str | None = None, line: int | None = None
+    raw: dict[str, Any],
+    source: str,
+    *,
+    file: str | None = None,
+    line: int | None = None,
+    folder: Path | None = None,
+    origin: tuple[str, str] | None = None,
+    within: Path | None = None,
 ) -> Case:
-    """A case from a mapping with ``id``, ``vars``, ``expected``, ``metadata`` ...
+    """A case from a mapping with ``id``, ``vars``, ``expected``, ``metadata``, ``files`` ...
 
-    ``file``/``line`` name where it came from, for errors on a case file's row.
+    ``file``/``line`` name where it came from, for errors on a case file's row; ``folder``
+    is where its ``files:`` paths resolve (the config's or the cases file's folder);
+    ``origin`` (file, key) places an inline case's ``files`` in the config for errors;
+    ``within`` confines the files of a cases file's row to the config's folder.
     """
+    from evalwh.config.attachments import case_files
+
     for key in ("vars", "metadata"):
         value = raw.get(key)
         if value is not None and not isinstance(value, dict):
@@ -186,6 +201,13 @@ def inline_case(
         human_label=raw.get("human_label"),
         source=source,
         check=raw.get("check"),
+        files=case_files(
+            raw.get("files"),
+            folder or Path.cwd(),
+            file=origin[0] if origin else file,
+            where=origin[1] if origin else f"line {line} files",
+            within=within,
+        ),
     )
 
 
@@ -220,6 +242,8 @@ def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
 
 
 def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
+    from evalwh.config.attachments import split_file_columns
+
     path = (root / spec["file"]).resolve()
     fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())
     if fmt is None:
@@ -255,7 +279,11 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
-            cases.append(inline_case(row, source, file=str(path), line=n))
+            cases.append(
+                inline_case(
+                    row, source, file=str(path), line=n, folder=path.parent, within=root.resolve()
+                )
+            )
             continue
         if not checked:
             _check_columns(row, path, declared, meta_cols, var_cols)
@@ -263,10 +291,18 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         reserved = {id_col, expected_col, label_col, *meta_cols}
         names = var_cols if var_cols is not None else [c for c in row if c not in reserved]
         case_id = row.get(id_col)
+        values, files = split_file_columns(
+            {c: row.get(c) for c in names},
+            path.parent,
+            file=str(path),
+            line=n if fmt != "parquet" else None,
+            within=root.resolve(),
+        )
         cases.append(
             Case(
                 id=_case_id(case_id) if case_id not in (None, "") else f"{path.stem}-{n}",
-                vars={c: row.get(c) for c in names},
+                vars=values,
+                files=files,
                 expected=row.get(expected_col),
                 metadata={c: row.get(c) for c in meta_cols},
                 human_label=row.get(label_col),
@@ -333,6 +369,7 @@ def dataset_rows(cases: list[Case]) -> list[dict[str, Any]]:
             "metadata": c.metadata,
             "human_label": c.human_label,
             "check": c.check,
+            **({"files": {k: f.sha256 for k, f in c.files.items()}} if c.files else {}),
         }
         for c in cases
     ]

@@ -64,10 +64,16 @@ class Settings:
     sources: Mapping[str, str]  # setting -> where its value came from (for `evalwh validate -v`)
 
     @property
+    def local_dir(self) -> Path:
+        """The folder on this machine beside the warehouse (exports, attached files): the
+        warehouse file's folder; for a lake, the output folder."""
+        if isinstance(self.warehouse, LakeTarget):
+            return self.output_dir
+        return self.warehouse.parent
+
+    @property
     def exports_dir(self) -> Path:
-        if isinstance(self.warehouse, LakeTarget):  # a lake's runs export on this machine
-            return self.output_dir / "exports"
-        return self.warehouse.parent / "exports"
+        return self.local_dir / "exports"
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources"}

@@ -45,6 +45,7 @@ class RowSink:
                 to_json(case.expected),
                 to_json(case.metadata),
                 to_json(case.human_label),
+                to_json(attachment_fields(case.files)) if case.files else None,
             )
             memo = self._case_json
             if len(memo) >= self.CASE_MEMO:
@@ -65,7 +66,7 @@ class RowSink:
             result.case.id,
             result.repeat,
         )
-        vars_json, expected, metadata, human_label = self._case_fields(result)
+        vars_json, expected, metadata, human_label, attachments = self._case_fields(result)
         check = result.check
         self.writer.add_case(
             [
@@ -94,6 +95,7 @@ class RowSink:
                 now,
                 result.judge_cost_usd,
                 *((None, None, None, None) if check is None else _check_fields(check)),
+                attachments,
             ]
         )
         add_score = self.writer.add_score
@@ -136,6 +138,15 @@ class RowSink:
                 self.run_id,
             ]
         )
+
+
+def attachment_fields(files: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A case's files as stored: name -> hash, media type and size (the bytes are in the
+    artifact store, evalwh.warehouse.artifacts)."""
+    return {
+        name: {"sha256": f.sha256, "media_type": f.media_type, "bytes": f.size}
+        for name, f in files.items()
+    }
 
 
 def _check_fields(check: Any) -> tuple[Any, ...]:

@@ -61,6 +61,7 @@ CASE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("check_exit_code", pa.int32()),
     ("check_output", pa.string()),
     ("check_error", pa.string()),
+    ("attachments", pa.string()),
 )
 SCORE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("run_id", pa.string()),
@@ -130,7 +131,10 @@ Tables = tuple["pa.Table | None", "pa.Table | None", "pa.Table | None", "pa.Tabl
 def _json_encoder() -> Any:
     """``json.dumps(value, ensure_ascii=False, default=str)``, minus its per-call set-up: the
     C encoder json.dumps would build (with a fresh circular-reference memo each call)."""
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import (  # type: ignore[attr-defined]  # the C accelerator, untyped
+        c_make_encoder,
+        encode_basestring,
+    )
 
     if c_make_encoder is None:  # pragma: no cover - a Python without the _json accelerator
         return json.JSONEncoder(ensure_ascii=False, default=str).encode
@@ -152,7 +156,8 @@ _encode_json = _json_encoder()
 def to_json(value: Any) -> str | None:
     if value is None:
         return None
-    return _encode_json(value)
+    encoded: str = _encode_json(value)
+    return encoded
 
 
 class _Columns:
@@ -283,9 +288,7 @@ class RunWriter:
                 [self.run_id, comparisons],
             )
             if table is not None:
-                con.register("_evalwh_pairs", table)
-                con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
-                con.unregister("_evalwh_pairs")
+                _append(con, "pairs", table)
             if cache is not None:
                 self._insert_cache(con, cache, replace=False)
 
@@ -296,12 +299,14 @@ class RunWriter:
         """Cache rows: first one in wins (or, when refreshing, last one in); DISTINCT ON
         guards duplicates inside one batch. A lake has no primary key, hence no ``INSERT OR
         IGNORE``: there the same rule is an anti-join (or a delete first)."""
+        if not isinstance(self.path, LakeTarget):
+            _append(
+                con, "response_cache", cache, "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+            )
+            return
         con.register("_evalwh_cache", cache)
         fresh = "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
-        if not isinstance(self.path, LakeTarget):
-            verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
-            con.execute(f"{verb} INTO response_cache BY NAME {fresh}")
-        elif replace:
+        if replace:
             con.execute(
                 "DELETE FROM response_cache WHERE request_hash IN "
                 "(SELECT request_hash FROM _evalwh_cache)"
@@ -364,11 +369,12 @@ class RunWriter:
                         f"AND {table}.variant = b.variant AND {table}.model = b.model "
                         f"AND {table}.case_id = b.case_id AND {table}.repeat = b.repeat"
                     )
-            for name, rows in (("cases", cases), ("scores", scores), ("pairs", pairs)):
-                if rows is not None:
-                    con.register(f"_evalwh_{name}", rows)
-                    con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM _evalwh_{name}")
-                    con.unregister(f"_evalwh_{name}")
+            if cases is not None:
+                _append(con, "cases", cases)
+            if scores is not None:
+                _append(con, "scores", scores)
+            if pairs is not None:
+                _append(con, "pairs", pairs)
             if cache is not None:
                 # Two runs may fetch the same answer at once: see _insert_cache.
                 self._insert_cache(con, cache, replace=self.refresh_cache)
@@ -379,3 +385,13 @@ class RunWriter:
             write_transaction(self.path, body, what=f"flush run {self.run_id}")
         self.rows_written += cases.num_rows if cases is not None else 0
         self.flushes += 1
+
+
+def _append(con: Any, table: str, rows: Any, verb: str = "INSERT") -> None:
+    """Insert an Arrow batch into ``table`` by column name; the response cache keeps one row
+    per request hash (DISTINCT ON guards duplicates inside one batch)."""
+    view = f"_evalwh_{table}"
+    con.register(view, rows)
+    distinct = "DISTINCT ON (request_hash) " if table == "response_cache" else ""
+    con.execute(f"{verb} INTO {table} BY NAME SELECT {distinct}* FROM {view}")
+    con.unregister(view)
