@@ -414,6 +414,21 @@ def measure_ingest(work: Path, cases_per_flush: int, criteria: int, flushes: int
 # ---- queries ------------------------------------------------------------------------------
 
 
+def time_jobs(jobs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[float]]:
+    """Seconds of each job, ``repeats`` times, after one warm-up run (the data's pages in the
+    OS cache, as for any second query)."""
+    timings: dict[str, list[float]] = {}
+    for name, job in jobs.items():
+        job()
+        values = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            job()
+            values.append(time.perf_counter() - started)
+        timings[name] = values
+    return timings
+
+
 def measure_queries(work: Path, synthetic: str, quick: bool, repeats: int) -> dict[str, Any]:
     """The named queries over the synthetic warehouse (built once, cached by layout)."""
     import synth
@@ -451,15 +466,7 @@ def measure_queries(work: Path, synthetic: str, quick: bool, repeats: int) -> di
             "runs", limit=20, suite=None, label=None, status=None, since=None, until=None
         ),
     }
-    timings: dict[str, list[float]] = {}
-    for name, job in jobs.items():
-        job()  # warm-up: the file's pages in the OS cache, as for any second query
-        values = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            job()
-            values.append(time.perf_counter() - started)
-        timings[name] = values
+    timings = time_jobs(jobs, repeats)
     import duckdb
 
     with duckdb.connect(str(path), read_only=True) as con:

@@ -4,6 +4,7 @@
                                                # time: it builds a 12M-row warehouse once)
     uv run python benchmarks/run.py --quick    # tiny sizes: checks the runner works
     uv run python benchmarks/run.py --only engine,queries --runs 3
+    uv run python benchmarks/run.py --only lake # DuckLake: needs PostgreSQL (docs/scale-out.md)
 
 Every figure is measured in a child process of its own (so one measurement's memory and
 imports do not leak into the next) and is the median of several runs. The machines are
@@ -40,6 +41,8 @@ GROUPS = (
     "report",
     "viewer",
 )
+# Run only when named (--only lake): they need PostgreSQL (and start it with moto on loopback).
+OPTIONAL_GROUPS = ("lake",)
 
 
 @dataclass
@@ -61,6 +64,8 @@ class Sizes:
     ingest_runs: int = 3
     query_repeats: int = 5
     startup_runs: int = 10
+    lake_writers: tuple[int, ...] = (1, 4, 8)
+    lake_cases: int = 2_000  # per writer
     report_cases: int = 10_000
     report_big_cases: int | None = 100_000
     report_runs: int = 3
@@ -98,6 +103,7 @@ QUICK = Sizes(
     ingest_runs=1,
     query_repeats=1,
     startup_runs=1,
+    lake_cases=100,
     report_cases=200,
     report_big_cases=None,
     report_runs=1,
@@ -178,6 +184,10 @@ def child_main(name: str, params: dict[str, Any]) -> None:
         out = figures.measure_queries(work, **params)
     elif name == "startup":
         out = figures.measure_startup(Path(params["warehouse"]), work / "startup", params["runs"])
+    elif name == "lake":
+        import lake_figures
+
+        out = lake_figures.measure_lake(work, **params)
     elif name == "report_run":
         out = figures.build_report_run(work, params["n"])
     elif name == "report":
@@ -451,6 +461,55 @@ def query_rows(
         )
         for rid, name, what, value, detail in spec
     ]
+    return rows, raw
+
+
+def lake_rows(
+    sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    log(f"lake: PostgreSQL + moto on loopback; {list(sizes.lake_writers)} writers")
+    raw = child(
+        "lake",
+        {
+            "work": str(work),
+            "synthetic": str(results / "synthetic"),
+            "quick": quick,
+            "writers": list(sizes.lake_writers),
+            "cases": sizes.lake_cases,
+            "repeats": sizes.query_repeats,
+        },
+    )
+    rows = [
+        Row(
+            f"lake-ingest-{r['writers']}",
+            "lake ingest",
+            f"case rows/s into a DuckLake (PostgreSQL catalog, S3 on moto) from {r['writers']} "
+            f"concurrent `evalwh run` processes of {raw['cases_per_writer']:,} mock cases each",
+            "reported",
+            r["rows"] / r["wall_s"],
+            "case rows/s",
+            1.0,
+            True,
+            f"{r['rows']:,} rows in {r['wall_s']:.1f} s wall, process start-up and extension "
+            "loading included",
+        )
+        for r in raw["ingest"]
+    ]
+    size = f"{raw['score_rows'] / 1e6:.1f}M score rows ({raw['compared_run_score_rows'] / 1e6:.1f}M in the compared run)"
+    for name in ("summary", "compare"):
+        rows.append(
+            Row(
+                f"lake-query-{name}",
+                f"lake query: {name}",
+                f"{name} over the synthetic warehouse pushed into the lake: {size}",
+                "< 1 s on the file",
+                med(raw["timings_s"][name]),
+                "s",
+                1.0,
+                False,
+                f"median of {len(raw['timings_s'][name])}; the push took {raw['push_s']:.1f} s",
+            )
+        )
     return rows, raw
 
 
@@ -948,9 +1007,10 @@ def main(argv: list[str] | None = None) -> int:
         ):
             setattr(sizes, name, args.runs)
     groups = [g for g in args.only.split(",") if g] or list(GROUPS)
-    unknown = set(groups) - set(GROUPS)
+    known = (*GROUPS, *OPTIONAL_GROUPS)
+    unknown = set(groups) - set(known)
     if unknown:
-        parser.error(f"unknown group(s) {', '.join(sorted(unknown))}; known: {', '.join(GROUPS)}")
+        parser.error(f"unknown group(s) {', '.join(sorted(unknown))}; known: {', '.join(known)}")
     results = args.results.resolve()
     out = args.out or results / ("quick.json" if args.quick else "latest.json")
     work = results / ("work-quick" if args.quick else "work")
@@ -965,7 +1025,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     raw: dict[str, Any] = {}
     failed: dict[str, str] = {}
-    for group in GROUPS:
+    for group in (*GROUPS, *OPTIONAL_GROUPS):
         if group not in groups:
             continue
         try:
@@ -979,6 +1039,8 @@ def main(argv: list[str] | None = None) -> int:
                 got, raw["ingest"] = ingest_rows(sizes, work, log)
             elif group == "queries":
                 got, raw["queries"] = query_rows(sizes, work, results, args.quick, log)
+            elif group == "lake":
+                got, raw["lake"] = lake_rows(sizes, work, results, args.quick, log)
             elif group == "report":
                 got, raw["report"] = report_rows(sizes, work, log)
             elif group == "http":

@@ -39,25 +39,32 @@ def pinned(store: Warehouse, name: str) -> dict[str, Any] | None:
 
 def set_baseline(store: Warehouse, ref: str, name: str = DEFAULT_NAME) -> dict[str, Any]:
     """Pin ``name`` to the run ``ref`` resolves to (replacing an earlier pin of that name)."""
-    from evalwh.warehouse.connect import write_connection
+    from evalwh.warehouse.connect import write_transaction
 
     check_name(name)
     run_id = store.resolve(ref)
     previous = pinned(store, name)
-    with write_connection(store.path) as con:
-        con.execute("INSERT OR REPLACE INTO baselines VALUES (?, ?, now())", [name, run_id])
+
+    def body(con: Any) -> None:  # delete, insert: a DuckLake table has no primary key
+        con.execute("DELETE FROM baselines WHERE name = ?", [name])
+        con.execute("INSERT INTO baselines VALUES (?, ?, now())", [name, run_id])
+
+    write_transaction(store.path, body, what=f"pin baseline {name}")
     row = pinned(store, name) or {}
     return {**row, "previous_run_id": previous["run_id"] if previous else None}
 
 
 def remove_baseline(store: Warehouse, name: str) -> dict[str, Any]:
     """Unpin ``name``; the run itself stays."""
-    from evalwh.warehouse.connect import write_connection
+    from evalwh.warehouse.connect import write_transaction
 
     row = pinned(store, name)
     if row is None:
         known = ", ".join(r["name"] for r in list_baselines(store)) or "none"
         raise UsageError(f"no baseline named {name!r} (pinned: {known})")
-    with write_connection(store.path) as con:
-        con.execute("DELETE FROM baselines WHERE name = ?", [name])
+    write_transaction(
+        store.path,
+        lambda con: con.execute("DELETE FROM baselines WHERE name = ?", [name]),
+        what=f"unpin baseline {name}",
+    )
     return row

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from evalwh.warehouse.lake import LakeTarget
+
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE", "(")
 COMMENTS = re.compile(r"(--[^\n]*|/\*.*?\*/|\s)+", re.S)
 BATCH_ROWS = 10_000
@@ -117,11 +119,16 @@ def check_readonly(text: str) -> str:
     return text.strip().rstrip(";")
 
 
-def _attach(path: Path, bounds: QueryBounds, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
+def _attach(
+    path: Path | LakeTarget, bounds: QueryBounds, wait_s: float = 30.0
+) -> duckdb.DuckDBPyConnection:
     import duckdb
 
     from evalwh.warehouse.connect import OPEN_FIX, _is_lock_error
+    from evalwh.warehouse.lake import LakeTarget
 
+    if isinstance(path, LakeTarget):
+        return _attach_lake(path, bounds)
     con = duckdb.connect(config={"memory_limit": bounds.memory_limit, "threads": bounds.threads})
     quoted = str(path).replace("'", "''")
     deadline, delay = time.monotonic() + wait_s, 0.01
@@ -143,9 +150,30 @@ def _attach(path: Path, bounds: QueryBounds, wait_s: float = 30.0) -> duckdb.Duc
     return con
 
 
+def _attach_lake(target: LakeTarget, bounds: QueryBounds) -> duckdb.DuckDBPyConnection:
+    """A fresh read-only attach of a DuckLake (never the process's shared one: the bounds
+    below lock its configuration). The catalog is read in PostgreSQL READ ONLY transactions;
+    the only files it may open are the lake's data files (``allowed_directories``)."""
+    from evalwh.warehouse import lake
+
+    if not target.on_postgres:
+        lake.release(target)  # a DuckDB file catalog attaches once per process
+    con = lake.connect(target, read_only=True, memory_limit=bounds.memory_limit)
+    con.execute(f"SET threads = {int(bounds.threads)}")
+    if target.data_path:
+        con.execute("SET allowed_directories = ?", [[target.data_path]])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
 @contextmanager
 def stream_readonly(
-    path: Path, text: str, *, bounds: QueryBounds | None = None, batch_rows: int = BATCH_ROWS
+    path: Path | LakeTarget,
+    text: str,
+    *,
+    bounds: QueryBounds | None = None,
+    batch_rows: int = BATCH_ROWS,
 ) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
     """Run one read-only query; yield its schema and an iterator of record batches.
 
@@ -185,7 +213,11 @@ def stream_readonly(
 
 
 def run_readonly(
-    path: Path, text: str, *, limit: int | None = None, bounds: QueryBounds | None = None
+    path: Path | LakeTarget,
+    text: str,
+    *,
+    limit: int | None = None,
+    bounds: QueryBounds | None = None,
 ) -> tuple[pa.Table, bool]:
     """Run one read-only query; return at most ``limit`` rows and whether more were left."""
     import pyarrow as pa

@@ -26,11 +26,15 @@ def settings_for(
     config: EvalConfig | None = None, *, output_dir: str | Path | None = None, **flags: Any
 ) -> Settings:
     """Resolve settings: flags > EVALWH_* env > config ``settings:`` > user config > defaults."""
+    from evalwh.config.secrets import get_secret
     from evalwh.warehouse.connect import set_memory_limit
 
     given = {k: v for k, v in {"output_dir": output_dir, **flags}.items() if v is not None}
     settings = resolve_settings(
-        given, config.settings if config else None, config.root if config else None
+        given,
+        config.settings if config else None,
+        config.root if config else None,
+        secret=get_secret,
     )
     set_memory_limit(settings.memory_limit)  # every warehouse connection this process opens
     return settings
@@ -77,6 +81,8 @@ class RunResult:
     pairwise: dict[str, Any] | None = None  # calibration first, then win rates (judges only)
     failure: str | None = None  # why the run failed (too many requests errored), else None
     stop_reason: str | None = None  # status `stopped`: the cost cap was reached mid-run
+    shard: str | None = None  # "k/n" when this process ran one shard of a sharded run
+    concluded: bool = True  # False: the gate was not judged here (a shard left it to others)
     report: str | None = None  # the HTML page written with ``html=``
 
     @property
@@ -138,6 +144,8 @@ def _plan(
     retry_errors: str | None = None,
     force: bool = False,
     fake: bool = False,
+    shard: tuple[int, int] | None = None,
+    run_id: str | None = None,
 ) -> _Planned:
     """Everything before the first request: validate, plan, look up the cache, estimate.
 
@@ -151,9 +159,17 @@ def _plan(
 
     cfg, chosen = with_models(_config(config), models, fake=fake)
     settings = settings_for(cfg, output_dir=output_dir, concurrency=concurrency)
-    filters = Filters(tuple(chosen), tuple(variants), tuple(cases))
+    filters = Filters(tuple(chosen), tuple(variants), tuple(cases), shard)
     repeats = repeat or settings.repeat
     continue_run = token = previous = None
+    if shard is not None:
+        planned = _plan_shard(
+            cfg, settings, filters, repeats, run_id, resume or retry_errors, use_cache
+        )
+        planned.models = tuple(chosen)
+        return planned
+    if run_id is not None:
+        raise UsageError("--run-id goes with --shard K/N (every shard names the same run)")
     if resume and retry_errors:
         raise UsageError("--resume and --retry-errors do not go together: pick one")
     if force and not (resume or retry_errors):
@@ -176,6 +192,42 @@ def _plan(
     except BaseException:
         planned.release()
         raise
+
+
+def _plan_shard(
+    cfg: EvalConfig,
+    settings: Settings,
+    filters: Any,
+    repeats: int,
+    run_id: str | None,
+    resume: str | None,
+    use_cache: bool,
+) -> _Planned:
+    """One shard of a sharded run: its cases, less the cells any earlier try stored."""
+    from evalwh.engine.execute import cache_lookup, estimate, prepare
+    from evalwh.warehouse.shards import check_run_id
+    from evalwh.warehouse.store import Warehouse
+
+    if run_id is None:
+        raise UsageError("--shard K/N needs --run-id RUN: the one run id every shard writes to")
+    if resume:
+        raise UsageError("--shard resumes by itself (stored cells are skipped): drop --resume")
+    if cfg.pairwise:
+        raise UsageError(
+            "--shard does not go with `pairwise:` (a pair may span two shards): run pairwise "
+            "comparisons unsharded"
+        )
+    check_run_id(run_id)
+    store = Warehouse(settings.warehouse)
+    skip = store.cells(run_id) if store.exists else set()
+    prepared = prepare(cfg, settings, filters, repeats, skip=skip)
+    cache = (
+        cache_lookup(Warehouse(settings.cache_path), prepared.hashes)
+        if use_cache and settings.cache
+        else {}
+    )
+    planned = _Planned(cfg, settings, prepared, cache, estimate(prepared, cache), run_id)
+    return planned
 
 
 def _plan_cells(
@@ -343,6 +395,8 @@ def run_eval(
     output_dir: str | Path | None = None,
     progress: Progress | None = None,
     on_estimate: Callable[[Any], None] | None = None,
+    shard: tuple[int, int] | None = None,
+    run_id: str | None = None,
     html: str | Path | None = None,
     fake: bool = False,
 ) -> RunResult:
@@ -355,14 +409,16 @@ def run_eval(
     estimate exceeds ``max_cost`` (default: settings ``max_cost_usd``). ``baseline`` (a run
     reference) is what the regression thresholds compare with, instead of the pinned one.
     ``force`` takes over a run whose owner cannot be verified (another host, fresh heartbeat).
+    ``shard=(k, n)`` with ``run_id`` runs the k-th of n shards of one run (docs/scale-out.md):
+    the last shard to finish concludes the run (export, status, gate); the others return
+    with ``concluded=False``.
 
     The run is ``completed`` only once its Parquet export is in place; when the share of
     errored cells reaches ``settings.max_error_rate`` it ends ``failed`` and
     ``RunResult.exit_code`` is 3. SIGINT/SIGTERM raise RunInterrupted (exit code 130).
-    ``html`` writes the run's HTML report there (``RunResult.report`` holds the path).
+    ``html`` writes the run's HTML report there (``RunResult.report`` holds the path; a
+    shard that does not conclude its run writes none).
     """
-    from evalwh.analysis.gate import judge, log_notes
-    from evalwh.analysis.judging import report as judging_report
     from evalwh.config.secrets import redact
     from evalwh.engine.execute import execute
     from evalwh.engine.plan import Filters
@@ -382,6 +438,8 @@ def run_eval(
         retry_errors=retry_errors,
         force=force,
         fake=fake,
+        shard=shard,
+        run_id=run_id,
     )
     cfg, settings = planned.config, planned.settings
     cap, cap_source = _cap(planned, max_cost)
@@ -394,7 +452,7 @@ def run_eval(
     except BaseException:
         planned.release()
         raise
-    filters = Filters(planned.models, tuple(variants), tuple(cases))
+    filters = Filters(planned.models, tuple(variants), tuple(cases), shard)
     outcome = execute(
         planned.prepared,
         label=label,
@@ -407,54 +465,114 @@ def run_eval(
         replace_rows=planned.replace_rows,
         token=planned.token,
         max_cost=cap,
+        shard=shard is not None,
     )
+    stats = outcome.stats
+    counts = {
+        "requests": stats.requests,
+        "cache_hits": stats.cache_hits,
+        "retries": stats.retries,
+        "errors": stats.errors,
+    }
+    token = outcome.token
+    if shard is not None:
+        from evalwh.warehouse.shards import ShardsMissing, claim_conclusion
+
+        try:
+            token = claim_conclusion(settings.warehouse, outcome.run_id)
+        except ShardsMissing:
+            token = None  # other shards are still running: the last one concludes
+        if token is None:
+            return _shard_result(settings, cfg.name, outcome.run_id, shard, counts)
+    result = conclude(
+        settings,
+        outcome.run_id,
+        cfg.raw,
+        status="stopped" if outcome.status == "stopped" else None,
+        token=token,
+        baseline_id=baseline_id,
+        stats=counts,
+        html=html,
+    )
+    result.estimate = planned.estimate.to_dict()
+    result.stop_reason = outcome.stop_reason
+    result.shard = f"{shard[0]}/{shard[1]}" if shard else None
+    return result
+
+
+def _shard_result(
+    settings: Settings, suite: str, run_id: str, shard: tuple[int, int], stats: dict[str, int]
+) -> RunResult:
+    """A shard that did not conclude its run: its own rows are stored, the gate waits."""
+    from evalwh.warehouse.store import Warehouse
+
+    warehouse = Warehouse(settings.warehouse)
+    return RunResult(
+        run_id=run_id,
+        status=warehouse.run_row(run_id)["status"],
+        suite=suite,
+        warehouse=str(settings.warehouse),
+        exports=None,
+        totals=warehouse.query("run_totals", run_id=run_id).to_pylist()[0],
+        summary=[],
+        errors=[],
+        gate=[],
+        stats=stats,
+        shard=f"{shard[0]}/{shard[1]}",
+        concluded=False,
+    )
+
+
+def conclude(
+    settings: Settings,
+    run_id: str,
+    raw_config: dict[str, Any],
+    *,
+    status: str | None,
+    token: str | None,
+    baseline_id: str | None = None,
+    stats: dict[str, int] | None = None,
+    html: str | Path | None = None,
+) -> RunResult:
+    """A run's end, once its rows are stored: export, final status, summary and the gate
+    (and the HTML report at ``html``)."""
+    from evalwh.analysis.gate import judge, log_notes
+    from evalwh.analysis.judging import report as judging_report
+    from evalwh.warehouse.store import Warehouse
+
     warehouse = Warehouse(settings.warehouse)
     exports = (
-        str(warehouse.export_run(outcome.run_id, settings.exports_dir))
-        if settings.export_parquet
-        else None
+        str(warehouse.export_run(run_id, settings.exports_dir)) if settings.export_parquet else None
     )
-    totals = warehouse.query("run_totals", run_id=outcome.run_id).to_pylist()[0]
+    totals = warehouse.query("run_totals", run_id=run_id).to_pylist()[0]
     failure = _too_many_errors(totals, settings.max_error_rate)
-    if outcome.status == "stopped":  # the cost cap: already stored as `stopped`, lease released
-        status = "stopped"
-    else:
+    if status != "stopped":  # the cost cap: already stored as `stopped`, lease released
         status = "failed" if failure else "completed"
-        warehouse.set_status(outcome.run_id, status, token=outcome.token)
-    summary = warehouse.query("summary", run_id=outcome.run_id).to_pylist()
-    errors = warehouse.query("errors", run_id=outcome.run_id).to_pylist()
-    judged = judge(warehouse, outcome.run_id, cfg.raw, baseline=baseline_id)
+        warehouse.set_status(run_id, status, token=token)
+    summary = warehouse.query("summary", run_id=run_id).to_pylist()
+    errors = warehouse.query("errors", run_id=run_id).to_pylist()
+    judged = judge(warehouse, run_id, raw_config, baseline=baseline_id)
     log_notes(judged)
-    pairwise = (
-        judging_report(warehouse, outcome.run_id, cfg.raw) if cfg.pairwise or cfg.judges else None
-    )
-    gate = judged.rules
-    stats = outcome.stats
+    judged_pairs = raw_config.get("pairwise") or raw_config.get("judges")
+    pairwise = judging_report(warehouse, run_id, raw_config) if judged_pairs else None
     report = None
     if html is not None:
         from evalwh.reports.html import render_run, write
 
-        report = str(write(render_run(warehouse, outcome.run_id), html))
+        report = str(write(render_run(warehouse, run_id), html))
     return RunResult(
-        run_id=outcome.run_id,
+        run_id=run_id,
         status=status,
         failure=failure,
-        suite=cfg.name,
+        suite=str(raw_config.get("name", "")),
         warehouse=str(settings.warehouse),
         exports=exports,
         totals=totals,
         summary=summary,
         errors=errors,
-        gate=gate,
+        gate=judged.rules,
         pairwise=pairwise,
-        stats={
-            "requests": stats.requests,
-            "cache_hits": stats.cache_hits,
-            "retries": stats.retries,
-            "errors": stats.errors,
-        },
-        estimate=planned.estimate.to_dict(),
-        stop_reason=outcome.stop_reason,
+        stats=stats or {},
         report=report,
     )
 

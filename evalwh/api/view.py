@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from evalwh.analysis.gate import GateResult
     from evalwh.analysis.readonly import QueryBounds
     from evalwh.reports.exports import Export
+    from evalwh.warehouse.lake import LakeTarget
 
 from evalwh.api.run import _config, _json, settings_for
 
@@ -33,7 +34,7 @@ class WarehouseView:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | LakeTarget,
         settings: Settings | None = None,
         *,
         stale_after_s: float | None = None,
@@ -50,6 +51,18 @@ class WarehouseView:
         )
         self.path = self.store.path
         self.settings = settings  # the query bounds come from here (defaults when None)
+
+    @property
+    def local_dir(self) -> Path:
+        """The folder on this machine beside the warehouse (exports, attached files): the
+        warehouse file's folder; for a lake, the settings' output folder."""
+        if self.settings is not None:
+            return self.settings.local_dir
+        if isinstance(self.path, Path):
+            return self.path.parent
+        from evalwh.config.settings import DEFAULTS
+
+        return Path(str(DEFAULTS["output_dir"])).resolve()
 
     def resolve(self, ref: str) -> str:
         """The run id a reference names (an id, a unique prefix, a label, 'latest', a
@@ -235,6 +248,8 @@ class WarehouseView:
         cells starting with ``= + - @`` get a leading ``'`` unless ``csv_formulas="keep"``."""
         from evalwh.reports.exports import export_run
 
+        if out is None and format == "parquet":
+            out = self.local_dir / "exports"
         return export_run(
             self.store, ref, format, out=out, baseline=baseline, csv_formulas=csv_formulas
         )
@@ -364,14 +379,16 @@ def cache_info(
     view = open_warehouse(config=config, output_dir=output_dir)
     cache = _cache_store(view)
     rows = cache.query("cache_info").to_pylist() if cache.exists else []
-    artifacts = ArtifactStore(view.path)
+    artifacts = ArtifactStore(view.local_dir)
     files, size = artifacts.count()
     folder = artifacts.folder
     return {
         "warehouse": str(cache.path),
         "entries": sum(r["entries"] for r in rows),
         "text_bytes": sum(r["text_bytes"] or 0 for r in rows),
-        "warehouse_bytes": cache.path.stat().st_size if cache.exists else 0,
+        "warehouse_bytes": cache.path.stat().st_size
+        if isinstance(cache.path, Path) and cache.exists
+        else 0,  # a DuckLake has no one file to measure
         "by_model": rows,
         "artifacts": {"folder": str(folder), "files": files, "bytes": size},
         "key": CACHE_KEY,
@@ -405,7 +422,11 @@ def open_warehouse(
     config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
 ) -> WarehouseView:
-    """Open the warehouse at ``path``, or the one the settings (and a config) point at."""
+    """Open the warehouse at ``path`` (a file or a ``ducklake:`` target), or the one the
+    settings (and a config) point at."""
+    if isinstance(path, str) and path.startswith("ducklake:"):
+        settings = settings_for(None, output_dir=output_dir, warehouse=path)
+        return WarehouseView(settings.warehouse, settings)
     if path is not None:
         return WarehouseView(Path(path))
     cfg = _config(config) if config is not None else None

@@ -16,6 +16,7 @@ from evalwh.cli import analysis as analysis_cmd
 from evalwh.cli import cache as cache_cmd
 from evalwh.cli import calibrate as calibrate_cmd
 from evalwh.cli import imports as imports_cmd
+from evalwh.cli import lake as lake_cmd
 from evalwh.cli import mcp as mcp_cmd
 from evalwh.cli import prices as prices_cmd
 from evalwh.cli import reports as reports_cmd
@@ -79,12 +80,16 @@ def callback(
 
 
 app.command("run")(run_cmd.run)
+# `evalwh finish`, not `evalwh run finish`: `run` takes a CONFIG argument, so a `finish`
+# subcommand under it would shadow a config file named `finish` (docs/scale-out.md).
+app.command("finish")(run_cmd.finish)
 app.command("validate")(run_cmd.validate)
 app.command("list")(runs_cmd.list_runs)
 app.command("show")(runs_cmd.show)
 app.command("last")(runs_cmd.last)
 app.command("init")(runs_cmd.init)
 app.add_typer(cache_cmd.app, name="cache")
+app.add_typer(lake_cmd.app, name="lake")
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("compare")(analysis_cmd.compare)
 app.command("gate")(analysis_cmd.gate)

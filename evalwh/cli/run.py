@@ -11,7 +11,7 @@ from evalwh.cli import render, render_analysis
 from evalwh.cli.state import STATE, emit_json, err, note, out, with_globals
 
 if TYPE_CHECKING:
-    from evalwh.api import DryRun
+    from evalwh.api import DryRun, RunResult
 
 ConfigArg = Annotated[
     Path | None,
@@ -45,6 +45,15 @@ VariantOpt = Annotated[
 CaseOpt = Annotated[
     list[str] | None,
     typer.Option("--case", metavar="ID", help="Only this case id (repeatable; wildcards)."),
+]
+
+BaselineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        metavar="RUN",
+        help="Judge thresholds.regression against RUN instead of the pinned baseline.",
+    ),
 ]
 
 
@@ -121,12 +130,22 @@ def run(
             "(another host, fresh heartbeat).",
         ),
     ] = False,
-    baseline: Annotated[
+    baseline: BaselineOpt = None,
+    shard: Annotated[
         str | None,
         typer.Option(
-            "--baseline",
+            "--shard",
+            metavar="K/N",
+            help="Run the K-th of N shards (cases split by a stable hash of their id); "
+            "needs --run-id.",
+        ),
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run-id",
             metavar="RUN",
-            help="Judge thresholds.regression against RUN instead of the pinned baseline.",
+            help="With --shard: the run every shard writes to (the same on every shard).",
         ),
     ] = None,
     html: Annotated[
@@ -141,8 +160,10 @@ def run(
 ) -> None:
     """Run the eval matrix, store every result in the warehouse and judge the thresholds."""
     from evalwh import api
+    from evalwh.warehouse.shards import parse_shard
 
     path = _config_path(config_file)
+    shard_of = parse_shard(shard) if shard is not None else None
     selection = {"models": model or (), "variants": variant or (), "cases": case or ()}
     if dry_run and html is not None:
         from evalwh.errors import UsageError
@@ -184,11 +205,25 @@ def run(
             progress=progress,
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
             fake=fake,
+            shard=shard_of,
+            run_id=run_id,
             html=html,
             **selection,
         )
+    print_result(result, label=label, retry=f"evalwh run {path} --retry-errors")
+
+
+def print_result(result: RunResult, *, label: str | None = None, retry: str = "") -> None:
+    """A run's (or a concluded sharded run's) result, then its exit code."""
     if STATE.json:
         emit_json(result.to_dict())
+    elif not result.concluded:
+        out().print(
+            f"shard {result.shard} of run {result.run_id} stored its cells "
+            f"({result.totals['n']} of the run's cells are in); the last shard, or "
+            f"`evalwh finish {result.run_id}`, concludes the run and judges its gate",
+            markup=False,
+        )
     else:
         title = f"run {result.run_id}" + (f" ({label})" if label else "") + f" — {result.suite}"
         out().print(title, style="bold", markup=False)
@@ -209,11 +244,34 @@ def run(
             note(f"see the errors: evalwh show {result.run_id} --failures")
     if result.failure:  # on stderr in --json mode too, like every error
         err().print(f"error: {result.failure}", markup=False)
-        note(f"once the endpoint is back: evalwh run {path} --retry-errors {result.run_id}")
+        note(f"once the endpoint is back: {retry} {result.run_id}")
     if result.stop_reason is not None:
         note(f"run stopped: {result.stop_reason}")
     if result.exit_code:
         raise typer.Exit(result.exit_code)
+
+
+@with_globals
+def finish(
+    run: Annotated[str, typer.Argument(metavar="RUN", help="The sharded run to conclude.")],
+    partial: Annotated[
+        bool,
+        typer.Option("--partial", help="Conclude it even though some shards stored nothing."),
+    ] = False,
+    baseline: BaselineOpt = None,
+) -> None:
+    """Conclude a sharded run once its shards are in: export, status, and the gate, once."""
+    from evalwh.api.shards import finish_run
+    from evalwh.cli.runs import config_for_reads
+
+    result = finish_run(
+        run,
+        partial=partial,
+        baseline=baseline,
+        config=config_for_reads(),
+        output_dir=STATE.output_dir,
+    )
+    print_result(result, retry="evalwh run CONFIG --retry-errors")
 
 
 def _print_plan(p: DryRun, *, dry: bool) -> None:

@@ -180,11 +180,28 @@ def _code(data: Mapping[str, Any], cases: list[Any]) -> list[Violation]:
     return out
 
 
+def _lake(data: Mapping[str, Any]) -> list[Violation]:
+    """A client's config may not point the run at a DuckLake: that would connect out, with
+    the server's PostgreSQL and S3 credentials, to wherever the config says. The server's own
+    warehouse (a lake or not) is set where it was started."""
+    settings = data.get("settings") or {}
+    if not isinstance(settings, Mapping):
+        return []
+    out = []
+    warehouse = settings.get("warehouse")
+    if isinstance(warehouse, str) and warehouse.startswith("ducklake:"):
+        why = "a DuckLake target in a client's config is refused: the server's warehouse is used"
+        out.append(Violation("settings.warehouse", warehouse, why))
+    if "lake" in settings:
+        out.append(Violation("settings.lake", "lake", "lake settings belong to the server"))
+    return out
+
+
 def raw_violations(
     data: Mapping[str, Any], config_path: Path, root: Path, *, allow_code: bool
 ) -> list[Violation]:
     """Refusals found in a parsed config before any file it names is read."""
-    found = _outside(referenced_paths(data), config_path.parent, root)
+    found = _outside(referenced_paths(data), config_path.parent, root) + _lake(data)
     return found + ([] if allow_code else _code(data, []))
 
 
@@ -193,7 +210,7 @@ def violations(config: Any, root: Path, *, allow_code: bool) -> list[Violation]:
     paths outside ``root``, attachments of prompt files, and code-running features when
     ``allow_code`` is false. An empty list: the config stays inside."""
     root = root.resolve()
-    found = _outside(referenced_paths(config.raw), config.root, root)
+    found = _outside(referenced_paths(config.raw), config.root, root) + _lake(config.raw)
     attachments = []
     for variant in config.variants:
         for i, message in enumerate(variant.messages):

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from evalwh.errors import ConfigError
+from evalwh.warehouse.lake import LakeTarget, is_target, parse_target
 
 DEFAULTS: dict[str, Any] = {
     "output_dir": ".evalwh",
-    "warehouse": None,  # default: <output_dir>/warehouse.duckdb
+    "warehouse": None,  # default: <output_dir>/warehouse.duckdb; or a ducklake: target
+    "lake": None,  # DuckLake data path and S3 settings (docs/scale-out.md)
     "cache_dir": None,  # default: the response cache lives in the warehouse
     "concurrency": 16,
     "cache": True,
@@ -47,7 +49,7 @@ CACHE_FILE = "cache.duckdb"  # the response cache's file inside cache_dir
 @dataclass(frozen=True)
 class Settings:
     output_dir: Path
-    warehouse: Path
+    warehouse: Path | LakeTarget  # a DuckDB file, or a shared DuckLake warehouse
     concurrency: int
     cache: bool
     export_parquet: bool
@@ -65,18 +67,26 @@ class Settings:
     cache_dir: Path | None = None  # the response cache's own folder (None: in the warehouse)
 
     @property
-    def cache_path(self) -> Path:
+    def cache_path(self) -> Path | LakeTarget:
         """The DuckDB file that holds the response cache: ``<cache_dir>/cache.duckdb`` when
         ``cache_dir`` is set, else the warehouse itself."""
         return self.cache_dir / CACHE_FILE if self.cache_dir is not None else self.warehouse
 
     @property
+    def local_dir(self) -> Path:
+        """The folder on this machine beside the warehouse (exports, attached files): the
+        warehouse file's folder; for a lake, the output folder."""
+        if isinstance(self.warehouse, LakeTarget):
+            return self.output_dir
+        return self.warehouse.parent
+
+    @property
     def exports_dir(self) -> Path:
-        return self.warehouse.parent / "exports"
+        return self.local_dir / "exports"
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources"}
-        return {k: str(v) if isinstance(v, Path) else v for k, v in out.items()}
+        return {k: str(v) if isinstance(v, (Path, LakeTarget)) else v for k, v in out.items()}
 
 
 def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -92,6 +102,8 @@ def _parse_env(key: str, raw: str) -> Any:
         float if key in FLOAT_KEYS else (type(DEFAULTS[key]) if DEFAULTS[key] is not None else str)
     )
     name = f"EVALWH_{key.upper()}"
+    if key == "lake":
+        return _parse_lake_env(name, raw)
     if kind is float:
         try:
             number = float(raw)
@@ -122,6 +134,24 @@ def _parse_env(key: str, raw: str) -> Any:
     return raw
 
 
+def _parse_lake_env(name: str, raw: str) -> dict[str, Any]:
+    """``EVALWH_LAKE``: the ``lake:`` mapping as JSON (handy in a CI job's environment)."""
+    import json
+
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    allowed = {"data_path", "s3", "secret"}
+    if not isinstance(value, dict) or not set(value) <= allowed:
+        raise ConfigError(
+            f"{name} is not a JSON object of {', '.join(sorted(allowed))}",
+            fix=f'set {name} to e.g. {{"data_path": "s3://bucket/evalwh/", "s3": {{"region": '
+            '"us-east-1"}}',
+        )
+    return value
+
+
 def _user_settings(env: Mapping[str, str]) -> tuple[dict[str, Any], Path | None]:
     from evalwh.config.yamlpos import load_yaml
 
@@ -143,8 +173,12 @@ def resolve_settings(
     config_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    secret: Callable[[str], str | None] | None = None,
 ) -> Settings:
-    """Layer the sources. Paths from a file resolve against that file's folder, others against cwd."""
+    """Layer the sources. Paths from a file resolve against that file's folder, others against cwd.
+
+    ``secret`` looks up a DuckLake target's credentials by name (default: the environment;
+    evalwh.api passes the secrets-file lookup of evalwh.config.secrets)."""
     env = os.environ if env is None else env
     cwd = cwd or Path.cwd()
     values: dict[str, Any] = {}
@@ -193,7 +227,17 @@ def resolve_settings(
             fix="point -o / output_dir at a folder (it is created when missing)",
         )
     # A warehouse path set at a lower layer than output_dir follows output_dir (``-o`` wins).
-    if "warehouse" in values and rank["warehouse"] >= rank["output_dir"]:
+    warehouse: Path | LakeTarget
+    if "warehouse" in values and is_target(str(values["warehouse"])):
+        warehouse = parse_target(
+            str(values["warehouse"]),
+            values.get("lake"),
+            base=base["warehouse"],
+            lake_base=base.get("lake"),
+            where=f"setting warehouse (from {sources['warehouse']})",
+            secret=secret or env.get,
+        )
+    elif "warehouse" in values and rank["warehouse"] >= rank["output_dir"]:
         warehouse = (base["warehouse"] / Path(values["warehouse"]).expanduser()).resolve()
     else:
         warehouse = output_dir / "warehouse.duckdb"

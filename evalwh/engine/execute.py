@@ -237,7 +237,7 @@ def store_files(prepared: Prepared) -> None:
     if not prepared.files:
         return
     try:
-        stored = ArtifactStore(prepared.settings.warehouse).put_all(prepared.files)
+        stored = ArtifactStore(prepared.settings.local_dir).put_all(prepared.files)
     except ArtifactChanged as exc:
         raise ConfigError(
             str(exc), file=str(prepared.config.path), fix="run again to use the new content"
@@ -468,6 +468,7 @@ def execute(
     replace_rows: bool = False,
     token: str | None = None,
     max_cost: float | None = None,
+    shard: bool = False,
 ) -> Outcome:
     """Execute the plan into a new run, or into ``continue_run`` (resume / retry errors),
     whose lease ``token`` the caller already holds (evalwh.warehouse.lease.claim).
@@ -477,6 +478,9 @@ def execute(
     raise RunInterrupted. ``max_cost`` is enforced on actual spend plus in-flight reservations
     (evalwh.engine.budget): when the next request would cross it nothing more is sent and the run
     ends ``stopped``.
+
+    ``shard``: the plan is one shard of ``continue_run``, which other processes write too; the
+    run's status is left alone (``evalwh finish`` or the last shard concludes it).
     """
     from evalwh import providers as registry
     from evalwh.engine.budget import Budget
@@ -489,30 +493,36 @@ def execute(
     config, settings, plan = prepared.config, prepared.settings, prepared.plan
     store_files(prepared)  # before the run exists: a file that changed refuses the run
     warehouse = Warehouse(settings.warehouse)
-    if continue_run is not None:
+    selection = filters.to_dict()
+    run_row = {
+        "label": label,
+        "suite": config.name,
+        "status": "running",
+        "config_path": str(config.path),
+        "config_hash": config.config_hash,
+        "dataset_hash": config.dataset_hash,
+        "git_commit": git_commit(config.root),
+        "config_snapshot": config.raw,
+        "filters": {**selection, "repeat": plan.repeats},
+        "n_planned": plan.planned,
+        "started_at": utcnow(),
+        "heartbeat_at": utcnow(),
+        "evalwh_version": __version__,
+    }
+    created = continue_run is None
+    if shard and continue_run is not None and filters.shard is not None:
+        from evalwh.warehouse.shards import join
+        from evalwh.warehouse.writer import to_json
+
+        run_id = continue_run
+        for key in ("config_snapshot", "filters"):
+            run_row[key] = to_json(run_row[key])
+        created = join(settings.warehouse, {"run_id": run_id, **run_row}, filters.shard[1])
+    elif continue_run is not None:
         run_id = continue_run
     else:
         run_id, token = new_run_id(), new_token()
-        selection = filters.to_dict()
-        warehouse.create_run(
-            {
-                "run_id": run_id,
-                "label": label,
-                "suite": config.name,
-                "status": "running",
-                "config_path": str(config.path),
-                "config_hash": config.config_hash,
-                "dataset_hash": config.dataset_hash,
-                "git_commit": git_commit(config.root),
-                "config_snapshot": config.raw,
-                "filters": {**selection, "repeat": plan.repeats},
-                "n_planned": plan.size,
-                "started_at": utcnow(),
-                "heartbeat_at": utcnow(),
-                "evalwh_version": __version__,
-                "lease_token": token,
-            }
-        )
+        warehouse.create_run({"run_id": run_id, **run_row, "lease_token": token})
     writer = RunWriter(
         settings.warehouse,
         run_id,
@@ -531,7 +541,7 @@ def execute(
         if progress is not None:
             progress(sink.seen, total, result)
 
-    if continue_run is None:
+    if created:
         warehouse.insert_labels(run_id, config)
 
     async def main() -> EngineStats:
@@ -601,26 +611,31 @@ def execute(
         caught.append(caught[0] if caught else "SIGINT")
     finally:
         done = holder[0].stats if holder else EngineStats()
-        _finish(
-            warehouse,
-            run_id,
-            status,
-            token,
-            {
-                "requests": done.requests,
-                "cache_hits": done.cache_hits,
-                "retries": done.retries,
-                "errors": done.errors,
-                "judge_requests": done.judge_requests,
-                "rows": writer.rows_written,
-                **({"stop_reason": budget.reason} if budget.stopped else {}),
-            },
-        )
+        if not shard:
+            _finish(
+                warehouse,
+                run_id,
+                status,
+                token,
+                {
+                    "requests": done.requests,
+                    "cache_hits": done.cache_hits,
+                    "retries": done.retries,
+                    "errors": done.errors,
+                    "judge_requests": done.judge_requests,
+                    "rows": writer.rows_written,
+                    **({"stop_reason": budget.reason} if budget.stopped else {}),
+                },
+            )
     if status == "interrupted":
         raise RunInterrupted(
             f"interrupted ({caught[0]}): run {run_id} stopped after flushing "
             f"{writer.rows_written} answered row(s); continue it with "
-            f"`evalwh run {config.path} --resume {run_id}`",
+            + (
+                "the same `evalwh run ... --shard K/N --run-id RUN` command"
+                if shard
+                else f"`evalwh run {config.path} --resume {run_id}`"
+            ),
             run_id=run_id,
             signal_name=caught[0],
         )

@@ -25,9 +25,20 @@ class Filters:
     models: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
     cases: tuple[str, ...] = ()
+    shard: tuple[int, int] | None = None  # (k, n): the k-th of n shards (1-based)
 
-    def to_dict(self) -> dict[str, list[str]]:
-        return {k: list(v) for k, v in self.__dict__.items() if v}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: list(v) for k, v in self.__dict__.items() if v and k != "shard"}
+        if self.shard:
+            out["shards"] = self.shard[1]  # the run's; each shard writes its own k
+        return out
+
+
+def shard_of(case_id: str, shards: int) -> int:
+    """The 1-based shard of a case: a stable hash of its id, the same on every machine and
+    Python (sha256, not ``hash()``), so N processes given k = 1..N split the cases exactly."""
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
 
 
 @dataclass
@@ -41,6 +52,12 @@ class Plan:
     repeats: int
     skip: set[Cell] = field(default_factory=set)  # cells already stored (resume)
     only: set[Cell] | None = None  # when set, just these cells (retry errors)
+    run_size: int | None = None  # a shard's: the whole run's matrix over every shard
+
+    @property
+    def planned(self) -> int:
+        """The cells the run sets out to execute (every shard's, for a sharded run)."""
+        return self.size if self.run_size is None else self.run_size
 
     @property
     def size(self) -> int:
@@ -84,16 +101,23 @@ def build_plan(
 ) -> Plan:
     if repeats < 1:
         raise UsageError("--repeat must be at least 1")
+    variants = [CompiledVariant(v) for v in _select("variant", config.variants, filters.variants)]
+    models = _select("model", config.models, filters.models)
+    cases = _select("case", config.cases, filters.cases)
+    run_size = None
+    if filters.shard is not None:
+        k, n = filters.shard
+        run_size = len(variants) * len(models) * len(cases) * repeats
+        cases = [c for c in cases if shard_of(c.id, n) == k]
     return Plan(
         config=config,
-        variants=[
-            CompiledVariant(v) for v in _select("variant", config.variants, filters.variants)
-        ],
-        models=_select("model", config.models, filters.models),
-        cases=_select("case", config.cases, filters.cases),
+        variants=variants,
+        models=models,
+        cases=cases,
         repeats=repeats,
         skip=skip or set(),
         only=only,
+        run_size=run_size,
     )
 
 

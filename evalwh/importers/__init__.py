@@ -24,6 +24,7 @@ from evalwh.importers.common import (
     sha256_of,
     store_run,
 )
+from evalwh.warehouse.lake import Location
 
 TOOLS = ("promptfoo", "inspect")
 
@@ -33,7 +34,7 @@ __all__ = ["TOOLS", "ImportOptions", "ImportResult", "import_files"]
 def import_files(
     tool: str,
     paths: Sequence[Path],
-    warehouse: Path,
+    warehouse: Location,
     options: ImportOptions | None = None,
 ) -> list[ImportResult]:
     """Import each file (a promptfoo results file, or inspect logs) as one run per file."""

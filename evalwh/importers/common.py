@@ -23,6 +23,7 @@ from typing import Any
 
 from evalwh.config.secrets import MASK, redact
 from evalwh.errors import ConfigError, UsageError
+from evalwh.warehouse.lake import Location
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # a results file or log larger than this is refused
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_]+)(?:\.([^{}]+))?\}")
@@ -231,12 +232,12 @@ def rename(names: Mapping[str, str], value: str) -> str:
 
 
 def store_run(
-    warehouse: Path, path: Path, digest: str, run: ImportedRun, options: ImportOptions
+    warehouse: Location, path: Path, digest: str, run: ImportedRun, options: ImportOptions
 ) -> ImportResult:
     """Write one imported run (run row, cases, scores) in one transaction; a file whose
     content hash is already stored adds nothing and names the run it became."""
     from evalwh import __version__
-    from evalwh.warehouse.connect import transaction, write_connection
+    from evalwh.warehouse.connect import write_transaction
     from evalwh.warehouse.store import new_run_id
 
     cases, scores = _rows(run, path, options)
@@ -275,7 +276,8 @@ def store_run(
         "source_hash": digest,
         "source_extra": json.dumps(scrub(run.extra), default=str),
     }
-    with write_connection(warehouse, wait_s=None) as con, transaction(con):
+
+    def body(con: Any) -> ImportResult:
         found = con.execute(
             "SELECT run_id FROM runs WHERE source_hash = ? AND source_tool = ?",
             [digest, run.tool],
@@ -288,7 +290,10 @@ def store_run(
         _insert(con, "cases", _cases_table(run_id, cases))
         if scores:
             _insert(con, "scores", _scores_table(run_id, scores))
-    return ImportResult(str(path), run_id, True, len(cases), len(scores), run.tool, run.version)
+        return ImportResult(str(path), run_id, True, len(cases), len(scores), run.tool, run.version)
+
+    # one transaction (on a lake: retried whole when another writer won the commit)
+    return write_transaction(warehouse, body, what=f"import {path.name}")
 
 
 def _rows(

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from evalwh.api import WarehouseView
     from evalwh.config.model import EvalConfig
     from evalwh.config.settings import Settings
+    from evalwh.warehouse.lake import Location
 
 ENV_ROOT = "EVALWH_MCP_ROOT"
 
@@ -56,7 +57,7 @@ class Agent:
     allow_code: bool = False  # `evalwh mcp --allow-code`: python scorers, command, checks
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     cwd: Path = field(default_factory=Path.cwd)
-    _warehouse: Path | None = None
+    _warehouse: Location | None = None
     _settings: Settings | None = None
 
     @classmethod
@@ -77,7 +78,7 @@ class Agent:
         return load_confined(confine(config_path, self.root), self.root, allow_code=self.allow_code)
 
     @property
-    def warehouse(self) -> Path:
+    def warehouse(self) -> Location:
         """The one warehouse this server reads and runs into: the one `evalwh list` would use
         in the working folder (-o, EVALWH_OUTPUT_DIR, ./eval.yaml's settings, .evalwh)."""
         if self._warehouse is None:
@@ -98,7 +99,10 @@ class Agent:
 
     def run_output_dir(self) -> Path | None:
         """What run_eval gets as output_dir so that its run lands in :attr:`warehouse`."""
-        return self.warehouse.parent if self.warehouse.name == "warehouse.duckdb" else None
+        warehouse = self.warehouse
+        if not isinstance(warehouse, Path):  # a lake the server's own settings name
+            return self._settings.output_dir if self._settings else None
+        return warehouse.parent if warehouse.name == "warehouse.duckdb" else None
 
 
 # -- run_eval -------------------------------------------------------------------------------

@@ -246,7 +246,7 @@ def write_report(
     base_id = view.resolve(against) if against is not None else None
     if path is None:
         name = f"{run_id}.html" if base_id is None else f"compare-{base_id}-{run_id}.html"
-        path = str(agent.warehouse.parent / "reports" / name)
+        path = str(view.local_dir / "reports" / name)
     target = confine(path, agent.root)
     if target.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"path '{path}' must end in .html (the page is one HTML file)")

@@ -71,7 +71,12 @@ def export_run(
         )
     run_id = store.resolve(ref)
     if format == "parquet":
-        root = Path(out) if out is not None else store.path.parent / "exports"
+        if out is not None:
+            root = Path(out)
+        elif isinstance(store.path, Path):
+            root = store.path.parent / "exports"
+        else:
+            raise UsageError("a DuckLake run exports to a folder on this machine: name it (--out)")
         return Export(run_id, format, path=store.export_run(run_id, root))
     if format == "csv":
         text = _csv(store, run_id, keep_formulas=csv_formulas == "keep")

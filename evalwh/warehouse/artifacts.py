@@ -29,8 +29,10 @@ class ArtifactChanged(Exception):
 
 
 class ArtifactStore:
-    def __init__(self, warehouse: Path) -> None:
-        self.folder = Path(warehouse).parent / FOLDER
+    def __init__(self, beside: Path) -> None:
+        """The store in ``beside`` (the warehouse file's folder; for a DuckLake warehouse,
+        the output folder on this machine: settings.local_dir)."""
+        self.folder = Path(beside) / FOLDER
 
     def path(self, sha256: str) -> Path:
         return self.folder / sha256[:2] / sha256[2:]

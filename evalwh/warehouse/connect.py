@@ -5,6 +5,11 @@ connection only for as long as one statement batch needs it, and every open retr
 another evalwh process holds the lock, so a run, ``evalwh list``, MCP and the viewer can share
 one file.
 
+A DuckLake target (:mod:`evalwh.warehouse.lake`) stands wherever a path does: the same
+functions attach it instead of opening a file, migrate it with the lake variant of the
+migrations, and :func:`write_transaction` retries a commit that lost a race with another
+writer.
+
 Only writers migrate: a read (``list``, ``show``, ``sql`` ...) of a warehouse written by an
 older evalwh says to run ``evalwh migrate``. A DuckDB file that is not an evalwh warehouse
 (tables of its own, no ``schema_migrations``) is refused before anything is written to it.
@@ -15,14 +20,16 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
 from evalwh.errors import WarehouseError
+from evalwh.warehouse import lake
 from evalwh.warehouse.ioerrors import io_guard, is_io_error, storage_error
+from evalwh.warehouse.lake import LakeTarget, Location
 from evalwh.warehouse.resources import resource_dir
 
 log = logging.getLogger("evalwh.warehouse")
@@ -30,6 +37,9 @@ MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # DuckDB's own default is 80 % of RAM; evalwh caps its warehouse connections (setting
 # memory_limit, docs/configuration.md). settings_for() sets it from the resolved settings.
 _MEMORY_LIMIT = "2GB"
+T = TypeVar("T")
+# Lakes this process has seen at this code's schema version (each check costs catalog trips).
+_CURRENT: set[LakeTarget] = set()
 
 
 def set_memory_limit(limit: str) -> None:
@@ -44,9 +54,11 @@ def _is_lock_error(exc: Exception) -> bool:
 
 
 def open_connection(
-    path: Path, *, read_only: bool, wait_s: float | None = 30.0
+    path: Location, *, read_only: bool, wait_s: float | None = 30.0
 ) -> duckdb.DuckDBPyConnection:
     """Connect, retrying on another process's lock for up to ``wait_s`` seconds (None: forever)."""
+    if isinstance(path, LakeTarget):  # no file lock: DuckLake serialises commits itself
+        return lake.cursor(path, read_only=read_only, memory_limit=_MEMORY_LIMIT)
     deadline = None if wait_s is None else time.monotonic() + wait_s
     delay, warned_at = 0.01, time.monotonic()
     while True:
@@ -103,8 +115,23 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
-def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    """The file's schema version; refuses a foreign DuckDB file and one newer than this code."""
+def check_schema(con: duckdb.DuckDBPyConnection, path: Location) -> int:
+    """The file's schema version; refuses a foreign DuckDB file and one newer than this code.
+
+    On a lake both reads come from one snapshot: between two autocommitted reads another
+    writer may commit a migration, and its tables would look foreign."""
+    if isinstance(path, LakeTarget):
+        if path in _CURRENT:
+            return latest_version()
+        with transaction(con):
+            version = _check_schema(con, path)
+        if version == latest_version():
+            _CURRENT.add(path)  # schemas only move forward: no need to look again
+        return version
+    return _check_schema(con, path)
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection, path: Location) -> int:
     current = schema_version(con)
     if current == 0:
         tables = [
@@ -114,7 +141,8 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> int:
                 "WHERE table_catalog = current_database() ORDER BY 1 LIMIT 5"
             ).fetchall()
         ]
-        if tables:
+        # an empty schema_migrations alone: another writer is migrating this warehouse now
+        if tables and tables != ["schema_migrations"]:
             raise WarehouseError(
                 f"{path} is a DuckDB file but not an evalwh warehouse (it has tables of its own: "
                 f"{', '.join(tables)}); it was left unchanged. Point -o/--output-dir or "
@@ -129,21 +157,41 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     return current
 
 
-def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    """Apply pending migrations, each in one transaction with its record. Returns the version."""
+def migrate(con: duckdb.DuckDBPyConnection, path: Location) -> int:
+    """Apply pending migrations, each in one transaction with its record. Returns the version.
+
+    On a lake each migration runs in its lake variant (:func:`evalwh.warehouse.lake.lake_sql`),
+    and the schema_migrations row commits with it, so two writers migrating a fresh lake at
+    once conflict: the loser retries, finds the migration applied and skips it."""
+    if isinstance(path, LakeTarget):
+        if path in _CURRENT:
+            return latest_version()
+        version = lake.retry_conflicts(
+            lambda: _migrate(con, path), what="migrate the lake", also=("already exists",)
+        )
+        _CURRENT.add(path)
+        return version
+    return _migrate(con, path)
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, path: Location) -> int:
     available = migrations()
     latest = available[-1][0] if available else 0
     current = check_schema(con, path)
+    on_lake = isinstance(path, LakeTarget)
     if current == 0:
-        con.execute(
+        ddl = (
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
         )
+        con.execute(lake.lake_sql(ddl) if on_lake else ddl)
     for version, name, sql in available:
         if version <= current:
             continue
         with transaction(con):
-            con.execute(sql)
+            if on_lake and version <= schema_version(con):
+                continue  # another writer applied it since we looked
+            con.execute(lake.lake_sql(sql) if on_lake else sql)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
         log.info("applied migration %s to %s", name, path)
     return latest
@@ -172,9 +220,17 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 
 @contextmanager
 def write_connection(
-    path: Path, *, wait_s: float | None = 30.0
+    path: Location, *, wait_s: float | None = 30.0
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short-lived read-write connection on a migrated warehouse (created when missing)."""
+    if isinstance(path, LakeTarget):
+        con = open_connection(path, read_only=False)
+        try:
+            migrate(con, path)
+            yield con
+        finally:
+            con.close()
+        return
     with io_guard(path, "write the warehouse"):
         path.parent.mkdir(parents=True, exist_ok=True)
         con = open_connection(path, read_only=False, wait_s=wait_s)
@@ -185,9 +241,24 @@ def write_connection(
             con.close()
 
 
+def write_transaction(
+    path: Location, body: Callable[[duckdb.DuckDBPyConnection], T], *, what: str = "write"
+) -> T:
+    """``body(con)`` in one transaction on a short-lived write connection. On a lake, a commit
+    that lost a race with another writer is retried whole, with backoff, until it lands."""
+
+    def attempt() -> T:
+        with write_connection(path, wait_s=None) as con, transaction(con):
+            return body(con)
+
+    if isinstance(path, LakeTarget):
+        return lake.retry_conflicts(attempt, what=what)
+    return attempt()
+
+
 @contextmanager
 def read_connection(
-    path: Path, *, wait_s: float | None = 30.0
+    path: Location, *, wait_s: float | None = 30.0
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short-lived read-only connection. Never writes: a warehouse behind this code is
     refused with the command that upgrades it (``evalwh migrate``)."""
@@ -195,10 +266,10 @@ def read_connection(
         raise WarehouseError(
             f"no warehouse at {path}: nothing has been run here yet (run `evalwh run`)"
         )
-    with io_guard(path, "read the warehouse"):
+    with io_guard(str(path), "read the warehouse"):
         con = open_connection(path, read_only=True, wait_s=wait_s)
     try:
-        with io_guard(path, "read the warehouse"):
+        with io_guard(str(path), "read the warehouse"):
             version = check_schema(con, path)
         if version < latest_version():
             raise WarehouseError(
@@ -211,11 +282,11 @@ def read_connection(
         con.close()
 
 
-def migrate_file(path: Path) -> tuple[int, int]:
+def migrate_file(path: Location) -> tuple[int, int]:
     """Upgrade a warehouse to this evalwh's schema: (version before, version after)."""
-    if not path.exists():
+    if not isinstance(path, LakeTarget) and not path.exists():  # a lake is created here
         raise WarehouseError(f"no warehouse at {path} to migrate")
-    with io_guard(path, "migrate the warehouse"):
+    with io_guard(str(path), "migrate the warehouse"):
         con = open_connection(path, read_only=False, wait_s=None)
         try:
             before = check_schema(con, path)

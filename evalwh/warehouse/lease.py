@@ -19,10 +19,10 @@ import os
 import secrets
 import socket
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from evalwh.errors import UsageError
+from evalwh.warehouse.lake import Location
 
 HOST = socket.gethostname()
 DEFAULT_STALE_AFTER_S = 120.0
@@ -87,16 +87,21 @@ def holder(row: dict[str, Any]) -> str:
 
 
 def claim(
-    path: Path, run_id: str, *, force: bool = False, stale_after_s: float = DEFAULT_STALE_AFTER_S
+    path: Location,
+    run_id: str,
+    *,
+    force: bool = False,
+    stale_after_s: float = DEFAULT_STALE_AFTER_S,
 ) -> tuple[str, str]:
     """Reopen ``run_id`` as running, owned by this process. Returns (token, previous status).
 
     Raises RunHeldError naming the holder when another live process owns the run.
     """
-    from evalwh.warehouse.connect import transaction, write_connection
+    from evalwh.warehouse.connect import write_transaction
 
     token = new_token()
-    with write_connection(path, wait_s=None) as con, transaction(con):
+
+    def body(con: Any) -> dict[str, Any]:
         found = (
             con.execute(
                 "SELECT status, host, pid, heartbeat_at FROM runs WHERE run_id = ?", [run_id]
@@ -122,15 +127,21 @@ def claim(
             "host = ?, pid = ?, lease_token = ? WHERE run_id = ?",
             [HOST, os.getpid(), token, run_id],
         )
+        return dict(row)
+
+    row = write_transaction(path, body, what=f"claim run {run_id}")
     return token, str(row["status"])
 
 
-def release(path: Path, run_id: str, token: str, status: str) -> None:
+def release(path: Location, run_id: str, token: str, status: str) -> None:
     """Give a claimed run back with ``status`` (a resume that stopped before any request)."""
-    from evalwh.warehouse.connect import write_connection
+    from evalwh.warehouse.connect import write_transaction
 
-    with write_connection(path, wait_s=None) as con:
-        con.execute(
+    write_transaction(
+        path,
+        lambda con: con.execute(
             "UPDATE runs SET status = ?, lease_token = NULL WHERE run_id = ? AND lease_token = ?",
             [status, run_id, token],
-        )
+        ),
+        what=f"release run {run_id}",
+    )

@@ -12,8 +12,9 @@ from typing import Any
 import pyarrow as pa
 
 from evalwh.errors import RunNotFoundError, UsageError
-from evalwh.warehouse.connect import read_connection, write_connection
+from evalwh.warehouse.connect import read_connection, write_transaction
 from evalwh.warehouse.ioerrors import io_guard
+from evalwh.warehouse.lake import LakeTarget, Location
 from evalwh.warehouse.lease import DEFAULT_STALE_AFTER_S, HOST, effective_status
 from evalwh.warehouse.queries import run_query
 from evalwh.warehouse.writer import to_json
@@ -40,16 +41,17 @@ def new_run_id(now: datetime | None = None) -> str:
 
 
 class Warehouse:
-    """One DuckDB warehouse file. Connections are opened per call and closed right after."""
+    """One DuckDB warehouse file (or DuckLake target). Connections are opened per call and
+    closed right after."""
 
     def __init__(
         self,
-        path: Path,
+        path: Location,
         *,
         stale_after_s: float = DEFAULT_STALE_AFTER_S,
         git_dir: Path | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path: Location = path if isinstance(path, LakeTarget) else Path(path)
         self.stale_after_s = stale_after_s  # a running run silent this long is interrupted
         self.git_dir = git_dir  # where `git:REF` runs git (None: the current folder)
 
@@ -140,8 +142,13 @@ class Warehouse:
             row[key] = to_json(row.get(key))
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        with write_connection(self.path, wait_s=None) as con:
-            con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(row.values()))
+        write_transaction(
+            self.path,
+            lambda con: con.execute(
+                f"INSERT INTO runs ({columns}) VALUES ({marks})", list(row.values())
+            ),
+            what="create a run",
+        )
 
     def insert_labels(self, run_id: str, config: Any) -> None:
         """Store the config's human labels with the run: pairwise preferences, pointwise
@@ -155,17 +162,21 @@ class Warehouse:
         ]
         if not rows:
             return
-        with write_connection(self.path, wait_s=None) as con:
-            con.executemany(LABEL_INSERT, rows)
+        write_transaction(
+            self.path,
+            lambda con: con.executemany(LABEL_INSERT, rows),
+            what="store labels",
+        )
 
     def replace_labels(self, run_id: str, labels: Any, *, by: str | None = None) -> int:
         """Store labels with a run (pairwise ``Label`` and pointwise ``PointLabel``) as given
         by ``by`` now, replacing its labels of the same kind, comparison or criterion, and
-        case; returns how many stored labels were replaced."""
+        case; returns how many stored labels were replaced (one transaction, retried whole on
+        a lake)."""
         rows = label_rows(run_id, labels, by=by, at=utcnow())
         keys = [row[:4] for row in rows]
-        with write_connection(self.path, wait_s=None) as con:
-            con.execute("BEGIN")
+
+        def body(con: Any) -> int:
             con.execute(
                 "CREATE TEMP TABLE new_keys "
                 "(run_id VARCHAR, kind VARCHAR, comparison VARCHAR, case_id VARCHAR)"
@@ -183,8 +194,9 @@ class Warehouse:
             if rows:
                 con.executemany(LABEL_INSERT, rows)
             con.execute("DROP TABLE new_keys")
-            con.execute("COMMIT")
-        return int(found[0]) if found else 0
+            return int(found[0]) if found else 0
+
+        return write_transaction(self.path, body, what=f"store labels of run {run_id}")
 
     def cells(self, run_id: str, *, errors_only: bool = False) -> set[tuple[str, str, str, int]]:
         """The (variant, model, case_id, repeat) cells stored for a run."""
@@ -206,11 +218,16 @@ class Warehouse:
         if older_than_days is not None:
             where.append("created_at < now() - to_microseconds(CAST(? * 86400e6 AS BIGINT))")
             args.append(older_than_days)
-        with write_connection(self.path, wait_s=None) as con:
-            row = con.execute(
-                f"DELETE FROM response_cache WHERE {' AND '.join(where)} RETURNING 1", args
-            ).fetchall()
-        return len(row)
+        condition = " AND ".join(where)
+
+        def body(con: Any) -> int:  # counted first: a lake has no RETURNING on deletes
+            found = con.execute(
+                f"SELECT count(*) FROM response_cache WHERE {condition}", args
+            ).fetchone()
+            con.execute(f"DELETE FROM response_cache WHERE {condition}", args)
+            return int(found[0]) if found else 0
+
+        return write_transaction(self.path, body, what="clear the cache")
 
     def finish_run(
         self,
@@ -222,22 +239,28 @@ class Warehouse:
     ) -> None:
         """Record the run's end (``exporting`` keeps the lease until the export is in place)."""
         keep = status == "exporting"
-        with write_connection(self.path, wait_s=None) as con:
-            con.execute(
+        write_transaction(
+            self.path,
+            lambda con: con.execute(
                 "UPDATE runs SET status = ?, finished_at = now(), heartbeat_at = now(), "
                 "totals = coalesce(?, totals), lease_token = CASE WHEN ? THEN lease_token END "
                 "WHERE run_id = ? AND (? IS NULL OR lease_token = ?)",
                 [status, to_json(totals), keep, run_id, token, token],
-            )
+            ),
+            what=f"finish run {run_id}",
+        )
 
     def set_status(self, run_id: str, status: str, *, token: str | None = None) -> None:
         """The final status after the export (completed, or failed: too many errors)."""
-        with write_connection(self.path, wait_s=None) as con:
-            con.execute(
+        write_transaction(
+            self.path,
+            lambda con: con.execute(
                 "UPDATE runs SET status = ?, lease_token = NULL "
                 "WHERE run_id = ? AND (? IS NULL OR lease_token = ?)",
                 [status, run_id, token, token],
-            )
+            ),
+            what=f"set the status of run {run_id}",
+        )
 
     def export_run(self, run_id: str, exports_dir: Path) -> Path:
         """Write Hive-partitioned Parquet: exports/run_id=<id>/{cases,scores}.parquet.

@@ -10,17 +10,22 @@ yet flushed.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
 from operator import itemgetter
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from evalwh.errors import WarehouseError
-from evalwh.warehouse.connect import transaction, write_connection
+from evalwh.warehouse.connect import write_transaction
+from evalwh.warehouse.lake import LakeTarget, Location
+
+# A debugging switch for crash tests: sleep this long inside each flush's transaction, after
+# its rows are inserted and before it commits (documented in docs/troubleshooting.md).
+FLUSH_PAUSE_ENV = "EVALWH_DEBUG_FLUSH_PAUSE_S"
 
 
 class LeaseLostError(WarehouseError):
@@ -202,7 +207,7 @@ class RunWriter:
 
     def __init__(
         self,
-        path: Path,
+        path: Location,
         run_id: str,
         *,
         batch_size: int = 2000,
@@ -211,7 +216,7 @@ class RunWriter:
         replace: bool = False,
         token: str | None = None,
         heartbeat_s: float = 30.0,
-        cache_path: Path | None = None,
+        cache_path: Location | None = None,
     ) -> None:
         self.path = path
         # the response cache's own file (settings.cache_dir); None: the warehouse holds it
@@ -233,6 +238,7 @@ class RunWriter:
         self._last_flush = self._last_beat = time.monotonic()
         self.rows_written = 0
         self.flushes = 0
+        self._pause_s = float(os.environ.get(FLUSH_PAUSE_ENV) or 0)
 
     def add_case(self, row: Sequence[Any]) -> None:
         self._cases.append(row)
@@ -277,7 +283,8 @@ class RunWriter:
             buffer.append(row)
         table = buffer.take()
         cache = self._cache.take()
-        with self._lock, write_connection(self.path, wait_s=None) as con, transaction(con):
+
+        def body(con: Any) -> None:
             self._beat(con)
             con.execute(
                 "DELETE FROM pairs WHERE run_id = ? AND list_contains(?, comparison)",
@@ -286,18 +293,60 @@ class RunWriter:
             if table is not None:
                 _append(con, "pairs", table)
             if cache is not None and self.cache_path is None:
-                _append(con, "response_cache", cache, "INSERT OR IGNORE")
+                self._insert_cache(con, cache, replace=False)
+
+        with self._lock:
+            write_transaction(self.path, body, what=f"write pairs of run {self.run_id}")
         if cache is not None and self.cache_path is not None:
-            self._write_cache_file(cache, "INSERT OR IGNORE")
+            self._write_cache_file(cache, replace=False)
+
+    def _write_cache_file(self, cache: pa.Table, *, replace: bool) -> None:
+        """Cache rows into the cache's own DuckDB file (``settings.cache_dir``), one
+        transaction, after the rows that used the answers: a crash in between only loses
+        cache hits."""
+        assert self.cache_path is not None
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        write_transaction(
+            self.cache_path,
+            lambda con: _append(con, "response_cache", cache, verb),
+            what="write the response cache",
+        )
+
+    def _insert_cache(self, con: Any, cache: pa.Table, *, replace: bool) -> None:
+        """Cache rows: first one in wins (or, when refreshing, last one in); DISTINCT ON
+        guards duplicates inside one batch. A lake has no primary key, hence no ``INSERT OR
+        IGNORE``: there the same rule is an anti-join (or a delete first)."""
+        if not isinstance(self.path, LakeTarget):
+            _append(
+                con, "response_cache", cache, "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+            )
+            return
+        con.register("_evalwh_cache", cache)
+        fresh = "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
+        if replace:
+            con.execute(
+                "DELETE FROM response_cache WHERE request_hash IN "
+                "(SELECT request_hash FROM _evalwh_cache)"
+            )
+            con.execute(f"INSERT INTO response_cache BY NAME {fresh}")
+        else:
+            con.execute(
+                f"INSERT INTO response_cache BY NAME SELECT * FROM ({fresh}) f WHERE NOT EXISTS "
+                "(SELECT 1 FROM response_cache r WHERE r.request_hash = f.request_hash)"
+            )
+        con.unregister("_evalwh_cache")
 
     def _beat(self, con: Any) -> None:
-        """Renew the heartbeat, in the batch's transaction, if the lease is still ours."""
+        """Renew the heartbeat, in the batch's transaction, if the lease is still ours (a
+        read, then the update: DuckLake has no ``RETURNING`` on updates)."""
         held = con.execute(
-            "UPDATE runs SET heartbeat_at = now() WHERE run_id = ? "
-            "AND (CAST(? AS VARCHAR) IS NULL OR lease_token = ?) RETURNING 1",
+            "SELECT 1 FROM runs WHERE run_id = ? "
+            "AND (CAST(? AS VARCHAR) IS NULL OR lease_token = ?)",
             [self.run_id, self.token, self.token],
         ).fetchall()
-        if not held:
+        if held:
+            con.execute("UPDATE runs SET heartbeat_at = now() WHERE run_id = ?", [self.run_id])
+        else:
             raise LeaseLostError(
                 f"run {self.run_id} was taken over by another process "
                 "(`evalwh run --resume RUN --force`); this process stopped writing it"
@@ -323,45 +372,38 @@ class RunWriter:
         empty = cases is None and scores is None and cache is None and pairs is None
         if empty and not self.beat_due():
             return
-        with self._lock, write_connection(self.path, wait_s=None) as con:
+
+        def body(con: Any) -> None:
             # One DuckDB thread: a flush runs beside the engine (busy on the other core), and a
             # second thread only contends with it; alone, one thread writes a batch as fast.
             con.execute("SET threads = 1")
-            with transaction(con):
-                self._beat(con)
-                if cases is not None and self.replace:
-                    con.register("_evalwh_cases", cases)
-                    for table in ("scores", "cases"):
-                        con.execute(
-                            f"DELETE FROM {table} USING _evalwh_cases b WHERE {table}.run_id = b.run_id "
-                            f"AND {table}.variant = b.variant AND {table}.model = b.model "
-                            f"AND {table}.case_id = b.case_id AND {table}.repeat = b.repeat"
-                        )
-                if cases is not None:
-                    _append(con, "cases", cases)
-                if scores is not None:
-                    _append(con, "scores", scores)
-                if pairs is not None:
-                    _append(con, "pairs", pairs)
-                if cache is not None and self.cache_path is None:
-                    # Two runs may fetch the same answer at once: first one in wins (or, when
-                    # refreshing, last one in)
-                    _append(con, "response_cache", cache, self._cache_verb)
+            self._beat(con)
+            if cases is not None and self.replace:
+                con.register("_evalwh_cases", cases)
+                for table in ("scores", "cases"):
+                    con.execute(
+                        f"DELETE FROM {table} USING _evalwh_cases b WHERE {table}.run_id = b.run_id "
+                        f"AND {table}.variant = b.variant AND {table}.model = b.model "
+                        f"AND {table}.case_id = b.case_id AND {table}.repeat = b.repeat"
+                    )
+            if cases is not None:
+                _append(con, "cases", cases)
+            if scores is not None:
+                _append(con, "scores", scores)
+            if pairs is not None:
+                _append(con, "pairs", pairs)
+            if cache is not None and self.cache_path is None:
+                # Two runs may fetch the same answer at once: see _insert_cache.
+                self._insert_cache(con, cache, replace=self.refresh_cache)
+            if self._pause_s > 0:
+                time.sleep(self._pause_s)
+
+        with self._lock:
+            write_transaction(self.path, body, what=f"flush run {self.run_id}")
         if cache is not None and self.cache_path is not None:
-            # after the rows that used the answers: a crash in between only loses cache hits
-            self._write_cache_file(cache, self._cache_verb)
+            self._write_cache_file(cache, replace=self.refresh_cache)
         self.rows_written += cases.num_rows if cases is not None else 0
         self.flushes += 1
-
-    @property
-    def _cache_verb(self) -> str:
-        return "INSERT OR REPLACE" if self.refresh_cache else "INSERT OR IGNORE"
-
-    def _write_cache_file(self, cache: pa.Table, verb: str) -> None:
-        """Cache rows into the cache's own file (``settings.cache_dir``), one transaction."""
-        assert self.cache_path is not None
-        with write_connection(self.cache_path, wait_s=None) as con, transaction(con):
-            _append(con, "response_cache", cache, verb)
 
 
 def _append(con: Any, table: str, rows: Any, verb: str = "INSERT") -> None:

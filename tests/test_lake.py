@@ -1,0 +1,633 @@
+"""A shared DuckLake warehouse and sharded runs (issue 19, docs/scale-out.md).
+
+Fast tests need no server: targets, extensions, shard arithmetic, sharded runs on a DuckDB
+file, and a lake whose catalog is a DuckDB file on a local path. The rest run against real
+servers on loopback (tests/fakes/lake.py): PostgreSQL for the catalog, moto for S3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from evalwh.engine.plan import shard_of
+from evalwh.errors import ConfigError, UsageError
+from evalwh.warehouse import lake as lakemod
+from evalwh.warehouse.shards import check_run_id, parse_shard
+from tests.conftest import run_cli, write
+from tests.fakes.lake import S3, Lake, Postgres, lake_connection, start_postgres, start_s3
+
+
+def eval_yaml(folder: Path, n: int, *, settings: str = "", extra: str = "") -> Path:
+    rows = (
+        json.dumps({"id": f"c{i:05d}", "vars": {"q": f"q{i}"}, "expected": f"q{i}"})
+        for i in range(n)
+    )
+    write(folder / "cases.jsonl", "\n".join(rows) + "\n")
+    return write(
+        folder / "eval.yaml",
+        f"""\
+name: lake-suite
+settings:
+  concurrency: 64
+{settings}models:
+  - id: m
+    provider: mock
+    mock:
+      rules:
+        - when: {{case: "c0000*"}}
+          reply: "wrong"
+variants:
+  - id: v
+    messages:
+      - {{role: user, content: "{{{{ q }}}}"}}
+cases:
+  - file: cases.jsonl
+scorecard:
+  - {{name: echo, type: contains}}
+thresholds:
+  min_pass_rate: 0.5
+{extra}""",
+    )
+
+
+def evalwh_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "evalwh.cli.main", *args]
+
+
+# -- targets, credentials, extensions (no server) ---------------------------------------
+
+
+def test_a_password_in_the_target_is_refused_with_the_variable_to_use() -> None:
+    with pytest.raises(ConfigError) as caught:
+        lakemod.parse_target(
+            "ducklake:postgres:dbname=e host=h password=hunter22",
+            {"data_path": "s3://b/"},
+            base=Path.cwd(),
+            where="setting warehouse",
+        )
+    assert "EVALWH_PG_PASSWORD" in str(caught.value) and "hunter22" not in str(caught.value)
+
+
+def test_a_postgres_catalog_needs_a_data_path_and_an_unknown_catalog_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"lake\.data_path"):
+        lakemod.parse_target("ducklake:postgres:dbname=e", None, base=Path.cwd(), where="w")
+    with pytest.raises(ConfigError, match="unsupported DuckLake catalog 'mysql'"):
+        lakemod.parse_target("ducklake:mysql:db=x", None, base=Path.cwd(), where="w")
+    with pytest.raises(ConfigError, match="names no catalog"):
+        lakemod.parse_target("ducklake:", None, base=Path.cwd(), where="w")
+
+
+def test_a_file_catalog_and_a_local_data_path_resolve_against_the_config_folder(
+    tmp_path: Path,
+) -> None:
+    target = lakemod.parse_target(
+        "ducklake:meta.ducklake", {"data_path": "data"}, base=tmp_path, where="w"
+    )
+    assert target.catalog == str(tmp_path / "meta.ducklake")
+    assert target.data_path == str(tmp_path / "data") + "/"
+    assert not target.on_postgres and not target.on_s3
+
+
+def test_credentials_never_show_in_the_target_or_its_errors() -> None:
+    target = lakemod.parse_target(
+        "ducklake:postgres:dbname=e host=h",
+        {"data_path": "s3://bucket/x/"},
+        base=Path.cwd(),
+        where="w",
+        secret={"EVALWH_PG_PASSWORD": "pw-very-secret", "AWS_SECRET_ACCESS_KEY": "aws-abcdef"}.get,
+    )
+    shown = f"{target} {target!r}"
+    assert "pw-very-secret" not in shown and "aws-abcdef" not in shown
+    echoed = "failed: dbname=e host=h password='pw-very-secret' and key aws-abcdef"
+    assert lakemod.redact(echoed, target) == "failed: dbname=e host=h password=*** and key ***"
+
+
+def test_the_extensions_load_from_the_installed_packages_by_path() -> None:
+    for name in lakemod.PACKAGES:
+        file = lakemod.extension_file(name)
+        assert file.is_file() and f"v{duckdb.__version__}" in str(file)
+
+
+def test_a_missing_extra_names_evalwh_lake(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lakemod.importlib.util, "find_spec", lambda _name: None)
+    with pytest.raises(lakemod.LakeExtraMissing) as caught:
+        lakemod.extension_file("ducklake")
+    assert "evalwh[lake]" in str(caught.value) and caught.value.exit_code == 2
+
+
+def test_the_lake_variant_of_the_migrations_drops_primary_keys_only() -> None:
+    sql = "CREATE TABLE t (a VARCHAR PRIMARY KEY, b INTEGER NOT NULL)"
+    assert lakemod.lake_sql(sql) == "CREATE TABLE t (a VARCHAR, b INTEGER NOT NULL)"
+
+
+# -- shards (no server) -----------------------------------------------------------------
+
+
+def test_the_shard_of_a_case_is_a_stable_hash_that_splits_every_case_once() -> None:
+    # pinned: a change of hash would send a case to another machine mid-run
+    assert [shard_of(f"c{i:05d}", 8) for i in range(8)] == [8, 1, 1, 5, 6, 7, 6, 6]
+    ids = [f"c{i:05d}" for i in range(4000)]
+    counts = [sum(1 for c in ids if shard_of(c, 4) == k) for k in (1, 2, 3, 4)]
+    assert sum(counts) == 4000 and min(counts) > 800  # each case once, roughly balanced
+    assert {shard_of(c, 1) for c in ids} == {1}
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [("1/1", (1, 1)), ("4/4", (4, 4)), (" 3 / 8 ", (3, 8)), ("10000/10000", (10000, 10000))],
+)
+def test_a_shard_is_k_of_n(text: str, expected: tuple[int, int]) -> None:
+    assert parse_shard(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "1/10001", "3", "a/b", "-1/4"])
+def test_a_bad_shard_is_refused_with_the_form(text: str) -> None:
+    with pytest.raises(UsageError, match="K/N"):
+        parse_shard(text)
+
+
+@pytest.mark.parametrize("run_id", ["../x", "a/b", "..", "x..y", "", "-x", "a" * 129, "a b"])
+def test_a_run_id_that_could_leave_the_exports_folder_is_refused(run_id: str) -> None:
+    with pytest.raises(UsageError, match="not a usable run id"):
+        check_run_id(run_id)
+
+
+def test_a_run_id_of_128_characters_is_accepted() -> None:
+    assert check_run_id("a" * 128) == "a" * 128
+    assert check_run_id("nightly-2026.11.30_1:2") == "nightly-2026.11.30_1:2"
+
+
+def test_shards_on_a_file_write_one_run_and_the_last_concludes_it_once(tmp_path: Path) -> None:
+    cfg = eval_yaml(tmp_path, 60)
+    db = tmp_path / ".evalwh" / "warehouse.duckdb"
+    first = run_cli("run", str(cfg), "--shard", "1/3", "--run-id", "r1", "--json", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["concluded"] is False
+    early = run_cli("finish", "r1", cwd=tmp_path)
+    assert early.returncode == 2 and "a shard has not finished" in early.stderr
+    assert (
+        run_cli("run", str(cfg), "--shard", "2/3", "--run-id", "r1", "-q", cwd=tmp_path).returncode
+        == 0
+    )
+    last = run_cli("run", str(cfg), "--shard", "3/3", "--run-id", "r1", "--json", cwd=tmp_path)
+    result = json.loads(last.stdout)
+    assert result["concluded"] is True and result["status"] == "completed"
+    assert [r["passed"] for r in result["gate"]] == [True]
+    again = run_cli("finish", "r1", cwd=tmp_path)
+    assert again.returncode == 2 and "already completed" in again.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*), count(DISTINCT case_id) FROM cases").fetchone() == (
+            60,
+            60,
+        )
+        assert con.execute("SELECT count(*), any_value(status) FROM runs").fetchone() == (
+            1,
+            "completed",
+        )
+        assert con.execute("SELECT n_planned FROM runs").fetchone() == (60,)
+    assert (tmp_path / ".evalwh" / "exports" / "run_id=r1" / "cases.parquet").is_file()
+
+
+def test_a_shard_of_another_count_or_config_is_refused(tmp_path: Path) -> None:
+    cfg = eval_yaml(tmp_path, 10)
+    assert (
+        run_cli("run", str(cfg), "--shard", "1/2", "--run-id", "r2", "-q", cwd=tmp_path).returncode
+        == 0
+    )
+    other_n = run_cli("run", str(cfg), "--shard", "1/3", "--run-id", "r2", cwd=tmp_path)
+    assert other_n.returncode == 2 and "not a run of 3 shards" in other_n.stderr
+    eval_yaml(tmp_path, 11)  # the dataset changed
+    other_cfg = run_cli("run", str(cfg), "--shard", "2/2", "--run-id", "r2", cwd=tmp_path)
+    assert other_cfg.returncode == 2 and "dataset" in other_cfg.stderr
+
+
+def test_shard_and_run_id_go_together(tmp_path: Path) -> None:
+    cfg = eval_yaml(tmp_path, 3)
+    alone = run_cli("run", str(cfg), "--shard", "1/2", cwd=tmp_path)
+    assert alone.returncode == 2 and "--run-id" in alone.stderr
+    bare = run_cli("run", str(cfg), "--run-id", "x", cwd=tmp_path)
+    assert bare.returncode == 2 and "--shard" in bare.stderr
+
+
+def test_finish_on_an_unsharded_run_says_so(tmp_path: Path) -> None:
+    cfg = eval_yaml(tmp_path, 3)
+    assert run_cli("run", str(cfg), "-q", cwd=tmp_path).returncode == 0
+    done = run_cli("finish", "latest", cwd=tmp_path)
+    assert done.returncode == 2 and "not a sharded run" in done.stderr
+
+
+# -- a lake with its catalog in a DuckDB file (no server) -------------------------------
+
+
+def test_a_file_catalog_lake_runs_migrates_and_answers_every_read(tmp_path: Path) -> None:
+    settings = '  warehouse: "ducklake:meta.ducklake"\n  lake: {data_path: lake-data}\n'
+    cfg = eval_yaml(tmp_path, 20, settings=settings)
+    for label in ("a", "b"):
+        done = run_cli("run", str(cfg), "-q", "--label", label, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "meta.ducklake").is_file() and any(
+        (tmp_path / "lake-data").rglob("*.parquet")
+    )
+    env = {"EVALWH_WAREHOUSE": f"ducklake:{tmp_path / 'meta.ducklake'}"}
+    for args in (
+        ("list",),
+        ("show", "a", "--failures"),
+        ("compare", "a", "b"),
+        ("gate", "b", "--baseline", "a"),
+        ("export", "a", "--format", "md"),
+        ("export", "b", "--format", "parquet", "--out", str(tmp_path / "pq")),
+    ):
+        shown = run_cli(*args, cwd=tmp_path, env=env)
+        assert shown.returncode == 0, (args, shown.stderr)
+    assert list((tmp_path / "pq").rglob("cases.parquet"))
+    listed = run_cli("list", "--json", cwd=tmp_path, env=env)
+    assert sorted(r["label"] for r in json.loads(listed.stdout)["runs"]) == ["a", "b"]
+    counted = run_cli("sql", "SELECT count(*) AS n FROM cases", "--json", cwd=tmp_path, env=env)
+    assert json.loads(counted.stdout)["rows"] == [{"n": 40}]
+    outside = run_cli("sql", "SELECT * FROM read_csv('/etc/hostname')", cwd=tmp_path, env=env)
+    assert outside.returncode == 2 and "disabled by configuration" in outside.stderr
+
+
+# -- PostgreSQL + S3 on loopback -------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    pg = start_postgres()
+    yield pg
+    pg.stop()
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3]:
+    server = start_s3()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def lake(postgres: Postgres, s3: S3, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Lake:
+    """A fresh lake (database + bucket); every evalwh command here points at it."""
+    made = Lake(postgres, s3, postgres.create_database(), s3.create_bucket())
+    made.user_config(tmp_path / "home" / ".config" / "evalwh")
+    for key, value in made.env().items():
+        monkeypatch.setenv(key, value)
+    return made
+
+
+def count(lake: Lake, sql: str) -> tuple[object, ...]:
+    con = lake_connection(lake)
+    try:
+        row = con.execute(sql).fetchone()
+        assert row is not None
+        return tuple(row)
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_eight_writers_into_one_lake_lose_and_duplicate_nothing(lake: Lake, tmp_path: Path) -> None:
+    cfg = eval_yaml(tmp_path, 1000)
+    procs = [
+        subprocess.Popen(
+            evalwh_cmd("run", str(cfg), "-q", "--no-cache", "--label", f"w{i}"),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(8)
+    ]
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr
+    assert count(lake, "SELECT count(*), count(DISTINCT (run_id, case_id)) FROM cases") == (
+        8000,
+        8000,
+    )
+    assert count(
+        lake, "SELECT count(*), count(DISTINCT run_id) FROM runs WHERE status = 'completed'"
+    ) == (8, 8)
+    assert count(lake, "SELECT count(*) FROM scores") == (8000,)
+    compared = run_cli("compare", "w1", "w2", "--json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert json.loads(compared.stdout)  # paired on 1,000 cases; every delta 0
+    gated = run_cli("gate", "w2", "--baseline", "w1", cwd=tmp_path)
+    assert gated.returncode == 0 and "passed" in gated.stdout, gated.stderr
+
+
+@pytest.mark.slow
+def test_four_shards_on_four_processes_make_one_run_judged_once(lake: Lake, tmp_path: Path) -> None:
+    cfg = eval_yaml(tmp_path, 4000)
+    procs = [
+        subprocess.Popen(
+            evalwh_cmd("run", str(cfg), "--json", "--shard", f"{k}/4", "--run-id", "big-1"),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in (1, 2, 3, 4)
+    ]
+    results = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr
+        results.append(json.loads(stdout))
+    concluded = [r for r in results if r["concluded"]]
+    assert len(concluded) == 1 and concluded[0]["gate"] and concluded[0]["status"] == "completed"
+    assert all(r["gate"] == [] for r in results if not r["concluded"])
+    assert count(lake, "SELECT count(*), count(DISTINCT case_id) FROM cases") == (4000, 4000)
+    assert count(lake, "SELECT count(*), any_value(status), any_value(n_planned) FROM runs") == (
+        1,
+        "completed",
+        4000,
+    )
+    again = run_cli("finish", "big-1", cwd=tmp_path)
+    assert again.returncode == 2 and "already completed" in again.stderr
+
+
+def test_pushing_twice_copies_each_run_once_and_pull_brings_them_back(
+    lake: Lake, tmp_path: Path
+) -> None:
+    cfg = eval_yaml(tmp_path, 30)
+    local_dir = tmp_path / "local"
+    local_env = {"EVALWH_WAREHOUSE": str(local_dir / "warehouse.duckdb")}
+    for label in ("p1", "p2"):
+        done = run_cli("run", str(cfg), "-q", "--label", label, cwd=tmp_path, env=local_env)
+        assert done.returncode == 0, done.stderr
+    local_file = local_dir / "warehouse.duckdb"
+    first = run_cli("lake", "push", "--local", str(local_file), "--json", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert len(json.loads(first.stdout)["copied"]) == 2
+    second = run_cli("lake", "push", "--local", str(local_file), "--json", cwd=tmp_path)
+    assert (
+        json.loads(second.stdout)["copied"] == [] and len(json.loads(second.stdout)["present"]) == 2
+    )
+    assert count(lake, "SELECT count(*), count(DISTINCT run_id) FROM runs") == (2, 2)
+    assert count(lake, "SELECT count(*) FROM cases") == (60,)
+    assert count(lake, "SELECT count(*) FROM scores") == (60,)
+    since = run_cli(
+        "lake", "push", "--local", str(local_file), "--since", "p2", "--json", cwd=tmp_path
+    )
+    assert json.loads(since.stdout)["present"] == [json.loads(second.stdout)["present"][1]]
+    back = tmp_path / "back.duckdb"
+    for _ in range(2):
+        pulled = run_cli("lake", "pull", "p1", "--local", str(back), cwd=tmp_path)
+        assert pulled.returncode == 0, pulled.stderr
+    with duckdb.connect(str(back), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM cases").fetchone() == (30,)
+    maintained = run_cli("lake", "maintain", "--expire-days", "0", "--json", cwd=tmp_path)
+    assert maintained.returncode == 0, maintained.stderr
+    steps = [s["step"] for s in json.loads(maintained.stdout)["steps"]]
+    assert steps[:2] == ["flush_inlined_data", "merge_adjacent_files"]
+    assert count(lake, "SELECT count(*) FROM cases") == (60,)  # compaction keeps every row
+
+
+def test_lake_commands_on_a_file_warehouse_say_what_to_set(tmp_path: Path) -> None:
+    done = run_cli("lake", "maintain", cwd=tmp_path)
+    assert done.returncode == 2 and "ducklake:" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_writer_killed_mid_flush_leaves_the_lake_readable_and_the_run_resumes(
+    lake: Lake, tmp_path: Path
+) -> None:
+    cfg = eval_yaml(tmp_path, 600, settings="  batch_size: 100\n")
+    proc = subprocess.Popen(
+        evalwh_cmd("run", str(cfg), "-q"),
+        cwd=tmp_path,
+        env={**os.environ, "EVALWH_DEBUG_FLUSH_PAUSE_S": "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    # the first flush wrote its data file to S3 and now sleeps before its commit
+    while not [k for k in lake.s3.keys(lake.bucket) if "/cases/" in k]:
+        assert proc.poll() is None and time.monotonic() < deadline, "no flush started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert count(lake, "SELECT count(*) FROM cases") == (0,)  # the batch never committed
+    listed = run_cli("list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (run,) = json.loads(listed.stdout)["runs"]
+    assert run["status"] == "interrupted"
+    resumed = run_cli("run", str(cfg), "--resume", run["run_id"], "-q", cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert count(lake, "SELECT count(*), count(DISTINCT case_id) FROM cases") == (600, 600)
+    assert count(lake, "SELECT any_value(status) FROM runs") == ("completed",)
+
+
+def test_the_scale_out_doc_commands_run_against_the_loopback_lake(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """docs/scale-out.md: every line of its command block runs as written, in order."""
+    import re
+    import shlex
+
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "scale-out.md").read_text(encoding="utf-8")
+    block = next(
+        body
+        for body in re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S)
+        if "evalwh migrate" in body
+    )
+    eval_yaml(tmp_path, 12)
+    local = {"EVALWH_WAREHOUSE": str(tmp_path / "local" / "warehouse.duckdb")}
+    assert run_cli("run", "eval.yaml", "-q", cwd=tmp_path, env=local).returncode == 0
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) >= 10
+    for line in lines:
+        args = shlex.split(line)
+        assert args[0] == "evalwh", line
+        done = run_cli(*args[1:], cwd=tmp_path)
+        assert done.returncode == 0, (line, done.stderr)
+    assert count(lake, "SELECT count(DISTINCT run_id) FROM runs") == (4,)
+    with duckdb.connect(str(tmp_path / "offline.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT run_id FROM runs").fetchall() == [("nightly-1",)]
+
+
+def test_the_ci_matrix_recipe_runs_its_shards_and_finish_against_the_lake(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """docs/ci.md "Sharded runs on a matrix": every shard's step, then the finish job's."""
+    import re
+
+    import yaml
+
+    from tests.conftest import QUICKSTART, ROOT
+
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    body = next(b for b in re.findall(r"^```yaml\n(.*?)^```", text, re.M | re.S) if "--shard" in b)
+    workflow = yaml.safe_load(body)
+    shards = workflow["jobs"]["shard"]["strategy"]["matrix"]["shard"]
+    assert shards == [1, 2, 3, 4]
+    repo = tmp_path / "repo"
+    (repo / "examples").mkdir(parents=True)
+    import shutil
+
+    shutil.copytree(
+        QUICKSTART, repo / "examples" / "quickstart", ignore=shutil.ignore_patterns(".evalwh")
+    )
+    env = {
+        **os.environ,
+        "RUN_ID": "nightly-7-1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    env.pop("EVALWH_WAREHOUSE", None)  # the user config points at the lake; the workflow's env
+    # holds placeholders for a real database and secrets
+
+    def step(job: str) -> str:
+        (found,) = [
+            s["run"] for s in workflow["jobs"][job]["steps"] if "evalwh " in s.get("run", "")
+        ]
+        return str(found)
+
+    codes = []
+    for k in shards:
+        script = step("shard").replace("${{ matrix.shard }}", str(k))
+        done = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        codes.append(done.returncode)
+        assert done.returncode in (0, 1), done.stderr
+    finish = subprocess.run(
+        ["bash", "-e", "-c", step("finish")],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert finish.returncode == codes[-1], finish.stderr  # the gate's verdict, judged again
+    assert "already completed" in finish.stderr
+    assert count(lake, "SELECT count(*), any_value(status) FROM runs") == (1, "completed")
+    assert count(lake, "SELECT count(*) FROM cases") == (48,)
+
+
+# -- the pieces that decide (mutant-killing unit tests) ---------------------------------
+
+
+def test_redaction_masks_a_four_character_secret_but_not_a_shorter_one() -> None:
+    target = lakemod.LakeTarget(
+        catalog="postgres:dbname=e",
+        credentials=(("EVALWH_PG_PASSWORD", "abcd"), ("AWS_SECRET_ACCESS_KEY", "xyz")),
+    )
+    assert lakemod.redact("abcd xyz", target) == "*** xyz"
+
+
+def test_only_a_commit_conflict_is_retried() -> None:
+    assert lakemod.is_conflict(duckdb.TransactionException("Transaction conflict - x"))
+    assert lakemod.is_conflict(duckdb.TransactionException("could not serialize access"))
+    assert not lakemod.is_conflict(duckdb.TransactionException("cannot rollback"))
+    assert not lakemod.is_conflict(duckdb.ConstraintException("ON CONFLICT columns"))
+    assert not lakemod.is_conflict(duckdb.CatalogException("table already exists"))
+
+
+def test_a_conflicted_commit_is_retried_until_it_lands_and_other_errors_are_not() -> None:
+    tries: list[int] = []
+
+    def flaky() -> str:
+        tries.append(1)
+        if len(tries) < 3:
+            raise duckdb.TransactionException("Transaction conflict - lost the race")
+        return "landed"
+
+    assert lakemod.retry_conflicts(flaky, what="t", first_delay=0.0) == "landed"
+    assert len(tries) == 3
+
+    def broken() -> str:
+        tries.append(1)
+        raise duckdb.TransactionException("not a race")
+
+    tries.clear()
+    with pytest.raises(duckdb.TransactionException):
+        lakemod.retry_conflicts(broken, what="t", first_delay=0.0)
+    assert len(tries) == 1
+    tries.clear()
+
+    def racing_create() -> str:
+        tries.append(1)
+        if len(tries) < 2:
+            raise duckdb.CatalogException("Table runs already exists")
+        return "ok"
+
+    assert (
+        lakemod.retry_conflicts(racing_create, what="t", first_delay=0.0, also=("already exists",))
+        == "ok"
+    )
+
+
+def test_of_two_rows_inserted_for_one_sharded_run_the_smallest_token_stays(tmp_path: Path) -> None:
+    from evalwh.warehouse.connect import write_connection
+    from evalwh.warehouse.shards import _keep_one
+
+    target = lakemod.parse_target(
+        f"ducklake:{tmp_path / 'meta.ducklake'}", {"data_path": "d"}, base=tmp_path, where="t"
+    )
+    try:
+        with write_connection(target) as con:
+            for token in ("b-token", "a-token"):
+                con.execute(
+                    "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, "
+                    "n_planned, started_at, evalwh_version, lease_token) VALUES "
+                    "('r', 's', 'running', 'c', 'd', 1, now(), 'v', ?)",
+                    [token],
+                )
+        assert _keep_one(target, "r", "b-token") is False
+        assert _keep_one(target, "r", "a-token") is True
+        with write_connection(target) as con:
+            assert con.execute("SELECT lease_token FROM runs").fetchall() == [("a-token",)]
+    finally:
+        lakemod.release(target)
+
+
+def test_finish_partial_concludes_a_run_whose_shards_did_not_all_run(tmp_path: Path) -> None:
+    cfg = eval_yaml(tmp_path, 20)
+    assert (
+        run_cli(
+            "run", str(cfg), "--shard", "1/2", "--run-id", "half", "-q", cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    done = run_cli("finish", "half", "--partial", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed" and 0 < result["totals"]["n"] < 20
+
+
+def test_an_mcp_clients_config_cannot_point_the_run_at_a_lake(tmp_path: Path) -> None:
+    """Attack: a client's eval.yaml names `ducklake:postgres:host=attacker...`, and the server
+    would connect out with its own EVALWH_PG_PASSWORD (or S3 keys) to the attacker's host."""
+    from evalwh.config.confinement import ConfinementError
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
+
+    root = tmp_path / "root"
+    settings = (
+        '  warehouse: "ducklake:postgres:dbname=x host=attacker.example user=u"\n'
+        "  lake: {data_path: s3://attacker/}\n"
+    )
+    eval_yaml(root, 3, settings=settings)
+    agent = Agent(root=root.resolve(), cwd=root, allow_code=False)
+    with pytest.raises(ConfinementError) as caught:
+        tools.render_prompt(agent, "eval.yaml", "v", "c00001")
+    assert [v.key for v in caught.value.violations] == ["settings.warehouse", "settings.lake"]
