@@ -27,7 +27,9 @@ pairs AS (
         a.score AS score_a, b.score AS score_b,
         a.cost_usd AS cost_a, b.cost_usd AS cost_b,
         a.latency_ms AS latency_a, b.latency_ms AS latency_b,
-        [variant, model, case_id] AS unit,
+        dense_rank() OVER (ORDER BY variant, model, case_id) AS unit,
+        -- a unit paired once needs no averaging over its repeats: its means are its values
+        count(*) OVER (PARTITION BY variant, model, case_id) = 1 AS single,
         row_number() OVER () AS pair_id
     FROM a JOIN b USING (variant, model, case_id, repeat)
 ),
@@ -45,11 +47,11 @@ keyed_a AS (
     FROM score_a sa JOIN pairs p USING (variant, model, case_id, repeat)
 ),
 keyed_b AS (
-    SELECT p.pair_id, p.unit, p.cluster, sb.criterion, sb.passed, sb.score
+    SELECT p.pair_id, p.unit, p.single, p.cluster, sb.criterion, sb.passed, sb.score
     FROM score_b sb JOIN pairs p USING (variant, model, case_id, repeat)
 ),
 criterion_pairs AS (
-    SELECT criterion, kb.unit, kb.cluster,
+    SELECT criterion, kb.unit, kb.single, kb.cluster,
            ka.passed::INTEGER::DOUBLE AS pass_a, kb.passed::INTEGER::DOUBLE AS pass_b,
            ka.score AS score_a, kb.score AS score_b
     FROM keyed_a ka
@@ -62,17 +64,17 @@ dims AS (
 ),
 scoped AS (
     SELECT 'run' AS scope, 'run' AS target, NULL::VARCHAR AS variant, NULL::VARCHAR AS model,
-           unit, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
+           unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs
     UNION ALL
     SELECT 'cell', variant || ' × ' || model, variant, model,
-           unit, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
+           unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs
     UNION ALL
     SELECT 'slice',
            array_to_string(list_transform(d.dim, k -> k || '=' || coalesce(p.metadata ->> k, '(none)')), ', '),
            NULL, NULL,
-           unit, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
+           unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs p CROSS JOIN dims d
     WHERE len(d.dim) > 0
 ),
@@ -93,7 +95,22 @@ units AS (
         avg(latency_a) FILTER (WHERE latency_b IS NOT NULL) AS latency_a,
         avg(latency_b) FILTER (WHERE latency_a IS NOT NULL) AS latency_b
     FROM scoped
+    WHERE NOT single
     GROUP BY scope, target, unit
+    UNION ALL
+    -- the same means over a unit of one pair, without grouping 100,000s of rows for it
+    SELECT
+        scope, target, unit, variant, model, cluster, 1,
+        CASE WHEN pass_b IS NOT NULL THEN pass_a END,
+        CASE WHEN pass_a IS NOT NULL THEN pass_b END,
+        CASE WHEN score_b IS NOT NULL THEN score_a END,
+        CASE WHEN score_a IS NOT NULL THEN score_b END,
+        CASE WHEN cost_b IS NOT NULL THEN cost_a END,
+        CASE WHEN cost_a IS NOT NULL THEN cost_b END,
+        CASE WHEN latency_b IS NOT NULL THEN latency_a END,
+        CASE WHEN latency_a IS NOT NULL THEN latency_b END
+    FROM scoped
+    WHERE single
     UNION ALL
     SELECT
         'criterion', criterion, unit, NULL, NULL, any_value(cluster), count(*),
@@ -103,7 +120,18 @@ units AS (
         avg(score_b) FILTER (WHERE score_a IS NOT NULL),
         NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE
     FROM criterion_pairs
+    WHERE NOT single
     GROUP BY criterion, unit
+    UNION ALL
+    SELECT
+        'criterion', criterion, unit, NULL, NULL, cluster, 1,
+        CASE WHEN pass_b IS NOT NULL THEN pass_a END,
+        CASE WHEN pass_a IS NOT NULL THEN pass_b END,
+        CASE WHEN score_b IS NOT NULL THEN score_a END,
+        CASE WHEN score_a IS NOT NULL THEN score_b END,
+        NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE
+    FROM criterion_pairs
+    WHERE single
 ),
 -- Per (scope, target), for each metric over the cases: n, the means in A and B, the mean
 -- paired difference and its sample sd, how many cases went up and down.

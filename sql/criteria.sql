@@ -1,11 +1,22 @@
 -- title: Criteria summary
 -- description: One row per criterion of a run: n scored, n_cases, pass rate (the mean over cases of each case's pass fraction across its repeats, per variant x model cell) with its 95% Wilson interval on n_cases (cases x cells), mean score, scorer errors, and for a schema asked of the model how it was asked (mode: native, prompted, or both, from details.mode).
 -- params: run_id
-WITH per_case AS (   -- the case (in its cell) is the unit: its repeats are averaged first
+-- the case (in its cell) is the unit: its repeats are averaged first. Only cases answered
+-- more than once need that grouping (a cell's case, repeat and criterion is one score row:
+-- resume and retry replace rows, never add a second), so a run without repeats reads each
+-- score row as its case, and a 1M-row run is not grouped on four strings for nothing.
+WITH repeated AS (
+    SELECT DISTINCT variant, model, case_id FROM cases WHERE run_id = $run_id AND repeat > 0
+),
+per_case AS (
     SELECT criterion, variant, model, case_id, avg(passed::INTEGER) AS case_pass
-    FROM scores
+    FROM scores SEMI JOIN repeated USING (variant, model, case_id)
     WHERE run_id = $run_id
     GROUP BY criterion, variant, model, case_id
+    UNION ALL
+    SELECT criterion, variant, model, case_id, passed::INTEGER AS case_pass
+    FROM scores ANTI JOIN repeated USING (variant, model, case_id)
+    WHERE run_id = $run_id
 ),
 case_rates AS (
     SELECT criterion, count(*) AS n_cases, avg(case_pass) AS pass_rate

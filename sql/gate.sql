@@ -26,12 +26,15 @@ metrics AS (
            avg(pass_rate), avg(score), avg(error_rate), sum(cost_usd)
     FROM case_cells GROUP BY variant, model
     UNION ALL
-    -- a criterion's error rate is the share of answers its scorer could not score
+    -- a criterion's error rate is the share of answers its scorer could not score; read
+    -- only when a rule judges a criterion (the score rows are ten times the case rows)
     SELECT 'criterion', criterion, count(*), avg(pass_rate), avg(score), avg(error_rate), NULL
     FROM (
         SELECT criterion, avg(passed::INTEGER)::DOUBLE AS pass_rate,
                avg(score)::DOUBLE AS score, avg((error IS NOT NULL)::INTEGER)::DOUBLE AS error_rate
-        FROM scores WHERE run_id = $run_id GROUP BY criterion, variant, model, case_id
+        FROM scores
+        WHERE run_id = $run_id AND EXISTS (SELECT 1 FROM rules WHERE scope = 'criterion')
+        GROUP BY criterion, variant, model, case_id
     )
     GROUP BY criterion
 ),

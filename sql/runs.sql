@@ -12,7 +12,9 @@ WITH top AS (
     ORDER BY run_id DESC
     LIMIT $limit
 ),
--- case rows of the listed runs only (a warehouse of many runs reads just their row groups)
+-- case rows per run, joined to the listed runs below: a filter on run_id here would read the
+-- same row groups (run ids share their first 8 bytes, all DuckDB keeps of a string's min/max,
+-- so no row group is skipped) and cost a semi join on top, three times the plain count
 counts AS (
     SELECT
         run_id,
@@ -21,7 +23,6 @@ counts AS (
         count(*) FILTER (WHERE error IS NOT NULL)  AS n_errors,
         sum(cost_usd) FILTER (WHERE NOT cached)    AS cost_usd
     FROM cases
-    WHERE run_id IN (SELECT run_id FROM top)
     GROUP BY run_id
 )
 SELECT

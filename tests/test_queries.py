@@ -712,3 +712,69 @@ def test_pointwise_labels_precedence_half_passes_and_the_runs_own_labels(tmp_pat
         for r in queries.run_query(con, "calibration_pointwise", run_id="r").to_pylist()
     }
     assert got == {"j1": (2, 1.0), "j2": (1, 1.0)}
+
+
+def _answer(con: duckdb.DuckDBPyConnection, run: str, case: str, repeat: int, ok: bool) -> None:
+    """One answer of cell v x m with one criterion 'k' that passed as ``ok``."""
+    con.execute(
+        "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+        "request_hash, attempts, score, passed, created_at) "
+        "VALUES (?, 'v', 'm', ?, ?, '{\"t\": \"x\"}', false, 'h', 1, ?, ?, now())",
+        [run, case, repeat, float(ok), ok],
+    )
+    con.execute(
+        "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+        "score, passed, weight, required) VALUES (?, 'v', 'm', ?, ?, 'k', 'exact', ?, ?, 1, true)",
+        [run, case, repeat, float(ok), ok],
+    )
+
+
+def test_criteria_and_gate_average_repeats_first_and_read_single_answers_as_cases(
+    tmp_path: Path,
+) -> None:
+    # Run r, criterion k: c1 answered twice (pass, fail) -> 0.5; c2 once (pass) -> 1;
+    # c3 only at repeat 1 (fail) -> 0. Per case: (0.5 + 1 + 0) / 3 = 0.5 over 3 cases (4
+    # rows; 2 passed). Reading every row as a case would give 2/4 over 4, and dropping the
+    # repeated cases 1/1 over 1.
+    con = _warehouse(tmp_path)
+    for case, repeat, ok in (("c1", 0, True), ("c1", 1, False), ("c2", 0, True), ("c3", 1, False)):
+        _answer(con, "r", case, repeat, ok)
+    (row,) = queries.run_query(con, "criteria", run_id="r").to_pylist()
+    assert (row["n"], row["n_cases"], row["n_passed"]) == (4, 3, 2)
+    assert row["pass_rate"] == pytest.approx(0.5)
+    rule = {"scope": "criterion", "target": "*", "metric": "pass_rate", "op": ">=", "limit": 0.6}
+    gate = queries.run_query(
+        con, "gate", run_id="r", rules=json.dumps([rule]), tolerance=0.0
+    ).to_pylist()
+    assert [(g["target"], g["n"], g["passed"]) for g in gate] == [("k", 3, False)]
+    assert gate[0]["value"] == pytest.approx(0.5)
+    # a gate without criterion rules has no criterion rows (their scores are not read)
+    run_rule = {**rule, "scope": "run", "target": "run"}
+    gate = queries.run_query(
+        con, "gate", run_id="r", rules=json.dumps([run_rule]), tolerance=0.0
+    ).to_pylist()
+    assert [(g["scope"], g["n"]) for g in gate] == [("run", 3)]
+
+
+def test_compare_averages_a_cases_repeats_and_takes_a_single_pair_as_it_is(
+    tmp_path: Path,
+) -> None:
+    # u1 paired twice: A (pass, fail) -> 0.5, B (pass, pass) -> 1; u2 paired once: A fail
+    # -> 0, B pass -> 1; u3 only in B (no pair). Over the 2 paired cases: A 0.25, B 1.0,
+    # delta 0.75 from 3 paired answers; per criterion k the same.
+    con = _warehouse(tmp_path)
+    for run, case, repeat, ok in (
+        ("A", "u1", 0, True), ("A", "u1", 1, False), ("A", "u2", 0, False),
+        ("B", "u1", 0, True), ("B", "u1", 1, True), ("B", "u2", 0, True), ("B", "u3", 0, True),
+    ):  # fmt: skip
+        _answer(con, run, case, repeat, ok)
+    rows = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=["t"], combine=False
+    ).to_pylist()
+    by_scope = {r["scope"]: r for r in rows}
+    for scope in ("run", "criterion", "slice"):
+        r = by_scope[scope]
+        assert (r["n"], r["n_pairs"]) == (2, 3), scope
+        assert (r["pass_rate_a"], r["pass_rate_b"]) == (pytest.approx(0.25), pytest.approx(1.0))
+        assert r["pass_rate_delta"] == pytest.approx(0.75)
+        assert r["score_delta"] == pytest.approx(0.75)

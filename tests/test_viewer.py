@@ -119,6 +119,104 @@ def test_run_page_has_the_report_sections_and_its_numbers(wh: dict[str, Any]) ->
     assert missing.status_code == 404 and "nope" in missing.text
 
 
+def test_run_page_sections_load_on_their_own_with_the_queries_numbers(
+    wh: dict[str, Any],
+) -> None:
+    # The run page leaves its criteria, slices and case rows to requests of their own (each
+    # under a second on a 10M-row warehouse): the page names them, each answers with the
+    # named queries' numbers as HTML and as JSON, and report.js reads the rows from the JSON.
+    c, view, run_id = client(wh["view"]), wh["view"], wh["a"]
+    data = c.get(f"/runs/{run_id}.json").json()
+    base = f"/runs/{run_id}/sections"
+    assert data["sections"] == {n: f"{base}/{n}" for n in ("criteria", "slices", "cases")}
+    assert "rows" not in data and "slices" not in data
+    # a judged run's page reads its criteria itself (the calibration flags need them)
+    assert data["judging"] and [r["criterion"] for r in data["criteria"]]
+    page = c.get(f"/runs/{run_id}").text
+    assert f'hx-get="{base}/slices" hx-trigger="load"' in page
+    assert f'hx-get="{base}/criteria"' not in page and '<table class="criteria">' in page
+    embedded = json.loads(page.split('id="evalwh-data">')[1].split("</script>")[0])
+    assert embedded["rows_url"] == f"{base}/cases.json"
+
+    criteria = c.get(f"{base}/criteria.json").json()["criteria"]
+    expected = view.query("criteria", run_id=run_id).to_pylist()
+    assert sorted((r["criterion"], r["n"], r["n_passed"]) for r in criteria) == sorted(
+        (r["criterion"], r["n"], r["n_passed"]) for r in expected
+    )
+    assert '<table class="criteria">' in c.get(f"{base}/criteria").text
+    sl = c.get(f"{base}/slices.json").json()
+    keys = [r["key"] for r in view.query("metadata_keys", run_ids=[run_id]).to_pylist()]
+    assert [s["key"] for s in sl["slices"]] == keys
+    assert sum(r["n"] for r in sl["slices"][0]["rows"]) == data["totals"]["n"]
+    cases = c.get(f"{base}/cases.json").json()
+    assert len(cases["rows"]) == data["rows_shown"] == data["totals"]["n"]
+    assert [r["c"] for r in cases["rows"]] == [
+        r["case_id"]
+        for r in view.query(
+            "case_list", run_id=run_id, only_failures=False, case_id=None, limit=None
+        ).to_pylist()
+    ]
+    assert cases["rows"][0]["c"] in c.get(f"{base}/cases").text
+    assert c.get(f"{base}/nope").status_code == 404
+    assert c.get("/runs/nope/sections/criteria").status_code == 404
+
+
+def test_a_page_reads_on_one_connection_and_a_write_inside_it_is_refused(
+    wh: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from evalwh.errors import WarehouseError
+    from evalwh.warehouse.connect import write_connection
+
+    store, opened = wh["view"].store, []
+    real = duckdb.connect
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: opened.append(1) or real(*a, **k))
+    store.query("run_totals", run_id=wh["a"])
+    store.query("summary", run_id=wh["a"])
+    assert len(opened) == 2  # outside a block: a connection per query
+    with store.reading():
+        with store.reading():  # a block inside a block reuses the outer one
+            store.query("run_totals", run_id=wh["a"])
+        store.query("summary", run_id=wh["a"])
+        store.run_row(wh["a"])
+        with (
+            pytest.raises(WarehouseError, match="inside a read block"),
+            write_connection(store.path),
+        ):
+            pass
+    assert len(opened) == 3
+    with write_connection(store.path):  # the block closed its connection
+        pass
+
+
+def test_a_write_waits_for_a_read_of_another_thread_in_this_process(
+    wh: dict[str, Any],
+) -> None:
+    # DuckDB refuses a read-write connection while this process holds the file read-only
+    # ("different configuration"): the viewer's label write retries until the page's read
+    # block ends instead of failing.
+    import threading
+
+    from evalwh.warehouse.connect import write_connection
+
+    store, entered, done = wh["view"].store, threading.Event(), threading.Event()
+
+    def page() -> None:
+        with store.reading():
+            store.query("run_totals", run_id=wh["a"])
+            entered.set()
+            time.sleep(0.3)
+        done.set()
+
+    reader = threading.Thread(target=page)
+    reader.start()
+    entered.wait(10)
+    with write_connection(store.path, wait_s=10):
+        assert done.is_set()  # it could open only once the read block had ended
+    reader.join(10)
+
+
 def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, Any]) -> None:
     c, view, a, b = client(wh["view"]), wh["view"], wh["a"], wh["b"]
     cmp = c.get(f"/compare/{a}/{b}.json").json()

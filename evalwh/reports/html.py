@@ -242,52 +242,53 @@ def _case_row(row: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
     )
 
 
-def run_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
-    """Everything the run page shows, from the named queries the CLI uses."""
+RUN_PARTS = frozenset({"criteria", "slices", "cases"})  # what a page may load on its own
+
+
+def run_data(
+    store: Warehouse,
+    run_id: str,
+    *,
+    max_rows: int = MAX_ROWS,
+    parts: frozenset[str] = RUN_PARTS,
+) -> dict[str, Any]:
+    """Everything the run page shows, from the named queries the CLI uses.
+
+    ``parts`` names the sections gathered here: the viewer leaves ``criteria``, ``slices``
+    and ``cases`` to requests of their own (:func:`criteria_data`, :func:`slices_data`,
+    :func:`cases_data`; the criteria are still read when a judge's calibration flags need
+    them), the file report has them all.
+    """
     from evalwh.analysis.gate import judge
     from evalwh.analysis.judging import report
-    from evalwh.analysis.slices import metadata_keys, slice_run
 
     row = store.run_row(run_id)
     config = snapshot_of(row)
     run = {k: v for k, v in row.items() if k not in ("config_snapshot", "totals", "filters")}
     run["duration_s"] = duration_s(row)
-    keys = metadata_keys(store, [run_id])
-    criteria = store.query("criteria", run_id=run_id).to_pylist()
+    judged = bool(config.get("pairwise") or config.get("judges"))
+    keys = _keys(store, run_id) if judged or "slices" in parts else None
     judging = None
-    if config.get("pairwise") or config.get("judges"):
+    if judged:
         judging = report(store, run_id, config)
         judging["by_slice"] = [
             {"key": key, **r}
-            for key in keys
+            for key in keys or []
             for r in store.query("calibration_slices", run_id=run_id, key=key).to_pylist()
         ]
-    flags = uncalibrated(judging, criteria)
-    for c in criteria:
+    criteria = (
+        store.query("criteria", run_id=run_id).to_pylist()
+        if judged or "criteria" in parts
+        else None
+    )
+    flags = uncalibrated(judging, criteria or [])
+    for c in criteria or []:
         c["flag"] = flags.get(f"criterion:{c['criterion']}")
-    slices = []
-    for key in keys:
-        rows = slice_run(store, run_id, [key]).to_pylist()
-        slices.append(
-            {
-                "key": key,
-                "rows": worst_first([r for r in rows if r["variant"] is None]),
-                "cells": [r for r in rows if r["variant"] is not None],
-            }
-        )
     latency: dict[str, list[dict[str, Any]]] = {}
     for r in store.query("latency_histogram", run_id=run_id, bins=LATENCY_BINS).to_pylist():
         latency.setdefault(f"{r['variant']} × {r['model']}", []).append(r)
     totals = store.query("run_totals", run_id=run_id).to_pylist()[0]
     n_rows = totals["n"]
-    shown = store.query(
-        "case_list", run_id=run_id, only_failures=False, case_id=None, limit=max_rows
-    ).to_pylist()
-    limit = text_limit(len(shown))
-    prompts = {
-        f"{r['variant']}\u0000{r['case_id']}": cut(messages_text(r["messages"]), limit)
-        for r in shown
-    }
     pairs = store.query("pair_list", run_id=run_id).to_pylist() if judging else []
     points = store.query("point_list", run_id=run_id).to_pylist() if judging else []
     scales = judge_scales(config, {p["criterion"] for p in points})
@@ -297,23 +298,94 @@ def run_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict
         "config_name": config.get("name"),
         "totals": totals,
         "summary": store.query("summary", run_id=run_id).to_pylist(),
-        "criteria": worst_first(criteria),
-        "gate": judge(store, run_id).to_dict(),
+        "gate": judge(store, run_id, config).to_dict(),
         "judging": judging,
         "flags": flags,
-        "slices": slices,
         "latency": latency,
         "latency_bins": LATENCY_BINS,
-        "keys": keys,
         "n_rows": n_rows,
-        "rows": [_case_row(r, limit) for r in shown],
-        "prompts": prompts,
+        "rows_shown": min(n_rows, max_rows),
+        "max_text": text_limit(min(n_rows, max_rows)),
         "pairs": [_pair_row(p, text_limit(2 * len(pairs))) for p in pairs],
         "points": [_point_row(p, scales, text_limit(n_answers)) for p in points],
-        "max_text": limit,
     }
+    if "cases" in parts:
+        cases = cases_data(store, run_id, max_rows=max_rows)
+        data.update(rows=cases["rows"], prompts=cases["prompts"], max_text=cases["max_text"])
+    if criteria is not None:
+        data["criteria"] = worst_first(criteria)
+    if keys is not None:
+        data["keys"] = keys
+    if "slices" in parts:
+        data["slices"] = _slices(store, run_id, keys or [])
     data["decision"] = decision_entry(data)
     return data
+
+
+def _keys(store: Warehouse, run_id: str) -> list[str]:
+    from evalwh.analysis.slices import metadata_keys
+
+    return metadata_keys(store, [run_id])
+
+
+def _slices(store: Warehouse, run_id: str, keys: list[str]) -> list[dict[str, Any]]:
+    """The run cut by each metadata key on its own (sql/slice.sql), worst slice first."""
+    slices = []
+    for key in keys:  # each a key the run's cases carry (no check_keys query per key)
+        rows = store.query("slice", run_id=run_id, keys=[key]).to_pylist()
+        slices.append(
+            {
+                "key": key,
+                "rows": worst_first([r for r in rows if r["variant"] is None]),
+                "cells": [r for r in rows if r["variant"] is not None],
+            }
+        )
+    return slices
+
+
+def cases_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
+    """The run page's case rows (sql/case_list.sql, failures first, at most ``max_rows``)
+    shaped for the page's script, with the rendered prompts they share."""
+    shown = (
+        store.query(
+            "case_list", run_id=run_id, only_failures=False, case_id=None, limit=max_rows
+        ).to_pylist()
+        if max_rows
+        else []
+    )
+    limit = text_limit(len(shown))
+    prompts = {
+        f"{r['variant']}\u0000{r['case_id']}": cut(messages_text(r["messages"]), limit)
+        for r in shown
+    }
+    return {
+        "run_id": run_id,
+        "rows": [_case_row(r, limit) for r in shown],
+        "prompts": prompts,
+        "max_text": limit,
+    }
+
+
+def criteria_data(store: Warehouse, run_id: str) -> dict[str, Any]:
+    """The run page's criteria table on its own: sql/criteria.sql worst first, with each
+    judged criterion's calibration flag."""
+    from evalwh.analysis.judging import report
+
+    config = snapshot_of(store.run_row(run_id))
+    criteria = store.query("criteria", run_id=run_id).to_pylist()
+    judging = (
+        report(store, run_id, config) if config.get("pairwise") or config.get("judges") else None
+    )
+    flags = uncalibrated(judging, criteria)
+    for c in criteria:
+        c["flag"] = flags.get(f"criterion:{c['criterion']}")
+    return {"run_id": run_id, "criteria": worst_first(criteria)}
+
+
+def slices_data(store: Warehouse, run_id: str) -> dict[str, Any]:
+    """The run page's slices on their own: the run cut by each metadata key."""
+    keys = _keys(store, run_id)
+    return {"run_id": run_id, "keys": keys, "slices": _slices(store, run_id, keys)}
 
 
 def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
@@ -375,7 +447,7 @@ def _point_row(
 def script_data(data: dict[str, Any]) -> dict[str, Any]:
     """What the run page's script reads (embedded as JSON), from :func:`run_data`."""
     keep = ("rows", "prompts", "pairs", "points", "flags", "keys", "max_text")
-    return {"run_id": data["run"]["run_id"], **{k: data[k] for k in keep}}
+    return {"run_id": data["run"]["run_id"], **{k: data[k] for k in keep if k in data}}
 
 
 def render_run(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> str:
@@ -438,7 +510,7 @@ def decision_entry(data: dict[str, Any], comparison: dict[str, Any] | None = Non
 def decide(store: Warehouse, ref: str, append: str | Path | None = None) -> dict[str, Any]:
     """The DECISIONS.md entry for run ``ref``; appended to ``append`` when given."""
     run_id = store.resolve(ref)
-    text = decision_entry(run_data(store, run_id, max_rows=0))
+    text = decision_entry(run_data(store, run_id, max_rows=0, parts=frozenset()))
     if append is not None:
         path = Path(append)
         before = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -470,7 +542,7 @@ def compare_data(store: Warehouse, cmp: Comparison) -> dict[str, Any]:
     data["totals_a"] = store.query("run_totals", run_id=a).to_pylist()[0]
     data["totals_b"] = store.query("run_totals", run_id=b).to_pylist()[0]
     data["gate"] = judge(store, b, baseline=a).to_dict()
-    run_b = run_data(store, b, max_rows=0)
+    run_b = run_data(store, b, max_rows=0, parts=frozenset())  # B's flags and decision entry
     flags = {**run_flags(store, a), **run_b["flags"]}
     for row in data["criteria"]:
         row["flag"] = flags.get(f"criterion:{row['target']}")

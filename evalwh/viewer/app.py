@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response, Streamin
 
 from evalwh.errors import EvalwhError, RunNotFoundError, UsageError
 from evalwh.reports.html import TEMPLATES as REPORT_TEMPLATES
+from evalwh.reports.html import cases_data, criteria_data, slices_data
 from evalwh.viewer import pages
 from evalwh.viewer.security import HEADER, Guard
 
@@ -42,7 +43,14 @@ CSP = (
     "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
-VIEW_ROWS = 2000  # case rows a run page embeds (failures first); the page counts the rest
+# The run page's sections that load in a request of their own after the page (each a named
+# query or a few over one run: on a 10M-row warehouse each stays well under a second)
+SECTIONS: dict[str, Callable[[Any, str], dict[str, Any]]] = {
+    "criteria": criteria_data,
+    "slices": slices_data,
+    "cases": lambda store, run_id: cases_data(store, run_id, max_rows=VIEW_ROWS),
+}
+VIEW_ROWS = 2000  # case rows a run page lists (failures first); the page counts the rest
 MAX_BODY = 64_000  # bytes of a write request
 
 
@@ -175,14 +183,15 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
     # -- runs ------------------------------------------------------------------------------
     def runs(request: Request, as_json: bool) -> Response:
         q = request.query_params
-        data = pages.runs_page(
-            store,
-            suite=q.get("suite"),
-            label=q.get("label"),
-            status=q.get("status"),
-            since=q.get("since"),
-            until=q.get("until"),
-        )
+        with store.reading():
+            data = pages.runs_page(
+                store,
+                suite=q.get("suite"),
+                label=q.get("label"),
+                status=q.get("status"),
+                since=q.get("since"),
+                until=q.get("until"),
+            )
         query = "?" + urlencode({k: v for k, v in data["filters"].items() if v}) if q else ""
         return page(
             request,
@@ -199,22 +208,28 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
     app.add_route("/", lambda request: runs(request, False), methods=["GET"])
 
     def run_page(request: Request, as_json: bool) -> Response:
-        from evalwh.reports.html import NOJS_ROWS, run_data, script_data
+        from evalwh.reports.html import run_data, script_data
 
-        run_id = resolve(request.path_params["ref"])
-        data = run_data(store, run_id, max_rows=VIEW_ROWS)
+        with store.reading():
+            run_id = resolve(request.path_params["ref"])
+            data = run_data(store, run_id, max_rows=VIEW_ROWS, parts=frozenset())
+            live = None
+            if data["run"]["status"] in pages.LIVE:
+                live = {**pages.progress(store, run_id), "events": f"/runs/{run_id}/events"}
+        data["sections"] = {name: f"/runs/{run_id}/sections/{name}" for name in SECTIONS}
         if as_json:
             return json_response(data)
-        live = None
-        if data["run"]["status"] in pages.LIVE:
-            live = {**pages.progress(store, run_id), "events": f"/runs/{run_id}/events"}
         base = f"/runs/{run_id}"
         return html_response(
             render(
                 "run.html.j2",
                 d=data,
-                page_data={**script_data(data), "label_url": f"{base}/labels"},
-                nojs_rows=data["rows"][:NOJS_ROWS],
+                page_data={
+                    **script_data(data),
+                    "label_url": f"{base}/labels",
+                    "rows_url": data["sections"]["cases"] + ".json",
+                },
+                nojs_rows=[],
                 live=live,
                 links=[
                     ("Slices", f"{base}/slices"),
@@ -226,9 +241,21 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
 
     twin("/runs/{ref}", run_page)
 
+    def section(request: Request, as_json: bool) -> Response:
+        """A run page section loaded by its own request (htmx, ``hx-trigger="load"``)."""
+        name = request.path_params["name"]
+        if name not in SECTIONS:
+            return Response("not found", status_code=404)
+        with store.reading():
+            data = SECTIONS[name](store, resolve(request.path_params["ref"]))
+        return page(request, as_json, f"section_{name}.html.j2", data)
+
+    twin("/runs/{ref}/sections/{name}", section)
+
     @app.get("/runs/{ref}/progress.json")
     def run_progress(ref: str) -> Response:
-        return json_response(pages.progress(store, resolve(ref)))
+        with store.reading():
+            return json_response(pages.progress(store, resolve(ref)))
 
     @app.get("/runs/{ref}/events")
     def run_events(request: Request, ref: str) -> Response:
@@ -244,19 +271,21 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
     # -- slices and calibration of a run ---------------------------------------------------
     def slices(request: Request, as_json: bool) -> Response:
         q = request.query_params
-        data = pages.slices_page(
-            store,
-            resolve(request.path_params["ref"]),
-            q.get("by") or None,
-            q.get("criterion") or None,
-        )
+        with store.reading():
+            data = pages.slices_page(
+                store,
+                resolve(request.path_params["ref"]),
+                q.get("by") or None,
+                q.get("criterion") or None,
+            )
         links = [("Run", f"/runs/{data['run_id']}")]
         return page(request, as_json, "slices.html.j2", data, links=links)
 
     twin("/runs/{ref}/slices", slices)
 
     def calibration(request: Request, as_json: bool) -> Response:
-        data = pages.calibration_page(store, resolve(request.path_params["ref"]))
+        with store.reading():
+            data = pages.calibration_page(store, resolve(request.path_params["ref"]))
         links = [("Run", f"/runs/{data['run_id']}")]
         return page(request, as_json, "calibration.html.j2", data, links=links)
 
@@ -294,7 +323,8 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
         from evalwh.reports.html import compare_data
 
         a, b = request.path_params["a"], request.path_params["b"]
-        data = compare_data(store, view.compare(a, b))
+        with store.reading():
+            data = compare_data(store, view.compare(a, b))
         links = [("A", f"/runs/{data['a']['run_id']}"), ("B", f"/runs/{data['b']['run_id']}")]
         links.append(("JSON", f"/compare/{data['a']['run_id']}/{data['b']['run_id']}.json"))
         page_data = {"run_id": data["b"]["run_id"]}
@@ -313,15 +343,18 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
     @app.get("/cases/{case_id:path}")
     def case(request: Request, case_id: str) -> Response:
         as_json = case_id.endswith(".json")
-        data = pages.case_history(store, case_id[: -len(".json")] if as_json else case_id)
+        with store.reading():
+            data = pages.case_history(store, case_id[: -len(".json")] if as_json else case_id)
         return page(request, as_json, "case.html.j2", data)
 
     # -- baselines -------------------------------------------------------------------------
+    def baselines_data() -> dict[str, Any]:
+        with store.reading():
+            return pages.baselines_page(store)
+
     twin(
         "/baselines",
-        lambda request, as_json: page(
-            request, as_json, "baselines.html.j2", pages.baselines_page(store)
-        ),
+        lambda request, as_json: page(request, as_json, "baselines.html.j2", baselines_data()),
     )
 
     @app.post("/baselines/pin")

@@ -180,6 +180,12 @@
     apply();
   }
   if (data.rows && $("case-list")) { setupCases(data.rows); }
+  else if (data.rows_url && $("case-list")) {  /* the viewer: the rows come in a request of their own */
+    fetch(data.rows_url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (got) {
+      data.prompts = got.prompts;
+      setupCases(got.rows);
+    });
+  }
 
   /* -- blind labelling ------------------------------------------------------------------- */
   function hash(text) {  /* FNV-1a: a fixed pseudo-random order per pair */
