@@ -86,19 +86,20 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
         paid = bool(getattr(providers.provider_class(model.provider), "paid", False))
         models.append(replace(model, price=price_for(model, paid=paid, file=file)))
     for variant in config.variants:
-        if variant.output is not None and variant.output.mode == "native":
-            for model in models:
-                if not getattr(
-                    providers.provider_class(model.provider), "structured_output", False
-                ):
-                    raise ConfigError(
-                        f"model '{model.id}' (provider {model.provider}) cannot be asked for "
-                        "JSON by schema natively",
-                        file=file,
-                        where=f"{variant.where}.output_schema.mode",
-                        fix="use mode: auto (prompted where native is not supported) or "
-                        "mode: prompted",
-                    )
+        output = variant.output
+        for model in models if output is not None else ():
+            cls = providers.provider_class(model.provider)
+            if output.mode == "native" and not getattr(cls, "structured_output", False):
+                raise ConfigError(
+                    f"model '{model.id}' (provider {model.provider}) cannot be asked for "
+                    "JSON by schema natively",
+                    file=file,
+                    where=f"{variant.where}.output_schema.mode",
+                    fix="use mode: auto (prompted where native is not supported) or mode: prompted",
+                )
+            check_output = getattr(cls, "check_output", None)
+            if check_output is not None and output.mode_for(cls) == "native":
+                check_output(output, file=file, where=f"{variant.where}.output_schema")
     judges = []
     for judge in config.judges:
         providers.check(judge.model, file)
