@@ -247,6 +247,9 @@ def test_previous_and_latest_tilde_n_stay_in_the_newest_runs_suite(
         view.resolve("previous")
     done = run_cli("compare", "latest~1", "latest~0", "-o", str(out))
     assert done.returncode == 2 and "no run 'latest~1'" in done.stderr
+    # a reference that names nothing lists the forms a reference may take
+    with pytest.raises(RunNotFoundError, match="'previous', 'latest~N', 'git:REF'"):
+        view.resolve("nope")
 
 
 def test_git_ref_finds_the_run_of_that_commit_or_its_nearest_ancestor(
