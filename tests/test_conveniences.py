@@ -157,6 +157,25 @@ def test_paid_run_over_the_default_cap_exits_4_naming_the_flag(tmp_path: Path) -
     assert evalwh.validate(under).requests == 199
 
 
+@pytest.mark.parametrize(
+    ("provider", "paid"),
+    [
+        ("anthropic", True),
+        ("openai", True),
+        ("openai-compatible", True),
+        ("google", True),
+        ("mock", False),
+        ("command", False),
+    ],
+)
+def test_the_default_cap_covers_the_documented_paid_providers(provider: str, paid: bool) -> None:
+    """docs/providers.md names the providers the $2.00 default applies to: every HTTP one."""
+    from evalwh.config.model import ModelSpec
+    from evalwh.engine.budget import uses_paid_provider
+
+    assert uses_paid_provider([ModelSpec(id="m", provider=provider, model="x")]) is paid
+
+
 def test_default_cap_boundary_is_inclusive() -> None:
     from types import SimpleNamespace
 

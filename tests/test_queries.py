@@ -580,3 +580,46 @@ def test_compare_of_runs_with_more_than_55_thousand_cases_does_not_overflow(
     assert run["n"] == n
     half_width = (run["score_hi"] - run["score_lo"]) / 2
     assert half_width == pytest.approx(1.959963984540054 * run["score_se"], rel=1e-4)
+
+
+def _runs(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str, str | None]]) -> None:
+    """runs rows (run_id, suite, started_at, git_commit)."""
+    for run_id, suite, started, commit in rows:
+        con.execute(
+            "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, n_planned, "
+            "started_at, evalwh_version, git_commit) "
+            "VALUES (?, ?, 'completed', 'h', 'd', 1, ?::TIMESTAMPTZ, 't', ?)",
+            [run_id, suite, started, commit],
+        )
+
+
+def test_relative_references_break_time_ties_by_run_id(tmp_path: Path) -> None:
+    """latest~N: the newest run is the latest start, and of runs started at the same instant
+    the greatest run id (run ids sort by time); the same order inside the suite."""
+    con = _warehouse(tmp_path)
+    t1, t3 = "2026-01-01 00:00:01+00", "2026-01-01 00:00:03+00"
+    _runs(con, [("a1", "s", t1, None), ("b2", "o", t3, None), ("c3", "s", t3, None)])
+    _runs(con, [("c2", "s", t3, None)])
+    order = [
+        r["run_id"]
+        for n in range(4)
+        for r in queries.run_query(con, "resolve_relative", offset=n).to_pylist()
+    ]
+    assert order == ["c3", "c2", "a1"]  # suite s (c3 beats b2 at t3), newest first
+
+
+def test_git_references_take_the_nearest_commit_then_the_newest_run(tmp_path: Path) -> None:
+    con = _warehouse(tmp_path)
+    t1, t2, t3 = (f"2026-01-01 00:00:0{i}+00" for i in (1, 2, 3))
+    _runs(con, [("x1", "s", t1, "c1"), ("y1", "s", t2, "c1"), ("y2", "s", t2, "c1")])
+    _runs(con, [("z9", "s", t3, "c2"), ("n0", "s", t3, None)])
+
+    def found(commits: list[str]) -> list[Any]:
+        rows = queries.run_query(con, "resolve_git", commits=commits).to_pylist()
+        return [(r["run_id"], r["distance"]) for r in rows]
+
+    # c1 is nearer than c2 (a later run at c2 does not win); at c1, the newest start, and of
+    # two at the same instant the greatest run id
+    assert found(["c0", "c1", "c2"]) == [("y2", 2)]
+    assert found(["c2", "c1"]) == [("z9", 1)]
+    assert found(["c7"]) == []
