@@ -92,6 +92,8 @@ def test_model_comma_list_selects_like_repeats(quickstart: Path, tmp_path: Path)
     assert both.models == ["mock-large", "mock-small"] and one.models == ["mock-small"]
     done = run_cli("validate", str(quickstart), "--model", "mock-large,mock-small", "--json")
     assert json.loads(done.stdout)["models"] == ["mock-large", "mock-small"]
+    done = run_cli("validate", str(quickstart), "--models", "mock-small", "--json")
+    assert json.loads(done.stdout)["models"] == ["mock-small"]  # --models: the same option
 
 
 def test_adhoc_provider_model_joins_the_matrix(quickstart: Path) -> None:
