@@ -623,3 +623,40 @@ def test_git_references_take_the_nearest_commit_then_the_newest_run(tmp_path: Pa
     assert found(["c0", "c1", "c2"]) == [("y2", 2)]
     assert found(["c2", "c1"]) == [("z9", 1)]
     assert found(["c7"]) == []
+
+
+def test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass(
+    tmp_path: Path,
+) -> None:
+    """Labels of another run (the same case ids) never count; a case whose judged answers pass
+    exactly half the time counts as a pass (the verdict is the majority, ties passing); the
+    slice of a case is its metadata in this run."""
+    con = _warehouse(tmp_path)
+    score = (
+        "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, score, "
+        "passed, weight, required, judge_model, raw_score) "
+        "VALUES (?, 'v', ?, ?, 0, 'j', 'llm-judge', 0.5, ?, 1, true, 'jm', NULL)"
+    )
+    label = "INSERT INTO labels (run_id, kind, case_id, label) VALUES (?, 'pointwise', ?, ?)"
+    case = (
+        "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, request_hash, "
+        "attempts, score, passed, created_at, metadata) "
+        "VALUES (?, 'v', ?, ?, 0, false, 'x', 1, 0, true, now(), ?)"
+    )
+    verdicts = {"a": [True], "b": [True, False], "c": [False]}  # b: one of two answers passes
+    for case_id, passes in verdicts.items():
+        for model, passed in zip(("m1", "m2"), passes, strict=False):
+            con.execute(score, ["r", model, case_id, passed])
+            con.execute(case, ["r", model, case_id, json.dumps({"topic": "t"})])
+        con.execute(case, ["o", "m1", case_id, json.dumps({"topic": "other"})])
+    for case_id, human in (("a", "pass"), ("b", "pass"), ("c", "fail")):
+        con.execute(label, ["r", case_id, json.dumps(human)])
+        con.execute(label, ["o", case_id, json.dumps("fail" if human == "pass" else "pass")])
+    [row] = queries.run_query(
+        con, "calibration_pointwise", run_id="r", within=1.0, key=None
+    ).to_pylist()
+    assert (row["n_labels"], row["agreement"]) == (3, 1.0)
+    [sliced] = queries.run_query(
+        con, "calibration_pointwise", run_id="r", within=1.0, key="topic"
+    ).to_pylist()
+    assert (sliced["slice"], sliced["n_labels"], sliced["agreement"]) == ("t", 3, 1.0)
