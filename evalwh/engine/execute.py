@@ -176,6 +176,7 @@ def _prepare(
     skip: set[Cell] | None,
     only: set[Cell] | None,
 ) -> Prepared:
+    from evalwh.engine.overrides import real_spec
     from evalwh.providers.capabilities import check_parts, media_tokens
 
     scorecard, config = check_config(config)
@@ -193,8 +194,9 @@ def _prepare(
             for index, (model, identity) in enumerate(zip(plan.models, identities, strict=True)):
                 media = unknown = 0
                 if binary:  # unsupported parts and sizes are errors now, not mid-run
-                    check_parts(model, messages, case.id, variant.variant.id, str(config.path))
-                    media, unknown = media_tokens(model.provider, messages)
+                    real = real_spec(model)  # --fake: as the provider it stands for
+                    check_parts(real, messages, case.id, variant.variant.id, str(config.path))
+                    media, unknown = media_tokens(real.provider, messages)
                 for r in range(repeats):
                     if plan.wanted((variant.variant.id, model.id, case.id, r)):
                         prepared.hashes.append(
