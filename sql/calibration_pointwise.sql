@@ -15,7 +15,7 @@ WITH per_case AS (
 sliced AS (   -- a case's metadata is the same in every cell: one value per case
     SELECT case_id, coalesce(any_value(json_extract_string(metadata, '$.' || $key)), '(none)') AS slice
     FROM cases
-    WHERE run_id = $run_id AND $key IS NOT NULL
+    WHERE run_id = $run_id
     GROUP BY case_id
 ),
 judged AS (

@@ -92,6 +92,8 @@ def test_model_comma_list_selects_like_repeats(quickstart: Path, tmp_path: Path)
     assert both.models == ["mock-large", "mock-small"] and one.models == ["mock-small"]
     done = run_cli("validate", str(quickstart), "--model", "mock-large,mock-small", "--json")
     assert json.loads(done.stdout)["models"] == ["mock-large", "mock-small"]
+    done = run_cli("validate", str(quickstart), "--models", "mock-small", "--json")
+    assert json.loads(done.stdout)["models"] == ["mock-small"]  # --models: the same option
 
 
 def test_adhoc_provider_model_joins_the_matrix(quickstart: Path) -> None:
@@ -155,6 +157,25 @@ def test_paid_run_over_the_default_cap_exits_4_naming_the_flag(tmp_path: Path) -
     assert evalwh.validate(cfg, fake=True).requests == 201
     under = eval_for(tmp_path / "under", block, 199)
     assert evalwh.validate(under).requests == 199
+
+
+@pytest.mark.parametrize(
+    ("provider", "paid"),
+    [
+        ("anthropic", True),
+        ("openai", True),
+        ("openai-compatible", True),
+        ("google", True),
+        ("mock", False),
+        ("command", False),
+    ],
+)
+def test_the_default_cap_covers_the_documented_paid_providers(provider: str, paid: bool) -> None:
+    """docs/providers.md names the providers the $2.00 default applies to: every HTTP one."""
+    from evalwh.config.model import ModelSpec
+    from evalwh.engine.budget import uses_paid_provider
+
+    assert uses_paid_provider([ModelSpec(id="m", provider=provider, model="x")]) is paid
 
 
 def test_default_cap_boundary_is_inclusive() -> None:
@@ -247,6 +268,9 @@ def test_previous_and_latest_tilde_n_stay_in_the_newest_runs_suite(
         view.resolve("previous")
     done = run_cli("compare", "latest~1", "latest~0", "-o", str(out))
     assert done.returncode == 2 and "no run 'latest~1'" in done.stderr
+    # a reference that names nothing lists the forms a reference may take
+    with pytest.raises(RunNotFoundError, match="'previous', 'latest~N', 'git:REF'"):
+        view.resolve("nope")
 
 
 def test_git_ref_finds_the_run_of_that_commit_or_its_nearest_ancestor(

@@ -470,3 +470,24 @@ def test_calibrate_prints_kappa_per_task_and_slice(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "kappa per task and topic" in done.stdout
     assert "weighted kappa 0.61" in done.stdout and "within 2 100.0%" in done.stdout
+
+
+def test_the_report_calibrates_a_criterion_labelled_with_scores(tmp_path: Path) -> None:
+    """The bug it names: a criterion with numeric labels only was flagged "no human labels"
+    on the run page (its pass/fail n is 0); its weighted kappa and n_numeric decide instead."""
+    from evalwh.reports.html import render_run, run_flags
+    from evalwh.warehouse.store import Warehouse
+
+    def flags(extra: str, name: str) -> tuple[str | None, str]:
+        cfg = _ordinal_config(tmp_path / name, extra)
+        run = evalwh.run_eval(cfg, output_dir=tmp_path / name / "out")
+        store = Warehouse(tmp_path / name / "out" / "warehouse.duckdb")
+        return run_flags(store, run.run_id).get("criterion:judged"), render_run(store, run.run_id)
+
+    few, page = flags("", "few")  # 6 numeric labels, weighted kappa 0.61; floor 0.6 on 20
+    assert few == "UNCALIBRATED: 6 label(s), fewer than 20"
+    assert "weighted kappa 0.61, exact 50.0%, within 1 66.7% (n=6, numeric labels)" in page
+    enough, _ = flags("calibration: {min_labels: 6}\n", "enough")  # exactly at the floor
+    assert enough is None
+    strict, _ = flags("calibration: {min_labels: 6, min_kappa: 0.62}\n", "strict")
+    assert strict == "UNCALIBRATED: weighted kappa 0.61 below 0.62"

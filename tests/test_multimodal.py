@@ -930,3 +930,25 @@ def test_file_columns_in_parquet(tmp_path: Path) -> None:
     (case,) = load_config(cfg).cases
     assert case.vars == {"n": 3} and case.files["clip"].media_type == "video/mp4"
     assert evalwh.run_eval(cfg, output_dir=tmp_path / "out").totals["n_passed"] == 1
+
+
+def test_a_faked_model_is_checked_and_estimated_as_its_provider(tmp_path: Path) -> None:
+    """The bug it names: `--fake` answered by the mock, whose capabilities are "anything" and
+    whose media cost nothing, so a fake dry run passed a suite the real run refuses, and its
+    estimate left the images out."""
+    cfg = config(
+        tmp_path, 'text: "x"|image: "{{ files.photo }}"', "{photo: media/cat.jpg}", "google"
+    )
+    real = validate(cfg).estimate["by_model"][0]
+    faked = validate(cfg, fake=True).estimate["by_model"][0]
+    assert faked["input_tokens"] == real["input_tokens"] == 1 + 258  # the image's 258 tokens
+    assert faked["cost_usd"] == pytest.approx(real["cost_usd"])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "m").mkdir()
+    refused = config(
+        tmp_path / "a", 'audio: "{{ files.voice }}"', "{voice: media/hello.wav}", "anthropic"
+    )
+    with pytest.raises(ConfigError, match="does not accept the audio part"):
+        validate(refused, fake=True)
+    mock = config(tmp_path / "m", 'audio: "{{ files.voice }}"', "{voice: media/hello.wav}")
+    assert validate(mock, fake=True).requests == 1  # the mock itself still takes anything

@@ -778,3 +778,83 @@ def test_compare_averages_a_cases_repeats_and_takes_a_single_pair_as_it_is(
         assert (r["pass_rate_a"], r["pass_rate_b"]) == (pytest.approx(0.25), pytest.approx(1.0))
         assert r["pass_rate_delta"] == pytest.approx(0.75)
         assert r["score_delta"] == pytest.approx(0.75)
+
+
+def _runs(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str, str | None]]) -> None:
+    """runs rows (run_id, suite, started_at, git_commit)."""
+    for run_id, suite, started, commit in rows:
+        con.execute(
+            "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, n_planned, "
+            "started_at, evalwh_version, git_commit) "
+            "VALUES (?, ?, 'completed', 'h', 'd', 1, ?::TIMESTAMPTZ, 't', ?)",
+            [run_id, suite, started, commit],
+        )
+
+
+def test_relative_references_break_time_ties_by_run_id(tmp_path: Path) -> None:
+    """latest~N: the newest run is the latest start, and of runs started at the same instant
+    the greatest run id (run ids sort by time); the same order inside the suite."""
+    con = _warehouse(tmp_path)
+    t1, t3 = "2026-01-01 00:00:01+00", "2026-01-01 00:00:03+00"
+    _runs(con, [("a1", "s", t1, None), ("b2", "o", t3, None), ("c3", "s", t3, None)])
+    _runs(con, [("c2", "s", t3, None)])
+    order = [
+        r["run_id"]
+        for n in range(4)
+        for r in queries.run_query(con, "resolve_relative", offset=n).to_pylist()
+    ]
+    assert order == ["c3", "c2", "a1"]  # suite s (c3 beats b2 at t3), newest first
+
+
+def test_git_references_take_the_nearest_commit_then_the_newest_run(tmp_path: Path) -> None:
+    con = _warehouse(tmp_path)
+    t1, t2, t3 = (f"2026-01-01 00:00:0{i}+00" for i in (1, 2, 3))
+    _runs(con, [("x1", "s", t1, "c1"), ("y1", "s", t2, "c1"), ("y2", "s", t2, "c1")])
+    _runs(con, [("z9", "s", t3, "c2"), ("n0", "s", t3, None)])
+
+    def found(commits: list[str]) -> list[Any]:
+        rows = queries.run_query(con, "resolve_git", commits=commits).to_pylist()
+        return [(r["run_id"], r["distance"]) for r in rows]
+
+    # c1 is nearer than c2 (a later run at c2 does not win); at c1, the newest start, and of
+    # two at the same instant the greatest run id
+    assert found(["c0", "c1", "c2"]) == [("y2", 2)]
+    assert found(["c2", "c1"]) == [("z9", 1)]
+    assert found(["c7"]) == []
+
+
+def test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass(
+    tmp_path: Path,
+) -> None:
+    """Labels of another run (the same case ids) never count; a case whose judged answers pass
+    exactly half the time counts as a pass (the verdict is the majority, ties passing); the
+    slice of a case is its metadata in this run."""
+    con = _warehouse(tmp_path)
+    score = (
+        "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, score, "
+        "passed, weight, required, judge_model, raw_score) "
+        "VALUES (?, 'v', ?, ?, 0, 'j', 'llm-judge', 0.5, ?, 1, true, 'jm', NULL)"
+    )
+    label = "INSERT INTO labels (run_id, kind, case_id, label) VALUES (?, 'pointwise', ?, ?)"
+    case = (
+        "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, request_hash, "
+        "attempts, score, passed, created_at, metadata) "
+        "VALUES (?, 'v', ?, ?, 0, false, 'x', 1, 0, true, now(), ?)"
+    )
+    verdicts = {"a": [True], "b": [True, False], "c": [False]}  # b: one of two answers passes
+    for case_id, passes in verdicts.items():
+        for model, passed in zip(("m1", "m2"), passes, strict=False):
+            con.execute(score, ["r", model, case_id, passed])
+            con.execute(case, ["r", model, case_id, json.dumps({"topic": "t"})])
+        con.execute(case, ["o", "m1", case_id, json.dumps({"topic": "other"})])
+    for case_id, human in (("a", "pass"), ("b", "pass"), ("c", "fail")):
+        con.execute(label, ["r", case_id, json.dumps(human)])
+        con.execute(label, ["o", case_id, json.dumps("fail" if human == "pass" else "pass")])
+    [row] = queries.run_query(
+        con, "calibration_pointwise", run_id="r", within=1.0, key=None
+    ).to_pylist()
+    assert (row["n_labels"], row["agreement"]) == (3, 1.0)
+    [sliced] = queries.run_query(
+        con, "calibration_pointwise", run_id="r", within=1.0, key="topic"
+    ).to_pylist()
+    assert (sliced["slice"], sliced["n_labels"], sliced["agreement"]) == ("t", 3, 1.0)

@@ -294,3 +294,198 @@ def test_an_answer_to_one_schema_is_not_served_to_another(
         ).fetchone() == (4, 4)
     finally:
         con.close()
+
+
+# --- Gemini: responseSchema -------------------------------------------------------------------
+
+GEMINI_ASKED = {
+    "type": "OBJECT",
+    "properties": {"city": {"type": "STRING"}},
+    "required": ["city"],
+    "propertyOrdering": ["city"],
+}  # SCHEMA as the API's Schema: additionalProperties (not a Schema field) left out
+
+
+def test_google_is_asked_with_response_schema(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fake refuses what the real API refuses (a JSON Schema keyword its Schema lacks, a
+    lower-case type, a schema without responseMimeType), so the run passing shows the request
+    is one the API takes."""
+    monkeypatch.setenv("GEMINI_API_KEY", "g-test-000000")
+    server.default = reply('{"city": "Paris"}')
+    model = f"{{id: g, provider: google, model: gemini-2.5-flash, base_url: '{server.url}'}}"
+    cfg = config(tmp_path, model, OUTPUT)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    body = server.last.body
+    assert body["generationConfig"] == {
+        "responseMimeType": "application/json",
+        "responseSchema": GEMINI_ASKED,
+    }
+    assert "JSON Schema" not in json.dumps(body["contents"])  # native: no instruction added
+    assert [r.behavior for r in server.requests] == ["reply", "reply"]
+    assert scores(tmp_path / "out") == [("c1", True, "native"), ("c2", True, "native")]
+    assert result.exit_code == 0
+
+
+def test_google_prompted_mode_sends_no_response_schema(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "g-test-000000")
+    server.default = reply('{"city": "Paris"}')
+    model = f"{{id: g, provider: google, model: gemini-2.5-flash, base_url: '{server.url}'}}"
+    cfg = config(tmp_path, model, OUTPUT + "      mode: prompted\n")
+    evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    assert "generationConfig" not in server.last.body
+    assert "valid against this JSON Schema" in json.dumps(server.last.body["contents"])
+    assert {r[2] for r in scores(tmp_path / "out")} == {"prompted"}
+
+
+JSON = "application/json"
+
+
+@pytest.mark.parametrize(
+    ("config_", "refusal"),
+    [
+        ({"responseSchema": {"type": "OBJECT"}}, "response_mime_type"),
+        ({"responseMimeType": "text/plain", "responseSchema": {"type": "OBJECT"}}, "mime"),
+        ({"responseMimeType": JSON, "responseSchema": SCHEMA}, "response_schema.type"),
+        (
+            {"responseMimeType": JSON, "responseSchema": {**GEMINI_ASKED, "$schema": "x"}},
+            'Unknown name "$schema"',
+        ),
+        (
+            {"responseMimeType": JSON, "responseSchema": {"type": "ARRAY", "items": {"const": 1}}},
+            "Unknown name \"const\" at 'generation_config.response_schema.items'",
+        ),
+        (
+            {
+                "responseMimeType": JSON,
+                "responseSchema": {"type": "OBJECT", "properties": {"a": {"type": "string"}}},
+            },
+            "response_schema.properties[a].value.type",
+        ),
+        (
+            {"responseMimeType": JSON, "responseSchema": {"anyOf": [{"type": "STRING"}, 3]}},
+            "response_schema.any_of[1]",
+        ),
+        ({"responseMimeType": JSON, "responseSchema": {"required": "city"}}, "list of strings"),
+    ],
+)
+def test_the_fake_gemini_server_refuses_what_the_api_refuses(
+    server: FakeLLMServer, config_: dict[str, Any], refusal: str
+) -> None:
+    """The fake's check of generationConfig (the API's published Schema fields and Type
+    names): a provider that sent raw JSON Schema would fail here as it would for real."""
+    import httpx
+
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": config_}
+    url = f"{server.url}/v1beta/models/gemini-2.5-flash:generateContent"
+    answer = httpx.post(url, json=body, headers={"x-goog-api-key": "k"})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert refusal in answer.json()["error"]["message"]
+
+
+def test_response_schema_translates_json_schema_to_the_apis_schema() -> None:
+    from evalwh.providers.gemini_schema import response_schema
+    from tests.fakes.servers import _gemini_schema_problem
+
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": ["string", "null"], "description": "who", "maxLength": 40},
+            "age": {"type": ["integer", "string"]},
+            "kind": {"const": "person"},
+            "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}, "minItems": 1},
+            "size": {"enum": [1, 2]},
+            "where": {"oneOf": [{"type": "string"}, {"$ref": "#/definitions/point"}]},
+            "nothing": {"type": "null"},
+            "free": True,
+        },
+        "required": ["name"],
+        "$defs": {"tag": {"type": "string", "enum": ["a", "b"], "not": {"const": "c"}}},
+        "definitions": {"point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+    }
+    asked = response_schema(schema)
+    assert asked == {
+        "type": "OBJECT",
+        "required": ["name"],
+        "propertyOrdering": ["name", "age", "kind", "tags", "size", "where", "nothing", "free"],
+        "properties": {
+            "name": {"type": "STRING", "description": "who", "maxLength": 40, "nullable": True},
+            "age": {"anyOf": [{"type": "INTEGER"}, {"type": "STRING"}]},
+            "kind": {"type": "STRING", "enum": ["person"]},
+            "tags": {
+                "type": "ARRAY",
+                "minItems": 1,
+                "items": {"type": "STRING", "enum": ["a", "b"]},
+            },
+            "size": {},  # numbers are not an enum the API takes: left to the criterion
+            "where": {
+                "anyOf": [
+                    {"type": "STRING"},
+                    {
+                        "type": "OBJECT",
+                        "properties": {"x": {"type": "NUMBER"}},
+                        "propertyOrdering": ["x"],
+                    },
+                ]
+            },
+            "nothing": {"type": "NULL"},
+            "free": {},
+        },
+    }
+    assert _gemini_schema_problem(asked, "response_schema") is None  # the fake API takes it
+    assert response_schema({"type": ["null", "string"], "propertyOrdering": ["b", "a"]}) == {
+        "type": "STRING",
+        "nullable": True,
+        "propertyOrdering": ["b", "a"],
+    }
+    assert response_schema({"type": ["integer", "null", "string"]}) == {
+        "anyOf": [{"type": "INTEGER"}, {"type": "STRING"}],
+        "nullable": True,
+    }
+    assert response_schema({"type": ["null"]}) == {"type": "NULL", "nullable": True}
+
+
+def test_response_schema_nests_up_to_its_limit_and_refuses_beyond() -> None:
+    from evalwh.providers.gemini_schema import MAX_DEPTH, response_schema
+
+    def nested(levels: int) -> dict[str, Any]:
+        node: dict[str, Any] = {"type": "string"}
+        for _ in range(levels):
+            node = {"type": "array", "items": node}
+        return node
+
+    deepest = response_schema(nested(MAX_DEPTH))
+    for _ in range(MAX_DEPTH):
+        deepest = deepest["items"]
+    assert deepest == {"type": "STRING"}
+    with pytest.raises(ConfigError, match=f"deeper than {MAX_DEPTH} levels"):
+        response_schema(nested(MAX_DEPTH + 1))
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/gone"}}}, "names nothing"),
+        ({"$ref": "https://example.com/s.json"}, "names nothing"),
+        ({"$defs": {"n": {"$ref": "#/$defs/n"}}, "$ref": "#/$defs/n"}, "recursive"),
+        ({"type": "text"}, "'text' is not a JSON Schema type"),
+    ],
+)
+def test_a_schema_gemini_cannot_take_is_refused_at_validation(
+    tmp_path: Path, schema: dict[str, Any], why: str
+) -> None:
+    output = f"    output_schema:\n      schema: {json.dumps(schema)}\n"
+    model = "{id: g, provider: google, model: gemini-2.5-flash}"
+    cfg = config(tmp_path, model, output)
+    with pytest.raises(ConfigError, match=why) as exc:
+        evalwh.validate(cfg)
+    assert exc.value.where == "variants[0].output_schema"
+    assert "mode: prompted" in (exc.value.fix or "")
+    prompted = config(tmp_path / "p", model, output + "      mode: prompted\n")
+    evalwh.validate(prompted)  # asked by prompt: the schema is never sent as responseSchema

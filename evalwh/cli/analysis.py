@@ -17,7 +17,10 @@ from evalwh.cli.state import STATE, emit_json, note, out, with_globals
 if TYPE_CHECKING:
     from evalwh.api import WarehouseView
 
-RUN_HELP = "A run id, a unique prefix, a label, 'latest' or a baseline name."
+RUN_HELP = (
+    "A run id, a unique prefix, a label, 'latest', 'previous', 'latest~N', 'git:REF' or a "
+    "baseline name."
+)
 RunArg = Annotated[str, typer.Argument(help=RUN_HELP)]
 BaselineOpt = Annotated[
     str | None,

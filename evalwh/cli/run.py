@@ -25,6 +25,7 @@ ModelOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--model",
+        "--models",
         "-m",
         metavar="ID",
         help="Only this model id (repeatable, or a,b; wildcards); provider/model adds that "

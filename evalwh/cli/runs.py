@@ -52,7 +52,11 @@ def list_runs(
 @with_globals
 def show(
     run: Annotated[
-        str, typer.Argument(help="A run id, a unique prefix, a label, or 'latest'.")
+        str,
+        typer.Argument(
+            help="A run id, a unique prefix, a label, 'latest', 'previous', 'latest~N' or "
+            "'git:REF'."
+        ),
     ] = "latest",
     failures: Annotated[
         bool, typer.Option("--failures", "-f", help="List the failing cases.")

@@ -86,19 +86,20 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
         paid = bool(getattr(providers.provider_class(model.provider), "paid", False))
         models.append(replace(model, price=price_for(model, paid=paid, file=file)))
     for variant in config.variants:
-        if variant.output is not None and variant.output.mode == "native":
-            for model in models:
-                if not getattr(
-                    providers.provider_class(model.provider), "structured_output", False
-                ):
-                    raise ConfigError(
-                        f"model '{model.id}' (provider {model.provider}) cannot be asked for "
-                        "JSON by schema natively",
-                        file=file,
-                        where=f"{variant.where}.output_schema.mode",
-                        fix="use mode: auto (prompted where native is not supported) or "
-                        "mode: prompted",
-                    )
+        output = variant.output
+        for model in models if output is not None else ():
+            cls = providers.provider_class(model.provider)
+            if output.mode == "native" and not getattr(cls, "structured_output", False):
+                raise ConfigError(
+                    f"model '{model.id}' (provider {model.provider}) cannot be asked for "
+                    "JSON by schema natively",
+                    file=file,
+                    where=f"{variant.where}.output_schema.mode",
+                    fix="use mode: auto (prompted where native is not supported) or mode: prompted",
+                )
+            check_output = getattr(cls, "check_output", None)
+            if check_output is not None and output.mode_for(cls) == "native":
+                check_output(output, file=file, where=f"{variant.where}.output_schema")
     judges = []
     for judge in config.judges:
         providers.check(judge.model, file)
@@ -175,6 +176,7 @@ def _prepare(
     skip: set[Cell] | None,
     only: set[Cell] | None,
 ) -> Prepared:
+    from evalwh.engine.overrides import real_spec
     from evalwh.providers.capabilities import check_parts, media_tokens
 
     scorecard, config = check_config(config)
@@ -192,8 +194,9 @@ def _prepare(
             for index, (model, identity) in enumerate(zip(plan.models, identities, strict=True)):
                 media = unknown = 0
                 if binary:  # unsupported parts and sizes are errors now, not mid-run
-                    check_parts(model, messages, case.id, variant.variant.id, str(config.path))
-                    media, unknown = media_tokens(model.provider, messages)
+                    real = real_spec(model)  # --fake: as the provider it stands for
+                    check_parts(real, messages, case.id, variant.variant.id, str(config.path))
+                    media, unknown = media_tokens(real.provider, messages)
                 for r in range(repeats):
                     if plan.wanted((variant.variant.id, model.id, case.id, r)):
                         prepared.hashes.append(

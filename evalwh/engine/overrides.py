@@ -19,6 +19,7 @@ from fnmatch import fnmatchcase
 from evalwh.config.model import EvalConfig, Judge, ModelSpec
 
 FAKE_PROVIDER = "mock"
+FAKED = "faked_provider"  # the option of a faked model that names its real provider
 # providers an ad-hoc ``provider/model`` may name: not ``command`` (it runs a program, which
 # needs its own entry in eval.yaml; an MCP client could otherwise reach it past --allow-code)
 NOT_ADHOC = frozenset({"command"})
@@ -75,13 +76,23 @@ def with_models(
 
 
 def fake_spec(spec: ModelSpec) -> ModelSpec:
-    """``spec`` answered by the mock: same id, params and price, no provider options."""
+    """``spec`` answered by the mock: same id, params and price, no provider options but the
+    provider it stands for (``faked_provider``)."""
     from evalwh.providers.pricing import table_price
 
     price = spec.price if spec.price is not None else table_price(spec.provider, spec.model)
+    options = {FAKED: spec.provider}
     return replace(
-        spec, provider=FAKE_PROVIDER, options={}, price=price, max_retries=0, timeout_s=10.0
+        spec, provider=FAKE_PROVIDER, options=options, price=price, max_retries=0, timeout_s=10.0
     )
+
+
+def real_spec(spec: ModelSpec) -> ModelSpec:
+    """The model a faked one stands for (``spec`` itself when it is not faked): what its
+    provider accepts and how it counts an image's tokens hold for the fake run as well, so
+    ``--fake`` refuses and estimates a multimodal suite as the real run would."""
+    faked = spec.options.get(FAKED)
+    return replace(spec, provider=str(faked)) if faked else spec
 
 
 def fake_models(config: EvalConfig) -> EvalConfig:

@@ -20,6 +20,10 @@ The request is the API's ``GenerateContentRequest``: ``contents`` (roles ``user`
 output, as they are billed). A prompt the API blocks is an empty answer with its
 ``block_reason`` in the details, like a refusal elsewhere. Video parts and URL parts are
 refused when the run is planned (:mod:`evalwh.providers.capabilities`).
+
+JSON by schema, asked for natively, is ``generationConfig.responseMimeType:
+application/json`` with the schema as ``generationConfig.responseSchema``, translated to the
+API's ``Schema`` object (:mod:`evalwh.providers.gemini_schema`); the answer is the JSON text.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 from evalwh.config.model import ModelSpec
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Completion, Request
+from evalwh.providers.gemini_schema import response_schema
 from evalwh.providers.http import HttpProvider, merge_extra, stop_list
 from evalwh.providers.parts import part_base64, unsupported_part
 
@@ -42,6 +47,7 @@ class GoogleProvider(HttpProvider):
     name = "google"
     default_base_url = "https://generativelanguage.googleapis.com"
     default_key_env = KEY_NAMES[0]
+    structured_output = True  # responseMimeType application/json + responseSchema
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
@@ -59,6 +65,11 @@ class GoogleProvider(HttpProvider):
                 where=f"{spec.where}.model",
                 fix="write the model's name as the API lists it, e.g. gemini-2.5-flash",
             )
+
+    @classmethod
+    def check_output(cls, output: Any, *, file: str | None, where: str) -> None:
+        """A schema the API's ``Schema`` cannot carry is refused at validation."""
+        response_schema(output.schema, file=file, where=where)
 
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"x-goog-api-key": key}
@@ -110,6 +121,9 @@ class GoogleProvider(HttpProvider):
         stops = stop_list(params.get("stop"))
         if stops:
             config["stopSequences"] = stops
+        if request.output is not None:  # JSON by schema, natively
+            config["responseMimeType"] = "application/json"
+            config["responseSchema"] = response_schema(request.output.schema)
         if config:
             body["generationConfig"] = config
         return merge_extra(body, params)

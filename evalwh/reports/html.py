@@ -164,7 +164,8 @@ def duration_s(run: dict[str, Any]) -> float | None:
 def uncalibrated(judging: dict[str, Any] | None, criteria: list[dict[str, Any]]) -> dict[str, str]:
     """Every judged number below its calibration floor: ``{"pairwise:<name>" or
     "criterion:<name>": reason}``. An llm-judge criterion counts as calibrated only when its
-    pointwise agreement with human labels reaches the floor."""
+    pointwise agreement with human labels reaches the floor: Cohen's kappa on pass/fail labels,
+    or, for a criterion labelled with scores only, the weighted kappa on the numeric labels."""
     if judging is None:
         return {}
     cal = judging["calibration"]
@@ -178,15 +179,20 @@ def uncalibrated(judging: dict[str, Any] | None, criteria: list[dict[str, Any]])
         if row["scorer"] != "llm-judge":
             continue
         p = pointwise.get(row["criterion"])
-        if p is None or not p["n_labels"]:
+        name, kappa, n = "kappa", None, 0
+        if p is not None and not p["n_labels"] and p.get("n_numeric"):  # scores only
+            name, kappa, n = "weighted kappa", p["weighted_kappa"], p["n_numeric"]
+        elif p is not None:
+            kappa, n = p["kappa"], p["n_labels"]
+        if not n:
             out[f"criterion:{row['criterion']}"] = f"{UNCALIBRATED}: no human labels"
-        elif p["kappa"] is None or p["kappa"] < cal["min_kappa"]:
+        elif kappa is None or kappa < cal["min_kappa"]:
             out[f"criterion:{row['criterion']}"] = (
-                f"{UNCALIBRATED}: kappa {fmt.num(p['kappa'], 2)} below {cal['min_kappa']:g}"
+                f"{UNCALIBRATED}: {name} {fmt.num(kappa, 2)} below {cal['min_kappa']:g}"
             )
-        elif p["n_labels"] < cal["min_labels"]:
+        elif n < cal["min_labels"]:
             out[f"criterion:{row['criterion']}"] = (
-                f"{UNCALIBRATED}: {p['n_labels']} label(s), fewer than {cal['min_labels']}"
+                f"{UNCALIBRATED}: {n} label(s), fewer than {cal['min_labels']}"
             )
     return out
 

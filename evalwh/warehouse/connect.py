@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
 from typing import TypeVar
 
 import duckdb

@@ -144,8 +144,9 @@ class Warehouse:
             )
         if not rows:
             raise RunNotFoundError(
-                f"no run matches '{ref}' (use a run id, a unique prefix, a label, 'latest' or a "
-                "baseline name; see `evalwh list` and `evalwh baseline list`)"
+                f"no run matches '{ref}' (use a run id, a unique prefix, a label, 'latest', "
+                "'previous', 'latest~N', 'git:REF' or a baseline name; see `evalwh list` and "
+                "`evalwh baseline list`)"
             )
         best = rows[0]
         if best["how"] == 3 and len(rows) > 1:

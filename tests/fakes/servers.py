@@ -11,7 +11,10 @@ Routes: ``POST .../v1/messages`` answers like Anthropic, ``POST .../chat/complet
 OpenAI (any prefix, so ``server.url`` and ``server.openai_url`` both work), ``POST
 .../models/{model}:generateContent`` like the Gemini API (``server.url`` is the google
 provider's ``base_url``; replies follow tests/fakes/gemini_*.json, documented examples). By default it
-echoes the text of the last user message, with made-up token counts.
+echoes the text of the last user message, with made-up token counts. A Gemini request whose
+``generationConfig.responseSchema`` the API would refuse (a field its Schema object does not
+have, a type outside its Type enum, no ``responseMimeType: application/json``) gets the API's
+400 INVALID_ARGUMENT, before any scripted behaviour.
 
 Scripting, in the order the server consults them for each request:
 
@@ -287,6 +290,57 @@ def _gemini_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+# The Gemini API's Schema object (https://ai.google.dev/api/caching#Schema): its fields and
+# the names of its Type enum. A responseSchema with any other field, or another type name, is
+# refused with 400 INVALID_ARGUMENT, as the API's JSON request parsing does.
+_GEMINI_SCHEMA_FIELDS = {
+    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
+    "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum", "maximum",
+}  # fmt: skip
+_GEMINI_TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}  # fmt: skip
+# generationConfig.responseSchema needs one of these response MIME types
+_GEMINI_SCHEMA_MIME_TYPES = ("application/json", "text/x.enum")
+
+
+def _gemini_schema_problem(schema: Any, at: str) -> str | None:
+    """Why the API would refuse ``schema`` as a Schema (None when it takes it)."""
+    if not isinstance(schema, dict):
+        return f"Invalid value at '{at}': a Schema is a JSON object"
+    for name, value in schema.items():
+        if name not in _GEMINI_SCHEMA_FIELDS:
+            return f"Invalid JSON payload received. Unknown name \"{name}\" at '{at}': Cannot find field."
+        if name == "type" and value not in _GEMINI_TYPES:
+            return f"Invalid value at '{at}.type' (type.googleapis.com/google.ai.generativelanguage.v1beta.Type), {json.dumps(value)}"
+        if name in ("required", "enum", "propertyOrdering") and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            return f"Invalid value at '{at}.{name}': a list of strings"
+    subs = [(f"{at}.items", schema["items"])] if "items" in schema else []
+    subs += [
+        (f"{at}.properties[{k}].value", v) for k, v in (schema.get("properties") or {}).items()
+    ]
+    subs += [(f"{at}.any_of[{i}]", v) for i, v in enumerate(schema.get("anyOf") or [])]
+    for where, sub in subs:
+        problem = _gemini_schema_problem(sub, where)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _gemini_request_problem(body: dict[str, Any]) -> str | None:
+    """Why the API would refuse this generateContent body's generationConfig (None: it takes it)."""
+    config = body.get("generationConfig") or {}
+    if "responseSchema" not in config:
+        return None
+    if config.get("responseMimeType") not in _GEMINI_SCHEMA_MIME_TYPES:
+        return (
+            "GenerateContentRequest.generation_config.response_schema: only allowed when "
+            "response_mime_type is one of " + ", ".join(_GEMINI_SCHEMA_MIME_TYPES)
+        )
+    return _gemini_schema_problem(config["responseSchema"], "generation_config.response_schema")
+
+
 def _tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
@@ -552,6 +606,8 @@ class FakeLLMServer:
                 behavior = error(404, f"no route for {handler.command} {path}")
             elif not isinstance(body, dict):
                 behavior = error(400, "the request body is not a JSON object")
+            elif api == "google" and (refused := _gemini_request_problem(body)) is not None:
+                behavior = error(400, refused)
             else:
                 behavior = self._choose(req)
             req.behavior = behavior.name

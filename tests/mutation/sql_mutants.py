@@ -71,7 +71,12 @@ TESTS: dict[str, list[str]] = {
     ],
     "calibration_pointwise": [
         "tests/test_queries.py::test_pointwise_labels_precedence_half_passes_and_the_runs_own_labels",
+        "tests/test_queries.py::test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass",
         "tests/test_survivors.py::test_pointwise_kappa_matches_a_hand_computed_fixture",
+        "tests/test_reference_stats.py::test_pointwise_labels_count_once_per_case_and_criterion",
+        "tests/test_reference_stats.py::test_a_criterions_own_label_beats_the_cases_human_label",
+        "tests/test_judging.py::test_numeric_labels_get_exact_within_n_and_weighted_kappa",
+        "tests/test_judging.py::test_calibrate_prints_kappa_per_task_and_slice",
         "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
     ],
     "calibration_slices": [
@@ -105,6 +110,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_queries.py::test_criteria_summary_matches_hand_counts_and_wilson",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
         "tests/test_briefs.py::test_judge_runs_carry_the_calibration_flags",
+        "tests/test_structured.py::test_criteria_table_shows_the_mode",
     ],
     "errors": [
         "tests/test_queries.py::test_errors_group_by_message_most_frequent_first",
@@ -150,6 +156,14 @@ TESTS: dict[str, list[str]] = {
         "tests/test_analysis.py::test_pass_at_k_and_pass_hat_k_match_math_comb",
         "tests/test_analysis.py::test_flaky_cases_and_their_spread",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "resolve_git": [
+        "tests/test_queries.py::test_git_references_take_the_nearest_commit_then_the_newest_run",
+        "tests/test_conveniences.py::test_git_ref_finds_the_run_of_that_commit_or_its_nearest_ancestor",
+    ],
+    "resolve_relative": [
+        "tests/test_queries.py::test_relative_references_break_time_ties_by_run_id",
+        "tests/test_conveniences.py::test_previous_and_latest_tilde_n_stay_in_the_newest_runs_suite",
     ],
     "resolve_run": [
         "tests/test_warehouse.py::test_run_references",
