@@ -34,6 +34,7 @@ def calibrate(
     judges: Sequence[str] = (),
     output_dir: str | Path | None = None,
     progress: Any = None,
+    warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run every judge (or the given ones) over the labelled cases; rank them by agreement
     with the human labels (Cohen's kappa, then raw agreement, then flip rate)."""
@@ -65,6 +66,7 @@ def calibrate(
             cases=labelled,
             label=f"calibrate:{judge_id}",
             output_dir=output_dir,
+            warehouse=warehouse,
             progress=progress,
         )
         report = result.pairwise or {"comparisons": [], "pointwise": []}

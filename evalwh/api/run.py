@@ -137,6 +137,7 @@ def _plan(
     cases: Sequence[str],
     repeat: int | None,
     output_dir: str | Path | None,
+    warehouse: str | Path | None = None,
     concurrency: int | None = None,
     use_cache: bool = True,
     resume: str | None = None,
@@ -155,7 +156,9 @@ def _plan(
     from evalwh.warehouse.store import Warehouse
 
     cfg = _config(config)
-    settings = settings_for(cfg, output_dir=output_dir, concurrency=concurrency)
+    settings = settings_for(
+        cfg, output_dir=output_dir, warehouse=warehouse, concurrency=concurrency
+    )
     filters = Filters(tuple(models), tuple(variants), tuple(cases), shard)
     repeats = repeat or settings.repeat
     continue_run = token = previous = None
@@ -310,6 +313,7 @@ def validate(
     output_dir: str | Path | None = None,
     max_cost: float | None = None,
     no_cache: bool = False,
+    warehouse: str | Path | None = None,
 ) -> DryRun:
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
@@ -323,6 +327,7 @@ def validate(
         cases=cases,
         repeat=repeat,
         output_dir=output_dir,
+        warehouse=warehouse,
         use_cache=not no_cache,
     )
     plan = planned.prepared.plan
@@ -371,6 +376,7 @@ def run_eval(
     shard: tuple[int, int] | None = None,
     run_id: str | None = None,
     html: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
@@ -388,7 +394,8 @@ def run_eval(
     The run is ``completed`` only once its Parquet export is in place; when the share of
     errored cells reaches ``settings.max_error_rate`` it ends ``failed`` and
     ``RunResult.exit_code`` is 3. SIGINT/SIGTERM raise RunInterrupted (exit code 130).
-    ``html`` writes the run's HTML report there (``RunResult.report`` holds the path; a
+    ``warehouse`` (a file or a ``ducklake:`` target) overrides the settings' warehouse, as
+    ``--warehouse`` does. ``html`` writes the run's HTML report there (``RunResult.report`` holds the path; a
     shard that does not conclude its run writes none).
     """
     from evalwh.config.secrets import redact
@@ -404,6 +411,7 @@ def run_eval(
         cases=cases,
         repeat=repeat,
         output_dir=output_dir,
+        warehouse=warehouse,
         concurrency=concurrency,
         use_cache=use_cache,
         resume=resume,

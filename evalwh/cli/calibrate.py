@@ -26,9 +26,7 @@ def calibrate(
 
     path: Path = _config_path(config_file)
     with progress_reporter() as progress:
-        data = api.calibrate(
-            path, judges=judge or (), output_dir=STATE.output_dir, progress=progress
-        )
+        data = api.calibrate(path, judges=judge or (), **STATE.where(), progress=progress)
     if STATE.json:
         emit_json(data)
         return

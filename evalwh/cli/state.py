@@ -22,6 +22,7 @@ from rich.console import Console
 class GlobalState:
     config: Path | None = None
     output_dir: Path | None = None
+    warehouse: str | None = None
     quiet: bool = False
     verbose: int = 0
     no_color: bool = False
@@ -31,6 +32,10 @@ class GlobalState:
         for key, value in values.items():
             if value not in (None, False, 0):
                 setattr(self, key, value)
+
+    def where(self) -> dict[str, Any]:
+        """Where the warehouse is, as every core call takes it: ``-o`` and ``--warehouse``."""
+        return {"output_dir": self.output_dir, "warehouse": self.warehouse}
 
 
 STATE = GlobalState()
@@ -55,6 +60,16 @@ OutputDirOpt = Annotated[
         show_default=False,
     ),
 ]
+WarehouseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--warehouse",
+        metavar="TARGET",
+        help="The warehouse: a DuckDB file or a ducklake: target (default: "
+        "<output dir>/warehouse.duckdb; also EVALWH_WAREHOUSE).",
+        show_default=False,
+    ),
+]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress or notes; results only.")
 ]
@@ -68,6 +83,9 @@ GLOBAL_PARAMS = [
     inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOpt),
     inspect.Parameter(
         "output_dir", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=OutputDirOpt
+    ),
+    inspect.Parameter(
+        "warehouse", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=WarehouseOpt
     ),
     inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=QuietOpt),
     inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=VerboseOpt),
