@@ -368,6 +368,20 @@ def test_an_mcp_server_started_with_a_warehouse_flag_reads_and_runs_there(tmp_pa
     assert tools.list_runs(agent)["runs"][0]["run_id"] == brief["run_id"]
 
 
+def test_without_postgresql_the_lake_tests_skip_with_the_reason_or_fail_when_required(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.fakes import lake as fakes
+
+    monkeypatch.setattr(fakes, "pg_bin", lambda: None)
+    monkeypatch.setattr(fakes, "REQUIRE", False)
+    with pytest.raises(pytest.skip.Exception, match="PostgreSQL is not installed"):
+        start_postgres()
+    monkeypatch.setattr(fakes, "REQUIRE", True)
+    with pytest.raises(pytest.fail.Exception, match="EVALWH_REQUIRE_SYSTEM_PARTS=1"):
+        start_postgres()
+
+
 # -- PostgreSQL + S3 on loopback -------------------------------------------------------
 
 
