@@ -55,7 +55,13 @@ def _eval(folder: Path, cases: int) -> Path:
 
 
 def measure_lake(
-    work: Path, synthetic: str, quick: bool, writers: list[int], cases: int, repeats: int
+    work: Path,
+    synthetic: str,
+    quick: bool,
+    writers: list[int],
+    cases: int,
+    layout: list[int],
+    repeats: int,
 ) -> dict[str, Any]:
     import synth
     from figures import time_jobs
@@ -94,12 +100,8 @@ def measure_lake(
             wall = time.perf_counter() - started
             ingest.append({"writers": n, "rows": n * cases, "wall_s": wall})
 
-        layout = (
-            synth.QUICK
-            if quick
-            else synth.Layout(runs=10, cases_per_run=10_000, big_runs=2, big_cases=100_000)
-        )
-        source = synth.ensure(Path(synthetic), layout, log=lambda m: None)
+        shape = synth.QUICK if quick else synth.Layout(*layout)
+        source = synth.ensure(Path(synthetic), shape, log=lambda m: None)
         folder = work / "lake-queries"
         _, env = _lake(pg, s3, folder)
         for key in [k for k in os.environ if k.startswith("EVALWH_")]:
@@ -111,7 +113,7 @@ def measure_lake(
         from evalwh.api.run import settings_for
 
         store = Warehouse(settings_for(None).warehouse)
-        run_a, run_b = synth.big_run_ids(layout)
+        run_a, run_b = synth.big_run_ids(shape)
         jobs = {
             "summary": lambda: store.query("summary", run_id=run_b),
             "compare": lambda: compare(store, run_a, run_b),
@@ -128,7 +130,7 @@ def measure_lake(
             "pushed_runs": len(pushed.copied),
             "score_rows": scores,
             "compared_run_score_rows": per_run,
-            "layout": layout.key,
+            "layout": shape.key,
             "timings_s": timings,
         }
     finally:

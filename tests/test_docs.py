@@ -12,8 +12,9 @@ Conventions the docs follow so that these tests can read them:
 
 Pages that run as a whole have tests of their own: docs/analysis.md and docs/ci.md
 (test_analysis_docs.py), docs/tutorial.md (test_tutorial_docs.py), docs/python-api.md
-(test_python_api_docs.py) and the "Writing a scorer" guide of docs/scoring.md
-(test_scorer_guide.py).
+(test_python_api_docs.py), the "Writing a scorer" guide of docs/scoring.md
+(test_scorer_guide.py), and the command block of docs/scale-out.md and the sharded matrix
+recipe of docs/ci.md (test_lake.py, against PostgreSQL and an S3 endpoint on loopback).
 """
 
 from __future__ import annotations

@@ -133,6 +133,40 @@ def test_the_lake_variant_of_the_migrations_drops_primary_keys_only() -> None:
 # -- shards (no server) -----------------------------------------------------------------
 
 
+def test_every_migration_runs_on_a_lake_and_gives_a_files_tables_and_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new migration (0005_attachments, and whatever comes next) must run on DuckLake too,
+    which has no UNIQUE, CHECK, index or sequence: this fails the day one uses them."""
+    from evalwh import api
+    from evalwh.warehouse.connect import migrations, write_connection
+
+    monkeypatch.setenv("EVALWH_LAKE", json.dumps({"data_path": str(tmp_path / "data")}))
+    on_lake = api.migrate_warehouse(f"ducklake:{tmp_path / 'meta.ducklake'}")
+    with write_connection(tmp_path / "w.duckdb"):  # a new file, created at the latest version
+        pass
+    latest = migrations()[-1][0]
+    assert (on_lake["from_version"], on_lake["to_version"]) == (0, latest) and latest >= 5
+    shape = (  # a view's columns are bound when it is read, so views are compared by name
+        "SELECT c.table_name, t.table_type, "
+        "if(t.table_type = 'VIEW', NULL, c.column_name) AS column_name, "
+        "if(t.table_type = 'VIEW', NULL, c.data_type) AS data_type "
+        "FROM information_schema.columns c JOIN information_schema.tables t "
+        "USING (table_catalog, table_schema, table_name) "
+        "WHERE c.table_catalog = current_database() AND c.table_schema = 'main' "
+        "GROUP BY ALL ORDER BY ALL"
+    )
+    lake_cols = api.open_warehouse(f"ducklake:{tmp_path / 'meta.ducklake'}").store.sql(shape)
+    file_cols = api.open_warehouse(tmp_path / "w.duckdb").store.sql(shape)
+    assert lake_cols.to_pylist() == file_cols.to_pylist()
+    assert {
+        "table_name": "cases",
+        "table_type": "BASE TABLE",
+        "column_name": "attachments",
+        "data_type": "JSON",
+    } in lake_cols.to_pylist()
+
+
 def test_the_shard_of_a_case_is_a_stable_hash_that_splits_every_case_once() -> None:
     # pinned: a change of hash would send a case to another machine mid-run
     assert [shard_of(f"c{i:05d}", 8) for i in range(8)] == [8, 1, 1, 5, 6, 7, 6, 6]
@@ -256,6 +290,96 @@ def test_a_file_catalog_lake_runs_migrates_and_answers_every_read(tmp_path: Path
     assert json.loads(counted.stdout)["rows"] == [{"n": 40}]
     outside = run_cli("sql", "SELECT * FROM read_csv('/etc/hostname')", cwd=tmp_path, env=env)
     assert outside.returncode == 2 and "disabled by configuration" in outside.stderr
+
+
+def test_the_warehouse_flag_wins_over_the_environment_and_the_config(tmp_path: Path) -> None:
+    """`--warehouse` is settings.warehouse's flag: before or after the command, over
+    EVALWH_WAREHOUSE, eval.yaml's setting and -o, relative to the working folder."""
+    cfg = eval_yaml(tmp_path, 4, settings="  warehouse: from-config.duckdb\n")
+    env = {"EVALWH_WAREHOUSE": str(tmp_path / "from-env.duckdb")}
+    ran = run_cli(
+        "run", str(cfg), "-q", "--warehouse", "flag.duckdb", "-o", "out", cwd=tmp_path, env=env
+    )
+    assert ran.returncode == 0, ran.stderr
+    made = sorted(p.name for p in tmp_path.rglob("*.duckdb"))
+    assert made == ["flag.duckdb"]
+    listed = run_cli("--warehouse", "flag.duckdb", "list", "--json", cwd=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)["runs"]) == 1
+    unflagged = run_cli("list", "--json", cwd=tmp_path, env=env)  # the environment's: empty
+    assert json.loads(unflagged.stdout)["runs"] == []
+
+
+def test_the_warehouse_flag_takes_a_lake_target_and_a_lakes_files_stay_local(
+    tmp_path: Path,
+) -> None:
+    """A `ducklake:` target by flag (the data path from settings.lake); a lake's Parquet
+    export and attached files go to the output folder on this machine, not beside a file."""
+    write(tmp_path / "photo.png", "\x89PNG\r\n\x1a\n" + "x" * 64)
+    cfg = write(
+        tmp_path / "eval.yaml",
+        """\
+name: lake-files
+settings:
+  lake: {data_path: lake-data}
+models:
+  - {id: m, provider: mock, mock: {default: "red"}}
+variants:
+  - id: v
+    messages:
+      - role: user
+        content: [{text: "Colour?"}, {image: "{{ files.photo }}"}]
+cases:
+  - {id: pic, files: {photo: photo.png}, expected: red}
+scorecard:
+  - {name: colour, type: contains}
+""",
+    )
+    flag = ("--warehouse", "ducklake:meta.ducklake")
+    ran = run_cli("run", str(cfg), "-q", "--label", "a", *flag, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / "meta.ducklake").is_file() and not (
+        tmp_path / ".evalwh" / "warehouse.duckdb"
+    ).exists()
+    assert len(list((tmp_path / ".evalwh" / "artifacts").rglob("*"))) == 2  # one folder, one file
+    env = {"EVALWH_LAKE": json.dumps({"data_path": str(tmp_path / "lake-data")})}
+    exported = run_cli("export", "a", "--format", "parquet", *flag, cwd=tmp_path, env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert list((tmp_path / ".evalwh" / "exports").rglob("cases.parquet"))
+    counted = run_cli(
+        "sql", "SELECT count(*) AS n FROM cases", "--json", *flag, cwd=tmp_path, env=env
+    )
+    assert json.loads(counted.stdout)["rows"] == [{"n": 1}]
+
+
+def test_an_mcp_server_started_with_a_warehouse_flag_reads_and_runs_there(tmp_path: Path) -> None:
+    """`evalwh mcp --warehouse FILE`: the server's runs land in FILE, the one it reads."""
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
+
+    root = tmp_path / "root"
+    eval_yaml(root, 3)
+    chosen = tmp_path / "team.duckdb"
+    agent = Agent(root=root.resolve(), cwd=root, allow_code=False, warehouse_flag=str(chosen))
+    brief = tools.run_eval(agent, "eval.yaml")
+    assert agent.warehouse == chosen and chosen.is_file()
+    assert not (root / ".evalwh" / "warehouse.duckdb").exists()
+    assert not any("not in the warehouse this server reads" in n for n in brief["notes"])
+    assert tools.list_runs(agent)["runs"][0]["run_id"] == brief["run_id"]
+
+
+def test_without_postgresql_the_lake_tests_skip_with_the_reason_or_fail_when_required(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.fakes import lake as fakes
+
+    monkeypatch.setattr(fakes, "pg_bin", lambda: None)
+    monkeypatch.setattr(fakes, "REQUIRE", False)
+    with pytest.raises(pytest.skip.Exception, match="PostgreSQL is not installed"):
+        start_postgres()
+    monkeypatch.setattr(fakes, "REQUIRE", True)
+    with pytest.raises(pytest.fail.Exception, match="EVALWH_REQUIRE_SYSTEM_PARTS=1"):
+        start_postgres()
 
 
 # -- PostgreSQL + S3 on loopback -------------------------------------------------------

@@ -709,7 +709,9 @@ def test_pointwise_labels_precedence_half_passes_and_the_runs_own_labels(tmp_pat
         )
     got = {
         r["criterion"]: (r["n_labels"], r["agreement"])
-        for r in queries.run_query(con, "calibration_pointwise", run_id="r").to_pylist()
+        for r in queries.run_query(
+            con, "calibration_pointwise", run_id="r", within=1.0, key=None
+        ).to_pylist()
     }
     assert got == {"j1": (2, 1.0), "j2": (1, 1.0)}
 
@@ -858,3 +860,40 @@ def test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass(
         con, "calibration_pointwise", run_id="r", within=1.0, key="topic"
     ).to_pylist()
     assert (sliced["slice"], sliced["n_labels"], sliced["agreement"]) == ("t", 3, 1.0)
+
+
+def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sums(
+    tmp_path: Path,
+) -> None:
+    # bugs: a cluster without score pairs counted among the score's clusters (`>=` for `>` on
+    # its pair count); the cost's cluster residual multiplied by m / delta instead of m * delta
+    # (the fixture above has symmetric cost sums, where both give the same square).
+    # Cell v × m, one case per cluster (metadata doc d1, d2, d3); (passed, score, cost):
+    #   A: c1 (1, 0.5, 0.1)  c2 (1, 0.5, 0.2)  c3 (0, 0.0, 0.1)
+    #   B: c1 (1, 1.0, 0.3)  c2 (0, 0.25, 0.2) c3 (1, None, 0.4)
+    # score: pairs c1 +0.5, c2 -0.25 (c3 has none in B): 2 clusters, delta 0.125,
+    #   CR1 = sqrt(2/1 * (0.375^2 + 0.375^2)) / 2 = 0.375
+    # cost: c1 +0.2, c2 0, c3 +0.3 over 3 clusters: CR1 of [0.2, 0, 0.3]
+    from tests.test_analysis import cluster_se
+
+    con = _warehouse(tmp_path)
+    data = {
+        "A": [(True, 0.5, 0.1), (True, 0.5, 0.2), (False, 0.0, 0.1)],
+        "B": [(True, 1.0, 0.3), (False, 0.25, 0.2), (True, None, 0.4)],
+    }
+    for run, rows in data.items():
+        for i, (passed, score, cost) in enumerate(rows):
+            con.execute(
+                "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+                "request_hash, attempts, passed, score, cost_usd, created_at) "
+                "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, now())",
+                [run, f"c{i + 1}", json.dumps({"doc": f"d{i + 1}"}), passed, score, cost],
+            )
+    table = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False
+    )
+    run = next(r for r in table.to_pylist() if r["scope"] == "run")
+    assert run["score_delta"] == pytest.approx(0.125)
+    assert run["score_se"] == pytest.approx(0.375)
+    assert cluster_se([0.5, -0.25], ["d1", "d2"]) == pytest.approx(0.375)
+    assert run["cost_usd_se"] == pytest.approx(cluster_se([0.2, 0.0, 0.3], ["d1", "d2", "d3"]))

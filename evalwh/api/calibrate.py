@@ -50,6 +50,7 @@ def calibrate(
     progress: Any = None,
     by: str | None = None,
     within: float | None = None,
+    warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run every judge (or the given ones) over the labelled cases; rank them by agreement
     with the human labels (Cohen's kappa, then raw agreement, then flip rate).
@@ -91,6 +92,7 @@ def calibrate(
             cases=labelled,
             label=f"calibrate:{judge_id}",
             output_dir=output_dir,
+            warehouse=warehouse,
             progress=progress,
         )
         report = result.pairwise or {"comparisons": [], "pointwise": []}

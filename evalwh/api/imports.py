@@ -40,6 +40,6 @@ def import_results(
         variants=parse_renames(variants, "variant"),
         models=parse_renames(models, "model"),
     )
-    view = open_warehouse(warehouse, config=config, output_dir=output_dir)
+    view = open_warehouse(config=config, output_dir=output_dir, warehouse=warehouse)
     done = import_files(tool, [Path(p) for p in paths], view.path, options)
     return [r.to_dict() for r in done]

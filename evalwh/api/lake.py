@@ -66,6 +66,7 @@ def push(
     local: str | Path | None = None,
     config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> Transfer:
     """Copy the finished runs of the local warehouse (those started at or after ``since``, a
     run reference there) into the lake, with their rows and the response cache entries the
@@ -74,7 +75,9 @@ def push(
     from evalwh.warehouse.store import Warehouse
     from evalwh.warehouse.transfer import copy_runs
 
-    settings = settings_for(_config(config) if config else None, output_dir=output_dir)
+    settings = settings_for(
+        _config(config) if config else None, output_dir=output_dir, warehouse=warehouse
+    )
     target, source = _lake(settings), _local(settings, local)
     store = Warehouse(source)
     if not source.exists():
@@ -102,6 +105,7 @@ def pull(
     local: str | Path | None = None,
     config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> Transfer:
     """Copy lake runs (ids, prefixes, labels, ``latest``) into the local warehouse file
     (created and migrated when missing) for offline analysis. Idempotent."""
@@ -111,7 +115,9 @@ def pull(
 
     if not runs:
         raise UsageError("name at least one run to pull (see `evalwh list` against the lake)")
-    settings = settings_for(_config(config) if config else None, output_dir=output_dir)
+    settings = settings_for(
+        _config(config) if config else None, output_dir=output_dir, warehouse=warehouse
+    )
     target, dest = _lake(settings), _local(settings, local)
     lake_store = Warehouse(target)
     ids = list(dict.fromkeys(lake_store.resolve(ref) for ref in runs))
@@ -126,6 +132,7 @@ def maintain(
     expire_days: float = 7.0,
     config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> list[dict[str, Any]]:
     """DuckLake's own maintenance: flush inlined rows to Parquet, merge small files, expire
     snapshots older than ``expire_days`` and delete the files no snapshot needs any more."""
@@ -133,5 +140,7 @@ def maintain(
 
     if expire_days < 0:
         raise UsageError("--expire-days must be 0 or more")
-    settings = settings_for(_config(config) if config else None, output_dir=output_dir)
+    settings = settings_for(
+        _config(config) if config else None, output_dir=output_dir, warehouse=warehouse
+    )
     return maintain_lake(_lake(settings), expire_days=expire_days)

@@ -18,6 +18,7 @@ def prices(
     *,
     output_dir: str | Path | None = None,
     fake: bool = False,
+    warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
     """The dated table as rows (provider, model, USD per million input / output tokens);
     with ``config``, ``for``: its models' prices (``source``: ``config`` for a ``price:``,
@@ -36,12 +37,16 @@ def prices(
         ],
     }
     if config is not None:
-        out["for"] = _for_config(config, output_dir=output_dir, fake=fake)
+        out["for"] = _for_config(config, output_dir=output_dir, fake=fake, warehouse=warehouse)
     return out
 
 
 def _for_config(
-    config: str | Path | EvalConfig, *, output_dir: str | Path | None, fake: bool
+    config: str | Path | EvalConfig,
+    *,
+    output_dir: str | Path | None,
+    fake: bool,
+    warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
     from evalwh.api.run import _config, validate
     from evalwh.engine.execute import check_config
@@ -61,5 +66,7 @@ def _for_config(
                 "source": "config" if given.price else "table" if price else "none",
             }
         )
-    plan = validate(cfg, output_dir=output_dir, max_cost=float("inf"), fake=fake)
+    plan = validate(
+        cfg, output_dir=output_dir, max_cost=float("inf"), fake=fake, warehouse=warehouse
+    )
     return {"config": str(cfg.path), "models": rows, "estimate": plan.estimate}

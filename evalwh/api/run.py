@@ -138,6 +138,7 @@ def _plan(
     cases: Sequence[str],
     repeat: int | None,
     output_dir: str | Path | None,
+    warehouse: str | Path | None = None,
     concurrency: int | None = None,
     use_cache: bool = True,
     resume: str | None = None,
@@ -158,7 +159,9 @@ def _plan(
     from evalwh.warehouse.store import Warehouse
 
     cfg, chosen = with_models(_config(config), models, fake=fake)
-    settings = settings_for(cfg, output_dir=output_dir, concurrency=concurrency)
+    settings = settings_for(
+        cfg, output_dir=output_dir, warehouse=warehouse, concurrency=concurrency
+    )
     filters = Filters(tuple(chosen), tuple(variants), tuple(cases), shard)
     repeats = repeat or settings.repeat
     continue_run = token = previous = None
@@ -338,6 +341,7 @@ def validate(
     max_cost: float | None = None,
     no_cache: bool = False,
     fake: bool = False,
+    warehouse: str | Path | None = None,
 ) -> DryRun:
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
@@ -351,6 +355,7 @@ def validate(
         cases=cases,
         repeat=repeat,
         output_dir=output_dir,
+        warehouse=warehouse,
         use_cache=not no_cache,
         fake=fake,
     )
@@ -399,6 +404,7 @@ def run_eval(
     run_id: str | None = None,
     html: str | Path | None = None,
     fake: bool = False,
+    warehouse: str | Path | None = None,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
@@ -416,7 +422,8 @@ def run_eval(
     The run is ``completed`` only once its Parquet export is in place; when the share of
     errored cells reaches ``settings.max_error_rate`` it ends ``failed`` and
     ``RunResult.exit_code`` is 3. SIGINT/SIGTERM raise RunInterrupted (exit code 130).
-    ``html`` writes the run's HTML report there (``RunResult.report`` holds the path; a
+    ``warehouse`` (a file or a ``ducklake:`` target) overrides the settings' warehouse, as
+    ``--warehouse`` does. ``html`` writes the run's HTML report there (``RunResult.report`` holds the path; a
     shard that does not conclude its run writes none).
     """
     from evalwh.config.secrets import redact
@@ -432,6 +439,7 @@ def run_eval(
         cases=cases,
         repeat=repeat,
         output_dir=output_dir,
+        warehouse=warehouse,
         concurrency=concurrency,
         use_cache=use_cache,
         resume=resume,

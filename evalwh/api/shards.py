@@ -28,6 +28,7 @@ def finish_run(
     baseline: str | None = None,
     config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> RunResult:
     """Conclude the sharded run ``run`` (an id, prefix or label): export, status and gate.
 
@@ -36,7 +37,9 @@ def finish_run(
     from evalwh.warehouse.shards import claim_conclusion
     from evalwh.warehouse.store import Warehouse
 
-    settings = settings_for(_config(config) if config else None, output_dir=output_dir)
+    settings = settings_for(
+        _config(config) if config else None, output_dir=output_dir, warehouse=warehouse
+    )
     store = Warehouse(settings.warehouse, stale_after_s=settings.stale_after_s)
     run_id = store.resolve(run)
     row = store.run_row(run_id)

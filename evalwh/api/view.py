@@ -369,14 +369,17 @@ CACHE_KEY = (
 
 
 def cache_info(
-    *, config: str | Path | None = None, output_dir: str | Path | None = None
+    *,
+    config: str | Path | None = None,
+    output_dir: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
     """Entries, size and age of the response cache, per provider and model (``warehouse``:
     the file that holds it, ``<cache_dir>/cache.duckdb`` when ``settings.cache_dir`` is set),
     and the files in the artifact store beside the warehouse."""
     from evalwh.warehouse.artifacts import ArtifactStore
 
-    view = open_warehouse(config=config, output_dir=output_dir)
+    view = open_warehouse(config=config, output_dir=output_dir, warehouse=warehouse)
     cache = _cache_store(view)
     rows = cache.query("cache_info").to_pylist() if cache.exists else []
     artifacts = ArtifactStore(view.local_dir)
@@ -401,9 +404,10 @@ def cache_clear(
     older_than_days: float | None = None,
     config: str | Path | None = None,
     output_dir: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> int:
     """Delete cached answers (all, one provider model name's, or older ones); run history stays."""
-    store = _cache_store(open_warehouse(config=config, output_dir=output_dir))
+    store = _cache_store(open_warehouse(config=config, output_dir=output_dir, warehouse=warehouse))
     return int(store.clear_cache(model=model, older_than_days=older_than_days))
 
 
@@ -421,16 +425,18 @@ def open_warehouse(
     *,
     config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> WarehouseView:
     """Open the warehouse at ``path`` (a file or a ``ducklake:`` target), or the one the
-    settings (and a config) point at."""
+    settings (and a config) point at; ``warehouse`` overrides the settings' warehouse as the
+    ``--warehouse`` flag does (a file, resolved against the working folder, or a target)."""
     if isinstance(path, str) and path.startswith("ducklake:"):
         settings = settings_for(None, output_dir=output_dir, warehouse=path)
         return WarehouseView(settings.warehouse, settings)
     if path is not None:
         return WarehouseView(Path(path))
     cfg = _config(config) if config is not None else None
-    settings = settings_for(cfg, output_dir=output_dir)
+    settings = settings_for(cfg, output_dir=output_dir, warehouse=warehouse)
     return WarehouseView(settings.warehouse, settings, git_dir=cfg.root if cfg else None)
 
 
@@ -439,11 +445,12 @@ def migrate_warehouse(
     *,
     config: str | Path | EvalConfig | None = None,
     output_dir: str | Path | None = None,
+    warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
     """Upgrade a warehouse written by an older evalwh to this version's schema (read
     commands never do this themselves). Returns the versions before and after."""
     from evalwh.warehouse.connect import migrate_file
 
-    view = open_warehouse(path, config=config, output_dir=output_dir)
+    view = open_warehouse(path, config=config, output_dir=output_dir, warehouse=warehouse)
     before, after = migrate_file(view.path)
     return {"warehouse": str(view.path), "from_version": before, "to_version": after}

@@ -39,7 +39,7 @@ def _warehouse() -> WarehouseView:
     config = STATE.config
     if config is None and Path("eval.yaml").is_file():
         config = Path("eval.yaml")
-    return api.open_warehouse(config=config, output_dir=STATE.output_dir)
+    return api.open_warehouse(config=config, **STATE.where())
 
 
 @with_globals

@@ -19,7 +19,7 @@ def info() -> None:
     """Entries, size and age of the response cache, and what its key covers."""
     from evalwh import api
 
-    data = api.cache_info(config=config_for_reads(), output_dir=STATE.output_dir)
+    data = api.cache_info(config=config_for_reads(), **STATE.where())
     if STATE.json:
         emit_json(data)
         return
@@ -68,7 +68,7 @@ def clear(
         model=model,
         older_than_days=older_than,
         config=config_for_reads(),
-        output_dir=STATE.output_dir,
+        **STATE.where(),
     )
     if STATE.json:
         emit_json({"removed": removed})

@@ -43,7 +43,7 @@ def calibrate(
         data = api.calibrate(
             path,
             judges=judge or (),
-            output_dir=STATE.output_dir,
+            **STATE.where(),
             progress=progress,
             by=by,
             within=within,

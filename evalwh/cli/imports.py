@@ -60,7 +60,7 @@ def _import(
         variants=variant or [],
         models=model or [],
         config=config_for_reads(),
-        output_dir=STATE.output_dir,
+        **STATE.where(),
     )
     if STATE.json:
         emit_json({"imported": done})

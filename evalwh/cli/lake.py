@@ -40,9 +40,7 @@ def push(
     """Copy finished local runs into the lake (a run already there is skipped)."""
     from evalwh.api import lake
 
-    result = lake.push(
-        since=since, local=local, config=config_for_reads(), output_dir=STATE.output_dir
-    )
+    result = lake.push(since=since, local=local, config=config_for_reads(), **STATE.where())
     _report(result, "pushed", "into")
     if result.unfinished:
         note(
@@ -60,7 +58,7 @@ def pull(
     """Copy lake runs into the local warehouse file, for offline analysis."""
     from evalwh.api import lake
 
-    result = lake.pull(runs, local=local, config=config_for_reads(), output_dir=STATE.output_dir)
+    result = lake.pull(runs, local=local, config=config_for_reads(), **STATE.where())
     _report(result, "pulled", "into")
 
 
@@ -94,9 +92,7 @@ def maintain(
     """Compact the lake's small files and expire old snapshots (DuckLake's own functions)."""
     from evalwh.api import lake
 
-    steps = lake.maintain(
-        expire_days=expire_days, config=config_for_reads(), output_dir=STATE.output_dir
-    )
+    steps = lake.maintain(expire_days=expire_days, config=config_for_reads(), **STATE.where())
     if STATE.json:
         emit_json({"steps": steps})
         return

@@ -32,6 +32,7 @@ from evalwh.cli.state import (
     OutputDirOpt,
     QuietOpt,
     VerboseOpt,
+    WarehouseOpt,
     configure_logging,
     emit_json,
     err,
@@ -57,6 +58,7 @@ def _version(value: bool) -> None:
 def callback(
     config: ConfigOpt = None,
     output_dir: OutputDirOpt = None,
+    warehouse: WarehouseOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = 0,
     no_color: NoColorOpt = False,
@@ -70,6 +72,7 @@ def callback(
     STATE.merge(
         config=config,
         output_dir=output_dir,
+        warehouse=warehouse,
         quiet=quiet,
         verbose=verbose,
         no_color=no_color,

@@ -40,4 +40,4 @@ def mcp(
         raise UsageError(INSTALL_HINT) from None
     from evalwh.mcp.server import serve
 
-    serve(output_dir=STATE.output_dir, allow_code=allow_code)
+    serve(**STATE.where(), allow_code=allow_code)

@@ -29,7 +29,7 @@ def prices(
     """The dated price table (its date and source); with --for, a config's prices and estimate."""
     from evalwh import api
 
-    data = api.prices(for_config, output_dir=STATE.output_dir, fake=fake)
+    data = api.prices(for_config, **STATE.where(), fake=fake)
     if STATE.json:
         emit_json(data)
         return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -165,7 +165,11 @@ def run(
 
     path = _config_path(config_file)
     shard_of = parse_shard(shard) if shard is not None else None
-    selection = {"models": model or (), "variants": variant or (), "cases": case or ()}
+    selection: dict[str, Any] = {
+        "models": model or (),
+        "variants": variant or (),
+        "cases": case or (),
+    }
     if dry_run and html is not None:
         from evalwh.errors import UsageError
 
@@ -175,7 +179,7 @@ def run(
     if dry_run:
         plan = api.validate(
             path,
-            output_dir=STATE.output_dir,
+            **STATE.where(),
             repeat=repeat,
             max_cost=max_cost,
             no_cache=no_cache,
@@ -202,7 +206,7 @@ def run(
             retry_errors=retry_errors,
             force=force,
             baseline=baseline,
-            output_dir=STATE.output_dir,
+            **STATE.where(),
             progress=progress,
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
             fake=fake,
@@ -270,7 +274,7 @@ def finish(
         partial=partial,
         baseline=baseline,
         config=config_for_reads(),
-        output_dir=STATE.output_dir,
+        **STATE.where(),
     )
     print_result(result, retry="evalwh run CONFIG --retry-errors")
 
@@ -326,7 +330,7 @@ def validate(
         models=model or (),
         variants=variant or (),
         cases=case or (),
-        output_dir=STATE.output_dir,
+        **STATE.where(),
         fake=fake,
     )
     if STATE.json:

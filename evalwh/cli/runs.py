@@ -24,7 +24,7 @@ def config_for_reads() -> Path | None:
 def _warehouse() -> WarehouseView:
     from evalwh import api
 
-    return api.open_warehouse(config=config_for_reads(), output_dir=STATE.output_dir)
+    return api.open_warehouse(config=config_for_reads(), **STATE.where())
 
 
 @with_globals
@@ -145,7 +145,7 @@ def migrate() -> None:
     """Upgrade the warehouse to this evalwh's schema (read commands never change the file)."""
     from evalwh import api
 
-    done = api.migrate_warehouse(config=config_for_reads(), output_dir=STATE.output_dir)
+    done = api.migrate_warehouse(config=config_for_reads(), **STATE.where())
     if STATE.json:
         emit_json(done)
         return

@@ -22,6 +22,7 @@ from rich.console import Console
 class GlobalState:
     config: Path | None = None
     output_dir: Path | None = None
+    warehouse: str | None = None
     quiet: bool = False
     verbose: int = 0
     no_color: bool = False
@@ -36,6 +37,10 @@ class GlobalState:
             # a flag outranks the environment, which is the next layer of the settings: the
             # core reads it there, as it does EVALWH_CACHE_DIR itself
             os.environ["EVALWH_CACHE_DIR"] = str(self.cache_dir.expanduser().resolve())
+
+    def where(self) -> dict[str, Any]:
+        """Where the warehouse is, as every core call takes it: ``-o`` and ``--warehouse``."""
+        return {"output_dir": self.output_dir, "warehouse": self.warehouse}
 
 
 STATE = GlobalState()
@@ -57,6 +62,16 @@ OutputDirOpt = Annotated[
         "-o",
         metavar="DIR",
         help="Folder of the warehouse and exports (default: .evalwh).",
+        show_default=False,
+    ),
+]
+WarehouseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--warehouse",
+        metavar="TARGET",
+        help="The warehouse: a DuckDB file or a ducklake: target (default: "
+        "<output dir>/warehouse.duckdb; also EVALWH_WAREHOUSE).",
         show_default=False,
     ),
 ]
@@ -83,6 +98,9 @@ GLOBAL_PARAMS = [
     inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOpt),
     inspect.Parameter(
         "output_dir", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=OutputDirOpt
+    ),
+    inspect.Parameter(
+        "warehouse", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=WarehouseOpt
     ),
     inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=QuietOpt),
     inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=VerboseOpt),

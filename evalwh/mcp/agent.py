@@ -54,6 +54,7 @@ class Agent:
 
     root: Path
     output_dir: Path | None = None
+    warehouse_flag: str | None = None  # `evalwh mcp --warehouse`: where it reads and runs
     allow_code: bool = False  # `evalwh mcp --allow-code`: python scorers, command, checks
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     cwd: Path = field(default_factory=Path.cwd)
@@ -61,11 +62,18 @@ class Agent:
     _settings: Settings | None = None
 
     @classmethod
-    def from_env(cls, output_dir: str | Path | None = None, *, allow_code: bool = False) -> Agent:
+    def from_env(
+        cls,
+        output_dir: str | Path | None = None,
+        *,
+        warehouse: str | None = None,
+        allow_code: bool = False,
+    ) -> Agent:
         cwd = Path.cwd()
         return cls(
             root=mcp_root(os.environ, cwd),
             output_dir=Path(output_dir) if output_dir else None,
+            warehouse_flag=warehouse,
             allow_code=allow_code,
             cwd=cwd,
         )
@@ -86,7 +94,9 @@ class Agent:
 
             local = self.cwd / "eval.yaml"
             view = api.open_warehouse(
-                config=local if local.is_file() else None, output_dir=self.output_dir
+                config=local if local.is_file() else None,
+                output_dir=self.output_dir,
+                warehouse=self.warehouse_flag,
             )
             self._warehouse, self._settings = view.path, view.settings
         return self._warehouse

@@ -351,19 +351,27 @@ def strict_arguments(server: "MCPServer[Any]") -> None:
         tool.parameters = strict.model_json_schema(by_alias=True)
 
 
-def serve(output_dir: str | Path | None = None, *, allow_code: bool = False) -> None:
+def serve(
+    output_dir: str | Path | None = None,
+    *,
+    warehouse: str | None = None,
+    allow_code: bool = False,
+) -> None:
     """Serve the tools over stdio until the client closes the connection.
 
     The server works in its root (EVALWH_MCP_ROOT, default: the working folder), as if
     started there: relative settings such as the default ``.evalwh`` resolve against it, so a
     client that starts servers in an arbitrary folder still finds the project's warehouse.
-    ``output_dir`` (``-o``) is resolved against the folder the command was started in.
+    ``output_dir`` (``-o``) and a ``warehouse`` file (``--warehouse``) are resolved against
+    the folder the command was started in; a ``ducklake:`` target is kept as it is.
     """
     import os
 
     if output_dir is not None:
         output_dir = Path(output_dir).expanduser().resolve()
-    agent = Agent.from_env(output_dir, allow_code=allow_code)
+    if warehouse is not None and not warehouse.startswith("ducklake:"):
+        warehouse = str(Path(warehouse).expanduser().resolve())
+    agent = Agent.from_env(output_dir, warehouse=warehouse, allow_code=allow_code)
     os.chdir(agent.root)
     agent.cwd = agent.root
     build_server(agent).run("stdio")

@@ -73,7 +73,7 @@ def run_eval(
 
     cfg = agent.load(config_path)
     output_dir = agent.run_output_dir()
-    settings = api.settings_for(cfg, output_dir=output_dir)
+    settings = api.settings_for(cfg, output_dir=output_dir, warehouse=agent.warehouse_flag)
     cap = mcp_cost_cap(max_cost_usd, settings.max_cost_usd, agent.env)
     try:
         result = api.run_eval(
@@ -82,6 +82,7 @@ def run_eval(
             no_cache=no_cache,
             max_cost=cap,
             output_dir=output_dir,
+            warehouse=agent.warehouse_flag,
             progress=progress,
             models=tuple(models),
             variants=tuple(variants),
@@ -94,7 +95,7 @@ def run_eval(
         over_cap({"cost_usd": exc.estimate_usd, "calls": exc.calls}, cap, agent.env)
         raise
     brief = run_brief(result, label=label, cap_usd=cap)
-    if Path(result.warehouse) != agent.warehouse:
+    if result.warehouse != str(agent.warehouse):
         brief["notes"].append(
             f"this run was stored in {result.warehouse}, not in the warehouse this server "
             f"reads ({agent.warehouse})"
