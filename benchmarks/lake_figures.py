@@ -123,10 +123,15 @@ def measure_lake(
         per_run = store.sql(
             "SELECT count(*) AS n FROM scores WHERE run_id = ?", [run_b]
         ).to_pylist()[0]["n"]
+        started = time.perf_counter()
+        steps = lake_api.maintain(expire_days=0)  # after the push: compaction of its files
+        maintain_s = time.perf_counter() - started
         return {
             "ingest": ingest,
             "cases_per_writer": cases,
             "push_s": push_s,
+            "maintain_s": maintain_s,
+            "maintain_steps": steps,
             "pushed_runs": len(pushed.copied),
             "score_rows": scores,
             "compared_run_score_rows": per_run,

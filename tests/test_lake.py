@@ -167,6 +167,26 @@ def test_every_migration_runs_on_a_lake_and_gives_a_files_tables_and_columns(
     } in lake_cols.to_pylist()
 
 
+def test_imported_labels_replace_their_keys_on_a_lake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evalwh labels import` on a lake: its temporary key table and the delete and insert
+    run in one DuckLake transaction; a second import of the same keys replaces them."""
+    from evalwh import api
+    from evalwh.config.model import Label, PointLabel
+
+    monkeypatch.setenv("EVALWH_LAKE", json.dumps({"data_path": str(tmp_path / "data")}))
+    store = api.open_warehouse(f"ducklake:{tmp_path / 'meta.ducklake'}").store
+    labels = [PointLabel("judged", "q01", "pass"), Label("a-vs-b", "q02", "candidate")]
+    assert store.replace_labels("r1", labels) == 0
+    assert store.replace_labels("r1", [PointLabel("judged", "q01", "fail"), labels[1]]) == 2
+    rows = store.sql("SELECT kind, comparison, case_id, label FROM labels ORDER BY kind")
+    assert rows.to_pylist() == [
+        {"kind": "pairwise", "comparison": "a-vs-b", "case_id": "q02", "label": None},
+        {"kind": "pointwise", "comparison": "judged", "case_id": "q01", "label": '"fail"'},
+    ]
+
+
 def test_the_shard_of_a_case_is_a_stable_hash_that_splits_every_case_once() -> None:
     # pinned: a change of hash would send a case to another machine mid-run
     assert [shard_of(f"c{i:05d}", 8) for i in range(8)] == [8, 1, 1, 5, 6, 7, 6, 6]
