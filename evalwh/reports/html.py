@@ -546,9 +546,9 @@ def compare_data(store: Warehouse, cmp: Comparison) -> dict[str, Any]:
             m[f"len_{side}"] = len(text) if text is not None else 0
             m[f"output_{side}"] = cut(text)
     data["totals_a"] = store.query("run_totals", run_id=a).to_pylist()[0]
-    data["totals_b"] = store.query("run_totals", run_id=b).to_pylist()[0]
     data["gate"] = judge(store, b, baseline=a).to_dict()
     run_b = run_data(store, b, max_rows=0, parts=frozenset())  # B's flags and decision entry
+    data["totals_b"] = run_b["totals"]
     flags = {**run_flags(store, a), **run_b["flags"]}
     for row in data["criteria"]:
         row["flag"] = flags.get(f"criterion:{row['target']}")

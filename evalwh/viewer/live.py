@@ -1,9 +1,9 @@
 """The live tail of a run, as server-sent events: ``progress`` (answers stored of planned,
 passes, errors, status) and ``rows`` (the answers stored since the last event).
 
-Each poll opens a read connection for one query and closes it (waiting, with retries, while
-the run's writer holds the file for a flush), so the writer is never blocked for longer than
-one read. The stream ends with a last ``progress`` once the run is no longer live.
+Each poll reads the progress and the new rows on one read connection and closes it (waiting,
+with retries, while the run's writer holds the file for a flush), so the writer is never
+blocked for longer than one poll's three small queries. The stream ends with a last ``progress`` once the run is no longer live.
 """
 
 from __future__ import annotations
@@ -43,11 +43,14 @@ async def tail(
 
     from evalwh.viewer.pages import new_rows, progress
 
+    def poll(after: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        with store.reading():
+            return progress(store, run_id), new_rows(store, run_id, after)
+
     after: Any = None
     quiet = 0.0
     while True:
-        state = await anyio.to_thread.run_sync(progress, store, run_id)
-        rows = await anyio.to_thread.run_sync(new_rows, store, run_id, after)
+        state, rows = await anyio.to_thread.run_sync(poll, after)
         yield event("progress", state)
         if rows:
             after = rows[-1]["created_at"]
