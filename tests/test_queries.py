@@ -866,34 +866,55 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
     tmp_path: Path,
 ) -> None:
     # bugs: a cluster without score pairs counted among the score's clusters (`>=` for `>` on
-    # its pair count); the cost's cluster residual multiplied by m / delta instead of m * delta
-    # (the fixture above has symmetric cost sums, where both give the same square).
-    # Cell v × m, one case per cluster (metadata doc d1, d2, d3); (passed, score, cost):
-    #   A: c1 (1, 0.5, 0.1)  c2 (1, 0.5, 0.2)  c3 (0, 0.0, 0.1)
-    #   B: c1 (1, 1.0, 0.3)  c2 (0, 0.25, 0.2) c3 (1, None, 0.4)
-    # score: pairs c1 +0.5, c2 -0.25 (c3 has none in B): 2 clusters, delta 0.125,
-    #   CR1 = sqrt(2/1 * (0.375^2 + 0.375^2)) / 2 = 0.375
-    # cost: c1 +0.2, c2 0, c3 +0.3 over 3 clusters: CR1 of [0.2, 0, 0.3]
+    # its pair count); a cluster residual s - m * delta with `/` or `+` (the fixture above has
+    # equal clusters, where some of these give the same square: unequal sizes here); a single
+    # cluster given a cluster-robust SE (G / (G - 1) divides by zero: infinity, not NULL).
+    # Cell v × m; metadata doc: c1, c2 in d1, c3 in d2, c4 in d3; every case has team 't1'.
+    # (passed, score, cost, latency ms) per run:
+    #   A: c1 (1, 0.5, 0.1, 100)  c2 (1, 0.5, 0.2, 200)   c3 (0, 0.0, 0.1, 300)   c4 (0, 0.5, 0.1, 100)
+    #   B: c1 (1, 1.0, 0.3, 150)  c2 (0, 0.25, 0.2, 150)  c3 (1, None, 0.4, 500)  c4 (1, 0.75, 0.3, 400)
+    # score: pairs c1 +0.5, c2 -0.25 (d1), c4 +0.25 (d3): 2 clusters (d2 has no score pair)
+    # cost +0.2, 0, +0.3, +0.2 and latency +50, -50, +200, +300 over d1, d1, d2, d3
     from tests.test_analysis import cluster_se
 
     con = _warehouse(tmp_path)
     data = {
-        "A": [(True, 0.5, 0.1), (True, 0.5, 0.2), (False, 0.0, 0.1)],
-        "B": [(True, 1.0, 0.3), (False, 0.25, 0.2), (True, None, 0.4)],
+        "A": [(True, 0.5, 0.1, 100), (True, 0.5, 0.2, 200), (False, 0.0, 0.1, 300)],
+        "B": [(True, 1.0, 0.3, 150), (False, 0.25, 0.2, 150), (True, None, 0.4, 500)],
     }
+    data["A"].append((False, 0.5, 0.1, 100))
+    data["B"].append((True, 0.75, 0.3, 400))
+    docs = ["d1", "d1", "d2", "d3"]
     for run, rows in data.items():
-        for i, (passed, score, cost) in enumerate(rows):
+        for i, (passed, score, cost, latency) in enumerate(rows):
             con.execute(
                 "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
-                "request_hash, attempts, passed, score, cost_usd, created_at) "
-                "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, now())",
-                [run, f"c{i + 1}", json.dumps({"doc": f"d{i + 1}"}), passed, score, cost],
+                "request_hash, attempts, passed, score, cost_usd, latency_ms, created_at) "
+                "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, ?, now())",
+                [
+                    run,
+                    f"c{i + 1}",
+                    json.dumps({"doc": docs[i], "team": "t1"}),
+                    passed,
+                    score,
+                    cost,
+                    latency,
+                ],
             )
     table = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False
     )
     run = next(r for r in table.to_pylist() if r["scope"] == "run")
-    assert run["score_delta"] == pytest.approx(0.125)
-    assert run["score_se"] == pytest.approx(0.375)
-    assert cluster_se([0.5, -0.25], ["d1", "d2"]) == pytest.approx(0.375)
-    assert run["cost_usd_se"] == pytest.approx(cluster_se([0.2, 0.0, 0.3], ["d1", "d2", "d3"]))
+    assert run["n_clusters"] == 3
+    assert run["score_delta"] == pytest.approx(0.5 / 3)
+    assert run["score_se"] == pytest.approx(cluster_se([0.5, -0.25, 0.25], ["d1", "d1", "d3"]))
+    assert run["pass_rate_se"] == pytest.approx(cluster_se([0, -1, 1, 1], docs))
+    assert run["cost_usd_se"] == pytest.approx(cluster_se([0.2, 0.0, 0.3, 0.2], docs))
+    assert run["latency_ms_se"] == pytest.approx(cluster_se([50, -50, 200, 300], docs))
+    one = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster="team", keys=[], combine=False
+    ).to_pylist()
+    for row in one:
+        assert row["n_clusters"] == 1
+        assert (row["pass_rate_se"], row["score_se"], row["cost_usd_se"]) == (None, None, None)
+        assert row["latency_ms_se"] is None
