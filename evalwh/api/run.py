@@ -344,6 +344,7 @@ def run_eval(
     from evalwh.config.secrets import redact
     from evalwh.engine.execute import execute
     from evalwh.engine.plan import Filters
+    from evalwh.warehouse.connect import shared_connection
     from evalwh.warehouse.store import Warehouse
 
     use_cache = not no_cache
@@ -385,25 +386,28 @@ def run_eval(
         max_cost=cap,
     )
     warehouse = Warehouse(settings.warehouse)
-    exports = (
-        str(warehouse.export_run(outcome.run_id, settings.exports_dir))
-        if settings.export_parquet
-        else None
-    )
-    totals = warehouse.query("run_totals", run_id=outcome.run_id).to_pylist()[0]
-    failure = _too_many_errors(totals, settings.max_error_rate)
-    if outcome.status == "stopped":  # the cost cap: already stored as `stopped`, lease released
-        status = "stopped"
-    else:
-        status = "failed" if failure else "completed"
-        warehouse.set_status(outcome.run_id, status, token=outcome.token)
-    summary = warehouse.query("summary", run_id=outcome.run_id).to_pylist()
-    errors = warehouse.query("errors", run_id=outcome.run_id).to_pylist()
-    judged = judge(warehouse, outcome.run_id, cfg.raw, baseline=baseline_id)
-    log_notes(judged)
-    pairwise = (
-        judging_report(warehouse, outcome.run_id, cfg.raw) if cfg.pairwise or cfg.judges else None
-    )
+    with shared_connection(settings.warehouse):  # the closing steps: one connection, not ~6
+        exports = (
+            str(warehouse.export_run(outcome.run_id, settings.exports_dir))
+            if settings.export_parquet
+            else None
+        )
+        totals = warehouse.query("run_totals", run_id=outcome.run_id).to_pylist()[0]
+        failure = _too_many_errors(totals, settings.max_error_rate)
+        if outcome.status == "stopped":  # the cost cap: already stored as `stopped`, lease released
+            status = "stopped"
+        else:
+            status = "failed" if failure else "completed"
+            warehouse.set_status(outcome.run_id, status, token=outcome.token)
+        summary = warehouse.query("summary", run_id=outcome.run_id).to_pylist()
+        errors = warehouse.query("errors", run_id=outcome.run_id).to_pylist()
+        judged = judge(warehouse, outcome.run_id, cfg.raw, baseline=baseline_id)
+        log_notes(judged)
+        pairwise = (
+            judging_report(warehouse, outcome.run_id, cfg.raw)
+            if cfg.pairwise or cfg.judges
+            else None
+        )
     gate = judged.rules
     stats = outcome.stats
     report = None
