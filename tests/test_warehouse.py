@@ -193,6 +193,21 @@ def test_a_shared_connection_serves_every_open_until_its_block_ends(tmp_path: Pa
         worker.start()
         worker.join()
         assert seen == [(1,), False]
+        # the block's end waits for a cursor still in use in another thread
+        holding, release = threading.Event(), threading.Event()
+
+        def slow_reader() -> None:
+            with connect.read_connection(path) as con:
+                holding.set()
+                release.wait(5)
+                seen.append(con.execute("SELECT x + 1 FROM t").fetchone())
+
+        late = threading.Thread(target=slow_reader)
+        late.start()
+        holding.wait(5)
+        threading.Timer(0.05, release.set).start()  # fires while the block is ending
+    late.join()
+    assert seen[-1] == (2,)
     assert not connect._SHARED
     with connect.read_connection(path) as con:  # closed: the file opens read-only again
         assert con is not first and con.execute("SELECT x FROM t").fetchone() == (1,)

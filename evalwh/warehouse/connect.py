@@ -189,40 +189,69 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         raise
 
 
-# warehouse path -> (the connection a shared_connection block holds, the thread holding it)
-_SHARED: dict[str, tuple[duckdb.DuckDBPyConnection, int]] = {}
+class _Held:
+    """The connection a shared_connection block holds, and the cursors other threads use."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.owner = threading.get_ident()
+        self.cursors = 0  # in use by other threads; the block's end waits for them
+        self.idle = threading.Condition()
+
+
+_SHARED: dict[str, _Held] = {}  # warehouse path -> its shared connection
+_SHARED_LOCK = threading.Lock()
 
 
 @contextmanager
 def shared_connection(path: Path) -> Iterator[None]:
     """Until the block ends, every read or write connection this process asks for on ``path``
     is one read-write connection, opened (waiting for the file as long as needed) and migrated
-    once; another thread gets a cursor of it. A run's closing steps (export, final status,
-    summary, errors, thresholds) would otherwise open and close the file about six times, each
-    ~15-25 ms of CPU (connect, schema check, a checkpoint at close). Other processes wait for
-    the file meanwhile, as they wait for a flush. A nested block uses the outer one's.
+    once; another thread gets a cursor of it (the block's end waits until it is given back).
+    A run's closing steps (export, final status, summary, errors, thresholds) would otherwise
+    open and close the file about six times, each ~15-25 ms of CPU (connect, schema check, a
+    checkpoint at close). Other processes wait for the file meanwhile, as they wait for a
+    flush. A nested block uses the outer one's.
     """
     key = os.path.abspath(path)
     if key in _SHARED:
         yield
         return
     with write_connection(path, wait_s=None) as con:
-        _SHARED[key] = (con, threading.get_ident())
+        held = _SHARED[key] = _Held(con)
         try:
             yield
         finally:
-            del _SHARED[key]
+            with _SHARED_LOCK:
+                del _SHARED[key]
+            with held.idle:  # closing the connection would close the cursors in use
+                held.idle.wait_for(lambda: held.cursors == 0)
 
 
 def _shared(path: Path) -> AbstractContextManager[duckdb.DuckDBPyConnection] | None:
     """The shared connection on ``path`` for this thread (a cursor in another one), or None."""
-    held = _SHARED.get(os.path.abspath(path)) if _SHARED else None
-    if held is None:
+    if not _SHARED:
         return None
-    con, owner = held
-    if owner == threading.get_ident():
-        return nullcontext(con)
-    return closing(con.cursor())
+    with _SHARED_LOCK:
+        held = _SHARED.get(os.path.abspath(path))
+        if held is None:
+            return None
+        if held.owner == threading.get_ident():
+            return nullcontext(held.con)
+        with held.idle:
+            held.cursors += 1
+    return _cursor(held)
+
+
+@contextmanager
+def _cursor(held: _Held) -> Iterator[duckdb.DuckDBPyConnection]:
+    try:
+        with closing(held.con.cursor()) as cursor:
+            yield cursor
+    finally:
+        with held.idle:
+            held.cursors -= 1
+            held.idle.notify_all()
 
 
 @contextmanager
