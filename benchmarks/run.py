@@ -45,6 +45,10 @@ GROUPS = (
 OPTIONAL_GROUPS = ("lake",)
 
 
+# the rows of the `process` group, in order (--process-parts one-case,cached runs only those)
+PROCESS_PARTS = ("one-case", "cpu", "efficiency", "cached")
+
+
 @dataclass
 class Sizes:
     engine_cases: int = 10_000
@@ -84,6 +88,7 @@ class Sizes:
     process_efficiency: tuple[tuple[int, int], ...] = ((32, 1_000), (128, 2_000), (512, 5_000))
     process_cached_cases: tuple[int, ...] = (10_000, 100_000)
     process_runs: int = 3
+    process_parts: tuple[str, ...] = PROCESS_PARTS  # --process-parts picks some
     # a server allowing `adaptive_rate` requests/s; fixed vs adaptive concurrency
     adaptive_cases: int = 200
     adaptive_rate: float = 20.0
@@ -707,29 +712,32 @@ def process_rows(
     if not quick:
         log("process: compiling bytecode (as `UV_COMPILE_BYTECODE=1 uv sync` would)")
         child("compile", {"work": str(work)})
+    parts = set(sizes.process_parts)
     ones = runs if quick else max(runs, 5)
-    log(f"process: a 1-case `evalwh run` (mock) x {ones}")
-    one = child("process", {"work": str(work), "kind": "mock", "n": 1, "runs": ones})
-    raw["one_case"] = one
-    walls = [r["wall_s"] for r in one["runs"]]
-    rows.append(
-        Row(
-            "process-one-case",
-            "fixed cost of a run",
-            "a 1-case `evalwh run` (mock provider), whole process, bytecode compiled",
-            "<= 0.4 s",
-            med(walls),
-            "s",
-            0.4,
-            False,
-            f"median of {len(walls)}; CPU {med([r['cpu_s'] for r in one['runs']]):.3f} s; "
-            f"load {med([r['load1'] for r in one['runs']]):.1f}",
+    if "one-case" in parts:
+        log(f"process: a 1-case `evalwh run` (mock) x {ones}")
+        one = child("process", {"work": str(work), "kind": "mock", "n": 1, "runs": ones})
+        raw["one_case"] = one
+        walls = [r["wall_s"] for r in one["runs"]]
+        rows.append(
+            Row(
+                "process-one-case",
+                "fixed cost of a run",
+                "a 1-case `evalwh run` (mock provider), whole process, bytecode compiled",
+                "<= 0.4 s",
+                med(walls),
+                "s",
+                0.4,
+                False,
+                f"median of {len(walls)}; CPU {med([r['cpu_s'] for r in one['runs']]):.3f} s "
+                f"({', '.join(format(r['cpu_s'], '.3f') for r in one['runs'])}); "
+                f"load {med([r['load1'] for r in one['runs']]):.1f}",
+            )
         )
-    )
     # CPU per case at 0 ms, flat in the case count; the concurrency the server saw
     c = sizes.process_cpu_concurrency
     per_case: dict[int, float] = {}
-    for n in sizes.process_cpu_cases:
+    for n in sizes.process_cpu_cases if "cpu" in parts else ():
         log(f"process: {n:,} cases over HTTP at 0 ms, concurrency {c} x {runs}")
         got = child(
             "process", {"work": str(work), "kind": "http", "n": n, "runs": runs, "concurrency": c}
@@ -767,7 +775,7 @@ def process_rows(
             )
         )
     # latency-bound efficiency of the whole process
-    for conc, n in sizes.process_efficiency:
+    for conc, n in sizes.process_efficiency if "efficiency" in parts else ():
         lat = 0.1 if not quick else 0.02
         log(f"process: {n:,} cases, {lat * 1000:.0f} ms, concurrency {conc} x {runs}")
         got = child(
@@ -802,13 +810,14 @@ def process_rows(
             )
         )
     # cached reruns, whole process
-    for n in sizes.process_cached_cases:
+    for n in sizes.process_cached_cases if "cached" in parts else ():
         log(f"process: cached rerun of {n:,} mock cases x {runs}")
         got = child(
             "process", {"work": str(work), "kind": "mock", "n": n, "runs": runs, "cached": True}
         )
         raw[f"cached_{n}"] = got
         wall = med([r["wall_s"] for r in got["runs"]])
+        cpu = med([r["cpu_s"] for r in got["runs"]])
         rows.append(
             Row(
                 f"process-cached-{n}",
@@ -819,8 +828,8 @@ def process_rows(
                 "cases/s",
                 20_000,
                 True,
-                f"wall {wall:.2f} s, CPU {med([r['cpu_s'] for r in got['runs']]):.2f} s; load "
-                f"{med([r['load1'] for r in got['runs']]):.1f}",
+                f"wall {wall:.2f} s, CPU {cpu:.2f} s (at most {n / cpu:,.0f} cases/s of CPU); "
+                f"load {med([r['load1'] for r in got['runs']]):.1f}",
             )
         )
     return rows, raw
@@ -1025,6 +1034,16 @@ def main(argv: list[str] | None = None) -> int:
         help="the synthetic warehouse the lake group pushes and queries: runs, cases per run, "
         "big runs, cases per big run (default: the full 100,10000,2,100000)",
     )
+    parser.add_argument(
+        "--process-parts",
+        default="",
+        help=f"comma-separated rows of the process group: {', '.join(PROCESS_PARTS)} (default all)",
+    )
+    parser.add_argument(
+        "--process-cached",
+        default="",
+        help="comma-separated case counts of the process group's cached reruns (default 10000,100000)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("NAME", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -1048,6 +1067,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.lake_layout:
         runs, cases, big_runs, big_cases = (int(v) for v in args.lake_layout.split(","))
         sizes.lake_layout = (runs, cases, big_runs, big_cases)
+    if args.process_parts:
+        chosen = tuple(p for p in args.process_parts.split(",") if p)
+        if set(chosen) - set(PROCESS_PARTS):
+            parser.error(f"--process-parts: known parts are {', '.join(PROCESS_PARTS)}")
+        sizes.process_parts = chosen
+    if args.process_cached:
+        sizes.process_cached_cases = tuple(int(n) for n in args.process_cached.split(","))
     groups = [g for g in args.only.split(",") if g] or list(GROUPS)
     known = (*GROUPS, *OPTIONAL_GROUPS)
     unknown = set(groups) - set(known)

@@ -25,6 +25,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("EVALWH_CONFIG_DIR", str(home / ".config" / "evalwh"))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
     work = tmp_path / "work"
     work.mkdir()
@@ -32,6 +33,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from evalwh.cli.state import _console
 
     _console.cache_clear()  # its width follows COLUMNS, which a test may set
+    from evalwh.config import verdicts
+
+    verdicts._known.cache_clear()  # the schema verdicts of this test's own (temp) home
     return work
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("pyarrow", "polars", "httpx", "mcp", "duckdb", "jsonschema", "jinja2")
 
@@ -28,3 +29,66 @@ def test_import_evalwh_is_lazy() -> None:
     code = "import sys, evalwh; print(','.join(m for m in sys.modules if m.startswith(('duckdb','polars','pyarrow'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _modules_of_run(config: Path, cwd: Path) -> set[str]:
+    """The modules a whole `evalwh run CONFIG -q` process has imported when it ends."""
+    code = (
+        "import sys, io, contextlib, json\n"
+        "from evalwh.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['run', {str(config)!r}, '-q'])\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=cwd
+    )
+    data = json.loads(out.stdout.splitlines()[-1])
+    assert data["code"] in (0, 1), out.stderr
+    return set(data["modules"])
+
+
+def test_a_run_and_its_cached_rerun_skip_what_they_do_not_use(quickstart: Path) -> None:
+    """DuckDB scans a registered pyarrow table through pyarrow.dataset (~60 ms of CPU to import):
+    the writer's batches and the cache lookup's hashes go in as Arrow streams instead. jsonschema
+    (~50 ms) is imported only to check documents it has not passed before (this test's home
+    is new, so the first run checks them)."""
+    for rerun in (False, True):  # the rerun answers from the cache (the lookup registers hashes)
+        loaded = _modules_of_run(quickstart, quickstart.parent)
+        assert "duckdb" in loaded and "pyarrow" in loaded, rerun  # it did run and write
+        assert "pyarrow.dataset" not in loaded, rerun
+        assert ("jsonschema" in loaded) is not rerun
+
+
+def test_built_in_providers_and_scorers_read_no_entry_points(monkeypatch, tmp_path: Path) -> None:
+    """Scanning every installed package's metadata for plug-ins costs ~5-20 ms: a built-in
+    name never needs it; an unknown one still does (and still gets the list)."""
+    import pytest
+
+    from evalwh import providers
+    from evalwh.config.model import Criterion
+    from evalwh.errors import ConfigError
+    from evalwh.scoring import base
+
+    scans: list[str] = []
+
+    def counting(group: str) -> list[object]:
+        scans.append(group)
+        return []
+
+    monkeypatch.setattr(providers, "entry_points", counting)
+    monkeypatch.setattr(base, "entry_points", counting)
+    providers.available.cache_clear()
+    base.available.cache_clear()
+    try:
+        assert providers.provider_class("mock").__name__ == "MockProvider"
+        assert callable(base.scorer_factory(Criterion(name="c", type="exact")))
+        assert scans == []
+        with pytest.raises(ConfigError, match="use one of: anthropic"):
+            providers.provider_class("nope")
+        with pytest.raises(ConfigError, match="unknown scorer type"):
+            base.scorer_factory(Criterion(name="c", type="nope"))
+        assert scans == ["evalwh.providers", "evalwh.scorers"]
+    finally:
+        providers.available.cache_clear()
+        base.available.cache_clear()

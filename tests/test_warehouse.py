@@ -170,3 +170,74 @@ def test_reading_a_missing_warehouse_creates_nothing(tmp_path: Path) -> None:
     wh = evalwh.open_warehouse(tmp_path / "none" / "w.duckdb")
     assert wh.runs() == []
     assert not (tmp_path / "none").exists()
+
+
+def test_a_shared_connection_serves_every_open_until_its_block_ends(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "w.duckdb"
+    with connect.shared_connection(path):
+        with connect.write_connection(path) as first, connect.read_connection(path) as second:
+            assert first is second  # one connection, migrated once
+            first.execute("CREATE TABLE t AS SELECT 1 AS x")
+        with connect.shared_connection(path), connect.read_connection(path) as nested:
+            assert nested is first  # a nested block uses the outer one's
+        seen: list[object] = []
+
+        def other_thread() -> None:  # a cursor of it: no second open of the file
+            with connect.read_connection(path) as con:
+                seen.append(con.execute("SELECT x FROM t").fetchone())
+                seen.append(con is first)
+
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+        assert seen == [(1,), False]
+        # the block's end waits for a cursor still in use in another thread
+        holding, release = threading.Event(), threading.Event()
+
+        def slow_reader() -> None:
+            with connect.read_connection(path) as con:
+                holding.set()
+                release.wait(5)
+                seen.append(con.execute("SELECT x + 1 FROM t").fetchone())
+
+        late = threading.Thread(target=slow_reader)
+        late.start()
+        holding.wait(5)
+        threading.Timer(0.05, release.set).start()  # fires while the block is ending
+    late.join()
+    assert seen[-1] == (2,)
+    assert not connect._SHARED
+    with connect.read_connection(path) as con:  # closed: the file opens read-only again
+        assert con is not first and con.execute("SELECT x FROM t").fetchone() == (1,)
+
+
+def test_a_run_opens_the_warehouse_four_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Create the run, one flush, mark it exporting, then one shared connection for the export,
+    the final status and the summary, error and threshold queries (they took six)."""
+    config = tmp_path / "eval.yaml"
+    config.write_text(
+        "name: t\nmodels:\n  - {id: m, provider: mock}\n"
+        "variants:\n  - id: v\n    messages: [{role: user, content: 'Q {{ q }}'}]\n"
+        "cases:\n  - {id: c1, vars: {q: one}, expected: one}\n"
+        "scorecard:\n  - {name: ok, type: contains}\n"
+        "thresholds: {min_pass_rate: 0.5}\n",
+        encoding="utf-8",
+    )
+    opened: list[bool] = []
+    real = duckdb.connect
+
+    def counting(*args: object, **kwargs: object) -> duckdb.DuckDBPyConnection:
+        opened.append(bool(kwargs.get("read_only")))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(connect.duckdb, "connect", counting)
+    result = evalwh.run_eval(config, output_dir=tmp_path / "out")
+    assert result.status == "completed" and result.exports and result.gate
+    assert opened == [False, False, False, False]
+    opened.clear()
+    again = evalwh.run_eval(config, output_dir=tmp_path / "out")  # + the cache lookup
+    assert again.stats["cache_hits"] == 1 and opened == [True, False, False, False, False]

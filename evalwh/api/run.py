@@ -546,23 +546,27 @@ def conclude(
     (and the HTML report at ``html``)."""
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
+    from evalwh.warehouse.connect import shared_connection
     from evalwh.warehouse.store import Warehouse
 
     warehouse = Warehouse(settings.warehouse)
-    exports = (
-        str(warehouse.export_run(run_id, settings.exports_dir)) if settings.export_parquet else None
-    )
-    totals = warehouse.query("run_totals", run_id=run_id).to_pylist()[0]
-    failure = _too_many_errors(totals, settings.max_error_rate)
-    if status != "stopped":  # the cost cap: already stored as `stopped`, lease released
-        status = "failed" if failure else "completed"
-        warehouse.set_status(run_id, status, token=token)
-    summary = warehouse.query("summary", run_id=run_id).to_pylist()
-    errors = warehouse.query("errors", run_id=run_id).to_pylist()
-    judged = judge(warehouse, run_id, raw_config, baseline=baseline_id)
-    log_notes(judged)
-    judged_pairs = raw_config.get("pairwise") or raw_config.get("judges")
-    pairwise = judging_report(warehouse, run_id, raw_config) if judged_pairs else None
+    with shared_connection(settings.warehouse):  # the closing steps: one connection, not ~6
+        exports = (
+            str(warehouse.export_run(run_id, settings.exports_dir))
+            if settings.export_parquet
+            else None
+        )
+        totals = warehouse.query("run_totals", run_id=run_id).to_pylist()[0]
+        failure = _too_many_errors(totals, settings.max_error_rate)
+        if status != "stopped":  # the cost cap: already stored as `stopped`, lease released
+            status = "failed" if failure else "completed"
+            warehouse.set_status(run_id, status, token=token)
+        summary = warehouse.query("summary", run_id=run_id).to_pylist()
+        errors = warehouse.query("errors", run_id=run_id).to_pylist()
+        judged = judge(warehouse, run_id, raw_config, baseline=baseline_id)
+        log_notes(judged)
+        judged_pairs = raw_config.get("pairwise") or raw_config.get("judges")
+        pairwise = judging_report(warehouse, run_id, raw_config) if judged_pairs else None
     report = None
     if html is not None:
         from evalwh.reports.html import render_run, write

@@ -324,6 +324,7 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         "human_label": spec.get("human_label"),
     }
     allowed = set(spec.get("allow_secret_like") or ())
+    within = root.resolve()  # once, not per row (a resolve is a few syscalls)
     cases: list[Case] = []
     checked = False
     for n, row in _rows(fmt, path):
@@ -333,9 +334,7 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
             cases.append(
-                inline_case(
-                    row, source, file=str(path), line=n, folder=path.parent, within=root.resolve()
-                )
+                inline_case(row, source, file=str(path), line=n, folder=path.parent, within=within)
             )
             continue
         if not checked:
@@ -349,7 +348,7 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
             path.parent,
             file=str(path),
             line=n if fmt != "parquet" else None,
-            within=root.resolve(),
+            within=within,
         )
         cases.append(
             Case(

@@ -59,6 +59,8 @@ KEY_PATTERNS: dict[str, re.Pattern[str]] = {
     "huggingface": re.compile(_START + r"hf_[A-Za-z0-9]{30,}"),
     "slack": re.compile(_START + r"xox[baprs]-[A-Za-z0-9\-]{10,}"),
 }
+# Any of them: one search tells most strings (case files hold many) they match none.
+_ANY_KEY = re.compile("|".join(f"(?:{p.pattern})" for p in KEY_PATTERNS.values()))
 
 #: Redacted in output but not refused in input. The token must hold a digit or one of
 #: ``._~+/-``, so prose ("Bearer authentication") is left alone.
@@ -184,6 +186,8 @@ def sanitize(
 
 def key_shape(value: str) -> str | None:
     """The name of the first key pattern ``value`` contains, or None."""
+    if not _ANY_KEY.search(value):
+        return None
     for name, pattern in KEY_PATTERNS.items():
         if pattern.search(value):
             return name

@@ -390,14 +390,15 @@ def git_commit(folder: Path) -> str | None:
 def cache_lookup(warehouse: Any, hashes: list[str]) -> dict[str, CachedAnswer]:
     import pyarrow as pa
 
-    from evalwh.warehouse.connect import read_connection
+    from evalwh.warehouse.connect import read_connection, register_stream
     from evalwh.warehouse.queries import run_query
 
     if not hashes or not warehouse.exists:
         return {}
     # waits for another process's write lock as long as a flush would (never fails a run for it)
     with read_connection(warehouse.path, wait_s=None) as con:
-        con.register("planned_hashes", pa.table({"request_hash": pa.array(hashes, pa.string())}))
+        planned = pa.table({"request_hash": pa.array(hashes, pa.string())})
+        register_stream(con, "planned_hashes", planned)
         table = run_query(con, "cache_lookup")
     return cached_answers(table)
 

@@ -47,7 +47,8 @@ def available() -> dict[str, str]:
 
 
 def provider_class(name: str, *, where: str = "", file: str | None = None) -> Any:
-    target = available().get(name)
+    # a built-in reads no entry points (scanning every package's metadata: ~5-20 ms)
+    target = BUILTIN.get(name) or available().get(name)
     if target is None:
         raise ConfigError(
             f"unknown provider '{name}'",

@@ -80,10 +80,11 @@ def option_error(
 
 
 def scorer_factory(criterion: Criterion, file: str | None = None) -> ScorerFactory:
-    """Import the factory registered for ``criterion.type``."""
-    registry = available()
-    target = registry.get(criterion.type)
+    """Import the factory registered for ``criterion.type`` (a built-in type reads no entry
+    points: scanning every installed package's metadata costs ~5-20 ms)."""
+    target = SCORERS.get(criterion.type) or available().get(criterion.type)
     if target is None:
+        registry = available()
         import difflib
 
         close = difflib.get_close_matches(criterion.type, list(registry), n=1)

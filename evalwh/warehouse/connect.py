@@ -18,12 +18,14 @@ older evalwh says to run ``evalwh migrate``. A DuckDB file that is not an evalwh
 from __future__ import annotations
 
 import logging
+import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -47,6 +49,11 @@ _CURRENT: set[LakeTarget] = set()
 HELD: ContextVar[tuple[Location, duckdb.DuckDBPyConnection] | None] = ContextVar(
     "evalwh_read_block", default=None
 )
+
+
+def memory_limit() -> str:
+    """The DuckDB memory_limit warehouse connections open with."""
+    return _MEMORY_LIMIT
 
 
 def set_memory_limit(limit: str) -> None:
@@ -218,6 +225,17 @@ def latest_version() -> int:
     return available[-1][0] if available else 0
 
 
+def register_stream(con: duckdb.DuckDBPyConnection, name: str, table: Any) -> None:
+    """Register an Arrow table as the view ``name`` for ONE scan, through its Arrow C stream.
+
+    DuckDB scans a registered pyarrow object through ``pyarrow.dataset``, whose first import
+    costs a process ~60 ms of CPU (``pyarrow.compute`` wraps some 290 functions at import); a
+    stream is read directly. A second scan of the view raises (the stream is consumed), so
+    register again before each statement that reads it.
+    """
+    con.register(name, table.__arrow_c_stream__())
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
     """BEGIN ... COMMIT; on any failure ROLLBACK, without letting a failed rollback (a full
@@ -234,11 +252,81 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         raise
 
 
+class _Held:
+    """The connection a shared_connection block holds, and the cursors other threads use."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.owner = threading.get_ident()
+        self.cursors = 0  # in use by other threads; the block's end waits for them
+        self.idle = threading.Condition()
+
+
+_SHARED: dict[str, _Held] = {}  # warehouse path -> its shared connection
+_SHARED_LOCK = threading.Lock()
+
+
+@contextmanager
+def shared_connection(path: Location) -> Iterator[None]:
+    """Until the block ends, every read or write connection this process asks for on ``path``
+    is one read-write connection, opened (waiting for the file as long as needed) and migrated
+    once; another thread gets a cursor of it (the block's end waits until it is given back).
+    A run's closing steps (export, final status, summary, errors, thresholds) would otherwise
+    open and close the file about six times, each ~15-25 ms of CPU (connect, schema check, a
+    checkpoint at close). Other processes wait for the file meanwhile, as they wait for a
+    flush. A nested block uses the outer one's. On a DuckLake there is no file to hold: each
+    step opens its own connection.
+    """
+    if isinstance(path, LakeTarget):
+        yield
+        return
+    key = os.path.abspath(path)
+    if key in _SHARED:
+        yield
+        return
+    with write_connection(path, wait_s=None) as con:
+        held = _SHARED[key] = _Held(con)
+        try:
+            yield
+        finally:
+            with _SHARED_LOCK:
+                del _SHARED[key]
+            with held.idle:  # closing the connection would close the cursors in use
+                held.idle.wait_for(lambda: held.cursors == 0)
+
+
+def _shared(path: Location) -> AbstractContextManager[duckdb.DuckDBPyConnection] | None:
+    """The shared connection on ``path`` for this thread (a cursor in another one), or None."""
+    if not _SHARED or isinstance(path, LakeTarget):
+        return None
+    with _SHARED_LOCK:
+        held = _SHARED.get(os.path.abspath(path))
+        if held is None:
+            return None
+        if held.owner == threading.get_ident():
+            return nullcontext(held.con)
+        with held.idle:
+            held.cursors += 1
+    return _cursor(held)
+
+
+@contextmanager
+def _cursor(held: _Held) -> Iterator[duckdb.DuckDBPyConnection]:
+    try:
+        with closing(held.con.cursor()) as cursor:
+            yield cursor
+    finally:
+        with held.idle:
+            held.cursors -= 1
+            held.idle.notify_all()
+
+
 @contextmanager
 def write_connection(
     path: Location, *, wait_s: float | None = 30.0
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short-lived read-write connection on a migrated warehouse (created when missing)."""
+    """A short-lived read-write connection on a migrated warehouse (created when missing), or
+    the one a ``shared_connection`` block holds."""
     if isinstance(path, LakeTarget):
         con = open_connection(path, read_only=False)
         try:
@@ -248,6 +336,11 @@ def write_connection(
             con.close()
         return
     with io_guard(path, "write the warehouse"):
+        shared = _shared(path)
+        if shared is not None:
+            with shared as con:
+                yield con
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         con = open_connection(path, read_only=False, wait_s=wait_s)
         try:
@@ -277,7 +370,13 @@ def read_connection(
     path: Location, *, wait_s: float | None = 30.0
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short-lived read-only connection. Never writes: a warehouse behind this code is
-    refused with the command that upgrades it (``evalwh migrate``)."""
+    refused with the command that upgrades it (``evalwh migrate``). Inside a
+    ``shared_connection`` block: the block's (migrated) connection."""
+    shared = _shared(path)
+    if shared is not None:
+        with shared as con:
+            yield con
+        return
     if not path.exists():
         raise WarehouseError(
             f"no warehouse at {path}: nothing has been run here yet (run `evalwh run`)"

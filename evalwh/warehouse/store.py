@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from evalwh.errors import RunNotFoundError, UsageError
-from evalwh.warehouse.connect import HELD, read_connection, write_transaction
+from evalwh.warehouse.connect import HELD, memory_limit, read_connection, write_transaction
 from evalwh.warehouse.ioerrors import io_guard
 from evalwh.warehouse.lake import LakeTarget, Location
 from evalwh.warehouse.lease import DEFAULT_STALE_AFTER_S, HOST, effective_status
@@ -315,9 +315,8 @@ class Warehouse:
             suffix = f".tmp-{os.getpid()}-{secrets.token_hex(3)}"
             written: list[tuple[Path, Path]] = []
             try:
-                with read_connection(self.path) as con:
+                with read_connection(self.path) as con, _memory_limit(con, EXPORT_MEMORY_LIMIT):
                     # Sorting a large run for the export may spill to disk rather than hold it.
-                    con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
                     for table in ("cases", "scores"):
                         final = target / f"{table}.parquet"
                         temp = target / f".{table}.parquet{suffix}"
@@ -339,6 +338,15 @@ class Warehouse:
                 for temp, _ in written:
                     temp.unlink(missing_ok=True)
         return target
+
+
+@contextmanager
+def _memory_limit(con: Any, limit: str) -> Iterator[None]:
+    """The connection's DuckDB memory_limit for the block, then back (it may be shared; after
+    an error it is closed instead)."""
+    con.execute(f"SET memory_limit = '{limit}'")
+    yield
+    con.execute(f"SET memory_limit = '{memory_limit()}'")
 
 
 def utcnow() -> datetime:

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from evalwh.errors import WarehouseError
-from evalwh.warehouse.connect import write_transaction
+from evalwh.warehouse.connect import register_stream, write_transaction
 from evalwh.warehouse.lake import LakeTarget, Location
 
 # A debugging switch for crash tests: sleep this long inside each flush's transaction, after
@@ -379,8 +379,8 @@ class RunWriter:
             con.execute("SET threads = 1")
             self._beat(con)
             if cases is not None and self.replace:
-                con.register("_evalwh_cases", cases)
                 for table in ("scores", "cases"):
+                    register_stream(con, "_evalwh_cases", cases)  # a stream is read once
                     con.execute(
                         f"DELETE FROM {table} USING _evalwh_cases b WHERE {table}.run_id = b.run_id "
                         f"AND {table}.variant = b.variant AND {table}.model = b.model "
@@ -410,7 +410,7 @@ def _append(con: Any, table: str, rows: Any, verb: str = "INSERT") -> None:
     """Insert an Arrow batch into ``table`` by column name; the response cache keeps one row
     per request hash (DISTINCT ON guards duplicates inside one batch)."""
     view = f"_evalwh_{table}"
-    con.register(view, rows)
+    register_stream(con, view, rows)
     distinct = "DISTINCT ON (request_hash) " if table == "response_cache" else ""
     con.execute(f"{verb} INTO {table} BY NAME SELECT {distinct}* FROM {view}")
     con.unregister(view)
