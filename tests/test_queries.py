@@ -660,3 +660,31 @@ def test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass(
         con, "calibration_pointwise", run_id="r", within=1.0, key="topic"
     ).to_pylist()
     assert (sliced["slice"], sliced["n_labels"], sliced["agreement"]) == ("t", 3, 1.0)
+
+
+def test_weighted_kappa_at_an_expected_disagreement_of_exactly_one(tmp_path: Path) -> None:
+    """Human scores 1 and 3 (population variance 1), the judge 2 both times (variance 0, the
+    same mean): the expected squared difference is exactly 1 and the observed one 1, so the
+    weighted kappa is 1 - 1/1 = 0, defined; with every score equal it is undefined (None)."""
+    con = _warehouse(tmp_path)
+    score = (
+        "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, score, "
+        "passed, weight, required, judge_model, raw_score) "
+        "VALUES ('r', 'v', 'm', ?, 0, ?, 'llm-judge', 0.5, true, 1, true, 'jm', ?)"
+    )
+    label = (
+        "INSERT INTO labels (run_id, kind, comparison, case_id, label) "
+        "VALUES ('r', 'pointwise', ?, ?, ?)"
+    )
+    for criterion, pairs in {"k": [(1, 2), (3, 2)], "flat": [(4, 4), (4, 4)]}.items():
+        for i, (human, judge) in enumerate(pairs):
+            con.execute(score, [f"c{i}", criterion, float(judge)])
+            con.execute(label, [criterion, f"c{i}", json.dumps(human)])
+    rows = {
+        r["criterion"]: r
+        for r in queries.run_query(
+            con, "calibration_pointwise", run_id="r", within=1.0, key=None
+        ).to_pylist()
+    }
+    assert rows["k"]["n_numeric"] == 2 and rows["k"]["weighted_kappa"] == 0.0
+    assert rows["flat"]["weighted_kappa"] is None  # no spread: agreement by chance is certain
