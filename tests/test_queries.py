@@ -918,3 +918,31 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
         assert row["n_clusters"] == 1
         assert (row["pass_rate_se"], row["score_se"], row["cost_usd_se"]) == (None, None, None)
         assert row["latency_ms_se"] is None
+
+
+def test_weighted_kappa_at_an_expected_disagreement_of_exactly_one(tmp_path: Path) -> None:
+    """Human scores 1 and 3 (population variance 1), the judge 2 both times (variance 0, the
+    same mean): the expected squared difference is exactly 1 and the observed one 1, so the
+    weighted kappa is 1 - 1/1 = 0, defined; with every score equal it is undefined (None)."""
+    con = _warehouse(tmp_path)
+    score = (
+        "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, score, "
+        "passed, weight, required, judge_model, raw_score) "
+        "VALUES ('r', 'v', 'm', ?, 0, ?, 'llm-judge', 0.5, true, 1, true, 'jm', ?)"
+    )
+    label = (
+        "INSERT INTO labels (run_id, kind, comparison, case_id, label) "
+        "VALUES ('r', 'pointwise', ?, ?, ?)"
+    )
+    for criterion, pairs in {"k": [(1, 2), (3, 2)], "flat": [(4, 4), (4, 4)]}.items():
+        for i, (human, judge) in enumerate(pairs):
+            con.execute(score, [f"c{i}", criterion, float(judge)])
+            con.execute(label, [criterion, f"c{i}", json.dumps(human)])
+    rows = {
+        r["criterion"]: r
+        for r in queries.run_query(
+            con, "calibration_pointwise", run_id="r", within=1.0, key=None
+        ).to_pylist()
+    }
+    assert rows["k"]["n_numeric"] == 2 and rows["k"]["weighted_kappa"] == 0.0
+    assert rows["flat"]["weighted_kappa"] is None  # no spread: agreement by chance is certain

@@ -71,6 +71,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "calibration_pointwise": [
         "tests/test_queries.py::test_pointwise_labels_precedence_half_passes_and_the_runs_own_labels",
+        "tests/test_queries.py::test_weighted_kappa_at_an_expected_disagreement_of_exactly_one",
         "tests/test_queries.py::test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass",
         "tests/test_survivors.py::test_pointwise_kappa_matches_a_hand_computed_fixture",
         "tests/test_reference_stats.py::test_pointwise_labels_count_once_per_case_and_criterion",
