@@ -911,6 +911,19 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
     assert run["pass_rate_se"] == pytest.approx(cluster_se([0, -1, 1, 1], docs))
     assert run["cost_usd_se"] == pytest.approx(cluster_se([0.2, 0.0, 0.3, 0.2], docs))
     assert run["latency_ms_se"] == pytest.approx(cluster_se([50, -50, 200, 300], docs))
+    # clustered intervals have clusters - 1 degrees of freedom: 3 clusters -> 2, and 1 for the
+    # score's 2 (not the 4 or 3 pairs less one)
+    from scipy.stats import t as student_t
+
+    for metric, df in (("cost_usd", 2), ("latency_ms", 2), ("score", 1), ("pass_rate", 2)):
+        half = student_t.ppf(0.975, df) * run[f"{metric}_se"]
+        lo, hi = run[f"{metric}_delta"] - half, run[f"{metric}_delta"] + half
+        if metric in ("score", "pass_rate"):
+            lo, hi = max(-1.0, lo), min(1.0, hi)
+        assert (run[f"{metric}_lo"], run[f"{metric}_hi"]) == (
+            pytest.approx(lo),
+            pytest.approx(hi),
+        ), metric
     one = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster="team", keys=[], combine=False
     ).to_pylist()
@@ -946,3 +959,53 @@ def test_weighted_kappa_at_an_expected_disagreement_of_exactly_one(tmp_path: Pat
     }
     assert rows["k"]["n_numeric"] == 2 and rows["k"]["weighted_kappa"] == 0.0
     assert rows["flat"]["weighted_kappa"] is None  # no spread: agreement by chance is certain
+
+
+def test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom(
+    tmp_path: Path,
+) -> None:
+    # bugs: one entry of the t table (df 1..30) off by 0.1; the table's BETWEEN bounds moved;
+    # the cost and latency intervals on n + 1 or n - 2 degrees of freedom, or on the clustered
+    # count when unclustered. Slices g1..g30 and g40 of one cell: slice gk holds k + 1 cases,
+    # so each metric's interval there has k degrees of freedom (n - 1), and every bound must be
+    # delta -/+ t(0.975, k) * se with scipy's t quantile (Cornish-Fisher above 30: within 1e-7).
+    from scipy.stats import t as student_t
+
+    con = _warehouse(tmp_path)
+    sizes = [*range(1, 31), 40]
+    i = 0
+    for k in sizes:
+        for j in range(k + 1):
+            i += 1
+            meta = json.dumps({"g": f"g{k}"})
+            # B - A: score 0.01 * (j % 3), cost 0.001 * (j % 4), latency 10 * (j % 5) + j
+            for run, score, cost, latency in (
+                ("A", 0.5, 0.01, 100.0),
+                (
+                    "B",
+                    0.5 + 0.01 * (j % 3) + 0.001 * j,
+                    0.01 + 0.001 * (j % 4),
+                    100.0 + 10 * (j % 5) + j,
+                ),
+            ):
+                con.execute(
+                    "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, "
+                    "cached, request_hash, attempts, passed, score, cost_usd, latency_ms, "
+                    "created_at) VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, ?, now())",
+                    [run, f"c{i}", meta, run == "B" and j % 2 == 0, score, cost, latency],
+                )
+    rows = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False
+    ).to_pylist()
+    by_slice = {r["target"]: r for r in rows if r["scope"] == "slice"}
+    assert sorted(by_slice) == sorted(f"g=g{k}" for k in sizes)
+    for k in sizes:
+        row = by_slice[f"g=g{k}"]
+        q = student_t.ppf(0.975, k)
+        for metric in ("score", "cost_usd", "latency_ms", "pass_rate"):
+            delta, se = row[f"{metric}_delta"], row[f"{metric}_se"]
+            lo, hi = delta - q * se, delta + q * se
+            if metric in ("score", "pass_rate"):
+                lo, hi = max(-1.0, lo), min(1.0, hi)
+            assert row[f"{metric}_lo"] == pytest.approx(lo, rel=1e-7, abs=1e-9), (k, metric)
+            assert row[f"{metric}_hi"] == pytest.approx(hi, rel=1e-7, abs=1e-9), (k, metric)

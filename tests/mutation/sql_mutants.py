@@ -90,6 +90,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "compare": [
+        "tests/test_queries.py::test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom",
         "tests/test_queries.py::test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sums",
         "tests/test_queries.py::test_compare_means_and_pair_counts_with_missing_values",
         "tests/test_analysis.py::test_paired_differences_match_a_reference",
