@@ -60,6 +60,7 @@ TOP_LEVEL = {
     "scoring",
     "providers",
     "config",
+    "datasources",
     "warehouse",
 }
 

@@ -36,8 +36,12 @@ def settings_for(
     return settings
 
 
-def _config(config: str | Path | EvalConfig) -> EvalConfig:
-    return config if isinstance(config, EvalConfig) else load_config(config)
+def _config(config: str | Path | EvalConfig, *, no_look: bool = False) -> EvalConfig:
+    """The loaded config; ``no_look`` (the ``--no-look`` flag) turns no-look on, never off."""
+    from dataclasses import replace
+
+    cfg = config if isinstance(config, EvalConfig) else load_config(config)
+    return replace(cfg, no_look=True) if no_look and not cfg.no_look else cfg
 
 
 @dataclass
@@ -54,6 +58,8 @@ class DryRun:
     warehouse: str
     sample: dict[str, Any] | None = None
     estimate: dict[str, Any] | None = None
+    no_look: bool = False  # no sample prompt is shown (docs/no-look.md)
+    datasources: list[str] = field(default_factory=list)  # read while the run goes: not counted
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -77,6 +83,7 @@ class RunResult:
     pairwise: dict[str, Any] | None = None  # calibration first, then win rates (judges only)
     failure: str | None = None  # why the run failed (too many requests errored), else None
     stop_reason: str | None = None  # status `stopped`: the cost cap was reached mid-run
+    no_look: bool = False  # the run stored no case data: readers decline to show outputs
 
     @property
     def gate_passed(self) -> bool:
@@ -135,6 +142,7 @@ def _plan(
     resume: str | None = None,
     retry_errors: str | None = None,
     force: bool = False,
+    no_look: bool = False,
 ) -> _Planned:
     """Everything before the first request: validate, plan, look up the cache, estimate.
 
@@ -145,7 +153,7 @@ def _plan(
     from evalwh.warehouse.lease import claim
     from evalwh.warehouse.store import Warehouse
 
-    cfg = _config(config)
+    cfg = _config(config, no_look=no_look)
     settings = settings_for(cfg, output_dir=output_dir, concurrency=concurrency)
     filters = Filters(tuple(models), tuple(variants), tuple(cases))
     repeats = repeat or settings.repeat
@@ -158,7 +166,9 @@ def _plan(
         store = Warehouse(settings.warehouse, stale_after_s=settings.stale_after_s)
         continue_run = store.resolve(resume or retry_errors or "")
         row = store.run_row(continue_run)
-        _check_same_config(row, cfg, continue_run, "--resume" if resume else "--retry-errors")
+        flag = "--resume" if resume else "--retry-errors"
+        _refuse_datasource_resume(row, cfg, continue_run, flag)
+        _check_same_config(row, cfg, continue_run, flag)
         token, previous = claim(
             settings.warehouse, continue_run, force=force, stale_after_s=settings.stale_after_s
         )
@@ -222,7 +232,33 @@ def _too_many_errors(totals: dict[str, Any], max_error_rate: float) -> str | Non
     )
 
 
+def _refuse_datasource_resume(row: dict[str, Any], cfg: EvalConfig, run_id: str, flag: str) -> None:
+    """A datasource run cannot be continued: the source is live, so the cells left to run
+    would be drawn from different data than the stored ones, silently."""
+    stored = _json(row.get("datasources"))
+    if not stored and not cfg.sources:
+        return
+    names = ", ".join(
+        sorted({str(d.get("name")) for d in stored or []} | {s.name for s in cfg.sources})
+    )
+    raise UsageError(
+        f"{flag} refused: run {run_id} reads cases from a datasource ({names}). A datasource "
+        "is read page by page while the run goes and may change in between (rows added, "
+        "removed or reordered shift every page after them), so a continuation could skip or "
+        "repeat cases and its halves would describe different data without saying so; a "
+        "datasource run has no resume. Start a new run (`evalwh run` without the flag), or "
+        "export the source to a file (e.g. DuckDB `COPY (query) TO 'cases.parquet'`) and run "
+        "that, which can be resumed"
+    )
+
+
 def _check_same_config(row: dict[str, Any], cfg: EvalConfig, run_id: str, flag: str) -> None:
+    if bool(row.get("no_look")) != cfg.no_look:
+        raise UsageError(
+            f"{flag} refused: run {run_id} was {'' if row.get('no_look') else 'not '}a no-look "
+            f"run and this one would {'not ' if row.get('no_look') else ''}be; continue it with "
+            "the same privacy.no_look (and --no-look) it started with"
+        )
     changed = [
         name
         for name, stored, now in (
@@ -263,6 +299,7 @@ def validate(
     output_dir: str | Path | None = None,
     max_cost: float | None = None,
     no_cache: bool = False,
+    no_look: bool = False,
 ) -> DryRun:
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
@@ -277,13 +314,14 @@ def validate(
         repeat=repeat,
         output_dir=output_dir,
         use_cache=not no_cache,
+        no_look=no_look,
     )
     plan = planned.prepared.plan
     _check_cost(
         planned.estimate, max_cost if max_cost is not None else planned.settings.max_cost_usd
     )
     sample = None
-    if plan.variants and plan.cases:
+    if plan.variants and plan.cases and not planned.config.no_look:
         sample = {
             "variant": plan.variants[0].variant.id,
             "case": plan.cases[0].id,
@@ -300,6 +338,8 @@ def validate(
         warehouse=str(planned.settings.warehouse),
         sample=sample,
         estimate=planned.estimate.to_dict(),
+        no_look=planned.config.no_look,
+        datasources=[s.name for s in planned.config.sources],
     )
 
 
@@ -321,6 +361,7 @@ def run_eval(
     output_dir: str | Path | None = None,
     progress: Progress | None = None,
     on_estimate: Callable[[Any], None] | None = None,
+    no_look: bool = False,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
@@ -356,6 +397,7 @@ def run_eval(
         resume=resume,
         retry_errors=retry_errors,
         force=force,
+        no_look=no_look,
     )
     cfg, settings = planned.config, planned.settings
     cap = max_cost if max_cost is not None else settings.max_cost_usd
@@ -423,6 +465,7 @@ def run_eval(
         },
         estimate=planned.estimate.to_dict(),
         stop_reason=outcome.stop_reason,
+        no_look=cfg.no_look,
     )
 
 
@@ -446,6 +489,12 @@ def render_prompt(config: str | Path | EvalConfig, variant: str, case_id: str) -
     from evalwh.config.prompts import CompiledVariant
 
     cfg = _config(config)
+    if cfg.no_look:
+        raise UsageError(
+            f"{cfg.path} is a no-look eval (privacy.no_look): its rendered prompts hold case "
+            "data, which evalwh does not show; render a prompt of a config without no-look "
+            "over test data instead"
+        )
     chosen = next((v for v in cfg.variants if v.id == variant), None)
     if chosen is None:
         known = ", ".join(v.id for v in cfg.variants)

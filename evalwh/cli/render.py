@@ -153,11 +153,12 @@ def case_block(c: dict[str, Any], *, full: bool) -> None:
         header.append("  (cached)", style="dim")
     out().print(header)
     limit = 10_000 if full else 300
+    no_look = "output" not in c  # a no-look run's case: ids, scores and error classes only
     if c["error"]:
         out().print(
             f"  error: {c['error']} (after {c['attempts']} attempt(s))", style="red", markup=False
         )
-    else:
+    elif not no_look:
         out().print(f"  output: {clip(c['output'], limit)}", markup=False)
     if c.get("expected") is not None:
         out().print(f"  expected: {clip(c['expected'], limit)}", markup=False)
@@ -176,9 +177,10 @@ def case_block(c: dict[str, Any], *, full: bool) -> None:
             f"  {mark} {s['criterion']} ({s['scorer']}) {num(s['score'], 2)}{detail}", markup=False
         )
     if full:
-        out().print(f"  vars: {c['vars']}", markup=False)
+        if not no_look:
+            out().print(f"  vars: {c['vars']}", markup=False)
         out().print(f"  metadata: {c['metadata']}", markup=False)
-        for m in json.loads(c["messages"] or "[]"):
+        for m in json.loads(c.get("messages") or "[]"):
             text = "".join(p.get("text", f"[{p.get('type')}]") for p in m["content"])
             out().print(f"  [{m['role']}] {text}", markup=False)
         out().print(

@@ -33,6 +33,14 @@ CaseOpt = Annotated[
     list[str] | None,
     typer.Option("--case", metavar="ID", help="Only this case id (repeatable; wildcards)."),
 ]
+NoLookOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-look",
+        help="Eyes-off evaluation: store and show no case data, outputs or rationales "
+        "(as privacy.no_look: true; docs/no-look.md).",
+    ),
+]
 
 
 def _config_path(config: Path | None) -> Path:
@@ -115,6 +123,7 @@ def run(
             help="Judge thresholds.regression against RUN instead of the pinned baseline.",
         ),
     ] = None,
+    no_look: NoLookOpt = False,
 ) -> None:
     """Run the eval matrix, store every result in the warehouse and judge the thresholds."""
     from evalwh import api
@@ -128,6 +137,7 @@ def run(
             repeat=repeat,
             max_cost=max_cost,
             no_cache=no_cache,
+            no_look=no_look,
             **selection,
         )
         if STATE.json:
@@ -153,6 +163,7 @@ def run(
             output_dir=STATE.output_dir,
             progress=progress,
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
+            no_look=no_look,
             **selection,
         )
     if STATE.json:
@@ -171,6 +182,8 @@ def run(
             f"warehouse: {result.warehouse}"
             + (f"   exports: {result.exports}" if result.exports else "")
         )
+        if result.no_look:
+            note("no-look run: no case data, outputs or rationales were stored (docs/no-look.md)")
         if result.totals["n_errors"]:
             note(f"see the errors: evalwh show {result.run_id} --failures")
     if result.failure:  # on stderr in --json mode too, like every error
@@ -190,6 +203,14 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         f"{p.cases} case(s)" + (f" × {p.repeats} repeat(s)" if p.repeats > 1 else ""),
         markup=False,
     )
+    if p.datasources:
+        console.print(
+            f"datasources: {', '.join(p.datasources)} (read while the run goes: their cases "
+            "are not in the count or the estimate; the cost cap holds on actual spend)",
+            markup=False,
+        )
+    if p.no_look:
+        console.print("no-look: no sample prompt is shown", markup=False)
     console.print(f"variants: {', '.join(p.variants)}", markup=False)
     console.print(f"models:   {', '.join(p.models)}", markup=False)
     if p.estimate:
@@ -217,6 +238,7 @@ def validate(
     model: ModelOpt = None,
     variant: VariantOpt = None,
     case: CaseOpt = None,
+    no_look: NoLookOpt = False,
 ) -> None:
     """Check a config end to end (schema, files, templates for every case, scorers); call nothing."""
     from evalwh import api
@@ -227,6 +249,7 @@ def validate(
         variants=variant or (),
         cases=case or (),
         output_dir=STATE.output_dir,
+        no_look=no_look,
     )
     if STATE.json:
         emit_json({"valid": True, **plan.to_dict()})

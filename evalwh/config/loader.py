@@ -70,7 +70,7 @@ def load_config(path: str | Path) -> EvalConfig:
 
 def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConfig:
     """Validate config data (as parsed from ``path``) and build the typed config."""
-    from evalwh.config.datasets import dataset_rows, inline_case, load_file_source
+    from evalwh.config.datasets import dataset_rows, inline_case, load_file_source, source_spec
 
     file = str(path)
     validate_document(data, node, file)
@@ -97,10 +97,12 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     unique(data["variants"], "id", "variants")
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
 
-    cases = []
+    cases, sources = [], []
     for i, source in enumerate(data["cases"]):
         if "file" in source:
             cases.extend(load_file_source(source, path.parent, f"cases[{i}]", file))
+        elif "source" in source:
+            sources.append(source_spec(source, f"cases[{i}]", file))
         else:
             cases.append(inline_case(source, f"{path.name} cases[{i}]"))
     seen_cases: dict[str, str] = {}
@@ -147,7 +149,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     comparisons = _comparisons(
         data, models, variants, judge_ids, {c.name for c in scorecard}, where_line
     )
-    labels = _labels(data, comparisons, {c.id for c in cases}, where_line)
+    labels = _labels(data, comparisons, None if sources else {c.id for c in cases}, where_line)
     raw_cal = data.get("calibration") or {}
     calibration = Calibration(
         min_kappa=float(raw_cal.get("min_kappa", 0.6)),
@@ -174,12 +176,14 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         thresholds=dict(data.get("thresholds") or {}),
         raw=data,
         config_hash=canonical_hash({k: v for k, v in snapshot.items() if k not in NOT_HASHED}),
-        dataset_hash=canonical_hash(rows),
+        dataset_hash=canonical_hash([rows, [s.record() for s in sources]] if sources else rows),
         judges=judges,
         pairwise=comparisons,
         labels=labels,
         calibration=calibration,
         node=node,
+        sources=sources,
+        no_look=bool((data.get("privacy") or {}).get("no_look")),
     )
 
 
@@ -328,12 +332,15 @@ PREFER = {"A": "baseline", "B": "candidate", "tie": "tie"}
 
 
 def _labels(
-    data: dict[str, Any], comparisons: list[Comparison], case_ids: set[str], where_line: Any
+    data: dict[str, Any],
+    comparisons: list[Comparison],
+    case_ids: set[str] | None,  # None: cases also come from a datasource, unknown until read
+    where_line: Any,
 ) -> list[Label]:
     out = []
     for i, raw in enumerate(data.get("labels") or []):
         case_id = str(raw["case"])
-        if case_id not in case_ids:
+        if case_ids is not None and case_id not in case_ids:
             raise ConfigError(
                 f"label for unknown case '{case_id}'",
                 **where_line(["labels", i, "case"]),

@@ -12,6 +12,7 @@ from typing import Any
 from evalwh import __version__
 from evalwh.config.model import EvalConfig, ModelSpec
 from evalwh.config.settings import Settings
+from evalwh.engine.feed import case_batches, with_checks
 from evalwh.engine.pairwise import judge_pairs
 from evalwh.engine.plan import (
     Cell,
@@ -102,6 +103,13 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
                 where=f"thresholds.criteria.{name}",
                 fix=f"use a scorecard criterion name: {', '.join(sorted(names))}",
             )
+    if config.no_look and config.pairwise:
+        raise ConfigError(
+            "pairwise judging compares two stored answers, and a no-look run stores none",
+            file=file,
+            where="pairwise",
+            fix="remove `pairwise:` from this no-look eval, or run it without no-look",
+        )
     cases = config.cases
     if any(c.check is not None for c in cases):
         from evalwh.scoring.checks import parse_check
@@ -157,8 +165,11 @@ def _prepare(
     skip: set[Cell] | None,
     only: set[Cell] | None,
 ) -> Prepared:
+    from evalwh.engine.feed import open_sources
+
     scorecard, config = check_config(config)
-    plan = build_plan(config, filters, repeats, skip=skip, only=only)
+    sources = open_sources(config.sources, config.root, str(config.path), config.no_look)
+    plan = build_plan(config, filters, repeats, skip=skip, only=only, sources=sources)
     prepared = Prepared(config, settings, plan, scorecard)
     identities = [model_identity(m) for m in plan.models]
     for variant in plan.variants:
@@ -432,8 +443,10 @@ def execute(
                 "config_hash": config.config_hash,
                 "dataset_hash": config.dataset_hash,
                 "git_commit": git_commit(config.root),
-                "config_snapshot": config.raw,
+                "config_snapshot": config.snapshot(),
                 "filters": {**selection, "repeat": plan.repeats},
+                "no_look": config.no_look,
+                "datasources": [r.record() for r in plan.sources] or None,
                 "n_planned": plan.size,
                 "started_at": utcnow(),
                 "heartbeat_at": utcnow(),
@@ -450,8 +463,8 @@ def execute(
         token=token,
         heartbeat_s=settings.stale_after_s / 4,
     )
-    sink = RowSink(writer, run_id)
-    total = len(prepared.hashes)
+    sink = RowSink(writer, run_id, no_look=config.no_look)
+    total = 0 if plan.streaming else len(prepared.hashes)  # 0: unknown until read
 
     def on_result(result: CellResult) -> None:
         sink(result)
@@ -459,7 +472,11 @@ def execute(
             progress(sink.seen, total, result)
 
     if continue_run is None:
-        warehouse.insert_labels(run_id, config)
+        warehouse.insert_labels(run_id, config, pointwise=not config.no_look)
+    if config.no_look:  # the response cache is neither read nor written
+        use_cache, cache = False, {}
+    if plan.streaming:  # identical requests within reach still share an answer
+        cache = _bounded(cache)
 
     async def main() -> EngineStats:
         endpoints = {m.id: Endpoint.for_model(m, registry.create(m)) for m in plan.models}
@@ -481,13 +498,17 @@ def execute(
             on_result,
             concurrency=settings.concurrency,
             cache=cache,
-            remember=sink.remember,
+            remember=None if config.no_look else sink.remember,
             redact=redact,
             attachments=config.root,
             judges=judges,
-            check_runner=_check_runner if any(c.check for c in plan.cases) else None,
+            check_runner=_checks(config.no_look)
+            if plan.streaming or any(c.check for c in plan.cases)
+            else None,
             backpressure=lambda: writer.pending >= writer.max_pending,
             budget=budget if budget.cap is not None else None,  # no cap: no bookkeeping
+            batches=case_batches(plan, with_checks(str(config.path))) if plan.streaming else None,
+            no_look=config.no_look,
         )
         holder.append(engine)
         try:
@@ -540,6 +561,8 @@ def execute(
                 "rows": writer.rows_written,
                 **({"stop_reason": budget.reason} if budget.stopped else {}),
             },
+            [r.record() for r in plan.sources] or None,
+            holder[0].feed.queued if holder and holder[0].feed is not None else None,
         )
     if status == "interrupted":
         raise RunInterrupted(
@@ -553,14 +576,24 @@ def execute(
 
 
 def _finish(
-    warehouse: Any, run_id: str, status: str, token: str | None, totals: dict[str, Any]
+    warehouse: Any,
+    run_id: str,
+    status: str,
+    token: str | None,
+    totals: dict[str, Any],
+    datasources: list[dict[str, Any]] | None = None,
+    n_planned: int | None = None,
 ) -> None:
-    """Record the run's end; when the run is already failing (status ``failed``: an error is
-    on its way up, a full disk say), a failure here is logged and the first error reported."""
+    """Record the run's end (and, for a datasource run, what it read: rows, digest, and the
+    cells it handed out as ``n_planned``); when the run
+    is already failing (status ``failed``: an error is on its way up, a full disk say), a
+    failure here is logged and the first error reported."""
     import logging
 
     try:
-        warehouse.finish_run(run_id, status, totals, token=token)
+        warehouse.finish_run(
+            run_id, status, totals, token=token, datasources=datasources, n_planned=n_planned
+        )
     except Exception as exc:
         if status != "failed":
             raise
@@ -569,11 +602,24 @@ def _finish(
         )
 
 
-async def _check_runner(case: Any, output: str) -> CheckOutcome:
-    from evalwh.scoring.checks import run_check
+def _checks(no_look: bool) -> Callable[[Any, str], Any]:
+    """The exec-check runner; a no-look run writes no answer file (evalwh.scoring.checks)."""
 
-    result = await run_check(case.check, output, case.vars)
-    return CheckOutcome(result.passed, result.exit_code, result.output, result.error)
+    async def check_runner(case: Any, output: str) -> CheckOutcome:
+        from evalwh.scoring.checks import run_check
+
+        result = await run_check(case.check, output, case.vars, no_look=no_look)
+        return CheckOutcome(result.passed, result.exit_code, result.output, result.error)
+
+    return check_runner
+
+
+def _bounded(cache: dict[str, CachedAnswer]) -> Any:
+    from evalwh.engine.feed import BoundedCache
+
+    bounded = BoundedCache(len(cache) + BoundedCache.default_limit)
+    bounded.update(cache)
+    return bounded
 
 
 def judge_cache(warehouse: Any, models: list[ModelSpec]) -> dict[str, CachedAnswer]:

@@ -40,10 +40,18 @@ class Plan:
     repeats: int
     skip: set[Cell] = field(default_factory=set)  # cells already stored (resume)
     only: set[Cell] | None = None  # when set, just these cells (retry errors)
+    sources: list[Any] = field(default_factory=list)  # evalwh.engine.feed.SourceRead
+    case_patterns: tuple[str, ...] = ()  # --case, applied to datasource cases as they come
+
+    @property
+    def streaming(self) -> bool:
+        """Cases also come from datasources, page by page while the run goes."""
+        return bool(self.sources)
 
     @property
     def size(self) -> int:
-        """The whole matrix, stored cells included."""
+        """The whole matrix, stored cells included (a datasource's cases are not counted:
+        they are unknown until read)."""
         return len(self.variants) * len(self.models) * len(self.cases) * self.repeats
 
     def wanted(self, cell: Cell) -> bool:
@@ -58,10 +66,16 @@ class Plan:
                         yield variant, case, repeat
 
 
-def _select(kind: str, items: Sequence[Any], wanted: Sequence[str], key: str = "id") -> list[Any]:
+def _select(
+    kind: str, items: Sequence[Any], wanted: Sequence[str], key: str = "id", *, more: bool = False
+) -> list[Any]:
+    """The items matching ``wanted``; a pattern matching none is an error unless ``more``
+    items come later (a datasource's cases)."""
     if not wanted:
         return list(items)
     chosen = [i for i in items if any(fnmatch.fnmatchcase(str(getattr(i, key)), w) for w in wanted)]
+    if more:
+        return chosen
     missing = [
         w for w in wanted if not any(fnmatch.fnmatchcase(str(getattr(i, key)), w) for i in items)
     ]
@@ -80,6 +94,7 @@ def build_plan(
     *,
     skip: set[Cell] | None = None,
     only: set[Cell] | None = None,
+    sources: list[Any] | None = None,
 ) -> Plan:
     if repeats < 1:
         raise UsageError("--repeat must be at least 1")
@@ -89,10 +104,12 @@ def build_plan(
             CompiledVariant(v) for v in _select("variant", config.variants, filters.variants)
         ],
         models=_select("model", config.models, filters.models),
-        cases=_select("case", config.cases, filters.cases),
+        cases=_select("case", config.cases, filters.cases, more=bool(sources)),
         repeats=repeats,
         skip=skip or set(),
         only=only,
+        sources=list(sources or []),
+        case_patterns=filters.cases,
     )
 
 

@@ -29,6 +29,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalwh.analysis.nolook import NOTICE, is_no_look, minimal
 from evalwh.errors import CostRefusedError, UsageError
 
 if TYPE_CHECKING:
@@ -243,7 +244,11 @@ class ProgressThrottle:
         self.steps = steps
         self.last = -1
 
+    UNKNOWN_EVERY = 1000  # a datasource run's size is unknown (total 0): every this many
+
     def due(self, done: int, total: int) -> bool:
+        if total <= 0:
+            return done == 1 or done % self.UNKNOWN_EVERY == 0
         bucket = (done * self.steps) // max(total, 1)
         if done in (1, total) or bucket != self.last:
             self.last = bucket
@@ -454,14 +459,15 @@ def run_brief(
             "flags": flags,
             "judging": judging,
             "next": _next(result.run_id, totals["failed"]),
-            "notes": [],
+            "notes": [NOTICE] if result.no_look else [],
+            "no_look": result.no_look,
         }
     )
 
 
 def _run_head(run: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("run_id", "label", "suite", "status", "started_at", "finished_at", "n_planned")
-    return {k: run.get(k) for k in keys}
+    return {**{k: run.get(k) for k in keys}, "no_look": is_no_look(run)}
 
 
 def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -494,6 +500,7 @@ def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
             "flags": flags,
             "judging": judging,
             "next": _next(run["run_id"], totals["failed"]),
+            **({"notice": NOTICE} if is_no_look(run) else {}),
         }
     )
 
@@ -569,6 +576,9 @@ def case_page(
         raise UsageError(f"page starts at 1, got {page}")
     run_id = view.resolve(run)
     table = view.query("case_list", run_id=run_id, only_failures=failures, case_id=None)
+    no_look = is_no_look(view.run(run_id))
+    if no_look:
+        preview_chars = 0
     total = table.num_rows
     pages = max(1, -(-total // size))
     rows = table.slice((page - 1) * size, size).to_pylist() if page <= pages else []
@@ -582,8 +592,12 @@ def case_page(
             "total": total,
             "pages": pages,
             "next_page": page + 1 if page < pages else None,
-            "cases": [case_row(r, output_chars=None if failures else preview_chars) for r in rows],
+            "cases": [
+                case_row(r, output_chars=None if failures or no_look else preview_chars)
+                for r in rows
+            ],
             "next": "get_case_result(run, variant, model, case_id) shows one case in full",
+            **({"no_look": True, "notice": NOTICE} if no_look else {}),
         }
     )
 
@@ -642,6 +656,8 @@ def case_brief(
             )
         },
     }
+    if is_no_look(view.run(run_id)):
+        return plain({**minimal(data), "no_look": True, "notice": NOTICE})
     cut: dict[str, int] = {}
     out = clip_tree(plain(data), limit, cut=cut)
     out["truncated"] = cut
@@ -720,6 +736,7 @@ def compare_brief(
         "slices_total": len(all_slices),
         "movers": movers,
         "notes": list(data.get("notes") or []),
+        "no_look": bool(data.get("no_look")),
     }
     if judging:
         out["calibration"] = dict(judging)
@@ -777,6 +794,7 @@ def list_runs(agent: Agent, limit: int | None = None) -> dict[str, Any]:
             "errors": r["n_errors"],
             "cost_usd": num(r["cost_usd"]),
             "baselines": by_run.get(r["run_id"], []),
+            "no_look": bool(r.get("no_look")),
         }
         for r in rows[:size]
     ]

@@ -98,22 +98,23 @@ class Warehouse:
     def create_run(self, row: dict[str, Any]) -> None:
         """Insert a new run, its lease (``lease_token``) held by this process."""
         row = {**row, "host": HOST, "pid": os.getpid()}
-        for key in ("config_snapshot", "filters"):
+        for key in ("config_snapshot", "filters", "datasources"):
             row[key] = to_json(row.get(key))
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with write_connection(self.path, wait_s=None) as con:
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(row.values()))
 
-    def insert_labels(self, run_id: str, config: Any) -> None:
-        """Store the config's human labels with the run (pairwise and pointwise)."""
+    def insert_labels(self, run_id: str, config: Any, *, pointwise: bool = True) -> None:
+        """Store the config's human labels with the run (pairwise, and pointwise unless a
+        no-look run: a case's own label is case data)."""
         rows = [
             [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note]
             for lb in config.labels
         ]
         rows += [
             [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None]
-            for c in config.cases
+            for c in (config.cases if pointwise else ())
             if c.human_label is not None
         ]
         if not rows:
@@ -153,15 +154,28 @@ class Warehouse:
         totals: dict[str, Any] | None = None,
         *,
         token: str | None = None,
+        datasources: list[dict[str, Any]] | None = None,
+        n_planned: int | None = None,
     ) -> None:
-        """Record the run's end (``exporting`` keeps the lease until the export is in place)."""
+        """Record the run's end (``exporting`` keeps the lease until the export is in place);
+        a datasource run also records what it read and how many cells that made."""
         keep = status == "exporting"
         with write_connection(self.path, wait_s=None) as con:
             con.execute(
                 "UPDATE runs SET status = ?, finished_at = now(), heartbeat_at = now(), "
-                "totals = coalesce(?, totals), lease_token = CASE WHEN ? THEN lease_token END "
+                "totals = coalesce(?, totals), lease_token = CASE WHEN ? THEN lease_token END, "
+                "datasources = coalesce(?, datasources), n_planned = coalesce(?, n_planned) "
                 "WHERE run_id = ? AND (? IS NULL OR lease_token = ?)",
-                [status, to_json(totals), keep, run_id, token, token],
+                [
+                    status,
+                    to_json(totals),
+                    keep,
+                    to_json(datasources),
+                    n_planned,
+                    run_id,
+                    token,
+                    token,
+                ],
             )
 
     def set_status(self, run_id: str, status: str, *, token: str | None = None) -> None:
