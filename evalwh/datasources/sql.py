@@ -98,6 +98,8 @@ class DuckDBSource:
     def pages(self, cursor: Any | None) -> tuple[list[dict[str, Any]], Any | None]:
         con = self._connection()
         if self.key is not None:
+            if cursor is None:
+                self._check_key(con)
             column = '"' + self.key.replace('"', '""') + '"'
             text = f"SELECT * FROM ({self.query}) AS q"
             if cursor is not None:
@@ -115,14 +117,19 @@ class DuckDBSource:
             self.close()
             return rows, None
         if self.key is not None:
-            if self.key not in names:
-                raise ConfigError(
-                    f"the query has no column '{self.key}' (the key)",
-                    where="params.key",
-                    fix=f"use one of: {', '.join(names)}",
-                )
             return rows, rows[-1][self.key]
         return rows, int(cursor or 0) + len(rows)
+
+    def _check_key(self, con: Any) -> None:
+        names = [
+            d[0] for d in con.execute(f"SELECT * FROM ({self.query}) AS q LIMIT 0").description
+        ]
+        if self.key not in names:
+            raise ConfigError(
+                f"the query has no column '{self.key}' (the key)",
+                where="params.key",
+                fix=f"use one of: {', '.join(names)}",
+            )
 
     def close(self) -> None:
         if self._con is not None:
