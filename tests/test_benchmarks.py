@@ -18,6 +18,7 @@ ROWS = {
     "latency-32",
     "latency-128",
     "memory",
+    "datasource-memory",
     "ingest",
     "ingest-default-batch",
     "query-summary",
