@@ -334,7 +334,7 @@ def test_config_example_loads_and_validates(page, n, body, files, clean_env):
 
     config = evalwh.load_config(config_path)
     plan = api.validate(config, output_dir=clean_env / "out")
-    assert plan.requests > 0
+    assert plan.requests > 0 or plan.datasources  # a datasource's cases come at run time
     assert not (clean_env / "out").exists(), "validate must not write a warehouse"
 
 

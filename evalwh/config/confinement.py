@@ -112,6 +112,9 @@ def referenced_paths(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     for i, source in enumerate(data.get("cases") or []):
         if isinstance(source, Mapping) and isinstance(source.get("file"), str):
             found.append((f"cases[{i}].file", source["file"]))
+        named = source.get("source") if isinstance(source, Mapping) else None
+        if isinstance(named, str) and named.rpartition(":")[0].endswith(".py"):
+            found.append((f"cases[{i}].source", named.rpartition(":")[0]))
         params = source.get("params") if isinstance(source, Mapping) else None
         if isinstance(params, Mapping) and isinstance(params.get("pattern"), str):
             found.append((f"cases[{i}].params.pattern", params["pattern"]))

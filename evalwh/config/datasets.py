@@ -314,7 +314,7 @@ def open_datasource(spec: SourceSpec, root: Path, config_file: str) -> Any:
     from evalwh.datasources import open_source
 
     try:
-        return open_source(spec.name, spec.params, root)
+        return open_source(spec.name, spec.params, root, file=config_file)
     except ConfigError as exc:
         if exc.file is None:
             exc.file = config_file

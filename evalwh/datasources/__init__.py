@@ -19,7 +19,8 @@ is ``None``. A row is a mapping: either a case (``{"id": ..., "vars": {...}, "ex
 what was read (recorded with the run); without one evalwh hashes the rows it received.
 
 Registration: built-ins in :data:`BUILTIN`, third-party ones by an ``evalwh.datasources``
-entry point, or any class by ``module:Class`` in the config::
+entry point, or any class by ``module:Class`` (an importable module) or ``file.py:Class`` (a
+file relative to the config's folder) in the config::
 
     cases:
       - source: mypkg.sources:Tickets
@@ -75,10 +76,13 @@ def source_class(name: str, *, where: str = "", file: str | None = None) -> type
             where=place,
             fix=f"use one of: {', '.join(sorted(available()))}, or `module:Class` of your own",
         )
-    module_name, _, attr = target.partition(":")
+    module_name, _, attr = target.rpartition(":")
     try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
+        if module_name.endswith(".py"):  # a file beside the config: `sources.py:Tickets`
+            cls = getattr(_load_file(module_name, file), attr)
+        else:
+            cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, OSError) as exc:
         raise ConfigError(
             f"cannot import datasource '{target}': {type(exc).__name__}: {exc}",
             file=file,
@@ -95,6 +99,22 @@ def source_class(name: str, *, where: str = "", file: str | None = None) -> type
             "(docs/datasources.md)",
         )
     return cls  # type: ignore[no-any-return]
+
+
+def _load_file(name: str, config_file: str | None) -> Any:
+    """A datasource module given as a file path, relative to the config's folder."""
+    import importlib.util
+
+    folder = Path(config_file).parent if config_file else Path.cwd()
+    path = (folder / name).resolve()
+    if not path.is_file():
+        raise ImportError(f"no file {path}")
+    spec = importlib.util.spec_from_file_location(f"evalwh_datasource_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def open_source(
