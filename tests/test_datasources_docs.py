@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import evalwh
-from tests.test_docs import DOCS, blocks, is_config, read
+from tests.test_docs import DOCS, blocks, is_config, read, write_example
 
 PAGES = ("datasources.md", "no-look.md")
 
@@ -33,13 +33,7 @@ def test_each_page_has_examples() -> None:
 def test_the_example_runs(
     page: str, n: int, body: str, files: dict[str, str], tmp_path: Path
 ) -> None:
-    folder = tmp_path / "example"
-    for name, content in files.items():
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-    config = folder / "eval.yaml"
-    config.write_text(body, encoding="utf-8")
+    config = write_example(tmp_path / "example", body, files)
     result = evalwh.run_eval(config, output_dir=tmp_path / "out")
     assert result.status == "completed" and result.totals["n"] > 0
     if "no_look: true" in body:

@@ -315,6 +315,18 @@ def clean_env(tmp_path, monkeypatch):
     return tmp_path
 
 
+def write_example(folder: Path, body: str, files: dict[str, str]) -> Path:
+    """A page's config as ``folder/eval.yaml``, with the files the page shows beside it."""
+    for name, content in files.items():
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    config_path = folder / "eval.yaml"
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(body, encoding="utf-8")
+    return config_path
+
+
 @pytest.mark.parametrize(
     ("page", "n", "body", "files"),
     EXAMPLES,
@@ -323,15 +335,7 @@ def clean_env(tmp_path, monkeypatch):
 def test_config_example_loads_and_validates(page, n, body, files, clean_env):
     if not runnable(body):
         pytest.skip("marked # not-runnable")
-    folder = clean_env / "example"
-    for name, content in files.items():
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-    config_path = folder / "eval.yaml"
-    config_path.parent.mkdir(parents=True, exist_ok=True)
-    config_path.write_text(body, encoding="utf-8")
-
+    config_path = write_example(clean_env / "example", body, files)
     config = evalwh.load_config(config_path)
     plan = api.validate(config, output_dir=clean_env / "out")
     assert plan.requests > 0 or plan.datasources  # a datasource's cases come at run time
