@@ -657,7 +657,8 @@ def case_brief(
         },
     }
     if is_no_look(view.run(run_id)):
-        return plain({**minimal(data), "no_look": True, "notice": NOTICE})
+        declined: dict[str, Any] = plain({**minimal(data), "no_look": True, "notice": NOTICE})
+        return declined
     cut: dict[str, int] = {}
     out = clip_tree(plain(data), limit, cut=cut)
     out["truncated"] = cut
