@@ -310,3 +310,24 @@ def test_validate_counts_no_datasource_cases_and_shows_no_sample_in_no_look(
         evalwh.api.render_prompt(
             write(tmp_path / "nl.yaml", cfg.read_text() + "privacy: {no_look: true}\n"), "v", "a"
         )
+
+
+def test_the_streaming_cache_keeps_the_newest_entries() -> None:
+    from evalwh.engine.feed import BoundedCache
+
+    cache = BoundedCache(3)
+    for i in range(5):
+        cache[f"k{i}"] = i
+    assert list(cache) == ["k2", "k3", "k4"]
+    cache["k5"] = 5
+    assert len(cache) == 3 and "k2" not in cache
+
+
+def test_progress_of_a_run_of_unknown_size() -> None:
+    from evalwh.mcp.briefs import ProgressThrottle
+
+    throttle = ProgressThrottle()
+    due = [n for n in range(1, 3001) if throttle.due(n, 0)]
+    assert due == [1, 1000, 2000, 3000]  # not one notification per cell
+    known = ProgressThrottle(steps=4)
+    assert [n for n in range(1, 9) if known.due(n, 8)] == [1, 2, 4, 6, 8]

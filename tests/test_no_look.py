@@ -300,3 +300,47 @@ scorecard: [{name: exact, type: exact}]
 
     with pytest.raises(ConfigError, match="no-look run stores none"):
         evalwh.validate(cfg, output_dir=tmp_path / "o")
+
+
+def test_errors_are_reduced_to_status_and_class() -> None:
+    from evalwh.engine.runner import error_class, error_text
+    from evalwh.providers.base import ProviderError
+
+    echoed = ProviderError("bad request: you sent SECRET", status=400, kind="http")
+    assert error_class(echoed) == "HTTP 400 (http)"
+    assert error_class(ProviderError("timed out on SECRET", kind="timeout")) == "timeout error"
+    assert error_text(echoed, lambda s: s, no_look=True) == "HTTP 400 (http)"
+    assert "SECRET" in error_text(echoed, lambda s: s)  # an ordinary run keeps the text
+
+
+def test_a_no_look_case_file_error_quotes_no_value(tmp_path: Path) -> None:
+    from evalwh.config.loader import load_config
+    from evalwh.errors import ConfigError
+
+    write(tmp_path / "c.jsonl", '{"id": 1, "vars": "CNRYvalue"}\n')
+    body = """
+models: [{id: m, provider: mock}]
+variants: [{id: v, messages: [{role: user, content: "x"}]}]
+cases: [{file: c.jsonl}]
+scorecard: [{name: exact, type: exact}]
+"""
+    with pytest.raises(ConfigError, match="CNRYvalue"):
+        load_config(write(tmp_path / "plain.yaml", body))
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path / "nl.yaml", body + "privacy: {no_look: true}\n"))
+    assert "must be a mapping" in str(caught.value) and CANARY not in str(caught.value)
+
+
+def test_an_exec_check_writes_no_answer_file_in_no_look(tmp_path: Path) -> None:
+    import asyncio
+
+    from evalwh.scoring.checks import parse_check, run_check
+
+    spec = parse_check('ls -A; test -z "$ANSWER" && echo "$ANSWER_TEXT"', "case check", "f")
+    seen = asyncio.run(run_check(spec, "the answer", {}, no_look=True))
+    assert seen.passed and seen.output.strip() == "the answer"  # no file listed, ANSWER unset
+    plain = asyncio.run(run_check(spec, "the answer", {}))
+    assert not plain.passed and "answer.txt" in plain.output
+    files = parse_check({"run": "true", "files": {"t.py": "x"}}, "case check", "f")
+    refused = asyncio.run(run_check(files, "a", {}, no_look=True))
+    assert not refused.passed and "no case data to disk" in (refused.error or "")

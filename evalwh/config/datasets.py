@@ -179,7 +179,10 @@ def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
         ) from None
 
 
-def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
+def load_file_source(
+    spec: dict[str, Any], root: Path, where: str, config_file: str, *, quiet: bool = False
+) -> list[Case]:
+    """The cases of a file entry; ``quiet`` (a no-look config): errors quote no value."""
     path = (root / spec["file"]).resolve()
     fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())
     if fmt is None:
@@ -212,7 +215,7 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
-            cases.append(inline_case(row, source, file=str(path), line=n))
+            cases.append(inline_case(row, source, file=str(path), line=n, quiet=quiet))
             continue
         if not checked:
             _check_columns(row, declared, meta_cols, var_cols, file=str(path))

@@ -98,9 +98,11 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
 
     cases, sources = [], []
+    no_look = bool((data.get("privacy") or {}).get("no_look"))
     for i, source in enumerate(data["cases"]):
         if "file" in source:
-            cases.extend(load_file_source(source, path.parent, f"cases[{i}]", file))
+            where = f"cases[{i}]"
+            cases.extend(load_file_source(source, path.parent, where, file, quiet=no_look))
         elif "source" in source:
             sources.append(source_spec(source, f"cases[{i}]", file))
         else:
@@ -183,7 +185,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         calibration=calibration,
         node=node,
         sources=sources,
-        no_look=bool((data.get("privacy") or {}).get("no_look")),
+        no_look=no_look,
     )
 
 
