@@ -98,7 +98,8 @@ def print_errors(groups: list[dict[str, Any]]) -> None:
 def estimate_line(e: dict[str, Any]) -> str:
     """The cost estimate printed before a run (and by --dry-run)."""
     cached = f" ({e['cached']} of {e['cells']} from the cache)" if e["cached"] else ""
-    return f"estimate: {e['calls']} call(s){cached}, up to ~{usd(e['cost_usd'])}"
+    more = " + the datasource's cases (unknown until read)" if e.get("datasources") else ""
+    return f"estimate: {e['calls']} call(s){cached}{more}, up to ~{usd(e['cost_usd'])}"
 
 
 def criteria_table(rows: list[dict[str, Any]]) -> Table:

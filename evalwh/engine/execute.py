@@ -201,6 +201,7 @@ class Estimate:
     output_tokens: int
     cost_usd: float
     by_model: list[dict[str, Any]]
+    datasources: bool = False  # cases also come from a datasource: not counted here
     note: str = (
         f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when "
         "unset; judges: one pointwise call per judged answer, two per pairwise pair (both "
@@ -247,6 +248,7 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         output_tokens=sum(r["output_tokens"] for r in rows),
         cost_usd=sum(r["cost_usd"] or 0.0 for r in rows),
         by_model=rows,
+        datasources=prepared.plan.streaming,
     )
 
 
