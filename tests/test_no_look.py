@@ -129,9 +129,15 @@ def server() -> Any:
         yield s
 
 
-def test_the_canaries_never_leave_the_run(tmp_path: Path, server: FakeLLMServer) -> None:
+def test_the_canaries_never_leave_the_run(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
     folder, out, tmp = tmp_path / "eval", tmp_path / "out", tmp_path / "tmp"
     tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))  # the MCP run below is in this process
+    monkeypatch.setattr(tempfile, "tempdir", None)
     cases = write_cases(folder)
     write(folder / "eval.yaml", config(server, cases=cases))
     streamed = (
