@@ -177,13 +177,14 @@ class CaseFeed:
         """Read batches (one ahead, in a thread) and queue their cells until the end."""
         plan, queues = self.plan, self.queues
         it = iter(self.batches)
+        pending: asyncio.Future[Any] | None = None
         try:
-            pending = asyncio.ensure_future(asyncio.to_thread(next, it, None))
+            pending = _fetch(it)
             while True:
                 batch = await pending
                 if batch is None or stopped():
                     break
-                pending = asyncio.ensure_future(asyncio.to_thread(next, it, None))
+                pending = _fetch(it)
                 for case in batch:
                     self.cases += 1
                     for variant in plan.variants:
@@ -203,9 +204,21 @@ class CaseFeed:
                 for _ in range(self.workers[model_id]):
                     queue.put_nowait(_END)
             return
+        finally:
+            if pending is not None and not pending.done():
+                pending.cancel()  # a run that stopped early: the page ahead is not wanted
         for model_id, queue in queues.items():
             for _ in range(self.workers[model_id]):
                 await queue.put(_END)
+
+
+def _fetch(it: Iterator[list[Case]]) -> asyncio.Future[Any]:
+    """The next batch, read in a worker thread. Its failure is always retrieved (by the feed,
+    or here once nobody waits for it), so asyncio never logs it: a datasource's message may
+    quote a row, and a no-look run writes none to the terminal."""
+    future = asyncio.ensure_future(asyncio.to_thread(next, it, None))
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
 
 
 def with_checks(file: str) -> Callable[[list[Case]], list[Case]]:
