@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from evalwh.errors import RunNotFoundError, UsageError
@@ -20,6 +21,7 @@ from evalwh.warehouse.writer import to_json
 
 EXPORT_SCHEMA_VERSION = "1"
 EXPORT_MEMORY_LIMIT = "128MB"
+EXPORT_MEMORY_RETRY = "512MB"  # when a huge run's sort fails within EXPORT_MEMORY_LIMIT
 ORDER = {
     "cases": "variant, model, case_id, repeat",
     "scores": "variant, model, case_id, repeat, criterion",
@@ -210,13 +212,18 @@ class Warehouse:
                         final = target / f"{table}.parquet"
                         temp = target / f".{table}.parquet{suffix}"
                         out = temp.as_posix().replace("'", "''")
-                        con.execute(
+                        copy = (
                             f"COPY (SELECT * FROM {table} WHERE run_id = $run_id "
                             f"ORDER BY {ORDER[table]}) TO '{out}' (FORMAT parquet, "
                             f"COMPRESSION zstd, KV_METADATA {{schema_version: "
-                            f"'{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})",
-                            {"run_id": run_id},
+                            f"'{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})"
                         )
+                        try:
+                            con.execute(copy, {"run_id": run_id})
+                        except duckdb.OutOfMemoryException:
+                            # a run of a million cases does not sort in 128 MB, spill or not
+                            con.execute(f"SET memory_limit = '{EXPORT_MEMORY_RETRY}'")
+                            con.execute(copy, {"run_id": run_id})
                         written.append((temp, final))
                 pause = float(os.environ.get(EXPORT_PAUSE_ENV) or 0)
                 if pause > 0:
