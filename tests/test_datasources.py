@@ -331,3 +331,18 @@ def test_progress_of_a_run_of_unknown_size() -> None:
     assert due == [1, 1000, 2000, 3000]  # not one notification per cell
     known = ProgressThrottle(steps=4)
     assert [n for n in range(1, 9) if known.due(n, 8)] == [1, 2, 4, 6, 8]
+
+
+def test_an_export_that_does_not_fit_its_memory_limit_retries_with_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalwh.warehouse.store as store
+
+    cfg = write(tmp_path / "eval.yaml", HEAD + "cases: [{id: a, vars: {q: x}, expected: x}]\n")
+    monkeypatch.setattr(store, "EXPORT_MEMORY_LIMIT", "1MB")  # no export sorts in 1 MB
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert result.status == "completed"
+    assert (Path(result.exports or "") / "cases.parquet").is_file()
+    monkeypatch.setattr(store, "EXPORT_MEMORY_RETRY", "1MB")
+    with pytest.raises(Exception, match="Out of Memory"):
+        evalwh.run_eval(cfg, output_dir=tmp_path / "o2")
