@@ -138,10 +138,10 @@ def measure_engine(work: Path, n: int, runs: int) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def latency_server(latency: float) -> Iterator[str]:
+def latency_server(latency: float, *args: str) -> Iterator[str]:
     """benchmarks/server.py in its own process; yields its OpenAI base URL."""
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "server.py"), "--latency", str(latency)],
+        [sys.executable, str(HERE / "server.py"), "--latency", str(latency), *args],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -156,10 +156,10 @@ def latency_server(latency: float) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def server_stats(base_url: str) -> dict[str, Any]:
+def server_stats(base_url: str, reset: bool = False) -> dict[str, Any]:
     import httpx
 
-    return httpx.get(base_url + "/stats", timeout=5).json()
+    return httpx.get(base_url + ("/stats/reset" if reset else "/stats"), timeout=5).json()
 
 
 def measure_latency(
@@ -345,6 +345,7 @@ def _realistic_rows(n_cases: int, criteria: int, offset: int) -> Iterator[tuple[
             None,
             None,
             None,
+            None,  # attachments
         ]
         scores = [
             [
@@ -559,3 +560,171 @@ def compile_bytecode() -> float:
 
 def run_async(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+# ---- the HTML report ----------------------------------------------------------------------
+
+
+def build_report_run(work: Path, n: int) -> dict[str, Any]:
+    """The run the report figures read: ``n`` cases x 2 mock models (workloads), once."""
+    import evalwh
+
+    config = workloads.write_report_config(work / f"report-{n}", n)
+    _fresh(config.parent)
+    started = time.perf_counter()
+    result = evalwh.run_eval(config)
+    return {"config": str(config), "run_id": result.run_id, "rows": result.totals["n"],
+            "run_s": time.perf_counter() - started}  # fmt: skip
+
+
+def measure_report(work: Path, config: str, runs: int, paint: bool) -> dict[str, Any]:
+    """Render the run page of the latest run of ``config`` ``runs`` times (size, time, this
+    process's peak RSS), then open it ``runs`` times in headless chromium: first contentful
+    paint and the load event, from navigation start."""
+    import evalwh
+    from evalwh.reports.html import render_run, write
+
+    view = evalwh.open_warehouse(config=Path(config))
+    run_id = view.resolve("latest")
+    before = peak_rss_mb()
+    render_s: list[float] = []
+    text = ""
+    for _ in range(runs):
+        started = time.perf_counter()
+        text = render_run(view.store, run_id)
+        render_s.append(time.perf_counter() - started)
+    page = write(text, work / "report.html")
+    out: dict[str, Any] = {
+        "rows": view.query("run_totals", run_id=run_id).to_pylist()[0]["n"],
+        "bytes": page.stat().st_size,
+        "render_s": render_s,
+        "peak_rss_mb_before": before,
+        "peak_rss_mb": peak_rss_mb(),
+        "fcp_ms": [],
+        "load_ms": [],
+    }
+    chromium = (
+        "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else shutil.which("chromium")
+    )
+    if not paint or chromium is None:
+        return out
+    from playwright.sync_api import sync_playwright
+
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=args)
+        for _ in range(runs):
+            tab = browser.new_page()
+            tab.goto(page.resolve().as_uri(), wait_until="load")
+            # under load the paint entry can come after the load event; poll from Python
+            # (wait_for_function evaluates a string in the page, which its CSP forbids)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not tab.evaluate(
+                "performance.getEntriesByName('first-contentful-paint').length"
+            ):
+                time.sleep(0.05)
+            out["fcp_ms"].append(
+                tab.evaluate("performance.getEntriesByName('first-contentful-paint')[0].startTime")
+            )
+            out["load_ms"].append(
+                tab.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+            )
+            tab.close()
+        browser.close()
+    return out
+
+
+# ---- whole `evalwh run` processes ----------------------------------------------------------
+
+
+def run_process(config: Path, env: dict[str, str], *extra: str) -> dict[str, float]:
+    """One `evalwh run CONFIG -q` as a new process: wall, and its CPU (user + sys) from
+    getrusage of the children, which a shared machine's load does not inflate."""
+    cmd = [*evalwh_command(), "run", str(config), "-q", *extra]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(cmd, env=env, cwd=config.parent, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):  # 1: a threshold failed, still a finished run
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr[-800:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "load1": os.getloadavg()[0]}
+
+
+def _process_env(scratch: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALWH_")}
+    env["EVALWH_CONFIG_DIR"] = str(scratch / "no-user-config")
+    return env
+
+
+def measure_process(
+    work: Path,
+    kind: str,
+    n: int,
+    runs: int,
+    concurrency: int = 16,
+    latency: float = 0.0,
+    cached: bool = False,
+) -> dict[str, Any]:
+    """``runs`` whole `evalwh run` processes of ``n`` cases.
+
+    ``kind``: ``mock`` (the mock provider) or ``http`` (openai-compatible against
+    benchmarks/server.py answering after ``latency`` s). ``cached``: one untimed run first,
+    then every timed run is a rerun answered from the response cache.
+    """
+    env = _process_env(work)
+    out: dict[str, Any] = {"n": n, "kind": kind, "concurrency": concurrency, "latency_s": latency}
+    with contextlib.ExitStack() as stack:
+        base_url = stack.enter_context(latency_server(latency)) if kind == "http" else None
+        folder = work / f"process-{kind}-{n}-c{concurrency}-{'cached' if cached else 'fresh'}"
+        config = workloads.write_config(folder, n, concurrency=concurrency, base_url=base_url)
+        _fresh(folder)
+        run_process(config, env)  # warm-up: the OS file cache, the server's connections
+        results, peaks = [], []
+        for _ in range(runs):
+            if not cached:
+                _fresh(folder)
+            if base_url:
+                before = server_stats(base_url)
+                server_stats(base_url, reset=True)
+            results.append(run_process(config, env))
+            if base_url:
+                stats = server_stats(base_url)
+                peaks.append(stats["max_in_flight"])
+                if not cached:
+                    assert stats["requests"] - before["requests"] >= n, (stats, before)
+        shutil.rmtree(folder / ".evalwh", ignore_errors=True)
+    out["runs"] = results
+    out["server_max_in_flight"] = max(peaks) if peaks else None
+    return out
+
+
+def measure_adaptive(
+    work: Path, n: int, rate: float, concurrency: int, latency: float
+) -> dict[str, Any]:
+    """``n`` cases against a server allowing ``rate`` requests a second (429 + Retry-After
+    0.1 s beyond it), with ``adaptive_concurrency`` off, then on: 429s, retries, wall."""
+    env = _process_env(work)
+    out: dict[str, Any] = {"n": n, "rate": rate, "concurrency": concurrency, "by_mode": {}}
+    for adaptive in (False, True):
+        with latency_server(latency, "--rate", str(rate), "--burst", "2") as base_url:
+            folder = work / f"adaptive-{n}-{adaptive}"
+            config = workloads.write_config(
+                folder,
+                n,
+                concurrency=concurrency,
+                base_url=base_url,
+                model_extra={"adaptive_concurrency": adaptive, "max_retries": 1000},
+            )
+            _fresh(folder)
+            got = run_process(config, env)
+            stats = server_stats(base_url)
+        out["by_mode"]["adaptive" if adaptive else "fixed"] = {
+            **got,
+            "requests": stats["requests"],
+            "rejected": stats["rejected"],
+        }
+        shutil.rmtree(folder / ".evalwh", ignore_errors=True)
+    return out

@@ -27,7 +27,19 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-GROUPS = ("engine", "latency", "memory", "datasource", "ingest", "queries", "startup")
+GROUPS = (
+    "engine",
+    "latency",
+    "memory",
+    "datasource",
+    "ingest",
+    "queries",
+    "startup",
+    "http",
+    "process",
+    "adaptive",
+    "report",
+)
 
 
 @dataclass
@@ -50,6 +62,25 @@ class Sizes:
     ingest_runs: int = 3
     query_repeats: int = 5
     startup_runs: int = 10
+    report_cases: int = 10_000
+    report_big_cases: int | None = 100_000
+    report_runs: int = 3
+    # the HTTP client strategies side by side (benchmarks/httpclients.py)
+    http_requests: int = 10_000
+    http_concurrency: int = 64
+    http_runs: int = 3
+    http_loops: tuple[str, ...] = ("asyncio", "uvloop")
+    http_strategies: tuple[str, ...] = ()  # () = every strategy of httpclients.STRATEGIES
+    # whole `evalwh run` processes: CPU per case at 0 ms, efficiency at 100 ms, fixed cost
+    process_cpu_cases: tuple[int, ...] = (1_000, 10_000, 100_000)
+    process_cpu_concurrency: int = 64
+    process_efficiency: tuple[tuple[int, int], ...] = ((32, 1_000), (128, 2_000), (512, 5_000))
+    process_cached_cases: tuple[int, ...] = (10_000, 100_000)
+    process_runs: int = 3
+    # a server allowing `adaptive_rate` requests/s; fixed vs adaptive concurrency
+    adaptive_cases: int = 200
+    adaptive_rate: float = 20.0
+    adaptive_concurrency: int = 32
 
 
 QUICK = Sizes(
@@ -65,6 +96,22 @@ QUICK = Sizes(
     ingest_runs=1,
     query_repeats=1,
     startup_runs=1,
+    report_cases=200,
+    report_big_cases=None,
+    report_runs=1,
+    http_requests=200,
+    http_concurrency=16,
+    http_runs=1,
+    http_loops=("asyncio",),
+    http_strategies=("httpx-sharded", "provider"),
+    process_cpu_cases=(50, 200),
+    process_cpu_concurrency=16,
+    process_efficiency=((8, 40),),
+    process_cached_cases=(200,),
+    process_runs=1,
+    adaptive_cases=20,
+    adaptive_rate=50.0,
+    adaptive_concurrency=8,
 )
 
 
@@ -127,6 +174,14 @@ def child_main(name: str, params: dict[str, Any]) -> None:
         out = figures.measure_queries(work, **params)
     elif name == "startup":
         out = figures.measure_startup(Path(params["warehouse"]), work / "startup", params["runs"])
+    elif name == "report_run":
+        out = figures.build_report_run(work, params["n"])
+    elif name == "report":
+        out = figures.measure_report(work, params["config"], params["runs"], params["paint"])
+    elif name == "process":
+        out = figures.measure_process(work, **params)
+    elif name == "adaptive":
+        out = figures.measure_adaptive(work, **params)
     elif name == "compile":
         out = {"compile_s": figures.compile_bytecode()}
     else:
@@ -459,6 +514,269 @@ def startup_rows(
     return rows, raw
 
 
+def report_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    n = sizes.report_cases
+    log(f"report: a {n}-case x 2-model mock run, its HTML page x {sizes.report_runs}")
+    built = child("report_run", {"work": str(work), "n": n})
+    raw = {"run": built}
+    raw["page"] = page = child(
+        "report",
+        {"work": str(work), "config": built["config"], "runs": sizes.report_runs, "paint": True},
+    )
+    size_mb = page["bytes"] / 1e6
+    workload = (
+        f"{n:,} cases x 2 mock models ({page['rows']:,} case rows; a fifth of one model's "
+        "answers wrong and 2,000 characters long), the run page from `evalwh.reports.html`"
+    )
+    fcp = med(page["fcp_ms"]) / 1000 if page["fcp_ms"] else None
+    rows = [
+        Row(
+            "report-size",
+            "HTML report size",
+            workload,
+            "< 20 MB",
+            size_mb,
+            "MB",
+            20,
+            False,
+            f"render median {med(page['render_s']):.2f} s; peak RSS of the rendering process "
+            f"{page['peak_rss_mb']:.0f} MB",
+        ),
+        Row(
+            "report-paint",
+            "HTML report first paint",
+            workload + ", opened from file:// in headless Debian chromium",
+            "< 2 s",
+            fcp,
+            "s",
+            2,
+            False,
+            (
+                f"first contentful paint, median of {len(page['fcp_ms'])}; load event median "
+                f"{med(page['load_ms']) / 1000:.2f} s"
+                if page["fcp_ms"]
+                else "no system chromium: not measured"
+            ),
+        ),
+    ]
+    big = sizes.report_big_cases
+    if big:
+        log(f"report: a {big}-case x 2-model mock run (a few minutes), then its page once")
+        raw["big_run"] = built = child("report_run", {"work": str(work), "n": big})
+        raw["big_page"] = page = child(
+            "report", {"work": str(work), "config": built["config"], "runs": 1, "paint": True}
+        )
+        rows.append(
+            Row(
+                "report-big",
+                "HTML report, large run",
+                f"{big:,} cases x 2 mock models ({page['rows']:,} case rows): every failure "
+                "first, up to 20,000 rows embedded, the rest counted",
+                "usable (< 2 s first paint), no out-of-memory",
+                med(page["fcp_ms"]) / 1000 if page["fcp_ms"] else None,
+                "s",
+                2,
+                False,
+                f"page {page['bytes'] / 1e6:.1f} MB; render {med(page['render_s']):.2f} s; peak "
+                f"RSS of the rendering process {page['peak_rss_mb']:.0f} MB",
+            )
+        )
+    return rows, raw
+
+
+def http_rows(sizes: Sizes, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    sys.path.insert(0, str(HERE))
+    import httpclients
+
+    n, c = sizes.http_requests, sizes.http_concurrency
+    log(f"http: {n:,} requests at concurrency {c}, 0 ms, each client strategy x {sizes.http_runs}")
+    results = httpclients.compare(
+        n,
+        c,
+        sizes.http_runs,
+        only=list(sizes.http_strategies) or None,
+        loops=sizes.http_loops,
+        log=log,
+    )
+    rows = []
+    for r in results:
+        fix = " + sniffio fix" if r["sniffio_fix"] and r["strategy"].startswith("httpx") else ""
+        rid = f"http-{r['strategy']}-{r['loop']}" + ("-sniffio" if fix else "")
+        runs = r["runs"]
+        rows.append(
+            Row(
+                rid,
+                f"HTTP client: {r['strategy']}{fix}, {r['loop']}",
+                f"{n:,} POSTs (openai body, JSON answer parsed) at concurrency {c} to "
+                "benchmarks/server.py at 0 ms; CPU of the client process per request",
+                "<= 0.3 ms CPU/request",
+                r["cpu_ms_per_request"],
+                "ms CPU/request",
+                0.3,
+                False,
+                f"median of {len(runs)}; wall {r['wall_s']:.2f} s; server max in flight "
+                f"{max(x['server_max_in_flight'] for x in runs)}; load "
+                f"{os.getloadavg()[0]:.1f}",
+            )
+        )
+    return rows, {"strategies": results}
+
+
+def process_rows(
+    sizes: Sizes, work: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    raw: dict[str, Any] = {}
+    rows: list[Row] = []
+    runs = sizes.process_runs
+    # fixed cost: a 1-case run
+    if not quick:
+        log("process: compiling bytecode (as `UV_COMPILE_BYTECODE=1 uv sync` would)")
+        child("compile", {"work": str(work)})
+    ones = runs if quick else max(runs, 5)
+    log(f"process: a 1-case `evalwh run` (mock) x {ones}")
+    one = child("process", {"work": str(work), "kind": "mock", "n": 1, "runs": ones})
+    raw["one_case"] = one
+    walls = [r["wall_s"] for r in one["runs"]]
+    rows.append(
+        Row(
+            "process-one-case",
+            "fixed cost of a run",
+            "a 1-case `evalwh run` (mock provider), whole process, bytecode compiled",
+            "<= 0.4 s",
+            med(walls),
+            "s",
+            0.4,
+            False,
+            f"median of {len(walls)}; CPU {med([r['cpu_s'] for r in one['runs']]):.3f} s; "
+            f"load {med([r['load1'] for r in one['runs']]):.1f}",
+        )
+    )
+    # CPU per case at 0 ms, flat in the case count; the concurrency the server saw
+    c = sizes.process_cpu_concurrency
+    per_case: dict[int, float] = {}
+    for n in sizes.process_cpu_cases:
+        log(f"process: {n:,} cases over HTTP at 0 ms, concurrency {c} x {runs}")
+        got = child(
+            "process", {"work": str(work), "kind": "http", "n": n, "runs": runs, "concurrency": c}
+        )
+        raw[f"cpu_{n}"] = got
+        per_case[n] = med([r["cpu_s"] for r in got["runs"]]) / n * 1000
+        rows.append(
+            Row(
+                f"process-cpu-{n}",
+                "CPU per case (HTTP, 0 ms)",
+                f"{n:,} cases, `evalwh run` (openai-compatible -> benchmarks/server.py at 0 ms, "
+                f"concurrency {c}), CPU of the whole process / cases",
+                "<= 0.3 ms/case",
+                per_case[n],
+                "ms CPU/case",
+                0.3,
+                False,
+                f"median of {len(got['runs'])}; wall {med([r['wall_s'] for r in got['runs']]):.2f} s; "
+                f"server max in flight {got['server_max_in_flight']} of {c}; load "
+                f"{med([r['load1'] for r in got['runs']]):.1f}",
+            )
+        )
+    if len(per_case) > 1:
+        small, large = min(per_case), max(per_case)
+        rows.append(
+            Row(
+                "process-cpu-flat",
+                "CPU per case flat in the case count",
+                f"CPU per case at {large:,} / at {small:,} cases (rows above)",
+                "within 10 %",
+                per_case[large] / per_case[small],
+                "x",
+                1.10,
+                False,
+            )
+        )
+    # latency-bound efficiency of the whole process
+    for conc, n in sizes.process_efficiency:
+        lat = 0.1 if not quick else 0.02
+        log(f"process: {n:,} cases, {lat * 1000:.0f} ms, concurrency {conc} x {runs}")
+        got = child(
+            "process",
+            {
+                "work": str(work),
+                "kind": "http",
+                "n": n,
+                "runs": runs,
+                "concurrency": conc,
+                "latency": lat,
+            },
+        )
+        raw[f"efficiency_{conc}"] = got
+        ideal = n / conc * lat
+        wall = med([r["wall_s"] for r in got["runs"]])
+        target = 0.85 if conc >= 512 else 0.9
+        rows.append(
+            Row(
+                f"process-efficiency-{conc}",
+                "latency-bound efficiency (whole process)",
+                f"{n:,} cases, `evalwh run` -> benchmarks/server.py at {lat * 1000:.0f} ms, "
+                f"concurrency {conc}: ideal / wall",
+                f">= {target}",
+                ideal / wall,
+                "efficiency",
+                target,
+                True,
+                f"ideal {ideal:.2f} s, wall {wall:.2f} s (median of {len(got['runs'])}); CPU "
+                f"{med([r['cpu_s'] for r in got['runs']]):.2f} s; server max in flight "
+                f"{got['server_max_in_flight']}; load {med([r['load1'] for r in got['runs']]):.1f}",
+            )
+        )
+    # cached reruns, whole process
+    for n in sizes.process_cached_cases:
+        log(f"process: cached rerun of {n:,} mock cases x {runs}")
+        got = child(
+            "process", {"work": str(work), "kind": "mock", "n": n, "runs": runs, "cached": True}
+        )
+        raw[f"cached_{n}"] = got
+        wall = med([r["wall_s"] for r in got["runs"]])
+        rows.append(
+            Row(
+                f"process-cached-{n}",
+                "cached rerun (whole process)",
+                f"`evalwh run` of {n:,} mock cases, every answer from the response cache",
+                ">= 20,000 cases/s",
+                n / wall,
+                "cases/s",
+                20_000,
+                True,
+                f"wall {wall:.2f} s, CPU {med([r['cpu_s'] for r in got['runs']]):.2f} s; load "
+                f"{med([r['load1'] for r in got['runs']]):.1f}",
+            )
+        )
+    return rows, raw
+
+
+def adaptive_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    n, rate, c = sizes.adaptive_cases, sizes.adaptive_rate, sizes.adaptive_concurrency
+    log(f"adaptive: {n} cases, server allows {rate:g}/s, concurrency {c}, fixed vs adaptive")
+    raw = child(
+        "adaptive",
+        {"work": str(work), "n": n, "rate": rate, "concurrency": c, "latency": 0.05},
+    )
+    fixed, adaptive = raw["by_mode"]["fixed"], raw["by_mode"]["adaptive"]
+    row = Row(
+        "adaptive",
+        "adaptive concurrency",
+        f"{n} cases, concurrency {c}, server allowing {rate:g} requests/s (429 + Retry-After "
+        "0.1 s beyond), 50 ms a reply: 429s with adaptive / fixed concurrency",
+        "fewer 429s than fixed (ratio < 1)",
+        adaptive["rejected"] / max(1, fixed["rejected"]),
+        "x",
+        1.0,
+        False,
+        f"429s fixed {fixed['rejected']} / adaptive {adaptive['rejected']}; requests "
+        f"{fixed['requests']} / {adaptive['requests']}; wall {fixed['wall_s']:.2f} / "
+        f"{adaptive['wall_s']:.2f} s (ideal {n / rate:.2f} s); CPU {fixed['cpu_s']:.2f} / "
+        f"{adaptive['cpu_s']:.2f} s",
+    )
+    return [row], raw
+
+
 # ---- output -------------------------------------------------------------------------------
 
 
@@ -492,10 +810,12 @@ def fmt(value: float | None, unit: str) -> str:
         return "-"
     if unit == "s":
         return f"{value:.3f} s"
-    if unit == "x ideal":
-        return f"{value:.3f} x"
+    if unit in ("x ideal", "x", "efficiency"):
+        return f"{value:.3f}" + (" x" if unit != "efficiency" else "")
+    if unit.startswith("ms"):
+        return f"{value:.3f} {unit}"
     if unit == "MB":
-        return f"{value:.0f} MB"
+        return f"{value:.1f} MB" if value < 100 else f"{value:.0f} MB"
     return f"{value:,.0f} {unit}"
 
 
@@ -560,6 +880,9 @@ def main(argv: list[str] | None = None) -> int:
             "ingest_runs",
             "query_repeats",
             "startup_runs",
+            "report_runs",
+            "http_runs",
+            "process_runs",
         ):
             setattr(sizes, name, args.runs)
     groups = [g for g in args.only.split(",") if g] or list(GROUPS)
@@ -596,6 +919,14 @@ def main(argv: list[str] | None = None) -> int:
                 got, raw["ingest"] = ingest_rows(sizes, work, log)
             elif group == "queries":
                 got, raw["queries"] = query_rows(sizes, work, results, args.quick, log)
+            elif group == "report":
+                got, raw["report"] = report_rows(sizes, work, log)
+            elif group == "http":
+                got, raw["http"] = http_rows(sizes, log)
+            elif group == "process":
+                got, raw["process"] = process_rows(sizes, work, args.quick, log)
+            elif group == "adaptive":
+                got, raw["adaptive"] = adaptive_rows(sizes, work, log)
             else:
                 got, raw["startup"] = startup_rows(sizes, work, results, args.quick, log)
         except Exception as exc:  # one broken group must not lose the others' figures

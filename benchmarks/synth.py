@@ -112,7 +112,7 @@ def _insert_run(con, index: int, n: int) -> None:  # type: ignore[no-untyped-def
             NOT err AND u >= 0.2 AS passed,
             TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_minutes($idx::BIGINT) + to_milliseconds(i) AS created_at,
             NULL AS judge_cost_usd, NULL AS check_passed, NULL AS check_exit_code,
-            NULL AS check_output, NULL AS check_error
+            NULL AS check_output, NULL AS check_error, NULL AS attachments
         FROM (
             SELECT range AS i,
                    (hash(range, $idx) % 1000) / 1000.0 AS u,

@@ -46,6 +46,7 @@ def write_config(
     base_url: str | None = None,
     cases_file: Path | None = None,
     mock_latency_ms: float = 0,
+    model_extra: dict[str, object] | None = None,
 ) -> Path:
     """An eval of ``n`` cases x 1 model x 1 variant with three deterministic scorers.
 
@@ -63,6 +64,7 @@ def write_config(
       latency_ms: {mock_latency_ms:g}
 """
     else:
+        keys = {"max_retries": 0, **(model_extra or {})}
         model = f"""\
   - id: local
     provider: openai-compatible
@@ -70,9 +72,8 @@ def write_config(
     price: {{input_per_mtok: 0, output_per_mtok: 0}}
     max_concurrency: {concurrency}
     timeout_s: 300
-    max_retries: 0
     base_url: {base_url}
-"""
+""" + "".join(f"    {k}: {json.dumps(v)}\n" for k, v in keys.items())
     text = f"""\
 name: bench
 settings:
@@ -132,4 +133,39 @@ def write_datasource_config(folder: Path, n: int, *, page_size: int = 1000) -> P
         f"    metadata: [topic, difficulty]\nscorecard:\n{scorecard}",
         encoding="utf-8",
     )
+    return path
+
+
+def write_report_config(folder: Path, n: int) -> Path:
+    """``n`` cases x 2 models on the mock provider for the HTML report figures: one model
+    answers right, the other gives a long wrong answer (2,000 characters) to a fifth of the
+    cases, so the page carries failures, long outputs and two cells side by side."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cases = write_cases(folder / "cases.jsonl", n)
+    long_wrong = "wrong " * 333
+    text = f"""\
+name: report-bench
+settings:
+  output_dir: .evalwh
+  concurrency: 16
+models:
+  - id: good
+    provider: mock
+  - id: sloppy
+    provider: mock
+    mock:
+      rules:
+        - rate: 0.2
+          reply: "{long_wrong.strip()}"
+variants:
+  - id: plain
+    messages:
+      - role: user
+        content: "{{{{ question }}}}"
+cases:
+  - file: {cases.resolve().as_posix()}
+    metadata: [topic, difficulty]
+{SCORECARD}"""
+    path = folder / "eval.yaml"
+    path.write_text(text, encoding="utf-8")
     return path

@@ -1,11 +1,30 @@
 -- title: Pointwise judge calibration
--- description: Per llm-judge criterion, agreement with the cases' human_label: pass/fail Cohen's kappa, raw agreement and base rate for boolean-like labels; exact and within-1 agreement of the raw score for numeric labels; n for each.
+-- description: Per llm-judge criterion, agreement with the human labels (a pointwise `labels:` entry or `evalwh labels import` for that criterion, else the case's human_label): pass/fail Cohen's kappa, raw agreement and base rate for boolean-like labels; exact and within-1 agreement of the raw score for numeric labels; n for each. A label counts once per case x criterion (labels name no model): it is compared with the judge's verdict aggregated over every judged answer of that case (variants, models, repeats) -- pass when the judge passed at least half of them, and the mean raw score.
 -- params: run_id
-WITH judged AS (
+-- a label counts once: the judge's answers for a (criterion, case) are aggregated first.
+-- Pointwise rows of `labels` with `comparison` set grade that criterion only; rows with it NULL
+-- (a case's human_label) grade every llm-judge criterion. The criterion's own label wins.
+WITH per_case AS (
+    SELECT criterion, case_id,
+           avg(passed::INTEGER) >= 0.5 AS passed,
+           avg(raw_score)              AS raw_score
+    FROM scores
+    WHERE run_id = $run_id AND judge_model IS NOT NULL AND error IS NULL
+    GROUP BY criterion, case_id
+),
+judged AS (
     SELECT s.criterion, s.case_id, s.passed, s.raw_score, l.label
-    FROM scores s
-    JOIN labels l ON l.run_id = s.run_id AND l.case_id = s.case_id AND l.kind = 'pointwise'
-    WHERE s.run_id = $run_id AND s.judge_model IS NOT NULL AND s.error IS NULL
+    FROM per_case s
+    JOIN (
+        SELECT c.criterion, c.case_id, l.label
+        FROM per_case c
+        JOIN labels l ON l.case_id = c.case_id
+            AND (l.comparison = c.criterion OR l.comparison IS NULL)
+        WHERE l.run_id = $run_id AND l.kind = 'pointwise'
+        QUALIFY row_number() OVER (
+            PARTITION BY c.criterion, c.case_id ORDER BY l.comparison IS NULL, l.label::VARCHAR
+        ) = 1
+    ) l USING (criterion, case_id)
 ),
 typed AS (
     SELECT *,

@@ -1,12 +1,31 @@
 -- title: Judge calibration by slice
--- description: Per pairwise comparison and value of one case metadata key: labelled pairs, raw agreement and Cohen's kappa, so a judge that is good overall but poor on a slice shows.
+-- description: Per pairwise comparison and value of one case metadata key: labelled cases (a label counts once, against the judge's majority verdict over the case's eligible pairs), raw agreement and Cohen's kappa, so a judge that is good overall but poor on a slice shows.
 -- params: run_id, key
-WITH joined AS (
-    SELECT l.comparison, coalesce(json_extract_string(p.metadata, '$.' || $key), '(none)') AS slice,
-           l.prefer AS human, p.verdict AS judge
-    FROM labels l
-    JOIN pairs p ON p.run_id = l.run_id AND p.comparison = l.comparison AND p.case_id = l.case_id
-    WHERE l.run_id = $run_id AND l.kind = 'pairwise' AND p.eligible
+-- A label counts once: the judge's verdict for a labelled (comparison, case) is the most
+-- frequent verdict over that case's eligible pairs (its repeats); a tie between the top
+-- counts is 'tie'. A repeated label of the same case counts once (its most frequent value).
+WITH verdict_counts AS (
+    SELECT comparison, case_id, verdict, count(*) AS c,
+           any_value(coalesce(json_extract_string(metadata, '$.' || $key), '(none)')) AS slice
+    FROM pairs WHERE run_id = $run_id AND eligible
+    GROUP BY comparison, case_id, verdict
+),
+case_verdicts AS (
+    SELECT comparison, case_id,
+           any_value(slice) AS slice,
+           CASE WHEN count(*) FILTER (WHERE c = top) > 1 THEN 'tie'
+                ELSE any_value(verdict) FILTER (WHERE c = top) END AS judge
+    FROM (SELECT *, max(c) OVER (PARTITION BY comparison, case_id) AS top FROM verdict_counts)
+    GROUP BY comparison, case_id
+),
+human AS (
+    SELECT comparison, case_id, mode(prefer) AS human
+    FROM labels WHERE run_id = $run_id AND kind = 'pairwise'
+    GROUP BY comparison, case_id
+),
+joined AS (
+    SELECT h.comparison, v.slice, h.human, v.judge
+    FROM human h JOIN case_verdicts v USING (comparison, case_id)
 ),
 counts AS (SELECT comparison, slice, count(*) AS n, count(*) FILTER (WHERE human = judge) AS agree FROM joined GROUP BY ALL),
 hm AS (SELECT comparison, slice, human AS k, count(*) AS c FROM joined GROUP BY ALL),

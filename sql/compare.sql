@@ -1,5 +1,5 @@
 -- title: Compare two runs
--- description: Run B minus run A, paired on (variant, model, case_id, repeat). One row for the whole run (scope 'run'), per variant x model cell ('cell', with cells only one run has), per criterion ('criterion') and per metadata slice ('slice'; $keys, combined into one dimension when $combine, else one dimension per key). For pass_rate, score, cost_usd and latency_ms: n pairs, the means in A and B, the mean paired difference with its standard error (sample sd / sqrt(n), or cluster-robust CR1 over the clusters of metadata key $cluster; 'case_id' clusters the repeats of a case) and 95% interval; cases fixed and broken; a verdict. Criteria and slices come worst first.
+-- description: Run B minus run A, paired on (variant, model, case_id, repeat); the case in its cell is the unit: a case's repeats are averaged into one paired difference first ($cluster 'case_id' also clusters a case's cells). One row for the whole run (scope 'run'), per variant x model cell ('cell', with cells only one run has), per criterion ('criterion') and per metadata slice ('slice'; $keys, combined into one dimension when $combine, else one dimension per key). For pass_rate, score, cost_usd and latency_ms: n cases (n_pairs answers), the means in A and B, the mean paired difference with its standard error (sample sd of the case differences / sqrt(n), or cluster-robust CR1 over the clusters of metadata key $cluster) and 95% t-interval (n - 1 df, or clusters - 1); cases fixed and broken and the exact two-sided sign-test p-value on them (pass_rate_p: McNemar's exact test when each case has one answer a side; score_p on the cases whose score moved); a verdict: pass rate better/worse when pass_rate_p < 0.05, score when its interval excludes 0 and score_p < 0.05. Criteria and slices come worst first.
 -- params: run_a, run_b, cluster, keys, combine
 WITH a AS (
     SELECT variant, model, case_id, repeat, passed, score,
@@ -27,6 +27,7 @@ pairs AS (
         a.score AS score_a, b.score AS score_b,
         a.cost_usd AS cost_a, b.cost_usd AS cost_b,
         a.latency_ms AS latency_a, b.latency_ms AS latency_b,
+        [variant, model, case_id] AS unit,
         row_number() OVER () AS pair_id
     FROM a JOIN b USING (variant, model, case_id, repeat)
 ),
@@ -44,11 +45,11 @@ keyed_a AS (
     FROM score_a sa JOIN pairs p USING (variant, model, case_id, repeat)
 ),
 keyed_b AS (
-    SELECT p.pair_id, p.cluster, sb.criterion, sb.passed, sb.score
+    SELECT p.pair_id, p.unit, p.cluster, sb.criterion, sb.passed, sb.score
     FROM score_b sb JOIN pairs p USING (variant, model, case_id, repeat)
 ),
 criterion_pairs AS (
-    SELECT criterion, kb.cluster,
+    SELECT criterion, kb.unit, kb.cluster,
            ka.passed::INTEGER::DOUBLE AS pass_a, kb.passed::INTEGER::DOUBLE AS pass_b,
            ka.score AS score_a, kb.score AS score_b
     FROM keyed_a ka
@@ -61,81 +62,83 @@ dims AS (
 ),
 scoped AS (
     SELECT 'run' AS scope, 'run' AS target, NULL::VARCHAR AS variant, NULL::VARCHAR AS model,
-           cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
+           unit, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs
     UNION ALL
     SELECT 'cell', variant || ' × ' || model, variant, model,
-           cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
+           unit, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs
     UNION ALL
     SELECT 'slice',
            array_to_string(list_transform(d.dim, k -> k || '=' || coalesce(p.metadata ->> k, '(none)')), ', '),
            NULL, NULL,
-           cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
+           unit, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs p CROSS JOIN dims d
     WHERE len(d.dim) > 0
 ),
--- Per (scope, target), for each metric over the pairs where both sides have it: n, the means
--- in A and B, the mean paired difference and its sample sd, how many went up and down (one
--- pass over the pairs, a column group per metric; a metric without pairs stays NULL).
-cell_stats AS (
+-- The unit of analysis is the case (in its cell): per (scope, target, variant x model x case)
+-- and metric, the mean of A and of B over the repeats where both sides have the metric (a
+-- metric without pairs stays NULL). cluster = 'case_id' also joins a case's cells.
+units AS (
+    SELECT
+        scope, target, unit,
+        any_value(variant) AS variant, any_value(model) AS model, any_value(cluster) AS cluster,
+        count(*) AS n_pairs,
+        avg(pass_a) FILTER (WHERE pass_b IS NOT NULL)       AS pass_a,
+        avg(pass_b) FILTER (WHERE pass_a IS NOT NULL)       AS pass_b,
+        avg(score_a) FILTER (WHERE score_b IS NOT NULL)     AS score_a,
+        avg(score_b) FILTER (WHERE score_a IS NOT NULL)     AS score_b,
+        avg(cost_a) FILTER (WHERE cost_b IS NOT NULL)       AS cost_a,
+        avg(cost_b) FILTER (WHERE cost_a IS NOT NULL)       AS cost_b,
+        avg(latency_a) FILTER (WHERE latency_b IS NOT NULL) AS latency_a,
+        avg(latency_b) FILTER (WHERE latency_a IS NOT NULL) AS latency_b
+    FROM scoped
+    GROUP BY scope, target, unit
+    UNION ALL
+    SELECT
+        'criterion', criterion, unit, NULL, NULL, any_value(cluster), count(*),
+        avg(pass_a) FILTER (WHERE pass_b IS NOT NULL),
+        avg(pass_b) FILTER (WHERE pass_a IS NOT NULL),
+        avg(score_a) FILTER (WHERE score_b IS NOT NULL),
+        avg(score_b) FILTER (WHERE score_a IS NOT NULL),
+        NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE, NULL::DOUBLE
+    FROM criterion_pairs
+    GROUP BY criterion, unit
+),
+-- Per (scope, target), for each metric over the cases: n, the means in A and B, the mean
+-- paired difference and its sample sd, how many cases went up and down.
+stats AS (
     SELECT
         scope, target,
         any_value(variant) FILTER (WHERE pass_a IS NOT NULL AND pass_b IS NOT NULL) AS pass_rate_variant,
         any_value(model) FILTER (WHERE pass_a IS NOT NULL AND pass_b IS NOT NULL)   AS pass_rate_model,
+        sum(n_pairs)::BIGINT                                AS n_pairs,
         nullif(count(*) FILTER (WHERE pass_a IS NOT NULL AND pass_b IS NOT NULL), 0) AS pass_rate_n,
-        avg(pass_a) FILTER (WHERE pass_b IS NOT NULL)       AS pass_rate_a,
-        avg(pass_b) FILTER (WHERE pass_a IS NOT NULL)       AS pass_rate_b,
+        avg(pass_a)                                         AS pass_rate_a,
+        avg(pass_b)                                         AS pass_rate_b,
         avg(pass_b - pass_a)                                AS pass_rate_delta,
         stddev_samp(pass_b - pass_a)                        AS pass_rate_sd,
         count(*) FILTER (WHERE pass_b > pass_a)             AS pass_rate_up,
         count(*) FILTER (WHERE pass_b < pass_a)             AS pass_rate_down,
         nullif(count(*) FILTER (WHERE score_a IS NOT NULL AND score_b IS NOT NULL), 0) AS score_n,
-        avg(score_a) FILTER (WHERE score_b IS NOT NULL)     AS score_a,
-        avg(score_b) FILTER (WHERE score_a IS NOT NULL)     AS score_b,
+        avg(score_a)                                        AS score_a,
+        avg(score_b)                                        AS score_b,
         avg(score_b - score_a)                              AS score_delta,
         stddev_samp(score_b - score_a)                      AS score_sd,
+        count(*) FILTER (WHERE score_b > score_a)           AS score_up,
+        count(*) FILTER (WHERE score_b < score_a)           AS score_down,
         nullif(count(*) FILTER (WHERE cost_a IS NOT NULL AND cost_b IS NOT NULL), 0) AS cost_usd_n,
-        avg(cost_a) FILTER (WHERE cost_b IS NOT NULL)       AS cost_usd_a,
-        avg(cost_b) FILTER (WHERE cost_a IS NOT NULL)       AS cost_usd_b,
+        avg(cost_a)                                         AS cost_usd_a,
+        avg(cost_b)                                         AS cost_usd_b,
         avg(cost_b - cost_a)                                AS cost_usd_delta,
         stddev_samp(cost_b - cost_a)                        AS cost_usd_sd,
         nullif(count(*) FILTER (WHERE latency_a IS NOT NULL AND latency_b IS NOT NULL), 0) AS latency_ms_n,
-        avg(latency_a) FILTER (WHERE latency_b IS NOT NULL) AS latency_ms_a,
-        avg(latency_b) FILTER (WHERE latency_a IS NOT NULL) AS latency_ms_b,
+        avg(latency_a)                                      AS latency_ms_a,
+        avg(latency_b)                                      AS latency_ms_b,
         avg(latency_b - latency_a)                          AS latency_ms_delta,
         stddev_samp(latency_b - latency_a)                  AS latency_ms_sd
-    FROM scoped
+    FROM units
     GROUP BY scope, target
-),
-criterion_stats AS (   -- the same for the criterion rows (pass and score only)
-    SELECT
-        'criterion' AS scope, criterion AS target,
-        NULL::VARCHAR AS pass_rate_variant,
-        NULL::VARCHAR AS pass_rate_model,
-        nullif(count(*) FILTER (WHERE pass_a IS NOT NULL AND pass_b IS NOT NULL), 0) AS pass_rate_n,
-        avg(pass_a) FILTER (WHERE pass_b IS NOT NULL)       AS pass_rate_a,
-        avg(pass_b) FILTER (WHERE pass_a IS NOT NULL)       AS pass_rate_b,
-        avg(pass_b - pass_a)                                AS pass_rate_delta,
-        stddev_samp(pass_b - pass_a)                        AS pass_rate_sd,
-        count(*) FILTER (WHERE pass_b > pass_a)             AS pass_rate_up,
-        count(*) FILTER (WHERE pass_b < pass_a)             AS pass_rate_down,
-        nullif(count(*) FILTER (WHERE score_a IS NOT NULL AND score_b IS NOT NULL), 0) AS score_n,
-        avg(score_a) FILTER (WHERE score_b IS NOT NULL)     AS score_a,
-        avg(score_b) FILTER (WHERE score_a IS NOT NULL)     AS score_b,
-        avg(score_b - score_a)                              AS score_delta,
-        stddev_samp(score_b - score_a)                      AS score_sd,
-        NULL::BIGINT AS cost_usd_n, NULL::DOUBLE AS cost_usd_a, NULL::DOUBLE AS cost_usd_b,
-        NULL::DOUBLE AS cost_usd_delta, NULL::DOUBLE AS cost_usd_sd,
-        NULL::BIGINT AS latency_ms_n, NULL::DOUBLE AS latency_ms_a, NULL::DOUBLE AS latency_ms_b,
-        NULL::DOUBLE AS latency_ms_delta, NULL::DOUBLE AS latency_ms_sd
-    FROM criterion_pairs
-    GROUP BY criterion
-),
-stats AS (
-    SELECT * FROM cell_stats
-    UNION ALL
-    SELECT * FROM criterion_stats
 ),
 -- Cluster-robust (CR1) standard error of a mean difference:
 --   SE = sqrt( G/(G-1) * sum_g (sum_{i in g} (d_i - mean d))^2 ) / n
@@ -147,19 +150,9 @@ clusters AS (
         count(score_b - score_a) AS score_m,         sum(score_b - score_a) AS score_s,
         count(cost_b - cost_a) AS cost_usd_m,        sum(cost_b - cost_a) AS cost_usd_s,
         count(latency_b - latency_a) AS latency_ms_m, sum(latency_b - latency_a) AS latency_ms_s
-    FROM scoped
+    FROM units
     WHERE $cluster IS NOT NULL
     GROUP BY scope, target, cluster
-    UNION ALL
-    SELECT
-        'criterion', criterion, cluster,
-        count(pass_b - pass_a), sum(pass_b - pass_a),
-        count(score_b - score_a), sum(score_b - score_a),
-        0, NULL::DOUBLE,
-        0, NULL::DOUBLE
-    FROM criterion_pairs
-    WHERE $cluster IS NOT NULL
-    GROUP BY criterion, cluster
 ),
 robust AS (
     SELECT
@@ -179,6 +172,9 @@ robust AS (
     FROM clusters c JOIN stats st USING (scope, target)
     GROUP BY c.scope, c.target
 ),
+-- (quantiles) Student's t 0.975 quantile: exact values (scipy.stats.t.ppf) for df 1..30; above 30 the
+-- Cornish-Fisher expansion in 1/df to the 4th order (Abramowitz & Stegun 26.7.5), which is
+-- within 3.1e-8 of the exact quantile at df 31 and closer above. DuckDB has no t quantile.
 estimates AS (
     SELECT
         st.*,
@@ -198,21 +194,65 @@ estimates AS (
         CASE
             WHEN $cluster IS NULL THEN st.latency_ms_sd / sqrt(st.latency_ms_n)
             WHEN r.latency_ms_g > 1 THEN sqrt(r.latency_ms_g / (r.latency_ms_g - 1) * r.latency_ms_ss) / st.latency_ms_n
-        END AS latency_ms_se
+        END AS latency_ms_se,
+        -- degrees of freedom of each t-interval: cases - 1, or clusters - 1 when clustered
+        CASE WHEN $cluster IS NULL THEN st.pass_rate_n ELSE r.pass_rate_g END - 1   AS pass_rate_df,
+        CASE WHEN $cluster IS NULL THEN st.score_n ELSE r.score_g END - 1           AS score_df,
+        CASE WHEN $cluster IS NULL THEN st.cost_usd_n ELSE r.cost_usd_g END - 1     AS cost_usd_df,
+        CASE WHEN $cluster IS NULL THEN st.latency_ms_n ELSE r.latency_ms_g END - 1 AS latency_ms_df
     FROM stats st LEFT JOIN robust r USING (scope, target)
+),
+quantiles AS (
+    SELECT
+        e.*,
+        list_transform(
+            [pass_rate_df, score_df, cost_usd_df, latency_ms_df],
+            v -> CASE
+                WHEN v BETWEEN 1 AND 30 THEN
+                 [12.7062047361747, 4.30265272974946, 3.18244630528371, 2.77644510519779,
+                  2.57058183563631, 2.44691185114498, 2.36462425159278, 2.30600413520417,
+                  2.2621571627982, 2.22813885198627, 2.20098516009164, 2.17881282966723,
+                  2.16036865646279, 2.1447866879178, 2.13144954555978, 2.11990529922125,
+                  2.10981557783332, 2.10092204024104, 2.09302405440831, 2.08596344726586,
+                  2.07961384472768, 2.07387306790403, 2.06865761041905, 2.06389856162802,
+                  2.0595385527533, 2.05552943864287, 2.05183051648028, 2.04840714179525,
+                  2.0452296421327, 2.04227245630124][v]
+                WHEN v > 30 THEN  -- in DOUBLE: v**4 overflows BIGINT past ~55,000 df
+                 1.959963984540054 + 2.372271230298562 / v::DOUBLE
+                    + 2.8224986157396112 / pow(v::DOUBLE, 2)
+                    + 2.555849679507722 / pow(v::DOUBLE, 3)
+                    + 1.5895340533938225 / pow(v::DOUBLE, 4)
+            END
+        ) AS tq
+    FROM estimates e
 ),
 wide AS (
     SELECT
         *,
-        pass_rate_delta - 1.959963984540054 * pass_rate_se   AS pass_rate_lo,
-        pass_rate_delta + 1.959963984540054 * pass_rate_se   AS pass_rate_hi,
-        score_delta - 1.959963984540054 * score_se           AS score_lo,
-        score_delta + 1.959963984540054 * score_se           AS score_hi,
-        cost_usd_delta - 1.959963984540054 * cost_usd_se     AS cost_usd_lo,
-        cost_usd_delta + 1.959963984540054 * cost_usd_se     AS cost_usd_hi,
-        latency_ms_delta - 1.959963984540054 * latency_ms_se AS latency_ms_lo,
-        latency_ms_delta + 1.959963984540054 * latency_ms_se AS latency_ms_hi
-    FROM estimates
+        -- a difference of two rates or scores in [0, 1] lies in [-1, 1]: so do its bounds
+        greatest(-1, pass_rate_delta - tq[1] * pass_rate_se) AS pass_rate_lo,
+        least(1, pass_rate_delta + tq[1] * pass_rate_se)     AS pass_rate_hi,
+        greatest(-1, score_delta - tq[2] * score_se)         AS score_lo,
+        least(1, score_delta + tq[2] * score_se)             AS score_hi,
+        cost_usd_delta - tq[3] * cost_usd_se     AS cost_usd_lo,
+        cost_usd_delta + tq[3] * cost_usd_se     AS cost_usd_hi,
+        latency_ms_delta - tq[4] * latency_ms_se AS latency_ms_lo,
+        latency_ms_delta + tq[4] * latency_ms_se AS latency_ms_hi,
+        -- exact two-sided sign test on the cases that moved (b up, c down): McNemar's exact
+        -- test when each case has one answer a side; 2 * P(Binomial(b + c, 1/2) <= min(b, c)),
+        -- capped at 1, binomial coefficients through lgamma.
+        least(1.0, 2 * list_sum(list_transform(
+            range(0, least(pass_rate_up, pass_rate_down) + 1),
+            k -> exp(lgamma(pass_rate_up + pass_rate_down + 1) - lgamma(k + 1)
+                     - lgamma(pass_rate_up + pass_rate_down - k + 1)
+                     - (pass_rate_up + pass_rate_down) * ln(2))
+        ))) AS pass_rate_p,
+        least(1.0, 2 * list_sum(list_transform(
+            range(0, least(score_up, score_down) + 1),
+            k -> exp(lgamma(score_up + score_down + 1) - lgamma(k + 1)
+                     - lgamma(score_up + score_down - k + 1) - (score_up + score_down) * ln(2))
+        ))) AS score_p
+    FROM quantiles
 ),
 presence AS (
     SELECT 'cell' AS scope, variant || ' × ' || model AS target, variant, model,
@@ -234,10 +274,13 @@ joined AS (
         p.n_a, p.n_b,
         coalesce(w.pass_rate_n, 0) AS n,
         w.pass_rate_clusters AS n_clusters,
+        coalesce(w.n_pairs, 0) AS n_pairs,
         w.pass_rate_up AS n_fixed,
         w.pass_rate_down AS n_broken,
         w.pass_rate_a, w.pass_rate_b, w.pass_rate_delta, w.pass_rate_se, w.pass_rate_lo, w.pass_rate_hi,
+        CASE WHEN w.pass_rate_n > 0 THEN w.pass_rate_p END AS pass_rate_p,
         w.score_n, w.score_a, w.score_b, w.score_delta, w.score_se, w.score_lo, w.score_hi,
+        CASE WHEN w.score_n > 0 THEN w.score_p END AS score_p,
         w.cost_usd_n, w.cost_usd_a, w.cost_usd_b, w.cost_usd_delta, w.cost_usd_se, w.cost_usd_lo, w.cost_usd_hi,
         w.latency_ms_n, w.latency_ms_a, w.latency_ms_b, w.latency_ms_delta, w.latency_ms_se,
         w.latency_ms_lo, w.latency_ms_hi,
@@ -245,13 +288,15 @@ joined AS (
     FROM wide w FULL JOIN presence p USING (scope, target)
 )
 SELECT
-    scope, target, variant, model, n_a, n_b, n, n_clusters, n_fixed, n_broken,
+    scope, target, variant, model, n_a, n_b, n, n_pairs, n_clusters, n_fixed, n_broken,
     CASE
         WHEN n = 0 AND n_b = 0 THEN 'only in A'
         WHEN n = 0 AND n_a = 0 THEN 'only in B'
         WHEN n = 0 THEN 'no pairs'
-        WHEN pass_rate_hi < 0 OR score_hi < 0 THEN 'worse'
-        WHEN pass_rate_lo > 0 OR score_lo > 0 THEN 'better'
+        -- pass rate: the exact test; score: the t-interval excludes 0 and the exact sign test
+        -- agrees (a t-interval is 0 wide when every case moves by the same amount)
+        WHEN (pass_rate_p < 0.05 AND pass_rate_delta < 0) OR (score_hi < 0 AND score_p < 0.05) THEN 'worse'
+        WHEN (pass_rate_p < 0.05 AND pass_rate_delta > 0) OR (score_lo > 0 AND score_p < 0.05) THEN 'better'
         WHEN pass_rate_delta = 0 AND coalesce(score_delta, 0) = 0 THEN 'same'
         ELSE 'within noise'
     END AS verdict,
@@ -265,8 +310,8 @@ SELECT
         / (1 + z * z / n)) AS pass_rate_b_lo,
     least(1, (pass_rate_b + z * z / (2 * n) + z * sqrt(pass_rate_b * (1 - pass_rate_b) / n + z * z / (4 * n * n)))
         / (1 + z * z / n)) AS pass_rate_b_hi,
-    pass_rate_delta, pass_rate_se, pass_rate_lo, pass_rate_hi,
-    score_n, score_a, score_b, score_delta, score_se, score_lo, score_hi,
+    pass_rate_delta, pass_rate_se, pass_rate_lo, pass_rate_hi, pass_rate_p,
+    score_n, score_a, score_b, score_delta, score_se, score_lo, score_hi, score_p,
     cost_usd_n, cost_usd_a, cost_usd_b, cost_usd_delta, cost_usd_se, cost_usd_lo, cost_usd_hi,
     latency_ms_n, latency_ms_a, latency_ms_b, latency_ms_delta, latency_ms_se, latency_ms_lo,
     latency_ms_hi

@@ -1,6 +1,6 @@
 -- title: Regression gate
--- description: Checks regression rules (a JSON list of {scope, target, metric, limit, significant_only}) against a run's paired deltas versus its baseline: the rows of sql/compare.sql (baseline as run A), registered as the relation `deltas`. The drop (baseline minus run) may not exceed the limit; with significant_only a larger drop fails only when its 95% interval excludes 0. One row per rule and target with the drop, its interval and the paired n; failures first.
--- params: rules
+-- description: Checks regression rules (a JSON list of {scope, target, metric, limit, significant_only}) against a run's paired deltas versus its baseline: the rows of sql/compare.sql (baseline as run A), registered as the relation `deltas`. The drop (baseline minus run) may not exceed the limit; with significant_only a larger drop fails only when it is significant: for pass_rate the exact sign test (McNemar's exact with one answer per case) gives p < 0.05, for score the 95% t-interval of the drop excludes 0 and the sign test on the score moves gives p < 0.05. A drop within limit + $tolerance passes (evalwh.scoring.tolerance.TOLERANCE). One row per rule and target with the drop, its interval and the paired n; failures first.
+-- params: rules, tolerance
 WITH rules AS (
     SELECT unnest(
         from_json($rules, '[{"scope":"VARCHAR","target":"VARCHAR","metric":"VARCHAR","limit":"DOUBLE","significant_only":"BOOLEAN"}]'),
@@ -11,11 +11,14 @@ long AS (
     SELECT scope, target, n, 'pass_rate' AS metric,
            pass_rate_a AS baseline_value, pass_rate_b AS run_value,
            -- 0 - x, not -x: no negative zero for an unchanged rate
-           0 - pass_rate_delta AS drop, 0 - pass_rate_hi AS drop_lo, 0 - pass_rate_lo AS drop_hi
+           0 - pass_rate_delta AS drop, 0 - pass_rate_hi AS drop_lo, 0 - pass_rate_lo AS drop_hi,
+           pass_rate_p AS p_value,
+           pass_rate_delta < 0 AND pass_rate_p < 0.05 AS significant
     FROM deltas
     UNION ALL
     SELECT scope, target, coalesce(score_n, 0), 'score',
-           score_a, score_b, 0 - score_delta, 0 - score_hi, 0 - score_lo
+           score_a, score_b, 0 - score_delta, 0 - score_hi, 0 - score_lo,
+           score_p, score_hi < 0 AND score_p < 0.05
     FROM deltas
 )
 SELECT
@@ -30,12 +33,13 @@ SELECT
     d.run_value,
     d.drop_lo,
     d.drop_hi,
-    coalesce(d.drop_lo > 0, false)              AS significant,
+    d.p_value,
+    coalesce(d.significant, false)              AS significant,
     coalesce(r.significant_only, false)         AS significant_only,
     CASE
         WHEN d.drop IS NULL THEN false
-        WHEN d.drop <= r."limit" + 1e-12 THEN true
-        WHEN r.significant_only THEN NOT coalesce(d.drop_lo > 0, false)
+        WHEN d.drop <= r."limit" + $tolerance THEN true
+        WHEN r.significant_only THEN NOT coalesce(d.significant, false)
         ELSE false
     END                                         AS passed
 FROM rules r

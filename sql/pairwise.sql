@@ -1,5 +1,5 @@
 -- title: Pairwise results with calibration
--- description: Per comparison: the judge's agreement with human labels (Cohen's kappa, Landis-Koch band, raw agreement, base rate, n), then the candidate's win rate over eligible pairs with its 95% Wilson interval, ties, exclusions, flip rate and each side's pass rate; headline_eligible is false when the judge is uncalibrated or flips too often.
+-- description: Per comparison: the judge's agreement with human labels (Cohen's kappa, Landis-Koch band, raw agreement, base rate, n_labels = distinct labelled cases: a label counts once, against the judge's majority verdict over that case's eligible pairs, a tie between the most frequent verdicts reading 'tie'), then the candidate's win rate (the mean over eligible cases of each case's share of wins across its repeats) with its 95% Wilson interval on n_cases, ties, exclusions, flip rate and each side's pass rate; headline_eligible is false when the judge is uncalibrated or flips too often.
 -- params: run_id, min_kappa, min_labels, max_flip_rate
 WITH p AS (
     SELECT * FROM pairs WHERE run_id = $run_id
@@ -12,6 +12,7 @@ per AS (
         string_agg(DISTINCT baseline_variant || ' × ' || baseline_model, ', ')   AS baseline,
         string_agg(DISTINCT candidate_variant || ' × ' || candidate_model, ', ') AS candidate,
         count(*)                                                     AS n_pairs,
+        count(DISTINCT case_id) FILTER (WHERE eligible)              AS n_cases,
         count(*) FILTER (WHERE eligible)                             AS n,
         count(*) FILTER (WHERE NOT eligible)                         AS n_excluded,
         count(*) FILTER (WHERE eligible AND verdict = 'candidate')   AS candidate_wins,
@@ -24,11 +25,38 @@ per AS (
     FROM p
     GROUP BY comparison
 ),
-joined AS (   -- a human label meets every judged pair of its case in that comparison
-    SELECT l.comparison, l.prefer AS human, p.verdict AS judge
-    FROM labels l
-    JOIN p ON p.comparison = l.comparison AND p.case_id = l.case_id
-    WHERE l.run_id = $run_id AND l.kind = 'pairwise' AND p.eligible
+-- the case is the unit: each case's share of candidate wins over its eligible pairs (repeats)
+case_wins AS (
+    SELECT comparison, case_id, avg((verdict = 'candidate')::INTEGER) AS case_win
+    FROM p WHERE eligible
+    GROUP BY comparison, case_id
+),
+case_rates AS (
+    SELECT comparison, avg(case_win) AS win_rate FROM case_wins GROUP BY comparison
+),
+-- A label counts once: one judge verdict per labelled (comparison, case) -- the most frequent
+-- verdict over that case's eligible pairs (its repeats); a tie between the top counts is 'tie'.
+verdict_counts AS (
+    SELECT comparison, case_id, verdict, count(*) AS c
+    FROM p WHERE eligible
+    GROUP BY comparison, case_id, verdict
+),
+case_verdicts AS (
+    SELECT comparison, case_id,
+           CASE WHEN count(*) FILTER (WHERE c = top) > 1 THEN 'tie'
+                ELSE any_value(verdict) FILTER (WHERE c = top) END AS judge
+    FROM (SELECT *, max(c) OVER (PARTITION BY comparison, case_id) AS top FROM verdict_counts)
+    GROUP BY comparison, case_id
+),
+human AS (   -- one label per (comparison, case): a repeated label counts once
+    SELECT comparison, case_id, mode(prefer) AS human
+    FROM labels
+    WHERE run_id = $run_id AND kind = 'pairwise'
+    GROUP BY comparison, case_id
+),
+joined AS (
+    SELECT h.comparison, h.human, v.judge
+    FROM human h JOIN case_verdicts v USING (comparison, case_id)
 ),
 counts AS (
     SELECT comparison, count(*) AS n, count(*) FILTER (WHERE human = judge) AS agree
@@ -60,10 +88,10 @@ k2 AS (
 ),
 rated AS (
     SELECT per.*, k2.n_labels, k2.agreement, k2.base_rate, k2.chance_agreement, k2.kappa,
-           candidate_wins / nullif(n, 0)  AS win_rate,
+           cr.win_rate,
            n_flipped / nullif(n, 0)       AS flip_rate,
            1.959963984540054              AS z
-    FROM per LEFT JOIN k2 USING (comparison)
+    FROM per LEFT JOIN k2 USING (comparison) LEFT JOIN case_rates cr USING (comparison)
 )
 SELECT
     comparison, judge, judge_model, baseline, candidate,
@@ -79,10 +107,11 @@ SELECT
         ELSE 'almost perfect'
     END AS kappa_band,
     agreement, base_rate, chance_agreement,
-    n_pairs, n, n_excluded, candidate_wins, baseline_wins, ties,
+    n_pairs, n, n_cases, n_excluded, candidate_wins, baseline_wins, ties,
     win_rate,
-    CASE WHEN n > 0 THEN (win_rate + z * z / (2 * n) - z * sqrt(win_rate * (1 - win_rate) / n + z * z / (4 * n * n))) / (1 + z * z / n) END AS win_rate_lo,
-    CASE WHEN n > 0 THEN (win_rate + z * z / (2 * n) + z * sqrt(win_rate * (1 - win_rate) / n + z * z / (4 * n * n))) / (1 + z * z / n) END AS win_rate_hi,
+    -- Wilson score interval on n = n_cases (repeats of a case are not independent), in [0, 1]
+    CASE WHEN n_cases > 0 THEN greatest(0, (win_rate + z * z / (2 * n_cases) - z * sqrt(win_rate * (1 - win_rate) / n_cases + z * z / (4 * n_cases * n_cases))) / (1 + z * z / n_cases)) END AS win_rate_lo,
+    CASE WHEN n_cases > 0 THEN least(1, (win_rate + z * z / (2 * n_cases) + z * sqrt(win_rate * (1 - win_rate) / n_cases + z * z / (4 * n_cases * n_cases))) / (1 + z * z / n_cases)) END AS win_rate_hi,
     n_flipped, flip_rate,
     baseline_ok / n_pairs  AS baseline_pass_rate,
     candidate_ok / n_pairs AS candidate_pass_rate,

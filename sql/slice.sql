@@ -1,5 +1,5 @@
 -- title: Slices of a run
--- description: The run cut by case metadata keys ($keys, combined: one slice per combination of their values; a missing key reads '(none)'). Per slice overall (variant and model NULL) and per slice x variant x model: n, passes, errors, pass rate with its 95% Wilson interval, mean score, cost.
+-- description: The run cut by case metadata keys ($keys, combined: one slice per combination of their values; a missing key reads '(none)'). Per slice overall (variant and model NULL) and per slice x variant x model: n answers, n_cases, passes, errors, pass rate (the mean over cases, per cell, of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases (cases x cells), mean score, cost.
 -- params: run_id, keys
 WITH sliced AS (
     SELECT
@@ -7,7 +7,7 @@ WITH sliced AS (
             list_transform($keys::VARCHAR[], k -> k || '=' || coalesce(metadata ->> k, '(none)')), ', '
         ) AS slice,
         list_transform($keys::VARCHAR[], k -> coalesce(metadata ->> k, '(none)')) AS slice_values,
-        variant, model, passed, score, error, cost_usd, cached
+        variant, model, case_id, passed, score, error, cost_usd, cached
     FROM cases
     WHERE run_id = $run_id
 ),
@@ -25,15 +25,29 @@ groups AS (
     FROM sliced
     GROUP BY GROUPING SETS ((slice), (slice, variant, model))
 ),
+-- the case (in its cell) is the unit: each case's repeats are averaged first
+per_case AS (
+    SELECT slice, variant, model, case_id, avg(passed::INTEGER) AS case_pass
+    FROM sliced
+    GROUP BY slice, variant, model, case_id
+),
+case_rates AS (
+    SELECT slice, variant, model, count(*) AS n_cases, avg(case_pass) AS pass_rate
+    FROM per_case GROUP BY GROUPING SETS ((slice), (slice, variant, model))
+),
 rated AS (
-    SELECT *, n_passed / n AS pass_rate, 1.959963984540054 AS z FROM groups
+    SELECT g.*, r.n_cases, r.pass_rate, 1.959963984540054 AS z
+    FROM groups g
+    JOIN case_rates r
+      ON r.slice = g.slice AND r.variant IS NOT DISTINCT FROM g.variant
+     AND r.model IS NOT DISTINCT FROM g.model
 )
 SELECT
-    slice, slice_values, variant, model, n, n_passed, n_errors, pass_rate,
-    greatest(0, (pass_rate + z * z / (2 * n) - z * sqrt(pass_rate * (1 - pass_rate) / n + z * z / (4 * n * n)))
-        / (1 + z * z / n)) AS pass_rate_lo,
-    least(1, (pass_rate + z * z / (2 * n) + z * sqrt(pass_rate * (1 - pass_rate) / n + z * z / (4 * n * n)))
-        / (1 + z * z / n)) AS pass_rate_hi,
+    slice, slice_values, variant, model, n, n_cases, n_passed, n_errors, pass_rate,
+    greatest(0, (pass_rate + z * z / (2 * n_cases) - z * sqrt(pass_rate * (1 - pass_rate) / n_cases + z * z / (4 * n_cases * n_cases)))
+        / (1 + z * z / n_cases)) AS pass_rate_lo,
+    least(1, (pass_rate + z * z / (2 * n_cases) + z * sqrt(pass_rate * (1 - pass_rate) / n_cases + z * z / (4 * n_cases * n_cases)))
+        / (1 + z * z / n_cases)) AS pass_rate_hi,
     mean_score,
     cost_usd
 FROM rated

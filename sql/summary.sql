@@ -1,7 +1,18 @@
 -- title: Summary matrix
--- description: One row per variant x model of a run: n, passes, errors, pass rate with its 95% Wilson interval, weighted score, p50/p95 latency, tokens and cost.
+-- description: One row per variant x model of a run: n answers, n_cases, passes, errors, pass rate (the mean over cases of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases, weighted score, p50/p95 latency, tokens and cost.
 -- params: run_id
-WITH cells AS (
+WITH per_case AS (   -- the case is the unit: its repeats are averaged first
+    SELECT variant, model, case_id, avg(passed::INTEGER) AS case_pass
+    FROM cases
+    WHERE run_id = $run_id
+    GROUP BY variant, model, case_id
+),
+case_rates AS (
+    SELECT variant, model, count(*) AS n_cases, avg(case_pass) AS pass_rate
+    FROM per_case
+    GROUP BY variant, model
+),
+cells AS (
     SELECT
         variant,
         model,
@@ -21,21 +32,23 @@ WITH cells AS (
     GROUP BY variant, model
 ),
 rated AS (
-    SELECT *, n_passed / n AS pass_rate, 1.959963984540054 AS z FROM cells
+    SELECT cells.*, r.n_cases, r.pass_rate, 1.959963984540054 AS z
+    FROM cells JOIN case_rates r USING (variant, model)
 )
 SELECT
     variant,
     model,
     n,
+    n_cases,
     n_passed,
     n_errors,
     n_cached,
     pass_rate,
-    -- Wilson score interval for a binomial proportion.
-    (pass_rate + z * z / (2 * n) - z * sqrt(pass_rate * (1 - pass_rate) / n + z * z / (4 * n * n)))
-        / (1 + z * z / n) AS pass_rate_lo,
-    (pass_rate + z * z / (2 * n) + z * sqrt(pass_rate * (1 - pass_rate) / n + z * z / (4 * n * n)))
-        / (1 + z * z / n) AS pass_rate_hi,
+    -- Wilson score interval on n = n_cases, clamped to [0, 1] (no -5e-17 at 0/n).
+    greatest(0, (pass_rate + z * z / (2 * n_cases) - z * sqrt(pass_rate * (1 - pass_rate) / n_cases + z * z / (4 * n_cases * n_cases)))
+        / (1 + z * z / n_cases)) AS pass_rate_lo,
+    least(1, (pass_rate + z * z / (2 * n_cases) + z * sqrt(pass_rate * (1 - pass_rate) / n_cases + z * z / (4 * n_cases * n_cases)))
+        / (1 + z * z / n_cases)) AS pass_rate_hi,
     mean_score,
     p50_latency_ms,
     p95_latency_ms,

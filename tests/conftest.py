@@ -29,6 +29,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
+    from evalwh.cli.state import _console
+
+    _console.cache_clear()  # its width follows COLUMNS, which a test may set
     return work
 
 

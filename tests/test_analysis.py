@@ -20,6 +20,7 @@ from evalwh.warehouse.connect import write_connection
 from evalwh.warehouse.store import Warehouse
 
 Z = 1.959963984540054
+T975 = {2: 4.302652729749464, 7: 2.3646242515927844}  # scipy.stats.t.ppf(0.975, df)
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
@@ -180,8 +181,9 @@ def test_paired_differences_match_a_reference(store: Warehouse) -> None:
         se = statistics.stdev(d) / math.sqrt(len(d))
         assert cell[f"{metric}_delta"] == pytest.approx(statistics.mean(d))
         assert cell[f"{metric}_se"] == pytest.approx(se)
-        assert cell[f"{metric}_lo"] == pytest.approx(statistics.mean(d) - Z * se)
-        assert cell[f"{metric}_hi"] == pytest.approx(statistics.mean(d) + Z * se)
+        # a t-interval with n - 1 = 7 df (scipy.stats.t.ppf(0.975, 7)), not the normal z
+        assert cell[f"{metric}_lo"] == pytest.approx(statistics.mean(d) - T975[7] * se)
+        assert cell[f"{metric}_hi"] == pytest.approx(statistics.mean(d) + T975[7] * se)
     assert cell["pass_rate_a"] == pytest.approx(0.5) and cell["pass_rate_b"] == pytest.approx(0.625)
     # cost: every pair +0.001 (sd 0); latency: c8 has none in B, so 7 pairs
     assert cell["cost_usd_delta"] == pytest.approx(0.001) and cell["cost_usd_se"] == pytest.approx(
@@ -195,10 +197,16 @@ def test_paired_differences_match_a_reference(store: Warehouse) -> None:
     assert run["pass_rate_delta"] == pytest.approx(cell["pass_rate_delta"])
 
 
-def test_hand_computed_fixture_of_the_paired_se() -> None:
+def test_hand_computed_fixture_of_the_paired_se(store: Warehouse) -> None:
     # d_pass = [0, -1, 0, 0, 1, 1, 0, 0]: mean 1/8, sum of squares 2.875, sd sqrt(2.875 / 7)
-    d = [PASS_B[c] - PASS_A[c] for c in SCORE_DIFF]
-    assert statistics.stdev(d) / math.sqrt(8) == pytest.approx(math.sqrt(2.875 / 7) / math.sqrt(8))
+    # = 0.6408..., SE = sd / sqrt(8) = 0.2266...; d_score: mean 0.15, sum of squares
+    # 0.60 - 8 * 0.15^2 = 0.42, SE = sqrt(0.42 / 7 / 8) = 0.0866...
+    cell = _row(deltas(store, "A", "B"), "cell", "v × m1")
+    assert cell["pass_rate_delta"] == pytest.approx(1 / 8)
+    assert cell["pass_rate_se"] == pytest.approx(math.sqrt(2.875 / 7) / math.sqrt(8))
+    assert cell["pass_rate_se"] == pytest.approx(0.22658, abs=1e-5)
+    assert cell["score_se"] == pytest.approx(math.sqrt(0.42 / 7 / 8))
+    assert cell["score_se"] == pytest.approx(0.086603, abs=1e-6)
 
 
 def test_cells_only_in_one_run_are_listed(store: Warehouse) -> None:
@@ -224,7 +232,8 @@ def test_clustered_standard_error_matches_the_hand_computed_fixture(store: Wareh
     assert cell["n_clusters"] == 3
     assert cell["score_se"] == pytest.approx(CLUSTER_SE_BY_HAND)
     assert pytest.approx(0.10326694, abs=1e-8) == CLUSTER_SE_BY_HAND
-    assert cell["score_lo"] == pytest.approx(0.15 - Z * CLUSTER_SE_BY_HAND)
+    # clustered: a t quantile with G - 1 = 2 df
+    assert cell["score_lo"] == pytest.approx(0.15 - T975[2] * CLUSTER_SE_BY_HAND)
     d_pass = [PASS_B[c] - PASS_A[c] for c in SCORE_DIFF]
     groups = [DOC[c] for c in SCORE_DIFF]
     assert cell["pass_rate_se"] == pytest.approx(cluster_se(d_pass, groups))
@@ -238,6 +247,9 @@ def test_singleton_clusters_give_the_paired_se(store: Warehouse) -> None:
     by_case = _row(deltas(store, "A", "B", cluster="case_id"), "cell", "v × m1")
     assert by_case["n_clusters"] == 8
     assert by_case["score_se"] == pytest.approx(plain["score_se"])
+    assert by_case["pass_rate_se"] == pytest.approx(plain["pass_rate_se"])
+    assert by_case["cost_usd_se"] == pytest.approx(plain["cost_usd_se"])
+    assert by_case["latency_ms_se"] == pytest.approx(plain["latency_ms_se"])
 
 
 def test_criteria_and_slices_come_worst_first(store: Warehouse) -> None:
@@ -299,6 +311,13 @@ def test_slices_carry_n_per_slice_and_cell(store: Warehouse) -> None:
     assert totals["lang=(none)"]["n"] == 1  # the m2 row has no metadata
     per_cell = [r for r in rows if r["variant"] is not None]
     assert sum(r["n"] for r in per_cell) == 9
+    # each per-cell row keeps its slice label (what `show --by` prints per cell)
+    cells = {(r["slice"], r["variant"], r["model"]): (r["n"], r["n_passed"]) for r in per_cell}
+    assert cells == {
+        ("lang=en", "v", "m1"): (4, 4),
+        ("lang=fr", "v", "m1"): (4, 0),
+        ("lang=(none)", "v", "m2"): (1, 1),
+    }
 
 
 def test_pass_at_k_and_pass_hat_k_match_math_comb(store: Warehouse) -> None:
@@ -323,6 +342,10 @@ def test_flaky_cases_and_their_spread(store: Warehouse) -> None:
     assert (x2["n"], x2["n_passed"]) == (5, 2)
     assert x2["passed_by_repeat"] == [True, False, True, False, False]
     assert x2["score_sd"] == pytest.approx(statistics.stdev([0.9, 0.1, 0.9, 0.1, 0.1]))
+    assert (x2["pass_rate"], x2["n_errors"], x2["min_score"], x2["max_score"]) == (0.4, 0, 0.1, 0.9)
+    assert x2["mean_score"] == pytest.approx(0.42)
+    # closest to a coin flip first: x2 (2/5) and x4 (3/5) tie on that and on sd, then y (1/3)
+    assert [r["case_id"] for r in store.query("flaky", run_id="R").to_pylist()] == ["x2", "x4", "y"]
     spread = store.query("repeats", run_id="R").to_pylist()[0]
     assert spread["variant"] is None  # the overall row comes first
     per_case = [

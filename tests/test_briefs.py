@@ -15,7 +15,8 @@ import pytest
 from evalwh import api
 from evalwh.engine.budget import CostCapError, mcp_cost_cap, over_cap
 from evalwh.errors import CostRefusedError, UsageError
-from evalwh.mcp import briefs
+from evalwh.mcp import briefs, shaping, tools
+from evalwh.mcp.agent import Agent, confine, mcp_root
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRWISE = ROOT / "examples" / "pairwise"
@@ -89,7 +90,7 @@ def test_over_cap_carries_the_numbers():
 
 def test_plain_makes_json_ready_data():
     when = datetime(2026, 1, 2, 3, 4, tzinfo=timezone.utc)
-    data = briefs.plain(
+    data = shaping.plain(
         {"t": when, "d": Decimal("1.5"), "nan": math.nan, "p": Path("/x"), "s": {2, 1}, "b": b"ab"}
     )
     assert data == {
@@ -104,22 +105,22 @@ def test_plain_makes_json_ready_data():
 
 
 def test_num_keeps_four_significant_digits():
-    assert briefs.num(0.123456) == 0.1235
-    assert briefs.num(8.7e-05) == 8.7e-05
-    assert briefs.num(Decimal("1279")) == 1279
-    assert briefs.num("218") == 218
-    assert briefs.num(None) is None
+    assert shaping.num(0.123456) == 0.1235
+    assert shaping.num(8.7e-05) == 8.7e-05
+    assert shaping.num(Decimal("1279")) == 1279
+    assert shaping.num("218") == 218
+    assert shaping.num(None) is None
 
 
 def test_clip_marks_the_cut_and_the_full_length():
-    assert briefs.clip("short", 10) == "short"
-    cut = briefs.clip("x" * 50, 10)
+    assert shaping.clip("short", 10) == "short"
+    cut = shaping.clip("x" * 50, 10)
     assert cut == "x" * 10 + "…[truncated: 10 of 50 chars]"
 
 
 def test_clip_tree_records_every_cut_field():
     lengths: dict[str, int] = {}
-    out = briefs.clip_tree(
+    out = shaping.clip_tree(
         {"output": "a" * 30, "messages": [{"content": [{"text": "b" * 40}]}], "n": 3},
         20,
         cut=lengths,
@@ -130,11 +131,11 @@ def test_clip_tree_records_every_cut_field():
 
 
 def test_progress_throttle_sends_first_last_and_a_bounded_number():
-    throttle = briefs.ProgressThrottle(steps=10)
+    throttle = tools.ProgressThrottle(steps=10)
     sent = [done for done in range(1, 1001) if throttle.due(done, 1000)]
     assert sent[0] == 1 and sent[-1] == 1000
     assert len(sent) <= 12
-    small = briefs.ProgressThrottle(steps=20)
+    small = tools.ProgressThrottle(steps=20)
     assert [d for d in range(1, 4) if small.due(d, 3)] == [1, 2, 3]
 
 
@@ -142,21 +143,21 @@ def test_progress_throttle_sends_first_last_and_a_bounded_number():
 
 
 def test_root_from_env_or_working_folder(tmp_path):
-    assert briefs.mcp_root({}, tmp_path) == tmp_path.resolve()
+    assert mcp_root({}, tmp_path) == tmp_path.resolve()
     (tmp_path / "sub").mkdir()
-    assert briefs.mcp_root({"EVALWH_MCP_ROOT": "sub"}, tmp_path) == (tmp_path / "sub").resolve()
+    assert mcp_root({"EVALWH_MCP_ROOT": "sub"}, tmp_path) == (tmp_path / "sub").resolve()
     with pytest.raises(UsageError, match="EVALWH_MCP_ROOT"):
-        briefs.mcp_root({"EVALWH_MCP_ROOT": str(tmp_path / "missing")}, tmp_path)
+        mcp_root({"EVALWH_MCP_ROOT": str(tmp_path / "missing")}, tmp_path)
 
 
 def test_confine_keeps_paths_inside_the_root(tmp_path):
     root = (tmp_path / "root").resolve()
     (root / "evals").mkdir(parents=True)
-    assert briefs.confine("evals/eval.yaml", root) == root / "evals" / "eval.yaml"
-    assert briefs.confine(root / "evals", root) == root / "evals"
+    assert confine("evals/eval.yaml", root) == root / "evals" / "eval.yaml"
+    assert confine(root / "evals", root) == root / "evals"
     for outside in ("../secret.yaml", "/etc/passwd", "evals/../../x.yaml"):
         with pytest.raises(UsageError, match="outside the server's root"):
-            briefs.confine(outside, root)
+            confine(outside, root)
 
 
 def test_confine_follows_symlinks_out_of_the_root(tmp_path):
@@ -166,23 +167,21 @@ def test_confine_follows_symlinks_out_of_the_root(tmp_path):
     elsewhere.write_text("name: x\n", encoding="utf-8")
     os.symlink(elsewhere, root / "link.yaml")
     with pytest.raises(UsageError, match="outside"):
-        briefs.confine("link.yaml", root)
+        confine("link.yaml", root)
 
 
 # -- over real runs -------------------------------------------------------------------------
 
 
 @pytest.fixture
-def agent(quickstart: Path, isolated: Path) -> briefs.Agent:
+def agent(quickstart: Path, isolated: Path) -> Agent:
     # the quickstart scores with a python scorer: code, allowed as `evalwh mcp --allow-code` does
-    return briefs.Agent(
-        root=quickstart.parent.parent.resolve(), env={}, cwd=isolated, allow_code=True
-    )
+    return Agent(root=quickstart.parent.parent.resolve(), env={}, cwd=isolated, allow_code=True)
 
 
 def test_run_eval_summary_has_the_matrix_and_no_outputs(agent, quickstart):
     calls: list[tuple[int, int]] = []
-    brief = briefs.run_eval(
+    brief = tools.run_eval(
         agent, "quickstart/eval.yaml", progress=lambda d, t, r: calls.append((d, t))
     )
     assert calls[-1] == (48, 48)
@@ -204,55 +203,55 @@ def test_run_eval_summary_has_the_matrix_and_no_outputs(agent, quickstart):
 def test_the_config_limit_and_the_mcp_default_cap_a_run(agent, quickstart):
     agent.env = {"EVALWH_MCP_MAX_COST": "0.001"}
     with pytest.raises(CostCapError) as info:
-        briefs.run_eval(agent, "quickstart/eval.yaml")
+        tools.run_eval(agent, "quickstart/eval.yaml")
     data = info.value.to_dict()
     assert data["cap_usd"] == 0.001
     assert data["estimate_usd"] > 0.001 and data["calls"] == 48
-    assert briefs.list_runs(agent)["runs"] == []
+    assert tools.list_runs(agent)["runs"] == []
 
 
 def test_paging_drill_down_compare_and_query(agent, quickstart):
-    first = briefs.run_eval(agent, "quickstart")
+    first = tools.run_eval(agent, "quickstart")
     view = agent.view()
-    page1 = briefs.case_page(view, "latest", failures=True, page=1, page_size=10)
-    page2 = briefs.case_page(view, "latest", failures=True, page=2, page_size=10)
+    page1 = tools.case_page(view, "latest", failures=True, page=1, page_size=10)
+    page2 = tools.case_page(view, "latest", failures=True, page=2, page_size=10)
     assert (page1["total"], page1["pages"], page1["next_page"]) == (15, 2, 2)
     assert (len(page1["cases"]), len(page2["cases"]), page2["next_page"]) == (10, 5, None)
     assert all("output" not in c for c in page1["cases"] + page2["cases"])
     assert all(not c["passed"] for c in page1["cases"])
-    full = briefs.case_page(view, "latest", failures=False, page=1, page_size=3)
+    full = tools.case_page(view, "latest", failures=False, page=1, page_size=3)
     assert full["total"] == 48 and "output" in full["cases"][0]
-    beyond = briefs.case_page(view, "latest", failures=True, page=9)
+    beyond = tools.case_page(view, "latest", failures=True, page=9)
     assert beyond["cases"] == [] and beyond["next_page"] is None
 
-    one = briefs.case_brief(view, "latest", "reasoned", "mock-small", "geo-1")
+    one = tools.case_brief(view, "latest", "reasoned", "mock-small", "geo-1")
     assert one["output"] == "Hmm. It is Paris, I think."
     assert one["truncated"] == {}
     assert one["messages"][0]["role"] == "system"
     with pytest.raises(UsageError, match="has no cell"):
-        briefs.case_brief(view, "latest", "nope", "mock-small", "geo-1")
+        tools.case_brief(view, "latest", "nope", "mock-small", "geo-1")
 
-    assert briefs.set_baseline(agent, first["run_id"])["run_id"] == first["run_id"]
-    briefs.run_eval(agent, "quickstart", label="second")
-    runs = briefs.list_runs(agent, limit=1)
+    assert tools.set_baseline(agent, first["run_id"])["run_id"] == first["run_id"]
+    tools.run_eval(agent, "quickstart", label="second")
+    runs = tools.list_runs(agent, limit=1)
     assert len(runs["runs"]) == 1 and runs["more"] is True
     assert runs["baselines"] == {"baseline": first["run_id"]}
-    compared = briefs.compare_runs(agent, "baseline", "second")
+    compared = tools.compare_runs(agent, "baseline", "second")
     assert compared["a"]["run_id"] == first["run_id"]
     assert compared["overall"]["n"] == 48 and compared["overall"]["verdict"] == "same"
-    assert set(compared["overall"]["pass_rate"]) == {"a", "b", "delta", "ci95"}
+    assert set(compared["overall"]["pass_rate"]) == {"a", "b", "delta", "ci95", "p"}
     assert len(compared["cells"]) == 4 and "calibration" not in compared
 
-    rows = briefs.query(agent, "SELECT case_id FROM cases ORDER BY case_id", limit=5)
+    rows = tools.query(agent, "SELECT case_id FROM cases ORDER BY case_id", limit=5)
     assert rows["columns"] == ["case_id"] and rows["row_count"] == 5 and rows["truncated"]
-    same = briefs.query(agent, "SELECT 1 AS x, 2 AS x")
+    same = tools.query(agent, "SELECT 1 AS x, 2 AS x")
     assert same["rows"] == [[1, 2]]
     with pytest.raises(UsageError, match="read-only"):
-        briefs.query(agent, "DELETE FROM runs")
+        tools.query(agent, "DELETE FROM runs")
 
 
 def test_render_prompt_calls_nothing(agent, quickstart):
-    data = briefs.render_prompt(agent, "quickstart/eval.yaml", "terse", "geo-1")
+    data = tools.render_prompt(agent, "quickstart/eval.yaml", "terse", "geo-1")
     assert data["messages"][1]["content"][0]["text"] == "What is the capital of France?"
     assert data["expected"] == "Paris" and data["truncated"] == {}
     assert not (agent.cwd / ".evalwh").exists()
@@ -263,13 +262,13 @@ def test_render_prompt_calls_nothing(agent, quickstart):
 
 
 def test_judge_runs_carry_the_calibration_flags(isolated):
-    agent = briefs.Agent(root=PAIRWISE.parent, env={}, cwd=isolated, allow_code=True)
-    brief = briefs.run_eval(agent, "pairwise/eval.yaml")
+    agent = Agent(root=PAIRWISE.parent, env={}, cwd=isolated, allow_code=True)
+    brief = tools.run_eval(agent, "pairwise/eval.yaml")
     assert brief["headline_eligible"] is False
     assert any("UNCALIBRATED" in flag for flag in brief["flags"])
     comparison = brief["judging"]["comparisons"][0]
     assert comparison["headline_eligible"] is False and comparison["n_labels"] == 24
-    summary = briefs.get_run(agent, "latest")
+    summary = tools.get_run(agent, "latest")
     assert summary["headline_eligible"] is False and summary["flags"] == brief["flags"]
     flags = briefs.judging_for(agent.view(), brief["run_id"])
     assert flags is not None and flags["headline_eligible"] is False

@@ -64,7 +64,7 @@ def test_compare_numbers_match_hand_counts(stored: dict[str, str | Path], cli: C
     pairs = paired(stored["db"], stored["a"], stored["b"])  # type: ignore[arg-type]
     d = [pb - pa for pa, pb, _, _ in pairs]
     o = data["overall"]
-    assert o["n"] == len(pairs) == 48
+    assert o["n"] == o["n_pairs"] == len(pairs) == 48  # one repeat: a case (in its cell) a pair
     assert o["n_broken"] == d.count(-1) > 0 and o["n_fixed"] == d.count(1)
     assert o["pass_rate_delta"] == pytest.approx(statistics.mean(d))
     assert o["pass_rate_se"] == pytest.approx(statistics.stdev(d) / math.sqrt(48))
@@ -88,7 +88,7 @@ def test_compare_numbers_match_hand_counts(stored: dict[str, str | Path], cli: C
     # the table shows the same numbers, rates with their n
     code, table, _ = cli("compare", "a", "b")
     assert code == 0
-    assert "overall: n=48 pairs" in table
+    assert "overall: n=48 cases (48 paired answers" in table and "exact p=" in table
     assert f"{100 * o['pass_rate_delta']:+.1f} pts" in table
     assert f"broken {o['n_broken']}" in table
     assert "terse × mock-small" in table or "terse" in table
@@ -98,7 +98,8 @@ def test_compare_runs_whose_matrices_only_overlap(stored: dict[str, str | Path],
     code, out, _ = cli("compare", "a", "part", "--json", "--by", "topic,difficulty")
     assert code == 0
     data = json.loads(out)
-    assert data["overall"]["n"] == 24 and data["overall"]["n_a"] == 48
+    overall = data["overall"]
+    assert overall["n"] == overall["n_pairs"] == 24 and overall["n_a"] == 48
     verdicts = {(c["variant"], c["model"]): c["verdict"] for c in data["cells"]}
     assert verdicts[("reasoned", "mock-large")] == "only in A"
     assert verdicts[("terse", "mock-small")] == "same"  # same config, same (cached) answers
@@ -204,3 +205,19 @@ def test_sql_reads_as_table_csv_and_json(stored: dict[str, str | Path], cli: Cli
     assert code == 0 and "first 5 rows" in err
     code, out, _ = cli("sql", "SHOW TABLES", "--json")
     assert "baselines" in {r["name"] for r in json.loads(out)["rows"]}
+
+
+def test_baseline_list_takes_the_case_as_the_unit_like_run_totals(
+    stored: dict[str, str | Path], cli: Cli
+) -> None:
+    # a run sampled several times per case: the baseline's pass rate is the run's (repeats
+    # averaged per case first), not the share of passing answers
+    assert cli("baseline", "set", "rep", "--name", "sampled")[0] == 0
+    code, out, _ = cli("baseline", "list", "--json")
+    assert code == 0
+    (row,) = [r for r in json.loads(out)["baselines"] if r["name"] == "sampled"]
+    _, out, _ = cli("show", "rep", "--json")
+    totals = json.loads(out)["totals"]
+    assert row["n"] == totals["n"] and row["n_passed"] == totals["n_passed"]
+    assert row["n_cases"] == totals["n_cases"] < row["n"]
+    assert row["pass_rate"] == pytest.approx(totals["pass_rate"], abs=1e-12)

@@ -177,9 +177,17 @@ def test_prompt_file_and_typed_parts(tmp_path: Path) -> None:
     assert [p.type for p in parts] == ["text", "image"]
     plan = validate(config)
     assert plan.sample is not None
-    assert plan.sample["messages"][0]["content"] == [
+    import hashlib
+
+    assert plan.sample["messages"][0]["content"] == [  # the file's identity, not its path
         {"type": "text", "text": "Q: hi"},
-        {"type": "image", "path": "cat.png"},
+        {
+            "type": "image",
+            "name": "cat.png",
+            "sha256": hashlib.sha256(b"\x89PNG fake").hexdigest(),
+            "media_type": "image/png",
+            "bytes": 9,
+        },
     ]
 
 

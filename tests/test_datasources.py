@@ -324,7 +324,7 @@ def test_the_streaming_cache_keeps_the_newest_entries() -> None:
 
 
 def test_progress_of_a_run_of_unknown_size() -> None:
-    from evalwh.mcp.briefs import ProgressThrottle
+    from evalwh.mcp.tools import ProgressThrottle
 
     throttle = ProgressThrottle()
     due = [n for n in range(1, 3001) if throttle.due(n, 0)]

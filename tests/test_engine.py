@@ -63,8 +63,10 @@ def tracking_provider(monkeypatch: pytest.MonkeyPatch) -> type[Tracking]:
     providers.available.cache_clear()
 
 
-def config(tmp_path: Path, models: str, n_cases: int = 30, concurrency: int = 5) -> Path:
-    cases = "\n".join(
+def config(
+    tmp_path: Path, models: str, n_cases: int = 30, concurrency: int = 5, cases: str = ""
+) -> Path:
+    cases = cases or "\n".join(
         f"  - {{id: c{i}, vars: {{q: '{i}'}}, expected: '{i}'}}" for i in range(n_cases)
     )
     return write(
@@ -222,3 +224,60 @@ def test_unknown_filter_is_a_usage_error(quickstart: Path, tmp_path: Path) -> No
     with pytest.raises(UsageError, match="--model nope matches no model"):
         evalwh.run_eval(quickstart, models=["nope"], output_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def _same_prompt_config(tmp_path: Path) -> Path:
+    """Four cases whose rendered prompt is the same text (their vars differ only in a key the
+    template does not use); the mock answers case c2 by a rule of its own."""
+    models = """\
+  - id: m
+    provider: mock
+    mock:
+      rules:
+        - when: {case: c2}
+          reply: "per-case rule"
+        - reply: "same"
+  - {id: t, provider: tracking}"""
+    cases = "\n".join(
+        f"  - {{id: c{i}, vars: {{q: 'same', tag: '{i}'}}, expected: 'same'}}" for i in range(4)
+    )
+    return config(tmp_path, models, cases=cases)
+
+
+def test_no_cache_sends_every_request_even_for_identical_prompts(tmp_path: Path) -> None:
+    # bug: --no-cache answered cases 1..3 from case 0's answer (cached=true, attempts=0)
+    import duckdb
+
+    cfg = _same_prompt_config(tmp_path)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out", no_cache=True)
+    assert sorted(c for m, c, _ in Tracking.calls if m == "t") == ["c0", "c1", "c2", "c3"]
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT model, case_id, cached, attempts, output FROM cases WHERE run_id = ? "
+            "ORDER BY model, case_id",
+            [result.run_id],
+        ).fetchall()
+    assert all(not cached and attempts == 1 for _, _, cached, attempts, _ in rows)
+    # the mock's per-case rule fires although c2's prompt equals the others'
+    assert [out for m, _, _, _, out in rows if m == "m"] == [
+        "same",
+        "same",
+        "per-case rule",
+        "same",
+    ]
+
+
+def test_the_mock_never_shares_an_answer_across_cases_with_the_cache_on(tmp_path: Path) -> None:
+    # bug: the response-cache key ignored the case id the mock's rules depend on
+    cfg = _same_prompt_config(tmp_path)
+    first = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    again = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        for run_id in (first.run_id, again.run_id):
+            outputs = con.execute(
+                "SELECT output FROM cases WHERE run_id = ? AND model = 'm' ORDER BY case_id",
+                [run_id],
+            ).fetchall()
+            assert [o for (o,) in outputs] == ["same", "same", "per-case rule", "same"]

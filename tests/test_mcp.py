@@ -163,7 +163,7 @@ def test_an_agent_session_over_stdio(project: Path) -> None:
             assert compared["a"]["run_id"] == first["run_id"]
             assert compared["b"]["run_id"] == second["run_id"]
             assert compared["overall"]["n"] == 24
-            assert set(compared["overall"]["pass_rate"]) == {"a", "b", "delta", "ci95"}
+            assert set(compared["overall"]["pass_rate"]) == {"a", "b", "delta", "ci95", "p"}
 
             runs = await call(s, "list_runs", {"limit": 1})
             assert [r["run_id"] for r in runs["runs"]] == [second["run_id"]] and runs["more"]

@@ -168,29 +168,33 @@ def test_the_canaries_never_leave_the_run(
     data = json.loads(cli("--json", "show", "stream", "--failures"))
     assert data["no_look"] and data["cases"] and "output" not in data["cases"][0]
     assert json.loads(cli("--json", "compare", "files", "stream"))["no_look"]
-    for fmt in ("json", "csv", "md", "junit"):
+    cli("compare", "files", "stream", "--html", str(out / "compare.html"))
+    for fmt in ("json", "csv", "md", "junit", "html"):
         cli("export", "stream", "--format", fmt)
         cli("export", "files", "--format", fmt, "--out", str(out / f"files.{fmt}"))
     cli("export", "stream", "--format", "parquet")
     cli("sql", "SELECT * FROM cases")
     cli("render", str(folder / "stream.yaml"), "v", "in0", code=2)  # refused: prompts are data
 
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
 
-    agent = briefs.Agent(root=folder, output_dir=out, allow_code=True, cwd=folder)
+    agent = Agent(root=tmp_path, output_dir=out, allow_code=True, cwd=folder)
     answers = [
-        briefs.run_eval(agent, str(folder / "stream.yaml"), label="mcp"),
-        briefs.get_run(agent, "stream"),
-        briefs.get_run(agent, "stream", detail="failures"),
-        briefs.get_run(agent, "stream", detail="full"),
-        briefs.case_brief(agent.view(), "files", "v", "m", "in0"),
-        briefs.compare_runs(agent, "files", "stream"),
-        briefs.list_runs(agent),
-        briefs.query(agent, "SELECT * FROM cases"),
-        briefs.query(agent, "SELECT * FROM scores"),
+        tools.run_eval(agent, str(folder / "stream.yaml"), label="mcp"),
+        tools.get_run(agent, "stream"),
+        tools.get_run(agent, "stream", detail="failures"),
+        tools.get_run(agent, "stream", detail="full"),
+        tools.case_brief(agent.view(), "files", "v", "m", "in0"),
+        tools.compare_runs(agent, "files", "stream"),
+        tools.list_runs(agent),
+        tools.query(agent, "SELECT * FROM cases"),
+        tools.query(agent, "SELECT * FROM scores"),
+        tools.write_report(agent, "stream", path=str(out / "mcp.html")),
+        tools.write_report(agent, "stream", against="files", path=str(out / "mcp-cmp.html")),
     ]
     with pytest.raises(Exception, match="no-look"):
-        briefs.render_prompt(agent, str(folder / "stream.yaml"), "v", "in0")
+        tools.render_prompt(agent, str(folder / "stream.yaml"), "v", "in0")
     assert answers[4]["no_look"] and "output" not in answers[4]
     texts.append(json.dumps(answers, default=str))
 
@@ -234,8 +238,13 @@ def test_without_no_look_the_same_search_finds_the_canaries(
     done = run_cli("-o", str(out), "run", str(folder / "eval.yaml"), env={"TMPDIR": str(tmp)})
     assert done.returncode == 0, done.stderr
     shown = run_cli("-o", str(out), "show", "latest", "--failures")
+    page = out / "page.html"
+    assert (
+        run_cli("-o", str(out), "export", "latest", "-f", "html", "--out", str(page)).returncode
+        == 0
+    )
     found = leaks(out, shown.stdout)
-    assert str(out / "warehouse.duckdb") in found
+    assert str(out / "warehouse.duckdb") in found and str(page) in found
     assert any(p.endswith("cases.parquet") for p in found)
     assert any(p.startswith("text:") for p in found)
 
@@ -350,3 +359,43 @@ def test_an_exec_check_writes_no_answer_file_in_no_look(tmp_path: Path) -> None:
     files = parse_check({"run": "true", "files": {"t.py": "x"}}, "case check", "f")
     refused = asyncio.run(run_check(files, "a", {}, no_look=True))
     assert not refused.passed and "no case data to disk" in (refused.error or "")
+
+
+VISION = """
+models: [{id: m, provider: mock}]
+variants:
+  - id: v
+    messages:
+      - role: user
+        content: [{text: "Which colour?"}, {image: "{{ files.photo }}"}]
+cases: [{id: red, files: {photo: red.png}, expected: red, metadata: {kind: primary}}]
+scorecard: [{name: colour, type: contains}]
+"""
+
+
+@pytest.mark.parametrize("no_look", [True, False])
+def test_no_look_leaves_attachment_bytes_and_the_artifact_store_alone(
+    tmp_path: Path, no_look: bool
+) -> None:
+    """An attached file's bytes are read from where the file is, never copied into the
+    artifact store, and the case row keeps no hash, type or size of it; an ordinary run of
+    the same eval does both (so the checks below can fail)."""
+    import evalwh
+
+    png = (Path(__file__).parents[1] / "examples/vision/images/red-square.png").read_bytes()
+    folder, out = tmp_path / "eval", tmp_path / "out"
+    folder.mkdir()
+    (folder / "red.png").write_bytes(png + canary(0, "img").encode())  # after IEND: still a PNG
+    write(folder / "eval.yaml", VISION)
+    result = evalwh.run_eval(folder / "eval.yaml", output_dir=out, no_look=no_look)
+    assert result.totals["n"] == 1 and result.totals["n_errors"] == 0  # the model got the image
+    con = duckdb.connect(str(out / "warehouse.duckdb"), read_only=True)
+    (attachments,) = con.execute("SELECT attachments FROM cases").fetchone() or (None,)
+    con.close()
+    stored = sorted(p.name for p in (out / "artifacts").rglob("*") if p.is_file())
+    if no_look:
+        assert attachments is None and not (out / "artifacts").exists()
+        assert leaks(out) == []
+    else:
+        assert json.loads(attachments)["photo"]["media_type"] == "image/png"
+        assert len(stored) == 1 and leaks(out) != []

@@ -336,5 +336,15 @@ def test_check_rejects_bad_commands(bad: Any) -> None:
 
 
 def test_check_accepts_string_and_list() -> None:
-    providers.check(spec_for("python model.py --fast"))
-    providers.check(spec_for(["python", "model.py"]))
+    assert providers.check(spec_for("python model.py --fast")) is None
+    assert providers.check(spec_for(["python", "model.py"])) is None
+    # the string is split as a shell would; the list is taken as it is
+    assert providers.create(spec_for("python 'my model.py' --fast")).argv == [
+        "python",
+        "my model.py",
+        "--fast",
+    ]
+    assert providers.create(spec_for(["python", "my model.py"])).argv == ["python", "my model.py"]
+    for bad in ("", [], ["python", 3]):
+        with pytest.raises(ConfigError):
+            providers.check(spec_for(bad))

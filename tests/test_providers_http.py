@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import gc
 import socket
 import time
@@ -140,10 +139,29 @@ def test_registry_creates_each_provider(server: FakeLLMServer) -> None:
 
 
 def test_check_accepts_good_entries() -> None:
-    providers.check(spec_for("anthropic", None))
-    providers.check(spec_for("openai", "https://gateway.example/v1", headers={"X-Team": "evals"}))
-    providers.check(spec_for("openai-compatible", "http://localhost:8000/v1"))
-    providers.check(spec_for("openai", None, headers={"X-Key": "${GATEWAY_KEY}"}))
+    good = [
+        spec_for("anthropic", None),
+        spec_for("openai", "https://gateway.example/v1", headers={"X-Team": "evals"}),
+        spec_for("openai-compatible", "http://localhost:8000/v1/"),
+        spec_for("openai", None, headers={"X-Key": "${GATEWAY_KEY}"}),
+    ]
+    for spec in good:
+        assert providers.check(spec) is None
+    # ... and the entries they configure are the ones requests go to
+    urls = [providers.create(spec).url for spec in good]
+    assert urls[1] == "https://gateway.example/v1/chat/completions"
+    assert urls[2] == "http://localhost:8000/v1/chat/completions"
+    assert urls[0].startswith("https://api.anthropic.com/")
+    # each differs by one detail from an entry that check refuses
+    bad = [
+        spec_for("openai", "gateway.example/v1"),
+        spec_for("openai", None, headers={"X-Team": 3}),
+        spec_for("openai-compatible", None),
+        spec_for("openai", None, headers={"X-Key": OPENAI_KEY}),
+    ]
+    for spec in bad:
+        with pytest.raises(ConfigError):
+            providers.check(spec)
 
 
 def test_check_needs_base_url_for_openai_compatible() -> None:
@@ -173,8 +191,10 @@ def test_check_refuses_keys_in_headers() -> None:
 def test_check_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.delenv("OPENAI_API_KEY")
-    providers.check(spec_for("anthropic", None))
-    providers.check(spec_for("openai", None))
+    for provider, env in (("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")):
+        spec = spec_for(provider, None)
+        assert providers.check(spec) is None  # validation never needs the key ...
+        assert providers.create(spec).key_env == env  # ... it is looked up when calling
 
 
 # ---- anthropic wire format -----------------------------------------------------------------
@@ -273,41 +293,14 @@ def test_anthropic_joins_text_blocks(server: FakeLLMServer) -> None:
     assert result.extra["cache_read_input_tokens"] == 10
 
 
-def test_anthropic_images(server: FakeLLMServer, tmp_path: Path) -> None:
-    png = tmp_path / "dot.png"
-    png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    messages = [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "Describe"},
-                {"type": "image", "path": str(png)},
-                {"type": "image", "url": "https://example.invalid/cat.jpg"},
-            ],
-        }
-    ]
-    complete(make("anthropic", server.url), messages)
-    content = server.last.body["messages"][0]["content"]
-    assert content[1] == {
-        "type": "image",
-        "source": {
-            "type": "base64",
-            "media_type": "image/png",
-            "data": base64.b64encode(png.read_bytes()).decode(),
-        },
-    }
-    assert content[2] == {
-        "type": "image",
-        "source": {"type": "url", "url": "https://example.invalid/cat.jpg"},
-    }
-
-
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_unsupported_part_type(server: FakeLLMServer, name: str) -> None:
-    messages = [{"role": "user", "content": [{"type": "audio", "path": "x.wav"}]}]
+    # Validation refuses these first (tests/test_multimodal.py); the adapter refuses too.
+    video = {"type": "video", "name": "clip", "sha256": "0" * 64, "media_type": "video/mp4"}
+    messages = [{"role": "user", "content": [video]}]
     err = failure(make(name, server.url if name == "anthropic" else server.openai_url), messages)
-    assert not err.retryable
-    assert "audio" in str(err) and "does not support" in str(err)
+    assert not err.retryable and err.kind == "unsupported"
+    assert "'video' parts (video/mp4)" in str(err) and "does not accept" in str(err)
     assert server.count == 0
 
 
@@ -360,29 +353,6 @@ def test_openai_params_system_replaces_system_messages(server: FakeLLMServer) ->
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "user"]
     assert body["stop"] == "END"
     assert "max_completion_tokens" not in body and "max_tokens" not in body
-
-
-def test_openai_images(server: FakeLLMServer, tmp_path: Path) -> None:
-    jpg = tmp_path / "cat.jpg"
-    jpg.write_bytes(b"\xff\xd8\xff fake jpeg")
-    messages = [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What is this?"},
-                {"type": "image", "path": str(jpg)},
-                {"type": "image", "url": "https://example.invalid/dog.png"},
-            ],
-        }
-    ]
-    complete(make("openai", server.openai_url), messages)
-    content = server.last.body["messages"][0]["content"]
-    data = base64.b64encode(jpg.read_bytes()).decode()
-    assert content == [
-        {"type": "text", "text": "What is this?"},
-        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}"}},
-        {"type": "image_url", "image_url": {"url": "https://example.invalid/dog.png"}},
-    ]
 
 
 def test_openai_null_content_and_missing_usage(server: FakeLLMServer) -> None:
@@ -712,13 +682,12 @@ def test_concurrent_requests_with_latency() -> None:
             finally:
                 await prov.aclose()
 
-        started = time.monotonic()
         results = asyncio.run(go())
-        elapsed = time.monotonic() - started
     assert [r.text for r in results] == [f"q{i}" for i in range(160)]
-    assert server.max_in_flight > 8  # the latency of one connection does not block others
+    # the latency of one connection does not block others (counted at the server, not timed:
+    # wall-time bounds belong to benchmarks/, not to tests on a shared machine)
+    assert server.max_in_flight > 8
     assert server.connections <= 32
-    assert elapsed < 8.0 * 0.05 * 5  # 160 / 32 = 5 rounds of 50 ms; generous for slow CI
 
 
 def test_fault_injection_is_deterministic() -> None:

@@ -127,14 +127,15 @@ def test_template_attribute_from_data_is_refused_when_rendered(tmp_path: Path) -
 
 
 def test_template_payload_in_mcp_render_prompt_is_refused(tmp_path: Path) -> None:
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
 
     marker = tmp_path / "pwned"
     root = tmp_path / "root"
     config(root, prompt=json.dumps(_popen(marker)))
-    agent = briefs.Agent(root=root.resolve(), cwd=root)
+    agent = Agent(root=root.resolve(), cwd=root)
     with pytest.raises(ConfigError, match="sandbox violation"):
-        briefs.render_prompt(agent, "eval.yaml", "v", "c1")
+        tools.render_prompt(agent, "eval.yaml", "v", "c1")
     assert not marker.exists()
 
 
@@ -301,17 +302,17 @@ def test_key_in_a_csv_case_is_allowed_by_allow_secret_like(tmp_path: Path) -> No
 
 
 def _agent(root: Path, *, allow_code: bool = False) -> Any:
-    from evalwh.mcp import briefs
+    from evalwh.mcp.agent import Agent
 
-    return briefs.Agent(root=root.resolve(), cwd=root, allow_code=allow_code)
+    return Agent(root=root.resolve(), cwd=root, allow_code=allow_code)
 
 
 def _refusal(root: Path, **agent: Any) -> Any:
     from evalwh.config.confinement import ConfinementError
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
 
     with pytest.raises(ConfinementError) as info:
-        briefs.render_prompt(_agent(root, **agent), "eval.yaml", "v", "c1")
+        tools.render_prompt(_agent(root, **agent), "eval.yaml", "v", "c1")
     return info.value
 
 
@@ -367,14 +368,14 @@ def test_mcp_python_scorer_without_allow_code_is_refused(tmp_path: Path) -> None
 
 
 def test_mcp_python_scorer_with_allow_code_is_accepted(tmp_path: Path) -> None:
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
 
     root = tmp_path / "root"
     _python_scorer_config(root)
     agent = _agent(root, allow_code=True)
     agent.output_dir = tmp_path / "out"
-    assert briefs.render_prompt(agent, "eval.yaml", "v", "c1")["messages"]
-    brief = briefs.run_eval(agent, "eval.yaml")
+    assert tools.render_prompt(agent, "eval.yaml", "v", "c1")["messages"]
+    brief = tools.run_eval(agent, "eval.yaml")
     assert brief["totals"]["n"] == 1
 
 
@@ -395,7 +396,7 @@ def test_mcp_command_provider_and_exec_check_without_allow_code_are_refused(
 def test_mcp_render_prompt_output_is_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
 
     monkeypatch.setenv("SERVICE_TOKEN", "planted-service-token-value")
     root = tmp_path / "root"
@@ -405,7 +406,7 @@ def test_mcp_render_prompt_output_is_redacted(
             '"What is 2+2"', '"token planted-service-token-value, ghp_' + "a" * 36 + '"'
         ),
     )
-    data = briefs.render_prompt(_agent(root), "eval.yaml", "v", "c1")
+    data = tools.render_prompt(_agent(root), "eval.yaml", "v", "c1")
     text = json.dumps(data)
     assert "planted-service" not in text and "ghp_aaaa" not in text
     assert data["messages"][0]["content"][0]["text"] == "token ***, ***"
@@ -486,14 +487,14 @@ def test_free_model_with_priced_judge_over_the_cap_is_refused_up_front(
 
 def test_mcp_free_model_with_priced_judge_over_the_cap_is_refused(tmp_path: Path) -> None:
     from evalwh.engine.budget import CostCapError
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
 
     root = tmp_path / "root"
     write(root / "eval.yaml", base_text(cases=FIVE_CASES) + PRICED_JUDGE)
     agent = _agent(root)
     agent.output_dir = tmp_path / "out"
     with pytest.raises(CostCapError) as info:
-        briefs.run_eval(agent, "eval.yaml", max_cost_usd=0.05)
+        tools.run_eval(agent, "eval.yaml", max_cost_usd=0.05)
     assert info.value.estimate_usd is not None and info.value.estimate_usd > 0.05
 
 

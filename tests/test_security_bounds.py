@@ -63,15 +63,16 @@ def test_sql_query_timeout_setting_from_environment(capsys, warehouse: Path, mon
 
 
 def test_mcp_query_timeout_via_the_core_function(warehouse: Path, monkeypatch):
-    from evalwh.mcp import briefs
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
 
     monkeypatch.setenv("EVALWH_MCP_QUERY_TIMEOUT_S", "1")
-    agent = briefs.Agent(root=warehouse.parent.parent, output_dir=warehouse.parent)
+    agent = Agent(root=warehouse.parent.parent, output_dir=warehouse.parent)
     started = time.monotonic()
     with pytest.raises(UsageError, match="ran longer than 1 s"):
-        briefs.query(agent, HUGE)
+        tools.query(agent, HUGE)
     assert time.monotonic() - started < 8
-    assert briefs.query(agent, "SELECT 42 AS n")["rows"] == [[42]]  # a quick query still works
+    assert tools.query(agent, "SELECT 42 AS n")["rows"] == [[42]]  # a quick query still works
 
 
 def test_query_connection_has_memory_and_thread_limits(capsys, warehouse: Path, monkeypatch):

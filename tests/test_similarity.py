@@ -46,10 +46,25 @@ def expect(refs: str | list[str]) -> Case:
     return Case(id="q1", expected=refs)
 
 
-def test_types_are_registered():
-    assert SCORERS["bleu"] == "evalwh.scoring.similarity:bleu"
-    assert SCORERS["rouge-l"] == "evalwh.scoring.similarity:rouge_l_scorer"
-    assert SCORERS["semantic"] == "evalwh.scoring.similarity:semantic"
+def test_types_are_registered(tmp_path: Path, embed_module: str):
+    # each type name builds a scorer that scores: an exact copy 1, unrelated text low
+    reference = expect("the cat sat on the mat")
+    for type_ in ("bleu", "rouge-l"):
+        same = run(crit(type_), "the cat sat on the mat", reference)
+        other = run(crit(type_), "dogs bark loudly", reference)
+        assert same.error is None and same.score == pytest.approx(1.0), type_
+        assert other.error is None and other.score < 0.5, (type_, other.score)
+    # and each name reaches its own scorer: a short answer keeps rouge-l's recall of 3 of 6
+    # reference tokens (F1 2/3) while bleu's brevity penalty exp(1 - 6/3) pulls it below 0.37
+    short = [run(crit(t), "the cat sat", reference).score for t in ("rouge-l", "bleu")]
+    assert short[0] == pytest.approx(2 / 3) and short[1] < 0.37
+    semantic = crit("semantic", embedder=f"{embed_module}:letters")
+    same = run(semantic, "the cat sat", expect("the cat sat"), root=tmp_path)
+    assert same.error is None and same.score == pytest.approx(1.0)
+    assert {"bleu", "rouge-l", "semantic"} <= set(SCORERS)
+    # and a config may name them
+    types = json.dumps(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert all(f'"{t}"' in types for t in ("bleu", "rouge-l", "semantic"))
 
 
 # --- tokeniser ---------------------------------------------------------------------------
@@ -124,8 +139,9 @@ SACREBLEU = [
     (H5, "exp", False, 4, 0.0),
     (H5, "floor", False, 4, 0.0),
     (H5, "none", False, 4, 0.0),
-    # (H5, "add-k", False) differs on purpose: sacrebleu gives 0.1353 by smoothing the
-    # 3- and 4-gram orders the output does not have to precision 1; evalwh scores 0.
+    # sacrebleu's add-k also smooths the 3- and 4-gram orders the output does not have (to
+    # precision 1); evalwh now does the same (it used to score 0 here)
+    (H5, "add-k", False, 4, 0.13533528323661276),
     (H6, "exp", True, 4, 0.12703318703865377),
     (H6, "floor", False, 4, 0.06389431042462726),
     (H6, "add-k", True, 4, 0.30213753973567686),
@@ -223,7 +239,7 @@ def test_bleu_lowercase_and_punctuation_options():
     case = expect("Hello, World!")
     assert run(crit("bleu"), "hello world", case).score == 0.0
     assert run(crit("bleu", lowercase=True), "hello world", case).score < 1.0
-    both = crit("bleu", lowercase=True, keep_punctuation=False)
+    both = crit("bleu", tokenizer="unicode", lowercase=True, keep_punctuation=False)
     assert run(both, "hello world", case).score == pytest.approx(1.0)
 
 
@@ -329,7 +345,7 @@ def test_rouge_l_multiple_references_take_the_best():
 def test_rouge_l_case_and_punctuation_options_agree_with_rouge_score_custom_tokenizer():
     # rouge-score 0.1.2: RougeScorer(["rougeL"], tokenizer=T()) where T().tokenize(text) is
     # tok(text) (case and punctuation kept); .score(target, prediction)["rougeL"].fmeasure
-    c = crit("rouge-l", lowercase=False, keep_punctuation=True)
+    c = crit("rouge-l", tokenizer="unicode", lowercase=False, keep_punctuation=True)
     result = run(c, "The cat sat on the mat.", expect("The cat is sitting on the mat."))
     assert result.score == pytest.approx(0.7999999999999999, rel=1e-12)
     assert run(c, "Hello, World!", expect("hello world")).score == 0.0

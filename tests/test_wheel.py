@@ -39,6 +39,8 @@ def test_wheel_installs_and_runs_the_quickstart(tmp_path: Path) -> None:
     assert "evalwh/_resources/migrations/0001_init.sql" in names
     assert "evalwh/_resources/sql/summary.sql" in names
     assert "evalwh/config/eval.schema.json" in names
+    for template in ("run.html.j2", "compare.html.j2", "base.html.j2", "report.js", "report.css"):
+        assert f"evalwh/reports/templates/{template}" in names
 
     venv = tmp_path / "venv"
     subprocess.run(
@@ -61,7 +63,7 @@ def test_wheel_installs_and_runs_the_quickstart(tmp_path: Path) -> None:
     evalwh = venv / ("Scripts/evalwh.exe" if os.name == "nt" else "bin/evalwh")
     clean_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     result = subprocess.run(
-        [str(evalwh), "run", "quickstart/eval.yaml", "-q"],
+        [str(evalwh), "run", "quickstart/eval.yaml", "-q", "--html", "report.html"],
         cwd=work,
         env=clean_env,
         capture_output=True,
@@ -69,6 +71,7 @@ def test_wheel_installs_and_runs_the_quickstart(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+    assert "Content-Security-Policy" in (work / "report.html").read_text(encoding="utf-8")
     # the installed package, not the checkout, answered
     where = subprocess.run(
         [str(python), "-c", "import evalwh.warehouse.resources as r; print(r.resource_dir('sql'))"],

@@ -28,7 +28,8 @@ def list_baselines(store: Warehouse) -> list[dict[str, Any]]:
     """Every pinned name with its run and that run's pass rate and n (sql/baselines.sql)."""
     if not store.exists:
         return []
-    return store.query("baselines").to_pylist()
+    rows: list[dict[str, Any]] = store.query("baselines").to_pylist()
+    return rows
 
 
 def pinned(store: Warehouse, name: str) -> dict[str, Any] | None:

@@ -42,7 +42,10 @@ class Comparison:
     def rows(self, scope: str) -> list[dict[str, Any]]:
         import pyarrow.compute as pc
 
-        return self.deltas.filter(pc.equal(self.deltas["scope"], scope)).to_pylist()
+        rows: list[dict[str, Any]] = self.deltas.filter(
+            pc.equal(self.deltas["scope"], scope)
+        ).to_pylist()
+        return rows
 
     @property
     def overall(self) -> dict[str, Any]:
@@ -73,7 +76,7 @@ def check_cluster(
         return []
     message = (
         f"cluster key {key!r} is in no case's metadata (use a metadata key, or 'case_id' "
-        "to cluster the repeats of a case)"
+        "to cluster the cells of a case)"
     )
     if strict:
         raise UsageError(message)

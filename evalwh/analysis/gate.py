@@ -7,7 +7,7 @@ Config (``thresholds.regression``)::
       baseline: baseline          # the pinned name to compare with (default: baseline)
       max_drop_pass_rate: 0.05    # run level, in absolute units (0.05 = 5 points)
       max_drop_score: 0.05
-      significant_only: true      # fail only when the 95% interval of the drop excludes 0
+      significant_only: true      # fail only on a significant drop (exact test, p < 0.05)
       per_cell: {max_drop_pass_rate: 0.10}
       criteria: {correct: {max_drop_pass_rate: 0.10}}
 """
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from evalwh.analysis.baselines import DEFAULT_NAME, pinned
 from evalwh.analysis.compare import check_cluster, deltas
 from evalwh.analysis.runinfo import cluster_key, snapshot
+from evalwh.scoring.tolerance import TOLERANCE
 
 if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
@@ -34,6 +35,7 @@ EXTRA = (
     "run_value",
     "drop_lo",
     "drop_hi",
+    "p_value",
     "significant",
     "significant_only",
 )
@@ -109,7 +111,9 @@ def judge(
 
     config = snapshot(store, run_id) if config is None else config
     thresholds = config.get("thresholds") or {}
-    absolute = store.query("gate", run_id=run_id, rules=rules_json(thresholds)).to_pylist()
+    absolute = store.query(
+        "gate", run_id=run_id, rules=rules_json(thresholds), tolerance=TOLERANCE
+    ).to_pylist()
     rows = [{"kind": "absolute", **row, **dict.fromkeys(EXTRA)} for row in absolute]
     rules = regression_rules(thresholds)
     notes: list[str] = []
@@ -177,7 +181,9 @@ def _regression(
     table = deltas(store, baseline_id, run_id, cluster=key)
     with read_connection(store.path) as con:
         con.register("deltas", table)
-        judged = run_query(con, "gate_regression", rules=json.dumps(rules)).to_pylist()
+        judged = run_query(
+            con, "gate_regression", rules=json.dumps(rules), tolerance=TOLERANCE
+        ).to_pylist()
     if baseline_id == run_id:
         notes.append("the baseline is this run itself: every drop is 0")
     return [{"kind": "regression", **row, "baseline": baseline_id} for row in judged]

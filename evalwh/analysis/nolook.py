@@ -32,6 +32,7 @@ HIDDEN = frozenset(
         "rationale",
         "check_output",
         "check_error",
+        "attachments",  # a file's hash, type and size: not stored either
     }
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def cluster_key(config: dict[str, Any]) -> str | None:
     return str(value) if value else None
 
 
-def split_keys(by: str | list[str] | tuple[str, ...] | None) -> list[str]:
+def split_keys(by: str | Sequence[str] | None) -> list[str]:
     """``"lang,length"`` or ``["lang", "length"]`` -> ``["lang", "length"]`` (no blanks)."""
     if by is None:
         return []

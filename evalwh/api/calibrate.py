@@ -51,15 +51,17 @@ def calibrate(
     if not chosen:
         raise UsageError("the config defines no judges to calibrate (add them under `judges:`)")
     labelled = sorted(
-        {lb.case_id for lb in base.labels} | {c.id for c in base.cases if c.human_label is not None}
+        {lb.case_id for lb in base.labels}
+        | {lb.case_id for lb in base.point_labels}
+        | {c.id for c in base.cases if c.human_label is not None}
     )
     if not labelled:
         raise UsageError("no labels to calibrate against: add `labels:` or `human_label` on cases")
     rows: list[dict[str, Any]] = []
     for judge_id in chosen:
-        config = build_config(judge_variants(base.raw, judge_id), base.path, None)
+        judged = build_config(judge_variants(base.raw, judge_id), base.path, None)
         result = run_eval(
-            config,
+            judged,
             cases=labelled,
             label=f"calibrate:{judge_id}",
             output_dir=output_dir,

@@ -84,6 +84,7 @@ class RunResult:
     failure: str | None = None  # why the run failed (too many requests errored), else None
     stop_reason: str | None = None  # status `stopped`: the cost cap was reached mid-run
     no_look: bool = False  # the run stored no case data: readers decline to show outputs
+    report: str | None = None  # the HTML page written with ``html=``
 
     @property
     def gate_passed(self) -> bool:
@@ -362,6 +363,7 @@ def run_eval(
     progress: Progress | None = None,
     on_estimate: Callable[[Any], None] | None = None,
     no_look: bool = False,
+    html: str | Path | None = None,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
@@ -376,6 +378,7 @@ def run_eval(
     The run is ``completed`` only once its Parquet export is in place; when the share of
     errored cells reaches ``settings.max_error_rate`` it ends ``failed`` and
     ``RunResult.exit_code`` is 3. SIGINT/SIGTERM raise RunInterrupted (exit code 130).
+    ``html`` writes the run's HTML report there (``RunResult.report`` holds the path).
     """
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
@@ -445,6 +448,11 @@ def run_eval(
     )
     gate = judged.rules
     stats = outcome.stats
+    report = None
+    if html is not None:
+        from evalwh.reports.html import render_run, write
+
+        report = str(write(render_run(warehouse, outcome.run_id), html))
     return RunResult(
         run_id=outcome.run_id,
         status=status,
@@ -466,6 +474,7 @@ def run_eval(
         estimate=planned.estimate.to_dict(),
         stop_reason=outcome.stop_reason,
         no_look=cfg.no_look,
+        report=report,
     )
 
 

@@ -69,7 +69,7 @@ class WarehouseView:
 
         if not self.store.exists:
             return []
-        rows = self.store.query("runs", limit=limit).to_pylist()
+        rows: list[dict[str, Any]] = self.store.query("runs", limit=limit).to_pylist()
         for row in rows:
             row["status"] = effective_status(row, self.store.stale_after_s)
         return rows
@@ -94,7 +94,9 @@ class WarehouseView:
         import polars as pl
 
         run_id = self.resolve(ref)
-        table = self.query("case_list", run_id=run_id, only_failures=failures, case_id=case_id)
+        table = self.query(
+            "case_list", run_id=run_id, only_failures=failures, case_id=case_id, limit=None
+        )
         if is_no_look(self.store.run_row(run_id)):
             table = minimal_table(table)
         return pl.from_arrow(table)  # type: ignore[return-value]
@@ -121,7 +123,7 @@ class WarehouseView:
         run_id = self.resolve(ref)
         run = self.store.run_row(run_id)
         cases = self.query(
-            "case_list", run_id=run_id, only_failures=failures, case_id=case_id
+            "case_list", run_id=run_id, only_failures=failures, case_id=case_id, limit=None
         ).to_pylist()
         if case_id is not None and not cases:
             raise UsageError(f"run {run_id} has no case '{case_id}'")
@@ -139,6 +141,7 @@ class WarehouseView:
             "errors": self.query("errors", run_id=run_id).to_pylist(),
             "gate": self.gate(run_id).rules,
             "cases": cases if (failures or case_id is not None) else [],
+            "attachments": self.query("run_attachments", run_id=run_id).to_pylist(),
             "pairwise": self.judging(run_id) if _uses_judges(_json(snapshot) or {}) else None,
             "next": _next_step(run),
         }
@@ -228,13 +231,54 @@ class WarehouseView:
         baseline: str | None = None,
         csv_formulas: str = "neutralise",
     ) -> Export:
-        """Export a stored run as json, csv, md, parquet or junit (nothing is re-run). CSV
+        """Export a stored run as json, csv, md, parquet, junit or html (nothing is re-run). CSV
         cells starting with ``= + - @`` get a leading ``'`` unless ``csv_formulas="keep"``."""
         from evalwh.reports.exports import export_run
 
         return export_run(
             self.store, ref, format, out=out, baseline=baseline, csv_formulas=csv_formulas
         )
+
+    # -- HTML pages and the decision log (evalwh/reports) ----------------------------------
+    def report(self, ref: str = "latest", out: str | Path | None = None) -> Path | str:
+        """The run's self-contained HTML page: written to ``out`` (returns the path), else
+        returned as text."""
+        from evalwh.reports.html import render_run, write
+
+        text = render_run(self.store, self.resolve(ref))
+        return write(text, out) if out is not None else text
+
+    def compare_report(
+        self,
+        a: str | Comparison,
+        b: str = "latest",
+        out: str | Path | None = None,
+        **options: Any,
+    ) -> Path | str:
+        """The compare page of run ``b`` against run ``a`` (or of a Comparison already made):
+        written to ``out`` (returns the path), else returned as text. ``options`` go to
+        :meth:`compare`."""
+        from evalwh.analysis.compare import Comparison
+        from evalwh.reports.html import render_compare, write
+
+        cmp = a if isinstance(a, Comparison) else self.compare(a, b, **options)
+        text = render_compare(self.store, cmp)
+        return write(text, out) if out is not None else text
+
+    def decide(self, ref: str = "latest", *, append: str | Path | None = None) -> dict[str, Any]:
+        """A DECISIONS.md entry prefilled for the run (the one at the bottom of its HTML
+        page): ``{"run_id", "text", "path"}``; appended to ``append`` when given."""
+        from evalwh.reports.html import decide
+
+        return decide(self.store, ref, append)
+
+    def import_labels(self, file: str | Path, ref: str = "latest") -> dict[str, Any]:
+        """Store the pairwise labels of a YAML file (``labels:`` entries, as the report's
+        "Download labels" writes them) with run ``ref``, replacing its labels of the same
+        comparison and case; calibration counts them from then on."""
+        from evalwh.reports.labels import import_labels
+
+        return import_labels(self.store, ref, file)
 
     def query_bounds(self, timeout_s: float | None = None, *, mcp: bool = False) -> QueryBounds:
         """The bounds of one read-only statement: the settings, ``timeout_s`` overriding."""
@@ -303,23 +347,29 @@ def _uses_judges(config: dict[str, Any]) -> bool:
 
 CACHE_KEY = (
     "the response cache keys on a SHA-256 of: provider, model name, every param, the model's "
-    "provider options (not headers or key names), the rendered messages, the contents of "
-    "attached files and the repeat index; errors are never cached"
+    "provider options (not headers or key names), the rendered messages (an attached file as "
+    "its SHA-256, not its path) and the repeat index; errors are never cached"
 )
 
 
 def cache_info(
     *, config: str | Path | None = None, output_dir: str | Path | None = None
 ) -> dict[str, Any]:
-    """Entries, size and age of the response cache, per provider and model."""
+    """Entries, size and age of the response cache, per provider and model, and the files
+    in the artifact store beside the warehouse."""
+    from evalwh.warehouse.artifacts import ArtifactStore
+
     view = open_warehouse(config=config, output_dir=output_dir)
     rows = view.query("cache_info").to_pylist() if view.store.exists else []
+    store = ArtifactStore(view.path)
+    files, size = store.count()
     return {
         "warehouse": str(view.path),
         "entries": sum(r["entries"] for r in rows),
         "text_bytes": sum(r["text_bytes"] or 0 for r in rows),
         "warehouse_bytes": view.path.stat().st_size if view.store.exists else 0,
         "by_model": rows,
+        "artifacts": {"folder": str(store.folder), "files": files, "bytes": size},
         "key": CACHE_KEY,
     }
 

@@ -28,7 +28,6 @@ BaselineOpt = Annotated[
         show_default=False,
     ),
 ]
-FORMATS = ("json", "csv", "md", "parquet", "junit")
 
 
 def _warehouse() -> WarehouseView:
@@ -69,17 +68,31 @@ def compare(
     movers: Annotated[
         int, typer.Option("--movers", min=0, help="How many moved cases to list, worst first.")
     ] = 20,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="PATH",
+            help="Also write the compare page (one self-contained HTML file) here.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Compare run B with run A: paired deltas with 95% intervals per cell, criterion and slice,
     and the cases that moved."""
     from evalwh.cli.render_analysis import print_comparison
 
-    result = _warehouse().compare(run_a, run_b, by=by, cluster=cluster, movers=movers)
+    wh = _warehouse()
+    result = wh.compare(run_a, run_b, by=by, cluster=cluster, movers=movers)
     data = result.to_dict()
+    if html is not None:
+        data["report"] = str(wh.compare_report(result, out=html))
     if STATE.json:
         emit_json(data)
         return
     print_comparison(data)
+    if html is not None:
+        note(f"wrote {data['report']}")
 
 
 @with_globals
@@ -163,7 +176,7 @@ def sql(
 def export(
     run: RunArg = "latest",
     format: Annotated[
-        str, typer.Option("--format", "-f", help="json, csv, md, parquet or junit.")
+        str, typer.Option("--format", "-f", help="json, csv, md, parquet, junit or html.")
     ] = "json",
     out_path: Annotated[
         Path | None,
@@ -184,7 +197,8 @@ def export(
         ),
     ] = "neutralise",
 ) -> None:
-    """Export a stored run (json, csv, md PR comment, parquet, junit); nothing is re-run."""
+    """Export a stored run (json, csv, md PR comment, parquet, junit, html page); nothing is
+    re-run."""
     result = _warehouse().export(
         run, format, out=out_path, baseline=baseline, csv_formulas=csv_formulas
     )

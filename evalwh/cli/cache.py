@@ -42,6 +42,11 @@ def info() -> None:
                 r["newest"].strftime("%Y-%m-%d %H:%M"),
             )
         out().print(table)
+    art = data["artifacts"]
+    out().print(
+        f"artifacts: {art['files']} stored file(s), {art['bytes']:,} bytes, in {art['folder']}",
+        markup=False,
+    )
     out().print(f"key: {data['key']}", markup=False)
 
 

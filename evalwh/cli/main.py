@@ -16,6 +16,7 @@ from evalwh.cli import analysis as analysis_cmd
 from evalwh.cli import cache as cache_cmd
 from evalwh.cli import calibrate as calibrate_cmd
 from evalwh.cli import mcp as mcp_cmd
+from evalwh.cli import reports as reports_cmd
 from evalwh.cli import run as run_cmd
 from evalwh.cli import runs as runs_cmd
 from evalwh.cli.state import (
@@ -85,6 +86,8 @@ app.command("repeats")(analysis_cmd.repeats)
 app.command("sql")(analysis_cmd.sql)
 app.command("export")(analysis_cmd.export)
 app.command("migrate")(runs_cmd.migrate)
+app.command("decide")(reports_cmd.decide)
+app.add_typer(reports_cmd.labels_app, name="labels")
 app.command("mcp")(mcp_cmd.mcp)
 
 

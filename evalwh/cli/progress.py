@@ -52,15 +52,15 @@ def progress_reporter(total_hint: str = "cases") -> Iterator[Any]:
         return
 
     last = [0.0]
-    errors = [0]
+    failed = [0]
 
     def plain(done: int, total: int, result: Any) -> None:
-        errors[0] += result.error is not None
+        failed[0] += result.error is not None
         now = time.monotonic()
         if done == total or now - last[0] >= 2.0:
             last[0] = now
             shown = f"{done}/{total} ({100 * done / total:.0f}%)" if total > 0 else f"{done} done"
-            sys.stderr.write(f"progress: {shown}, errors {errors[0]}\n")
+            sys.stderr.write(f"progress: {shown}, errors {failed[0]}\n")
             sys.stderr.flush()
 
     yield plain

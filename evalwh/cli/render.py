@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalwh.cli.state import err, out
+from evalwh.reports.fmt import cases_note
 
 
 def pct(x: float | None) -> str:
@@ -23,7 +24,7 @@ def rate(row: dict[str, Any]) -> str:
         return "– (n=0)"
     return (
         f"{pct(row['pass_rate'])} [{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}] "
-        f"({row['n_passed']}/{row['n']})"
+        f"({row['n_passed']}/{row['n']}{cases_note(row)})"
     )
 
 
@@ -54,7 +55,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
             r["model"],
             pct(r["pass_rate"]),
             ci(r),
-            f"{r['n_passed']}/{r['n']}",
+            f"{r['n_passed']}/{r['n']}{cases_note(r)}",
             num(r["mean_score"]),
             errors,
             ms(r["p50_latency_ms"]),
@@ -126,7 +127,7 @@ def criteria_table(rows: list[dict[str, Any]]) -> Table:
             "yes" if r["required"] else "no",
             pct(r["pass_rate"]),
             ci(r),
-            f"{r['n_passed']}/{r['n']}",
+            f"{r['n_passed']}/{r['n']}{cases_note(r)}",
             num(r["mean_score"]),
             str(r["n_errors"]),
         )
@@ -137,6 +138,25 @@ def clip(text: str | None, limit: int = 300) -> str:
     if text is None:
         return ""
     return text if len(text) <= limit else text[:limit] + f"… [{len(text)} chars]"
+
+
+def part_label(part: dict[str, Any]) -> str:
+    """A message part as one line shows it: its text, or ``[image photo: image/png]``."""
+    if part.get("type", "text") == "text":
+        return str(part.get("text", ""))
+    what = part.get("name") or part.get("url") or ""
+    return f"[{part['type']} {what}: {part.get('media_type') or 'url'}]"
+
+
+def attachments_line(rows: list[dict[str, Any]]) -> str | None:
+    """``files: photo 2 x image/png (1,234 bytes) in 4 case row(s)`` for a run's files."""
+    if not rows:
+        return None
+    return "files: " + "; ".join(
+        f"{r['name']} {r['files']} x {r['media_type']} ({r['bytes']:,} bytes) in "
+        f"{r['case_rows']} case row(s)"
+        for r in rows
+    )
 
 
 def case_block(c: dict[str, Any], *, full: bool) -> None:
@@ -177,12 +197,17 @@ def case_block(c: dict[str, Any], *, full: bool) -> None:
         out().print(
             f"  {mark} {s['criterion']} ({s['scorer']}) {num(s['score'], 2)}{detail}", markup=False
         )
+    for name, f in (json.loads(c["attachments"]) if c.get("attachments") else {}).items():
+        out().print(
+            f"  file {name}: {f['media_type']}, {f['bytes']:,} bytes, sha256 {f['sha256'][:12]}",
+            markup=False,
+        )
     if full:
         if not no_look:
             out().print(f"  vars: {c['vars']}", markup=False)
         out().print(f"  metadata: {c['metadata']}", markup=False)
         for m in json.loads(c.get("messages") or "[]"):
-            text = "".join(p.get("text", f"[{p.get('type')}]") for p in m["content"])
+            text = "".join(part_label(p) for p in m["content"])
             out().print(f"  [{m['role']}] {text}", markup=False)
         out().print(
             f"  latency {ms(c['latency_ms'])}, tokens {c['input_tokens']}/{c['output_tokens']}, "
@@ -256,7 +281,9 @@ def print_judging(data: dict[str, Any] | None) -> None:
         flag = Text(" UNCALIBRATED", style="bold red") if not c["calibrated"] else Text("")
         line = Text(
             f"  win rate: {pct(c['win_rate'])} [{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}] "
-            f"({c['candidate_wins']}/{c['n']} eligible pairs; {c['baseline_wins']} baseline win(s), "
+            f"({c['candidate_wins']}/{c['n']} eligible pairs"
+            + (f" in {c['n_cases']} cases" if c.get("n_cases") != c["n"] else "")
+            + f"; {c['baseline_wins']} baseline win(s), "
             f"{c['ties']} tie(s); {c['n_excluded']} excluded)"
         )
         line.append(flag)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from evalwh.cli.render import num, pct, usd
 from evalwh.cli.state import note, out
+from evalwh.reports.fmt import cases_note, p_value
 
 VERDICT_STYLE = {
     "worse": "bold red",
@@ -25,7 +26,7 @@ VERDICT_STYLE = {
 
 
 def _run_name(run: dict[str, Any]) -> str:
-    return run["run_id"] + (f" ({run['label']})" if run.get("label") else "")
+    return str(run["run_id"]) + (f" ({run['label']})" if run.get("label") else "")
 
 
 def _style(value: float | None, *, bold: bool = False, lower_is_better: bool = False) -> str:
@@ -38,11 +39,16 @@ def _style(value: float | None, *, bold: bool = False, lower_is_better: bool = F
 def delta_text(
     row: dict[str, Any], metric: str, *, unit: str = "pts", lower_is_better: bool = False
 ) -> Text:
-    """``-6.3 pts [-13.2, +0.6]`` coloured by direction (bold when the interval excludes 0)."""
+    """``-6.3 pts [-13.2, +0.6]`` coloured by direction, bold when significant as the verdict
+    counts it (pass rate: exact p < 0.05; else the interval excludes 0, and the exact p, when
+    there is one, is < 0.05)."""
     d, lo, hi = row.get(f"{metric}_delta"), row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
     if d is None:
         return Text("–")
-    clear = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    p = row.get(f"{metric}_p")
+    interval = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    exact = p is not None and p < 0.05
+    clear = exact if metric == "pass_rate" else interval and (p is None or exact)
     if unit == "pts":
         body = f"{100 * d:+.1f} pts"
         ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else ""
@@ -70,7 +76,7 @@ def _delta_table(title: str, first: list[str], rows: list[dict[str, Any]], cost:
     table = Table(title=title, title_justify="left")
     for name in first:
         table.add_column(name, no_wrap=True)
-    names = ["n", "pass A → B", "Δ pass [95% CI]", "Δ score [95% CI]"]
+    names = ["n", "pass A → B", "Δ pass [95% CI]", "p (exact)", "Δ score [95% CI]"]
     names += ["Δ cost", "Δ latency"] if cost else []
     for name in [*names, "fixed", "broken", "verdict"]:
         table.add_column(name, justify="right", no_wrap=True)
@@ -83,6 +89,7 @@ def _delta_table(title: str, first: list[str], rows: list[dict[str, Any]], cost:
             str(r["n"]),
             _rates(r),
             delta_text(r, "pass_rate"),
+            p_value(r.get("pass_rate_p")),
             delta_text(r, "score", unit="abs"),
         ]
         if cost:
@@ -100,16 +107,18 @@ def print_comparison(data: dict[str, Any], *, max_slices: int = 15) -> None:
     a, b, o = data["a"], data["b"], data["overall"]
     console.print(
         f"compare {_run_name(b)} against {_run_name(a)}: B minus A, paired on "
-        "(variant, model, case_id, repeat)",
+        "(variant, model, case_id, repeat), the case as the unit",
         style="bold",
         markup=False,
     )
     head = Text(
-        f"overall: n={o.get('n', 0)} pairs (A has {o.get('n_a', 0)}, B has {o.get('n_b', 0)}); "
+        f"overall: n={o.get('n', 0)} cases ({o.get('n_pairs', 0)} paired answers; A has "
+        f"{o.get('n_a', 0)}, B has {o.get('n_b', 0)}); "
     )
     if o.get("n"):
         head.append(f"pass {_rates(o)} ")
         head.append_text(delta_text(o, "pass_rate"))
+        head.append(f" exact {p_value(o.get('pass_rate_p'))}")
         head.append("  score ")
         head.append_text(delta_text(o, "score", unit="abs"))
         head.append(f"  fixed {o['n_fixed']}, broken ")
@@ -170,7 +179,7 @@ def slices_table(rows: list[dict[str, Any]], keys: str) -> Table:
             "" if total else r["model"],
             pct(r["pass_rate"]),
             f"{pct(r['pass_rate_lo'])}–{pct(r['pass_rate_hi'])}",
-            f"{r['n_passed']}/{r['n']}",
+            f"{r['n_passed']}/{r['n']}{cases_note(r)}",
             num(r["mean_score"]),
             Text(str(r["n_errors"]), style="red" if r["n_errors"] else ""),
             usd(r["cost_usd"]),

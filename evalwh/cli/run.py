@@ -124,12 +124,27 @@ def run(
         ),
     ] = None,
     no_look: NoLookOpt = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="PATH",
+            help="Also write the run's HTML report (one self-contained file) here.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the eval matrix, store every result in the warehouse and judge the thresholds."""
     from evalwh import api
 
     path = _config_path(config_file)
     selection = {"models": model or (), "variants": variant or (), "cases": case or ()}
+    if dry_run and html is not None:
+        from evalwh.errors import UsageError
+
+        raise UsageError(
+            "--html writes the page of a run: drop it or --dry-run (which writes nothing)"
+        )
     if dry_run:
         plan = api.validate(
             path,
@@ -164,6 +179,7 @@ def run(
             progress=progress,
             on_estimate=lambda est: note(render.estimate_line(est.to_dict())),
             no_look=no_look,
+            html=html,
             **selection,
         )
     if STATE.json:
@@ -182,6 +198,8 @@ def run(
             f"warehouse: {result.warehouse}"
             + (f"   exports: {result.exports}" if result.exports else "")
         )
+        if result.report:
+            note(f"report: {result.report}")
         if result.no_look:
             note("no-look run: no case data, outputs or rationales were stored (docs/no-look.md)")
         if result.totals["n_errors"]:
@@ -217,16 +235,22 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         console.print(render.estimate_line(p.estimate), markup=False)
         for row in p.estimate["by_model"]:
             cost = render.usd(row["cost_usd"]) if row["cost_usd"] is not None else "no price"
+            unknown = row.get("not_estimated")
             console.print(
                 f"  {row['model']}: {row['calls']} call(s), {row['cached']} cached, "
-                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}",
+                f"~{row['input_tokens']} in / ~{row['output_tokens']} out tokens, {cost}"
+                + (
+                    f" + {unknown} attached file(s) not estimated (the cost is a lower bound)"
+                    if unknown
+                    else ""
+                ),
                 markup=False,
             )
     if dry and p.sample:
         s = p.sample
         console.print(f"sample prompt ({s['variant']} × case {s['case']}):", markup=False)
         for m in s["messages"]:
-            text = "".join(part.get("text", f"[{part['type']}]") for part in m["content"])
+            text = "".join(render.part_label(part) for part in m["content"])
             console.print(f"  [{m['role']}] {text}", markup=False)
     if dry:
         console.print("dry run: nothing was called or written", style="dim")

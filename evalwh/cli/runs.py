@@ -92,6 +92,9 @@ def show(
         note(data["next"])
     out().print(render.summary_table(data["summary"]))
     out().print(render.totals_line(data["totals"]))
+    files = render.attachments_line(data.get("attachments") or [])
+    if files:
+        out().print(files, markup=False)
     if data["criteria"]:
         out().print(render.criteria_table(data["criteria"]))
     if by:

@@ -20,8 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from evalwh.config.model import EvalConfig
+
+from evalwh.config.attachments import KINDS
 from evalwh.errors import UsageError
 
 ALLOW_CODE_FLAG = "--allow-code"
@@ -68,6 +72,18 @@ def _parts_paths(messages: Any, key: str) -> Iterator[tuple[str, str]]:
         for j, part in enumerate(content if isinstance(content, list) else []):
             if isinstance(part, Mapping) and isinstance(part.get("path"), str):
                 yield f"{key}[{i}].content[{j}].path", part["path"]
+            for kind in KINDS:  # the short form names a path when it is no template
+                value = part.get(kind) if isinstance(part, Mapping) else None
+                if _static_path(value):
+                    yield f"{key}[{i}].content[{j}].{kind}", str(value)
+
+
+def _static_path(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and "{" not in value
+        and not value.startswith(("http://", "https://"))
+    )
 
 
 def _command_paths(command: Any, key: str) -> Iterator[tuple[str, str]]:
@@ -110,12 +126,19 @@ def referenced_paths(data: Mapping[str, Any]) -> list[tuple[str, str]]:
                 found.append((f"variants[{i}].prompt", variant["prompt"]))
             found += _parts_paths(variant.get("messages"), f"variants[{i}].messages")
     for i, source in enumerate(data.get("cases") or []):
-        if isinstance(source, Mapping) and isinstance(source.get("file"), str):
-            found.append((f"cases[{i}].file", source["file"]))
-        named = source.get("source") if isinstance(source, Mapping) else None
-        if isinstance(named, str) and named.rpartition(":")[0].endswith(".py"):
-            found.append((f"cases[{i}].source", named.rpartition(":")[0]))
-        params = source.get("params") if isinstance(source, Mapping) else None
+        if not isinstance(source, Mapping):
+            continue
+        for key in ("file", "dir"):
+            if isinstance(source.get(key), str):
+                found.append((f"cases[{i}].{key}", source[key]))
+        files = source.get("files")
+        for name, value in files.items() if isinstance(files, Mapping) else ():
+            if isinstance(value, str):
+                found.append((f"cases[{i}].files.{name}", value))
+        source_file = _function_file(source.get("source"))  # a datasource's file.py:Class
+        if source_file is not None:
+            found.append((f"cases[{i}].source", source_file))
+        params = source.get("params")
         if isinstance(params, Mapping) and isinstance(params.get("pattern"), str):
             found.append((f"cases[{i}].params.pattern", params["pattern"]))
     for i, criterion in enumerate(data.get("scorecard") or []):
@@ -189,6 +212,12 @@ def violations(config: Any, root: Path, *, allow_code: bool) -> list[Violation]:
                 if part.path is not None:
                     key = f"{variant.where}.messages[{i}].content[{j}].path"
                     attachments.append((key, part.path))
+                elif part.type in KINDS and _static_path(part.source):
+                    key = f"{variant.where}.messages[{i}].content[{j}].{part.type}"
+                    attachments.append((key, str(part.source)))
+    for case in config.cases:  # files of case files (file:// values) and folders, resolved
+        for name, attached in case.files.items():
+            attachments.append((f"{case.source} files.{name}", str(attached.path)))
     known = {(v.key, v.path) for v in found}
     found += [v for v in _outside(attachments, config.root, root) if (v.key, v.path) not in known]
     if not _inside(config.path.resolve(), root):
@@ -196,7 +225,7 @@ def violations(config: Any, root: Path, *, allow_code: bool) -> list[Violation]:
     return found + ([] if allow_code else _code(config.raw, list(config.cases)))
 
 
-def load_confined(path: Path, root: Path, *, allow_code: bool) -> Any:
+def load_confined(path: Path, root: Path, *, allow_code: bool) -> EvalConfig:
     """Load the config at ``path`` for an untrusted caller: refuse before reading any file
     outside ``root`` or loading code without ``allow_code``; raise ConfinementError."""
     from evalwh.config.loader import DEFAULT_CONFIG, build_config

@@ -6,6 +6,9 @@ the file has no such column), ``expected`` (default ``expected``), ``human_label
 ``metadata`` (listed columns) and ``vars`` (listed columns, default: every other column).
 JSONL rows that already hold ``vars`` are read as inline cases.
 
+A value starting with ``file://`` names a file (relative to the cases file): the case
+gets it under ``files.<column>`` instead of a var (:mod:`evalwh.config.attachments`).
+
 A value shaped like an API key (:data:`evalwh.config.secrets.KEY_PATTERNS`) refuses the file, as it
 would refuse eval.yaml: keys never go into the warehouse. A column that holds such strings
 on purpose (a redaction test set) is named in ``allow_secret_like: [column, ...]``.
@@ -17,9 +20,11 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from evalwh.config.attachments import Attachment
 from evalwh.config.model import Case, SourceSpec
 from evalwh.datasources.jsonl import parse_line
 from evalwh.errors import ConfigError
@@ -113,12 +118,20 @@ def inline_case(
     file: str | None = None,
     line: int | None = None,
     quiet: bool = False,
+    folder: Path | None = None,
+    origin: tuple[str, str] | None = None,
+    within: Path | None = None,
 ) -> Case:
-    """A case from a mapping with ``id``, ``vars``, ``expected``, ``metadata`` ...
+    """A case from a mapping with ``id``, ``vars``, ``expected``, ``metadata``, ``files`` ...
 
     ``file``/``line`` name where it came from, for errors on a case file's row; ``quiet``
-    (a no-look run) keeps the value itself out of the error message.
+    (a no-look run) keeps the value itself out of the error message; ``folder`` is where its
+    ``files:`` paths resolve (the config's or the cases file's folder); ``origin`` (file, key)
+    places an inline case's ``files`` in the config for errors; ``within`` confines the files
+    of a cases file's row to the config's folder.
     """
+    from evalwh.config.attachments import case_files
+
     for key in ("vars", "metadata"):
         value = raw.get(key)
         if value is not None and not isinstance(value, dict):
@@ -146,6 +159,13 @@ def inline_case(
         human_label=raw.get("human_label"),
         source=source,
         check=raw.get("check"),
+        files=case_files(
+            raw.get("files"),
+            folder or Path.cwd(),
+            file=origin[0] if origin else file,
+            where=origin[1] if origin else f"line {line} files",
+            within=within,
+        ),
     )
 
 
@@ -183,6 +203,8 @@ def load_file_source(
     spec: dict[str, Any], root: Path, where: str, config_file: str, *, quiet: bool = False
 ) -> list[Case]:
     """The cases of a file entry; ``quiet`` (a no-look config): errors quote no value."""
+    from evalwh.config.attachments import split_file_columns
+
     path = (root / spec["file"]).resolve()
     fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())
     if fmt is None:
@@ -215,12 +237,29 @@ def load_file_source(
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
-            cases.append(inline_case(row, source, file=str(path), line=n, quiet=quiet))
+            cases.append(
+                inline_case(
+                    row,
+                    source,
+                    file=str(path),
+                    line=n,
+                    quiet=quiet,
+                    folder=path.parent,
+                    within=root.resolve(),
+                )
+            )
             continue
         if not checked:
             _check_columns(row, declared, meta_cols, var_cols, file=str(path))
             checked = True
-        cases.append(columns_case(row, spec, source, f"{path.stem}-{n}"))
+        split = partial(
+            split_file_columns,
+            folder=path.parent,
+            file=str(path),
+            line=n if fmt != "parquet" else None,
+            within=root.resolve(),
+        )
+        cases.append(columns_case(row, spec, source, f"{path.stem}-{n}", split=split))
         if spec.get("limit") and len(cases) >= spec["limit"]:
             break
     if not cases:
@@ -255,9 +294,17 @@ def _refuse_key_shaped(
         )
 
 
-def columns_case(row: Row, spec: dict[str, Any], source: str, default_id: str) -> Case:
+def columns_case(
+    row: Row,
+    spec: dict[str, Any],
+    source: str,
+    default_id: str,
+    *,
+    split: Callable[[Row], tuple[Row, dict[str, Attachment]]] | None = None,
+) -> Case:
     """A case from a row of columns, mapped by a file or datasource entry's ``id``,
-    ``expected``, ``human_label``, ``metadata`` and ``vars`` (default: every other column)."""
+    ``expected``, ``human_label``, ``metadata`` and ``vars`` (default: every other column).
+    ``split`` takes a case file's ``file://`` values out of the vars as attached files."""
     id_col = spec.get("id", "id")
     expected_col = spec.get("expected", "expected")
     label_col = spec.get("human_label", "human_label")
@@ -266,9 +313,12 @@ def columns_case(row: Row, spec: dict[str, Any], source: str, default_id: str) -
     reserved = {id_col, expected_col, label_col, *meta_cols}
     names = var_cols if var_cols is not None else [c for c in row if c not in reserved]
     case_id = row.get(id_col)
+    values: Row = {c: row.get(c) for c in names}
+    values, files = split(values) if split is not None else (values, {})
     return Case(
         id=_case_id(case_id) if case_id not in (None, "") else default_id,
-        vars={c: row.get(c) for c in names},
+        vars=values,
+        files=files,
         expected=row.get(expected_col),
         metadata={c: row.get(c) for c in meta_cols},
         human_label=row.get(label_col),
@@ -372,6 +422,7 @@ def dataset_rows(cases: list[Case]) -> list[dict[str, Any]]:
             "metadata": c.metadata,
             "human_label": c.human_label,
             "check": c.check,
+            **({"files": {k: f.sha256 for k, f in c.files.items()}} if c.files else {}),
         }
         for c in cases
     ]

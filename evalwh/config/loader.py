@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from evalwh.config.model import (
     Judge,
     Label,
     ModelSpec,
+    PointLabel,
     Price,
     Side,
     Variant,
@@ -35,6 +37,7 @@ MODEL_KEYS = {
     "timeout_s",
     "max_retries",
     "deadline_s",
+    "adaptive_concurrency",
     "price",
 }
 # Sections that do not change what a run asks or scores (resume keeps working when they change).
@@ -71,6 +74,7 @@ def load_config(path: str | Path) -> EvalConfig:
 def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConfig:
     """Validate config data (as parsed from ``path``) and build the typed config."""
     from evalwh.config.datasets import dataset_rows, inline_case, load_file_source, source_spec
+    from evalwh.config.folders import directory_cases
 
     file = str(path)
     validate_document(data, node, file)
@@ -103,10 +107,19 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         if "file" in source:
             where = f"cases[{i}]"
             cases.extend(load_file_source(source, path.parent, where, file, quiet=no_look))
+        elif "dir" in source:
+            cases.extend(directory_cases(source, path.parent, f"cases[{i}]", file))
         elif "source" in source:
             sources.append(source_spec(source, f"cases[{i}]", file))
         else:
-            cases.append(inline_case(source, f"{path.name} cases[{i}]"))
+            cases.append(
+                inline_case(
+                    source,
+                    f"{path.name} cases[{i}]",
+                    folder=path.parent,
+                    origin=(file, f"cases[{i}].files"),
+                )
+            )
     seen_cases: dict[str, str] = {}
     for case in cases:
         if case.id in seen_cases:
@@ -151,7 +164,11 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     comparisons = _comparisons(
         data, models, variants, judge_ids, {c.name for c in scorecard}, where_line
     )
-    labels = _labels(data, comparisons, None if sources else {c.id for c in cases}, where_line)
+    case_ids = None if sources else {c.id for c in cases}
+    labels = _labels(data, comparisons, case_ids, where_line)
+    scales = {j.id: j.scale for j in judges}
+    judged = {c.name: scales[c.options["judge"]] for c in scorecard if c.type == "llm-judge"}
+    point_labels = _point_labels(data, judged, case_ids, where_line)
     raw_cal = data.get("calibration") or {}
     calibration = Calibration(
         min_kappa=float(raw_cal.get("min_kappa", 0.6)),
@@ -182,6 +199,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         judges=judges,
         pairwise=comparisons,
         labels=labels,
+        point_labels=point_labels,
         calibration=calibration,
         node=node,
         sources=sources,
@@ -201,6 +219,7 @@ def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSp
         timeout_s=float(raw.get("timeout_s", 60.0)),
         max_retries=int(raw.get("max_retries", 3)),
         deadline_s=float(raw.get("deadline_s", DEFAULT_DEADLINE_S)),
+        adaptive_concurrency=bool(raw.get("adaptive_concurrency", True)),
         price=Price(0.0, 0.0) if price == 0 else (Price(**price) if price else None),
         options={k: v for k, v in raw.items() if k not in MODEL_KEYS},
         where=where,
@@ -219,6 +238,7 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
             description=raw.get("description"),
             source=str(config_path),
             where=where,
+            root=config_path.parent,
         )
     prompt_path = (config_path.parent / raw["prompt"]).resolve()
     if not prompt_path.is_file():
@@ -239,6 +259,7 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
             description=description,
             source=str(prompt_path),
             where="prompt",
+            root=config_path.parent,
         )
     text = prompt_path.read_text(encoding="utf-8")
     return Variant(
@@ -247,6 +268,7 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
         description=raw.get("description"),
         source=str(prompt_path),
         where="prompt",
+        root=config_path.parent,
     )
 
 
@@ -330,6 +352,7 @@ def _comparisons(
     return out
 
 
+POINT_LABELS = ["pass", "fail"]
 PREFER = {"A": "baseline", "B": "candidate", "tie": "tie"}
 
 
@@ -341,13 +364,9 @@ def _labels(
 ) -> list[Label]:
     out = []
     for i, raw in enumerate(data.get("labels") or []):
-        case_id = str(raw["case"])
-        if case_ids is not None and case_id not in case_ids:
-            raise ConfigError(
-                f"label for unknown case '{case_id}'",
-                **where_line(["labels", i, "case"]),
-                fix="use a case id from `cases:`",
-            )
+        if "prefer" not in raw:
+            continue  # a pointwise label: _point_labels
+        case_id = _label_case(raw, i, case_ids, where_line)
         matches = comparisons
         if "comparison" in raw:
             matches = [c for c in comparisons if c.name == raw["comparison"]]
@@ -368,4 +387,64 @@ def _labels(
                 fix=f"name it with `comparison:` (pairwise entries: {names}) or give baseline/candidate",
             )
         out.append(Label(matches[0].name, case_id, PREFER[raw["prefer"]], raw.get("note")))
+    return out
+
+
+def _label_case(raw: dict[str, Any], i: int, case_ids: set[str] | None, where_line: Any) -> str:
+    """The label's case id, known to the config (``case_ids`` None: a datasource's cases come
+    at run time, so any id is accepted)."""
+    case_id = str(raw["case"])
+    if case_ids is not None and case_id not in case_ids:
+        raise ConfigError(
+            f"label for unknown case '{case_id}'",
+            **where_line(["labels", i, "case"]),
+            fix="use a case id from `cases:`",
+        )
+    return case_id
+
+
+def _point_labels(
+    data: dict[str, Any],
+    criteria: dict[str, tuple[float, float]],
+    case_ids: set[str] | None,
+    where_line: Any,
+) -> list[PointLabel]:
+    """The pointwise ``labels:`` entries (``label:`` instead of ``prefer:``); ``criteria``
+    maps each llm-judge criterion to its judge's scale."""
+    out = []
+    for i, raw in enumerate(data.get("labels") or []):
+        if "label" not in raw:
+            continue
+        case_id = _label_case(raw, i, case_ids, where_line)
+        names = ", ".join(sorted(criteria)) or "none"
+        name = raw.get("criterion")
+        if name is None and len(criteria) == 1:
+            name = next(iter(criteria))
+        if name not in criteria:
+            close = difflib.get_close_matches(str(name), list(criteria), n=1)
+            raise ConfigError(
+                "this label names no llm-judge criterion"
+                if name is None
+                else f"label for unknown llm-judge criterion '{name}'",
+                **where_line(["labels", i, "criterion" if name is not None else "label"]),
+                fix=(f"did you mean '{close[0]}'? " if close else "")
+                + f"name it with `criterion:` (llm-judge criteria: {names})",
+            )
+        value = raw["label"]
+        low, high = criteria[name]
+        if isinstance(value, str) and value not in POINT_LABELS:
+            close = difflib.get_close_matches(value.lower(), POINT_LABELS, n=1)
+            raise ConfigError(
+                f"label '{value}' is neither pass nor fail",
+                **where_line(["labels", i, "label"]),
+                fix=(f"did you mean '{close[0]}'? " if close else "")
+                + f"give pass, fail or a score from {low:g} to {high:g}",
+            )
+        if not isinstance(value, str) and not low <= value <= high:
+            raise ConfigError(
+                f"label {value:g} is outside the judge's scale {low:g}..{high:g}",
+                **where_line(["labels", i, "label"]),
+                fix=f"give pass, fail or a score from {low:g} to {high:g}",
+            )
+        out.append(PointLabel(name, case_id, value, raw.get("note")))
     return out

@@ -6,18 +6,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalwh.config.attachments import Attachment
+
 PART_TYPES = ("text", "image", "file", "audio", "video")
 
 
 @dataclass(frozen=True)
 class Part:
-    """One typed piece of a message's content. Only ``text`` parts are templated."""
+    """One typed piece of a message's content.
+
+    ``text`` is a template; a binary part (image, file, audio, video) has a ``source``
+    template that renders to a file reference (``{{ files.photo }}``), a path relative to the
+    config's folder or a URL, or the older explicit ``path``/``url`` keys.
+    """
 
     type: str
     text: str | None = None
     path: str | None = None
     url: str | None = None
     media_type: str | None = None
+    source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -36,6 +44,7 @@ class Variant:
     description: str | None = None
     source: str = ""  # the file the messages came from (config or prompt file)
     where: str = ""  # path inside the config, for error messages
+    root: Path | None = None  # the config's folder: a part's relative file resolves here
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class ModelSpec:
     timeout_s: float = 60.0
     max_retries: int = 3
     deadline_s: float = 300.0  # one call, retries and Retry-After waits included
+    adaptive_concurrency: bool = True  # back off on 429s (evalwh.engine.limits.AdaptiveLimit)
     price: Price | None = None
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific keys (mock: ...)
     where: str = ""
@@ -73,6 +83,7 @@ class Case:
     human_label: Any = None
     source: str = ""  # "file:line" or "eval.yaml cases[3]", for error messages
     check: Any = None  # an exec check (evalwh.scoring.checks.CheckSpec) or None
+    files: dict[str, Attachment] = field(default_factory=dict)  # name -> attached file
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,17 @@ class Label:
 
 
 @dataclass(frozen=True)
+class PointLabel:
+    """A human label of one case for one llm-judge criterion: ``pass``/``fail`` or a score on
+    the criterion judge's scale. It beats the case's ``human_label`` for that criterion."""
+
+    criterion: str
+    case_id: str
+    label: str | float  # "pass" | "fail" | a raw score
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class Calibration:
     min_kappa: float = 0.6
     min_labels: int = 20
@@ -168,6 +190,7 @@ class EvalConfig:
     judges: list[Judge] = field(default_factory=list)
     pairwise: list[Comparison] = field(default_factory=list)
     labels: list[Label] = field(default_factory=list)
+    point_labels: list[PointLabel] = field(default_factory=list)
     calibration: Calibration = field(default_factory=Calibration)
     node: Any = field(default=None, repr=False, compare=False)  # YAML node tree, for error lines
     sources: list[SourceSpec] = field(default_factory=list)  # cases read while the run goes

@@ -11,16 +11,20 @@ A variant's messages are compiled once; rendering a case gives JSON-ready messag
 
     [{"role": "user", "content": [{"type": "text", "text": "..."}]}]
 
-Template context: every case var at top level, ``vars`` (the same mapping) and
-``case`` (``case.id``, ``case.metadata``). The expected answer is deliberately not in the
+A binary part (``- image: "{{ files.photo }}"``) renders to the file's identity, never its
+bytes: ``{"type": "image", "name": "photo", "sha256": ..., "media_type": "image/png",
+"bytes": 1234}`` (see :mod:`evalwh.config.attachments`); a URL stays ``{"url": ...}``.
+
+Template context: every case var at top level, ``vars`` (the same mapping),
+``case`` (``case.id``, ``case.metadata``) and, when the case has files, ``files`` (name ->
+reference). The expected answer is deliberately not in the
 context, so a prompt cannot leak it by accident; put it in ``vars`` when a prompt needs it.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -30,7 +34,8 @@ import jinja2.meta
 import jinja2.sandbox
 from jinja2.exceptions import SecurityError
 
-from evalwh.config.model import Case, Message, Variant
+from evalwh.config.attachments import KINDS, REF_PREFIX, load
+from evalwh.config.model import Case, Message, Part, Variant
 from evalwh.errors import ConfigError
 
 Rendered = list[dict[str, Any]]
@@ -163,9 +168,10 @@ def template_variables(text: str) -> set[str]:
 
 @dataclass(frozen=True)
 class _PartTemplate:
-    data: dict[str, Any]  # the part without its text
+    data: dict[str, Any]  # the part without its text (or its file's source)
     template: jinja2.Template | None
     static: str | None
+    binary: bool = False  # image, file, audio, video: renders to a file reference
 
 
 class CompiledVariant:
@@ -173,45 +179,22 @@ class CompiledVariant:
 
     def __init__(self, variant: Variant) -> None:
         self.variant = variant
-        self._digest: str | None = None
         self._messages: list[tuple[str, list[_PartTemplate]]] = []
         for i, message in enumerate(variant.messages):
             parts = []
             for j, part in enumerate(message.content):
                 data = part.to_dict()
-                text = data.pop("text", None)
+                binary = part.type in KINDS
+                text = data.pop("source" if binary else "text", None)
+                if binary and text is None:
+                    text = data.pop("path", None)  # the explicit form: {type: image, path: ...}
                 if text is not None and ("{" in text):
                     where = f"{variant.where}.messages[{i}].content[{j}]"
                     tpl = compile_template(text, file=variant.source, where=where)
-                    parts.append(_PartTemplate(data, tpl, None))
+                    parts.append(_PartTemplate(data, tpl, None, binary))
                 else:
-                    parts.append(_PartTemplate(data, None, text))
+                    parts.append(_PartTemplate(data, None, text, binary))
             self._messages.append((message.role, parts))
-
-    def attachment_digest(self, root: Path) -> str:
-        """One hash over the contents of every file part (image, audio ...) of this variant.
-
-        Files are read once per variant; a missing file is a validation error.
-        """
-        if self._digest is None:
-            h = hashlib.sha256()
-            for i, message in enumerate(self.variant.messages):
-                for j, part in enumerate(message.content):
-                    if part.path is None:
-                        continue
-                    path = (root / part.path).resolve()
-                    try:
-                        h.update(path.read_bytes())
-                    except OSError as exc:
-                        raise ConfigError(
-                            f"cannot read the attached file {path}: {exc.strerror}",
-                            file=self.variant.source,
-                            where=f"{self.variant.where}.messages[{i}].content[{j}].path",
-                            fix="check the path; it is relative to the config file's folder",
-                        ) from None
-                    h.update(b"\x00")
-            self._digest = h.hexdigest() if h.digest() != hashlib.sha256().digest() else ""
-        return self._digest
 
     def render(self, case: Case) -> Rendered:
         context = context_for(case)
@@ -220,9 +203,10 @@ class CompiledVariant:
             content = []
             for j, part in enumerate(parts):
                 item = dict(part.data)
+                value = part.static
                 if part.template is not None:
                     try:
-                        item["text"] = part.template.render(context)
+                        value = part.template.render(context)
                     except SecurityError as exc:
                         raise sandbox_error(
                             f"{exc} (case '{case.id}')",
@@ -231,7 +215,7 @@ class CompiledVariant:
                             where=f"{self.variant.where}.messages[{i}].content[{j}]",
                         ) from None
                     except jinja2.UndefinedError as exc:
-                        raise _undefined(exc, self.variant, case, i, j) from None
+                        raise _undefined(exc, self.variant, case, i, j, part.binary) from None
                     except Exception as exc:  # a filter or method failing on this case's data
                         raise ConfigError(
                             f"template failed for case '{case.id}': {type(exc).__name__}: {exc}",
@@ -239,11 +223,65 @@ class CompiledVariant:
                             where=f"{self.variant.where}.messages[{i}].content[{j}]",
                             fix=f"check the template against the case's vars ({case.source})",
                         ) from None
-                elif part.static is not None:
-                    item["text"] = part.static
+                if part.binary and value is not None:
+                    templated = part.template is not None
+                    item = self._binary(item, value.strip(), case, i, j, templated)
+                elif value is not None:
+                    item["text"] = value
                 content.append(item)
             out.append({"role": role, "content": content})
         return out
+
+    def _binary(
+        self, item: dict[str, Any], value: str, case: Case, i: int, j: int, templated: bool
+    ) -> dict[str, Any]:
+        """The rendered part of a file: its hash and type (a URL stays a URL). A template
+        must name a case file (or a URL): a path computed from case data could reach any
+        file, so only a prompt's literal paths are read as paths."""
+        kind = item["type"]
+        where = f"{self.variant.where}.messages[{i}].content[{j}]"
+        if value.startswith(("http://", "https://")):
+            return {**item, "url": value}
+        if value.startswith(REF_PREFIX):
+            name = value[len(REF_PREFIX) :]
+            found = case.files.get(name)
+            if found is None:
+                raise ConfigError(
+                    f"case '{case.id}' has no file '{name}'",
+                    file=self.variant.source,
+                    where=where,
+                    fix=f"add it to the case's files ({case.source}); the case has: "
+                    f"{', '.join(sorted(case.files)) or 'no files'}",
+                )
+        elif templated or not value:
+            shown = f"'{value[:80]}'" if value else "nothing"
+            raise ConfigError(
+                f"the {kind} part rendered {shown} for case '{case.id}', not a file of the case",
+                file=self.variant.source,
+                where=where,
+                fix='a template names a file of the case: - image: "{{ files.photo }}" (give '
+                "the case files:, a file:// column or a dir: source); a literal path next to "
+                "the config needs no braces",
+            )
+        else:  # a path of the prompt's own, relative to the config's folder
+            root = self.variant.root or Path.cwd()
+            found = load(
+                (root / value).resolve(), Path(value).name, file=self.variant.source, where=where
+            )
+        stated = item.get("media_type")
+        if stated and found.media_type == "application/octet-stream":
+            found = replace(found, media_type=str(stated))  # the content did not tell
+        if found.kind != kind:
+            use = found.kind
+            raise ConfigError(
+                f"the {kind} part of case '{case.id}' names {found.path.name}, which is "
+                f"{found.media_type} (from its content), not a{'n' if kind[0] in 'aeiou' else ''} "
+                f"{kind}",
+                file=self.variant.source,
+                where=where,
+                fix=f"use a `- {use}:` part for it, or attach the right file",
+            )
+        return found.part(kind)
 
 
 def _template_line(exc: BaseException) -> int | None:
@@ -258,10 +296,27 @@ def _template_line(exc: BaseException) -> int | None:
 
 
 def context_for(case: Case) -> dict[str, Any]:
-    return {**case.vars, "vars": case.vars, "case": {"id": case.id, "metadata": case.metadata}}
+    context = {
+        **case.vars,
+        "vars": case.vars,
+        "case": {"id": case.id, "metadata": case.metadata},
+    }
+    if case.files:  # references, never the bytes: a binary part resolves them
+        context["files"] = {name: f"{REF_PREFIX}{name}" for name in case.files}
+    return context
 
 
-def _undefined(exc: Exception, variant: Variant, case: Case, i: int, j: int) -> ConfigError:
+def _undefined(
+    exc: Exception, variant: Variant, case: Case, i: int, j: int, binary: bool = False
+) -> ConfigError:
+    if binary:  # a file part: name the case's files, not its vars
+        files = ", ".join(sorted(case.files)) or "(none)"
+        return ConfigError(
+            f"case '{case.id}' has no such file: {exc}",
+            file=variant.source,
+            where=f"{variant.where}.messages[{i}].content[{j}]",
+            fix=f"name one of the case's files ({case.source}): {files}",
+        )
     available = ", ".join(sorted(case.vars)) or "(none)"
     return ConfigError(
         f"undefined template variable for case '{case.id}': {exc}",
@@ -282,6 +337,8 @@ def render_all(variants: Sequence[Variant], cases: Sequence[Case]) -> int:
 
 
 def messages_from_config(raw: Sequence[dict[str, Any]]) -> tuple[Message, ...]:
+    """Typed messages from config data: a string, or a list of parts, each either explicit
+    (``{type: image, path: ...}``) or short (``{text: ...}``, ``{image: "{{ files.x }}"}``)."""
     from evalwh.config.model import Part
 
     messages = []
@@ -290,6 +347,17 @@ def messages_from_config(raw: Sequence[dict[str, Any]]) -> tuple[Message, ...]:
         if isinstance(content, str):
             parts: tuple[Part, ...] = (Part(type="text", text=content),)
         else:
-            parts = tuple(Part(**p) for p in content)
+            parts = tuple(_part(p) for p in content)
         messages.append(Message(role=m["role"], content=parts))
     return tuple(messages)
+
+
+def _part(raw: dict[str, Any]) -> Part:
+    from evalwh.config.model import Part
+
+    if "type" in raw:
+        return Part(**raw)
+    (kind, value), *_ = raw.items()  # the schema allows exactly one key
+    if kind == "text":
+        return Part(type="text", text=str(value))
+    return Part(type=kind, source=str(value))

@@ -21,7 +21,8 @@ SCHEMA_DOC = "docs/configuration.md"
 def eval_schema() -> dict[str, Any]:
     """The JSON Schema of eval.yaml shipped inside the package."""
     text = resources.files("evalwh.config").joinpath("eval.schema.json").read_text("utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 @lru_cache(maxsize=4)

@@ -20,7 +20,7 @@ MAX_DEPTH = 200  # nesting levels a YAML document may have
 MAX_ALIAS_NODES = 100_000  # nodes that aliases may add when the document is expanded
 
 
-class BoundedLoader(yaml.SafeLoader):
+class BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
     """SafeLoader that refuses duplicate keys, deep nesting and alias bombs while composing.
 
     PyYAML builds aliases as shared nodes, so a 10 KB "billion laughs" file composes fast but

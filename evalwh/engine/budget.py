@@ -157,7 +157,7 @@ class Budget:
             return 0.0
         output = int(model.params.get("max_tokens") or default_output)
         estimate = price.cost(max(1, input_chars // 4), output)
-        return max(estimate, self._largest.get(model.id, 0.0))
+        return max(float(estimate), self._largest.get(model.id, 0.0))
 
     def reserve(self, amount: float) -> bool:
         """Take ``amount`` for a request about to be sent; False (and stopped) when it would

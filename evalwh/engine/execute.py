@@ -22,6 +22,7 @@ from evalwh.engine.plan import (
     model_identity,
     request_body,
     request_hash,
+    request_scope,
 )
 from evalwh.engine.runner import (
     CachedAnswer,
@@ -52,6 +53,9 @@ class Prepared:
     models: list[int] = field(default_factory=list)  # ... its model's index in plan.models
     prompt_chars: list[int] = field(default_factory=list)  # ... and its rendered size
     cells: list[Cell] = field(default_factory=list)  # ... and its (variant, model, case, repeat)
+    media_tokens: list[int] = field(default_factory=list)  # ... its attachments' tokens
+    unestimated: dict[int, int] = field(default_factory=dict)  # model index -> parts not estimated
+    files: dict[str, list[Path]] = field(default_factory=dict)  # sha256 -> where it was seen
 
 
 def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
@@ -166,6 +170,7 @@ def _prepare(
     only: set[Cell] | None,
 ) -> Prepared:
     from evalwh.engine.feed import open_sources
+    from evalwh.providers.capabilities import check_parts, media_tokens
 
     scorecard, config = check_config(config)
     sources = open_sources(config.sources, config.root, str(config.path), config.no_look)
@@ -173,21 +178,68 @@ def _prepare(
     prepared = Prepared(config, settings, plan, scorecard)
     identities = [model_identity(m) for m in plan.models]
     for variant in plan.variants:
-        attachments = variant.attachment_digest(config.root)
         for case in plan.cases:
             messages = variant.render(case)  # raises ConfigError naming the template and case
             size = sum(len(p.get("text", "")) for m in messages for p in m["content"])
             body = request_body(messages)  # serialised once for every model and repeat
+            binary = any(p["type"] != "text" for m in messages for p in m["content"])
+            if binary:
+                _collect_files(messages, prepared.files)
             for index, (model, identity) in enumerate(zip(plan.models, identities, strict=True)):
+                media = unknown = 0
+                if binary:  # unsupported parts and sizes are errors now, not mid-run
+                    check_parts(model, messages, case.id, variant.variant.id, str(config.path))
+                    media, unknown = media_tokens(model.provider, messages)
                 for r in range(repeats):
                     if plan.wanted((variant.variant.id, model.id, case.id, r)):
                         prepared.hashes.append(
-                            request_hash(identity, messages, r, attachments, body=body)
+                            request_hash(
+                                identity,
+                                messages,
+                                r,
+                                body=body,
+                                scope=request_scope(model, variant.variant.id, case.id),
+                            )
                         )
                         prepared.models.append(index)
                         prepared.prompt_chars.append(size)
                         prepared.cells.append((variant.variant.id, model.id, case.id, r))
+                        prepared.media_tokens.append(media)
+                        if unknown:
+                            prepared.unestimated[index] = (
+                                prepared.unestimated.get(index, 0) + unknown
+                            )
     return prepared
+
+
+def _collect_files(messages: Any, files: dict[str, list[Path]]) -> None:
+    from evalwh.config.attachments import places_of
+
+    for message in messages:
+        for part in message["content"]:
+            sha = part.get("sha256")
+            if sha and sha not in files:
+                files[sha] = places_of(sha)
+
+
+def store_files(prepared: Prepared) -> None:
+    """Copy the run's attachments into the artifact store (once per content, verified) and
+    read them from there from now on: a file edited during the run cannot change a request.
+    A no-look run leaves the artifact store untouched: its requests read each file where it
+    is, checked against the hash taken when the run was planned (docs/no-look.md)."""
+    from evalwh.config.attachments import remember
+    from evalwh.warehouse.artifacts import ArtifactChanged, ArtifactStore
+
+    if not prepared.files or prepared.config.no_look:
+        return
+    try:
+        stored = ArtifactStore(prepared.settings.warehouse).put_all(prepared.files)
+    except ArtifactChanged as exc:
+        raise ConfigError(
+            str(exc), file=str(prepared.config.path), fix="run again to use the new content"
+        ) from None
+    for sha, path in stored.items():
+        remember(sha, path)
 
 
 @dataclass
@@ -206,7 +258,8 @@ class Estimate:
         f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when "
         "unset; judges: one pointwise call per judged answer, two per pairwise pair (both "
         f"orders), each reading the answer(s) at their max_tokens plus {JUDGE_OVERHEAD_TOKENS} "
-        "tokens of instructions"
+        "tokens of instructions; images, audio and PDF pages by each provider's rule "
+        "(docs/providers.md), and a file no rule can estimate is counted under 'not estimated'"
     )
 
     def to_dict(self) -> dict[str, Any]:
@@ -215,7 +268,7 @@ class Estimate:
 
 def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
     models = prepared.plan.models
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "model": m.id,
             "calls": 0,
@@ -226,16 +279,18 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         }
         for m in models
     ]
-    for key, index, chars in zip(
-        prepared.hashes, prepared.models, prepared.prompt_chars, strict=True
+    for key, index, chars, media in zip(
+        prepared.hashes, prepared.models, prepared.prompt_chars, prepared.media_tokens, strict=True
     ):
         row = rows[index]
         if key in cache:
             row["cached"] += 1
             continue
         row["calls"] += 1
-        row["input_tokens"] += max(1, chars // 4)
+        row["input_tokens"] += max(1, chars // 4) + media
         row["output_tokens"] += int(models[index].params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
+    for index, unknown in prepared.unestimated.items():
+        rows[index]["not_estimated"] = unknown  # attachment parts no rule could count
     for row, model in zip(rows, models, strict=True):
         price = model.price
         row["cost_usd"] = price.cost(row["input_tokens"], row["output_tokens"]) if price else None
@@ -296,12 +351,12 @@ def _judge_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict
             row[1] += 2 * (chars // 4 + answers + JUDGE_OVERHEAD_TOKENS)
     out = []
     for judge_id, (n, input_tokens) in calls.items():
-        model = judges[judge_id].model
-        output_tokens = n * _output_tokens(model)
-        price = model.price
+        judge_model = judges[judge_id].model
+        output_tokens = n * _output_tokens(judge_model)
+        price = judge_model.price
         out.append(
             {
-                "model": f"{model.id} (judge {judge_id})",
+                "model": f"{judge_model.id} (judge {judge_id})",
                 "calls": n,
                 "cached": 0,
                 "input_tokens": input_tokens,
@@ -375,8 +430,9 @@ async def _drive(engine: Engine, writer: Any) -> EngineStats:
     try:
         while not run.done():
             # wake up when the run ends, a flush ends (the next batch may be waiting) or 50 ms
+            waiting: set[asyncio.Future[Any]] = {run} if flushing is None else {run, flushing}
             await asyncio.wait(
-                {run} if flushing is None else {run, flushing},
+                waiting,
                 timeout=0.05,
                 return_when=asyncio.FIRST_COMPLETED,
             )
@@ -429,6 +485,7 @@ def execute(
     from evalwh.warehouse.writer import RunWriter
 
     config, settings, plan = prepared.config, prepared.settings, prepared.plan
+    store_files(prepared)  # before the run exists: a file that changed refuses the run
     warehouse = Warehouse(settings.warehouse)
     if continue_run is not None:
         run_id = continue_run
@@ -500,9 +557,9 @@ def execute(
             on_result,
             concurrency=settings.concurrency,
             cache=cache,
+            reuse=use_cache,
             remember=None if config.no_look else sink.remember,
             redact=redact,
-            attachments=config.root,
             judges=judges,
             check_runner=_checks(config.no_look)
             if plan.streaming or any(c.check for c in plan.cases)
@@ -542,7 +599,7 @@ def execute(
 
     status = "failed"
     try:
-        stats = asyncio.run(guarded())
+        stats = run_loop(guarded())
         status = "interrupted" if caught else "stopped" if budget.stopped else "exporting"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
@@ -575,6 +632,32 @@ def execute(
             signal_name=caught[0],
         )
     return Outcome(run_id, status, stats, writer.rows_written, token, budget.reason)
+
+
+def run_loop(main: Any) -> Any:
+    """``asyncio.run(main)``, on uvloop's event loop when the ``fast`` extra is installed
+    (uvloop and the aiohttp transport; Python 3.11+): about 20 % less CPU per HTTP request.
+    With httpcore's pools uvloop measured *slower* (benchmarks/README.md), so it is used only
+    together with the aiohttp transport. ``EVALWH_EVENT_LOOP=asyncio`` keeps the standard loop.
+    """
+    import os
+    import sys
+
+    from evalwh.providers import fast_http
+
+    if (
+        sys.version_info >= (3, 11)
+        and os.environ.get("EVALWH_EVENT_LOOP", "") != "asyncio"
+        and fast_http()
+    ):
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                return runner.run(main)
+    return asyncio.run(main)
 
 
 def _finish(

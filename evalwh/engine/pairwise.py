@@ -67,7 +67,7 @@ async def judge_pairs(
         base_ok, base_why = _ok(base, comparison.require)
         cand_ok, cand_why = _ok(cand, comparison.require)
         case: Case = cases[base_cell[2]]
-        row = {
+        row: dict[str, Any] = {
             "verdict_ab": None,
             "verdict_ba": None,
             "rationale_ab": None,
@@ -85,7 +85,8 @@ async def judge_pairs(
             excluded = "; ".join(r for r in reasons if r)
         else:
             question = input_text(json.loads(base["messages"]))
-            verdicts, cost, errors = [], 0.0, []
+            verdicts: list[tuple[str, str | None]] = []
+            cost, errors = 0.0, []
             for a, b in ((base["output"], cand["output"]), (cand["output"], base["output"])):
                 prompt = runtime.prompts.pair(case, question, a, b)
                 call = await engine.call(

@@ -132,7 +132,10 @@ def model_identity(model: ModelSpec) -> str:
 def _body_encoder() -> Any:
     """``json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
     minus its per-call set-up: the C encoder json.dumps would build, called directly."""
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import (  # type: ignore[attr-defined]  # the C accelerator, untyped
+        c_make_encoder,
+        encode_basestring,
+    )
 
     reference = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if c_make_encoder is None:  # pragma: no cover - a Python without the _json accelerator
@@ -161,21 +164,34 @@ def _identity_prefix(identity: str) -> Any:
 
 def request_body(messages: Rendered) -> str:
     """The canonical JSON of rendered messages that :func:`request_hash` hashes."""
-    return _encode_body(messages)
+    body: str = _encode_body(messages)
+    return body
+
+
+def request_scope(model: ModelSpec, variant: str, case_id: str) -> str:
+    """What decides an answer besides the request itself: the mock provider's rules and draws
+    depend on the case and the variant, so for the mock they are part of the request's key
+    (two cases with the same prompt never share a mock answer); "" for every other provider,
+    whose answer depends on what is sent only."""
+    return f"{variant}\x00{case_id}" if model.provider == "mock" else ""
 
 
 def request_hash(
     identity: str,
     messages: Rendered,
     repeat: int,
-    attachments: str = "",
     *,
     body: str | None = None,
+    scope: str = "",
 ) -> str:
-    """Content hash of a request: model identity, rendered messages, attached files' contents
-    (``attachments`` is their digest) and the repeat index. The cache and resume key on it.
+    """Content hash of a request: model identity, rendered messages, the repeat index and the
+    :func:`request_scope`. An attached file is in the rendered messages as its SHA-256 (never
+    its path), so the hash follows the file's content. The cache and resume key on it.
     ``body``, when given, is ``request_body(messages)`` computed once for several hashes."""
     h = _identity_prefix(identity).copy()
     h.update((_encode_body(messages) if body is None else body).encode())
-    h.update(f"\x00{attachments}\x00{repeat}".encode())
-    return h.hexdigest()
+    h.update(f"\x00\x00{repeat}".encode())
+    if scope:
+        h.update(f"\x00{scope}".encode())
+    digest: str = h.hexdigest()
+    return digest

@@ -45,13 +45,14 @@ class RowSink:
         fields = self._case_json.get(case.id)
         if fields is None:
             fields = (
-                (None, None, to_json(case.metadata), None)
+                (None, None, to_json(case.metadata), None, None)
                 if self.no_look
                 else (
                     to_json(case.vars),
                     to_json(case.expected),
                     to_json(case.metadata),
                     to_json(case.human_label),
+                    to_json(attachment_fields(case.files)) if case.files else None,
                 )
             )
             memo = self._case_json
@@ -73,7 +74,7 @@ class RowSink:
             result.case.id,
             result.repeat,
         )
-        vars_json, expected, metadata, human_label = self._case_fields(result)
+        vars_json, expected, metadata, human_label, attachments = self._case_fields(result)
         check, hide = result.check, self.no_look
         if hide:  # the engine already reduced a no-look error to its status and class
             messages, output, error = None, None, result.error
@@ -106,6 +107,7 @@ class RowSink:
                 now,
                 result.judge_cost_usd,
                 *((None, None, None, None) if check is None else _check_fields(check, hide)),
+                attachments,
             ]
         )
         add_score = self.writer.add_score
@@ -148,6 +150,15 @@ class RowSink:
                 self.run_id,
             ]
         )
+
+
+def attachment_fields(files: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A case's files as stored: name -> hash, media type and size (the bytes are in the
+    artifact store, evalwh.warehouse.artifacts)."""
+    return {
+        name: {"sha256": f.sha256, "media_type": f.media_type, "bytes": f.size}
+        for name, f in files.items()
+    }
 
 
 def _check_fields(check: Any, hide: bool) -> tuple[Any, ...]:

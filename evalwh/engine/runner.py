@@ -13,14 +13,19 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
 from evalwh.config.prompts import CompiledVariant, Rendered
 from evalwh.engine.budget import Budget
-from evalwh.engine.limits import DEAD_ENDPOINT_AFTER, MAX_RETRY_AFTER_S, RatePacer, backoff_s
-from evalwh.engine.plan import Plan, model_identity, request_hash
+from evalwh.engine.limits import (
+    DEAD_ENDPOINT_AFTER,
+    MAX_RETRY_AFTER_S,
+    AdaptiveLimit,
+    RatePacer,
+    backoff_s,
+)
+from evalwh.engine.plan import Plan, model_identity, request_hash, request_scope
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
@@ -86,6 +91,7 @@ class Endpoint:
     answered: bool = False  # one call succeeded: the endpoint is reachable
     refused: int = 0  # connection failures in a row before any answer
     unreachable: str | None = None  # set once declared dead: no more requests
+    adaptive: AdaptiveLimit | None = None  # backs off on 429s (set by the Engine)
 
     def note_failure(self, error: ProviderError) -> None:
         """Count a refused connection; after DEAD_ENDPOINT_AFTER in a row, before any answer,
@@ -216,9 +222,9 @@ class Engine:
         *,
         concurrency: int,
         cache: dict[str, CachedAnswer] | None = None,
+        reuse: bool = True,
         remember: Remember | None = None,
         redact: Callable[[str], str] = lambda s: s,
-        attachments: Path | None = None,
         judges: Mapping[str, JudgeRuntime] | None = None,
         check_runner: CheckRunner | None = None,
         backpressure: Callable[[], bool] | None = None,
@@ -232,9 +238,11 @@ class Engine:
         self.sink = sink
         self.concurrency = concurrency
         self.cache = cache if cache is not None else {}
+        # reuse=False (--no-cache, cache: false): every request is sent, even when an earlier
+        # case of this run rendered the same prompt
+        self.reuse = reuse
         self.remember = remember
         self.redact = redact
-        self.root = attachments or Path.cwd()
         self.judges = judges or {}
         self.check_runner = check_runner
         # True while the sink holds as many rows as it may: workers wait for a flush.
@@ -242,6 +250,11 @@ class Engine:
         self.budget = budget  # the cost cap, enforced before every request (evalwh.engine.budget)
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
+        for endpoint in [*endpoints.values(), *(j.endpoint for j in self.judges.values())]:
+            model = endpoint.model
+            if model.adaptive_concurrency and endpoint.adaptive is None:
+                ceiling = min(model.max_concurrency or concurrency, concurrency)
+                endpoint.adaptive = AdaptiveLimit(ceiling)
         self.stopping = False  # set on SIGINT/SIGTERM: finish the cells in flight, start none
         # a streaming plan's case batches (evalwh.engine.feed.case_batches), pulled as needed
         self.batches = batches
@@ -312,13 +325,13 @@ class Engine:
         case: Case,
         variant: str,
         repeat: int = 0,
-        attachments: str = "",
     ) -> Call:
         """One request through the cache, the cost cap, the limits and the retries. Never
         raises; a request the cap refuses is a Call whose error has kind ``budget``."""
         model = endpoint.model
-        key = request_hash(endpoint.identity, messages, repeat, attachments)
-        hit = self.cache.get(key)
+        scope = request_scope(model, variant, case.id)
+        key = request_hash(endpoint.identity, messages, repeat, scope=scope)
+        hit = self.cache.get(key) if self.reuse else None
         if hit is not None:
             self.stats.cache_hits += 1
             return Call(key, hit, None, True, 0)
@@ -348,6 +361,7 @@ class Engine:
     ) -> Call:
         model = endpoint.model
         request = Request(model=model, messages=messages, case=case, variant=variant, repeat=repeat)
+        adaptive = endpoint.adaptive
         attempt = 0
         began = time.monotonic()
         while True:
@@ -356,27 +370,36 @@ class Engine:
                 return Call(key, None, dead, False, attempt)
             attempt += 1
             remaining = model.deadline_s - (time.monotonic() - began)
+            epoch = -1
             try:
                 if remaining <= 0:
                     raise _DeadlinePassed
                 await endpoint.pacer.wait()
-                if endpoint.limit is not None:
-                    await endpoint.limit.acquire()
+                if adaptive is not None:
+                    epoch = await adaptive.acquire()
                 try:
-                    async with self._global:
-                        self.stats.requests += 1
-                        started = time.perf_counter()
-                        completion = await _with_timeout(
-                            endpoint.provider.complete(
-                                request if attempt == 1 else replace(request, attempt=attempt)
-                            ),
-                            min(model.timeout_s, max(remaining, 0.001)),
-                        )
-                        latency = (time.perf_counter() - started) * 1000
-                finally:
                     if endpoint.limit is not None:
-                        endpoint.limit.release()
+                        await endpoint.limit.acquire()
+                    try:
+                        async with self._global:
+                            self.stats.requests += 1
+                            started = time.perf_counter()
+                            completion = await _with_timeout(
+                                endpoint.provider.complete(
+                                    request if attempt == 1 else replace(request, attempt=attempt)
+                                ),
+                                min(model.timeout_s, max(remaining, 0.001)),
+                            )
+                            latency = (time.perf_counter() - started) * 1000
+                    finally:
+                        if endpoint.limit is not None:
+                            endpoint.limit.release()
+                finally:
+                    if adaptive is not None:
+                        adaptive.release()
                 endpoint.answered = True
+                if adaptive is not None:
+                    adaptive.answered()
                 answer = CachedAnswer(
                     completion.text, completion.input_tokens, completion.output_tokens, latency
                 )
@@ -396,6 +419,8 @@ class Engine:
             except ProviderError as exc:
                 error = exc
                 endpoint.note_failure(exc)
+                if adaptive is not None and exc.kind == "rate_limit":
+                    adaptive.rate_limited(epoch, exc.retry_after)
             except Exception as exc:  # a provider bug must not abort the run
                 error = ProviderError(
                     f"{type(exc).__name__}: {exc}", retryable=False, kind="internal"
@@ -427,15 +452,8 @@ class Engine:
             if self.batches is None:  # the plan's cases were all rendered before the run
                 raise
             return self._unrenderable(endpoint, variant, case, repeat, exc)
-        call = await self.call(
-            endpoint,
-            messages,
-            case,
-            variant.variant.id,
-            repeat,
-            variant.attachment_digest(self.root),
-        )
-        base = {
+        call = await self.call(endpoint, messages, case, variant.variant.id, repeat)
+        base: dict[str, Any] = {
             "variant": variant.variant.id,
             "model": model,
             "case": case,

@@ -1,7 +1,9 @@
 """``evalwh mcp``: a stdio MCP server over evalwh's core API (the optional extra ``evalwh[mcp]``).
 
-The server only registers tools; what they answer is shaped in evalwh.mcp.briefs and the cost
-guard lives in evalwh.engine.budget, so nothing here is logic of its own. Importing this package
+The server (``server.py``) only registers tools. Each tool is one function in ``tools.py``
+that bounds its arguments, calls evalwh.api and shapes the answer with ``briefs.py`` (the
+summaries) and ``shaping.py`` (plain JSON, cut texts, redaction); ``agent.py`` confines the
+client to its root. The cost guard lives in evalwh.engine.budget. Importing this package
 does not import the MCP SDK: evalwh.mcp.server does, inside ``build_server``.
 """
 
@@ -16,6 +18,7 @@ TOOLS = (
     "set_baseline",
     "render_prompt",
     "query",
+    "write_report",
 )
 
 __all__ = ["TOOLS"]

@@ -19,292 +19,14 @@ The shapes:
 
 from __future__ import annotations
 
-import json
-import math
-import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import date, datetime, time
-from decimal import Decimal
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from evalwh.analysis.nolook import NOTICE, is_no_look, minimal
-from evalwh.errors import CostRefusedError, UsageError
+from evalwh.analysis.nolook import NOTICE, is_no_look
+from evalwh.mcp.shaping import NOTE_CHARS, SLICES, clip, clip_tree, num, parsed, plain, plain_dict
 
 if TYPE_CHECKING:
     from evalwh.api import RunResult, WarehouseView
-    from evalwh.config.model import EvalConfig
-    from evalwh.config.settings import Settings
-
-ENV_ROOT = "EVALWH_MCP_ROOT"
-DETAILS = ("summary", "failures", "full")
-PAGE_SIZE = 10
-MAX_PAGE_SIZE = 50
-MAX_CHARS = 2000  # one cell's texts (get_case_result, render_prompt)
-PREVIEW_CHARS = 300  # an output in a `full` page
-NOTE_CHARS = 300  # an error message in a summary or a page
-QUERY_ROWS = 50
-MAX_QUERY_ROWS = 500
-QUERY_CELL_CHARS = 500
-LIST_RUNS = 10
-MAX_LIST_RUNS = 100
-MOVERS = 10
-SLICES = 10
-MARKER = "…[truncated: {shown} of {total} chars]"
-
-
-# -- plain JSON ---------------------------------------------------------------------------
-
-
-def plain(value: Any) -> Any:
-    """``value`` as JSON-ready data: dates as ISO text, decimals as floats, NaN as null."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(plain(v) for v in value)
-    if isinstance(value, (datetime, date, time)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        value = float(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return f"<{len(bytes(value))} bytes>"
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
-
-
-def num(value: Any, digits: int = 4) -> Any:
-    """A number cut to ``digits`` significant digits (ints and None unchanged)."""
-    if isinstance(value, Decimal):
-        value = int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, float):
-        return float(f"{value:.{digits}g}") if math.isfinite(value) else None
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            return value
-    return value
-
-
-def parsed(value: Any) -> Any:
-    """A JSON column (stored as text) as data; other values unchanged."""
-    if isinstance(value, str) and value[:1] in ("{", "[", '"'):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-# -- truncation -----------------------------------------------------------------------------
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters plus a marker with its full length."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + MARKER.format(shown=limit, total=len(text))
-
-
-def clip_tree(value: Any, limit: int, path: str = "", cut: dict[str, int] | None = None) -> Any:
-    """Every string in ``value`` cut to ``limit``; ``cut`` collects path -> full length."""
-    if isinstance(value, str):
-        if len(value) > limit and cut is not None:
-            cut[path or "$"] = len(value)
-        return clip(value, limit)
-    if isinstance(value, Mapping):
-        return {
-            k: clip_tree(v, limit, f"{path}.{k}" if path else str(k), cut) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [clip_tree(v, limit, f"{path}[{i}]", cut) for i, v in enumerate(value)]
-    return value
-
-
-def redact_tree(value: Any) -> Any:
-    """Every string in ``value`` through :func:`evalwh.config.secrets.redact`."""
-    from evalwh.config.secrets import redact
-
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, Mapping):
-        return {k: redact_tree(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_tree(v) for v in value]
-    return value
-
-
-def _limit(value: int | None, default: int, top: int, name: str) -> int:
-    if value is None:
-        return default
-    if value < 1:
-        raise UsageError(f"{name} must be at least 1, got {value}")
-    return min(value, top)
-
-
-# -- the root and the warehouse -------------------------------------------------------------
-
-
-def mcp_root(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path:
-    """The folder agents may read configs from: ``EVALWH_MCP_ROOT``, else the working folder."""
-    env = os.environ if env is None else env
-    raw = env.get(ENV_ROOT)
-    root = Path(raw).expanduser() if raw else (cwd or Path.cwd())
-    if not root.is_absolute():
-        root = (cwd or Path.cwd()) / root
-    root = root.resolve()
-    if not root.is_dir():
-        raise UsageError(f"{ENV_ROOT}={raw!r} is not a folder")
-    return root
-
-
-def confine(config_path: str | Path, root: Path) -> Path:
-    """``config_path`` (relative paths start at ``root``) resolved, symlinks followed; a
-    UsageError when it lands outside ``root``."""
-    given = Path(config_path).expanduser()
-    resolved = (given if given.is_absolute() else root / given).resolve()
-    if resolved != root and root not in resolved.parents:
-        raise UsageError(
-            f"config_path '{config_path}' resolves to {resolved}, outside the server's root "
-            f"{root} ({ENV_ROOT}); pass a config inside the root"
-        )
-    return resolved
-
-
-@dataclass
-class Agent:
-    """What an agent-facing server knows: its root, its warehouse, its environment."""
-
-    root: Path
-    output_dir: Path | None = None
-    allow_code: bool = False  # `evalwh mcp --allow-code`: python scorers, command, checks
-    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    cwd: Path = field(default_factory=Path.cwd)
-    _warehouse: Path | None = None
-    _settings: Settings | None = None
-
-    @classmethod
-    def from_env(cls, output_dir: str | Path | None = None, *, allow_code: bool = False) -> Agent:
-        cwd = Path.cwd()
-        return cls(
-            root=mcp_root(os.environ, cwd),
-            output_dir=Path(output_dir) if output_dir else None,
-            allow_code=allow_code,
-            cwd=cwd,
-        )
-
-    def load(self, config_path: str) -> EvalConfig:
-        """The config at ``config_path``, confined to the root (evalwh.config.confinement): every
-        file it names inside, no code-running feature unless ``allow_code``."""
-        from evalwh.config.confinement import load_confined
-
-        return load_confined(confine(config_path, self.root), self.root, allow_code=self.allow_code)
-
-    @property
-    def warehouse(self) -> Path:
-        """The one warehouse this server reads and runs into: the one `evalwh list` would use
-        in the working folder (-o, EVALWH_OUTPUT_DIR, ./eval.yaml's settings, .evalwh)."""
-        if self._warehouse is None:
-            from evalwh import api
-
-            local = self.cwd / "eval.yaml"
-            view = api.open_warehouse(
-                config=local if local.is_file() else None, output_dir=self.output_dir
-            )
-            self._warehouse, self._settings = view.path, view.settings
-        return self._warehouse
-
-    def view(self) -> WarehouseView:
-        """The warehouse, with the settings that bound its queries (mcp_query_timeout_s ...)."""
-        from evalwh.api import WarehouseView
-
-        return WarehouseView(self.warehouse, self._settings)
-
-    def run_output_dir(self) -> Path | None:
-        """What run_eval gets as output_dir so that its run lands in :attr:`warehouse`."""
-        return self.warehouse.parent if self.warehouse.name == "warehouse.duckdb" else None
-
-
-# -- run_eval -------------------------------------------------------------------------------
-
-
-class ProgressThrottle:
-    """Decides which engine callbacks become progress notifications: the first, the last and
-    one per ``1/steps`` of the matrix, so a run of any size sends at most ``steps + 2``."""
-
-    def __init__(self, steps: int = 20) -> None:
-        self.steps = steps
-        self.last = -1
-
-    UNKNOWN_EVERY = 1000  # a datasource run's size is unknown (total 0): every this many
-
-    def due(self, done: int, total: int) -> bool:
-        if total <= 0:
-            return done == 1 or done % self.UNKNOWN_EVERY == 0
-        bucket = (done * self.steps) // max(total, 1)
-        if done in (1, total) or bucket != self.last:
-            self.last = bucket
-            return True
-        return False
-
-
-def run_eval(
-    agent: Agent,
-    config_path: str,
-    *,
-    models: Sequence[str] = (),
-    variants: Sequence[str] = (),
-    cases: Sequence[str] = (),
-    label: str | None = None,
-    no_cache: bool = False,
-    max_cost_usd: float | None = None,
-    progress: Callable[[int, int, Any], None] | None = None,
-) -> dict[str, Any]:
-    """Run an eval for an agent: the path confined to the root, the cost capped (see
-    evalwh.engine.budget), the answer a summary without outputs. Raises CostCapError (a
-    CostRefusedError with the estimate, the cap and the ceiling) when refused."""
-    from evalwh import api
-    from evalwh.engine.budget import CostCapError, mcp_cost_cap, over_cap
-
-    cfg = agent.load(config_path)
-    output_dir = agent.run_output_dir()
-    settings = api.settings_for(cfg, output_dir=output_dir)
-    cap = mcp_cost_cap(max_cost_usd, settings.max_cost_usd, agent.env)
-    selection = {"models": tuple(models), "variants": tuple(variants), "cases": tuple(cases)}
-    try:
-        result = api.run_eval(
-            cfg,
-            label=label,
-            no_cache=no_cache,
-            max_cost=cap,
-            output_dir=output_dir,
-            progress=progress,
-            **selection,
-        )
-    except CostCapError:
-        raise
-    except CostRefusedError as exc:
-        # The core refused before any call; its error carries the estimate.
-        over_cap({"cost_usd": exc.estimate_usd, "calls": exc.calls}, cap, agent.env)
-        raise
-    brief = run_brief(result, label=label, cap_usd=cap)
-    if Path(result.warehouse) != agent.warehouse:
-        brief["notes"].append(
-            f"this run was stored in {result.warehouse}, not in the warehouse this server "
-            f"reads ({agent.warehouse})"
-        )
-    return brief
-
-
-# -- summaries ------------------------------------------------------------------------------
 
 
 def cell_brief(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -313,6 +35,7 @@ def cell_brief(row: Mapping[str, Any]) -> dict[str, Any]:
         "variant": row["variant"],
         "model": row["model"],
         "n": row["n"],
+        "n_cases": row.get("n_cases"),
         "passed": row["n_passed"],
         "pass_rate": num(row["pass_rate"]),
         "ci95": [num(row["pass_rate_lo"]), num(row["pass_rate_hi"])],
@@ -327,6 +50,7 @@ def totals_brief(t: Mapping[str, Any]) -> dict[str, Any]:
     n, passed = int(t.get("n") or 0), int(t.get("n_passed") or 0)
     return {
         "n": n,
+        "n_cases": t.get("n_cases"),
         "passed": passed,
         "failed": n - passed,
         "pass_rate": num(t.get("pass_rate")),
@@ -387,6 +111,7 @@ def judging_brief(data: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 "win_rate": num(c["win_rate"]),
                 "ci95": [num(c["win_rate_lo"]), num(c["win_rate_hi"])],
                 "n": c["n"],
+                "n_cases": c.get("n_cases"),
                 "candidate_wins": c["candidate_wins"],
                 "baseline_wins": c["baseline_wins"],
                 "ties": c["ties"],
@@ -438,7 +163,7 @@ def run_brief(
     judging = judging_brief(result.pairwise)
     eligible, flags = _flags(judging)
     totals = totals_brief(result.totals)
-    return plain(
+    return plain_dict(
         {
             "run_id": result.run_id,
             "status": result.status,
@@ -476,7 +201,7 @@ def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
     judging = judging_brief(data.get("pairwise"))
     eligible, flags = _flags(judging)
     totals = totals_brief(data["totals"])
-    return plain(
+    return plain_dict(
         {
             "run": _run_head(run),
             "matrix": [cell_brief(r) for r in data["summary"]],
@@ -503,22 +228,6 @@ def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
             **({"notice": NOTICE} if is_no_look(run) else {}),
         }
     )
-
-
-def get_run(
-    agent: Agent,
-    run: str = "latest",
-    detail: str = "summary",
-    page: int = 1,
-    page_size: int | None = None,
-) -> dict[str, Any]:
-    """A stored run: its summary, or a page of its failing cases, or a page of all cases."""
-    if detail not in DETAILS:
-        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
-    view = agent.view()
-    if detail == "summary":
-        return show_brief(view.show(run))
-    return case_page(view, run, failures=detail == "failures", page=page, page_size=page_size)
 
 
 def _failed_criteria(criteria: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
@@ -560,114 +269,6 @@ def case_row(row: Mapping[str, Any], *, output_chars: int | None = None) -> dict
     return out
 
 
-def case_page(
-    view: WarehouseView,
-    run: str,
-    *,
-    failures: bool,
-    page: int = 1,
-    page_size: int | None = None,
-    preview_chars: int = PREVIEW_CHARS,
-) -> dict[str, Any]:
-    """One page of a run's cases (failures first, then by case id), with ``total``,
-    ``pages`` and ``next_page`` (null on the last page)."""
-    size = _limit(page_size, PAGE_SIZE, MAX_PAGE_SIZE, "page_size")
-    if page < 1:
-        raise UsageError(f"page starts at 1, got {page}")
-    run_id = view.resolve(run)
-    table = view.query("case_list", run_id=run_id, only_failures=failures, case_id=None)
-    no_look = is_no_look(view.run(run_id))
-    if no_look:
-        preview_chars = 0
-    total = table.num_rows
-    pages = max(1, -(-total // size))
-    rows = table.slice((page - 1) * size, size).to_pylist() if page <= pages else []
-    detail = "failures" if failures else "full"
-    return plain(
-        {
-            "run_id": run_id,
-            "detail": detail,
-            "page": page,
-            "page_size": size,
-            "total": total,
-            "pages": pages,
-            "next_page": page + 1 if page < pages else None,
-            "cases": [
-                case_row(r, output_chars=None if failures or no_look else preview_chars)
-                for r in rows
-            ],
-            "next": "get_case_result(run, variant, model, case_id) shows one case in full",
-            **({"no_look": True, "notice": NOTICE} if no_look else {}),
-        }
-    )
-
-
-def case_brief(
-    view: WarehouseView,
-    run: str,
-    variant: str,
-    model: str,
-    case_id: str,
-    *,
-    repeat: int = 0,
-    max_chars: int | None = None,
-) -> dict[str, Any]:
-    """Everything about one cell (output, prompt, vars, scores with details); every text
-    longer than ``max_chars`` cut with a marker, ``truncated`` maps it to its full length."""
-    limit = _limit(max_chars, MAX_CHARS, 1_000_000, "max_chars")
-    run_id = view.resolve(run)
-    rows = view.query("case_list", run_id=run_id, only_failures=False, case_id=case_id).to_pylist()
-    if not rows:
-        raise UsageError(f"run {run_id} has no case '{case_id}'")
-    row = next(
-        (
-            r
-            for r in rows
-            if r["variant"] == variant and r["model"] == model and r["repeat"] == repeat
-        ),
-        None,
-    )
-    if row is None:
-        cells = ", ".join(f"{r['variant']} × {r['model']} (repeat {r['repeat']})" for r in rows)
-        raise UsageError(
-            f"run {run_id} has no cell {variant} × {model} (repeat {repeat}) for case "
-            f"'{case_id}' (it has: {cells})"
-        )
-    data = {
-        "run_id": run_id,
-        **{k: row[k] for k in ("variant", "model", "case_id", "repeat", "passed")},
-        "score": row["score"],
-        "error": row["error"],
-        "output": row["output"],
-        "expected": parsed(row["expected"]),
-        "vars": parsed(row["vars"]),
-        "metadata": parsed(row["metadata"]),
-        "messages": parsed(row["messages"]),
-        "criteria": [{**c, "details": parsed(c.get("details"))} for c in row.get("criteria") or []],
-        **{
-            k: row[k]
-            for k in (
-                "latency_ms",
-                "input_tokens",
-                "output_tokens",
-                "cost_usd",
-                "cached",
-                "attempts",
-            )
-        },
-    }
-    if is_no_look(view.run(run_id)):
-        declined: dict[str, Any] = plain({**minimal(data), "no_look": True, "notice": NOTICE})
-        return declined
-    cut: dict[str, int] = {}
-    out = clip_tree(plain(data), limit, cut=cut)
-    out["truncated"] = cut
-    return out
-
-
-# -- compare, runs, baselines ---------------------------------------------------------------
-
-
 def _delta(row: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
     if row.get(f"{metric}_delta") is None and row.get(f"{metric}_a") is None:
         return None
@@ -676,6 +277,7 @@ def _delta(row: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
         "b": num(row.get(f"{metric}_b")),
         "delta": num(row.get(f"{metric}_delta")),
         "ci95": [num(row.get(f"{metric}_lo")), num(row.get(f"{metric}_hi"))],
+        **({"p": num(row[f"{metric}_p"])} if row.get(f"{metric}_p") is not None else {}),
     }
 
 
@@ -741,7 +343,7 @@ def compare_brief(
     }
     if judging:
         out["calibration"] = dict(judging)
-    return plain(out)
+    return plain_dict(out)
 
 
 def _snapshot_uses_judges(run: Mapping[str, Any]) -> bool:
@@ -756,87 +358,3 @@ def judging_for(view: WarehouseView, run_id: str) -> dict[str, Any] | None:
     judging = judging_brief(view.judging(run_id))
     eligible, flags = _flags(judging)
     return {"headline_eligible": eligible, "flags": flags, "judging": judging}
-
-
-def compare_runs(
-    agent: Agent, a: str, b: str = "latest", *, movers: int | None = None
-) -> dict[str, Any]:
-    view = agent.view()
-    result = view.compare(a, b, movers=_limit(movers, MOVERS, 100, "movers"))
-    data = result.to_dict()
-    calibration = {}
-    for side in ("a", "b"):
-        flags = judging_for(view, data[side]["run_id"])
-        if flags is not None:
-            calibration[side] = flags
-    return compare_brief(data, judging=calibration or None)
-
-
-def list_runs(agent: Agent, limit: int | None = None) -> dict[str, Any]:
-    """The newest runs first, with the pinned baselines; ``more`` says whether older runs
-    were left out."""
-    size = _limit(limit, LIST_RUNS, MAX_LIST_RUNS, "limit")
-    view = agent.view()
-    rows = view.runs(limit=size + 1)
-    pins = view.baselines() if view.store.exists else []
-    by_run: dict[str, list[str]] = {}
-    for pin in pins:
-        by_run.setdefault(pin["run_id"], []).append(pin["name"])
-    runs = [
-        {
-            "run_id": r["run_id"],
-            "label": r["label"],
-            "suite": r["suite"],
-            "status": r["status"],
-            "started_at": r["started_at"],
-            "n": r["n"],
-            "passed": r["n_passed"],
-            "pass_rate": num(r["pass_rate"]),
-            "errors": r["n_errors"],
-            "cost_usd": num(r["cost_usd"]),
-            "baselines": by_run.get(r["run_id"], []),
-            "no_look": bool(r.get("no_look")),
-        }
-        for r in rows[:size]
-    ]
-    return plain(
-        {
-            "runs": runs,
-            "more": len(rows) > size,
-            "baselines": {p["name"]: p["run_id"] for p in pins},
-        }
-    )
-
-
-def set_baseline(agent: Agent, run: str, name: str = "baseline") -> dict[str, Any]:
-    row = agent.view().set_baseline(run, name)
-    keys = ("name", "run_id", "label", "status", "previous_run_id")
-    return plain({"name": name, **{k: row.get(k) for k in keys if k in row}})
-
-
-def render_prompt(
-    agent: Agent, config_path: str, variant: str, case_id: str, *, max_chars: int | None = None
-) -> dict[str, Any]:
-    """One variant's messages for one case (no model call), redacted (known secrets and key
-    shapes become ***), then long texts cut with a marker."""
-    from evalwh import api
-
-    limit = _limit(max_chars, MAX_CHARS, 1_000_000, "max_chars")
-    data = api.render_prompt(agent.load(config_path), variant, case_id)
-    cut: dict[str, int] = {}
-    out = clip_tree(redact_tree(plain(data)), limit, cut=cut)
-    out["truncated"] = cut
-    return out
-
-
-def query(agent: Agent, sql: str, limit: int | None = None) -> dict[str, Any]:
-    """One read-only query (evalwh.analysis.readonly): columns once, rows as lists, at most
-    ``limit`` rows (``truncated`` says more were left), long texts cut."""
-    size = _limit(limit, QUERY_ROWS, MAX_QUERY_ROWS, "limit")
-    table, more = agent.view().read_sql(sql, limit=size, mcp=True)  # mcp_query_timeout_s
-    columns = table.column_names
-    values = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    rows = [
-        [clip_tree(plain(v), QUERY_CELL_CHARS) for v in row] for row in zip(*values, strict=True)
-    ]
-    return {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": more}

@@ -1,4 +1,4 @@
-"""The MCP tools: each one a thin call into evalwh.mcp.briefs (which calls evalwh.api).
+"""The MCP tools: each one a thin call into evalwh.mcp.tools (which calls evalwh.api).
 
 Every answer is a tool result whose ``structuredContent`` is the data and whose text is the
 same data as compact JSON. An evalwh error (bad config, unknown run, refused SQL, a path
@@ -11,7 +11,7 @@ tool signatures (their types import lazily inside :func:`build_server`) to build
 :func:`strict_arguments` then makes every input schema strict: unknown arguments are refused
 (``additionalProperties: false``) and values are not coerced (``"5"`` is not an integer).
 
-Configs are loaded through :meth:`evalwh.mcp.briefs.Agent.load` (evalwh.config.confinement): every file
+Configs are loaded through :meth:`evalwh.mcp.agent.Agent.load` (evalwh.config.confinement): every file
 inside the root, and python scorers, the command provider and exec checks only when the
 server was started with ``--allow-code``, which the tool descriptions state.
 """
@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from evalwh import __version__
 from evalwh.errors import CostRefusedError, EvalwhError
-from evalwh.mcp import briefs
+from evalwh.mcp import shaping, tools
+from evalwh.mcp.agent import Agent
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -49,7 +50,7 @@ def dump(data: Any) -> str:
 def ok(data: Any) -> "CallToolResult":
     from mcp.types import CallToolResult, TextContent
 
-    data = briefs.plain(data)
+    data = shaping.plain(data)
     return CallToolResult(
         content=[TextContent(type="text", text=dump(data))],
         structured_content=data if isinstance(data, dict) else {"result": data},
@@ -61,7 +62,7 @@ def refused(exc: EvalwhError) -> "CallToolResult":
     ConfigError adds file, where, line, column, fix; a cost refusal is CostCapError.to_dict)."""
     from mcp.types import CallToolResult, TextContent
 
-    data = briefs.plain(exc.to_dict())
+    data = shaping.plain(exc.to_dict())
     if isinstance(exc, CostRefusedError):
         data["refused"] = True
     if "message" not in data and "reason" not in data:
@@ -82,7 +83,7 @@ def answer(call: Callable[[], Any]) -> "CallToolResult":
         return refused(exc)
 
 
-def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
+def build_server(agent: Agent) -> "MCPServer[Any]":
     """The MCP server with every evalwh tool registered (nothing is started)."""
     import anyio
     import anyio.from_thread
@@ -143,7 +144,7 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
         them with get_run and get_case_result. Refuses, spending nothing, when the estimate
         is over the cap."""
         token = anyio.lowlevel.current_token()
-        throttle = briefs.ProgressThrottle()
+        throttle = tools.ProgressThrottle()
         errors = [0]
 
         def progress(done: int, total: int, result: Any) -> None:
@@ -161,7 +162,7 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
 
         def work() -> CallToolResult:
             return answer(
-                lambda: briefs.run_eval(
+                lambda: tools.run_eval(
                     agent,
                     config_path,
                     models=models or (),
@@ -188,12 +189,12 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
         ] = "summary",
         page: Annotated[int, Field(ge=1, description="Page number (failures, full).")] = 1,
         page_size: Annotated[
-            int | None, Field(ge=1, le=briefs.MAX_PAGE_SIZE, description="Cases per page.")
+            int | None, Field(ge=1, le=shaping.MAX_PAGE_SIZE, description="Cases per page.")
         ] = None,
     ) -> CallToolResult:
         """A stored run: its summary, or one page of its cases. Pages carry total, pages and
         next_page (null on the last page)."""
-        return answer(lambda: briefs.get_run(agent, run, detail, page, page_size))
+        return answer(lambda: tools.get_run(agent, run, detail, page, page_size))
 
     @server.tool(annotations=reads)
     def get_case_result(
@@ -204,14 +205,14 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
         repeat: Annotated[int, Field(ge=0, description="The repeat index (0 unless sampled).")] = 0,
         max_chars: Annotated[
             int | None,
-            Field(ge=1, description=f"Cut texts longer than this (default {briefs.MAX_CHARS})."),
+            Field(ge=1, description=f"Cut texts longer than this (default {shaping.MAX_CHARS})."),
         ] = None,
     ) -> CallToolResult:
         """One cell in full: output, rendered prompt, vars, expected, every criterion with its
         details. A text longer than max_chars ends with '…[truncated: N of M chars]' and
         truncated maps each cut field to its full length."""
         return answer(
-            lambda: briefs.case_brief(
+            lambda: tools.case_brief(
                 agent.view(), run, variant, model, case_id, repeat=repeat, max_chars=max_chars
             )
         )
@@ -227,17 +228,40 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
         """Run b minus run a, paired on (variant, model, case_id, repeat): pass-rate and score
         deltas with 95% intervals overall, per cell, criterion and the worst slices, and the
         cases that moved."""
-        return answer(lambda: briefs.compare_runs(agent, a, b, movers=movers))
+        return answer(lambda: tools.compare_runs(agent, a, b, movers=movers))
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        )
+    )
+    def write_report(
+        run: Run = "latest",
+        against: Annotated[
+            str | None,
+            Field(description="Write the compare page of run against this run instead."),
+        ] = None,
+        path: Annotated[
+            str | None,
+            Field(
+                description="Where to write the .html file, inside the server's root "
+                "(default: reports/<run id>.html beside the warehouse)."
+            ),
+        ] = None,
+    ) -> CallToolResult:
+        """Write a run's self-contained HTML report (or, with against, the compare page) for a
+        person to open, and return its path and size; the page itself is not returned."""
+        return answer(lambda: tools.write_report(agent, run, against=against, path=path))
 
     @server.tool(annotations=reads)
     def list_runs(
         limit: Annotated[
-            int | None, Field(ge=1, le=briefs.MAX_LIST_RUNS, description="How many runs.")
+            int | None, Field(ge=1, le=shaping.MAX_LIST_RUNS, description="How many runs.")
         ] = None,
     ) -> CallToolResult:
         """The newest runs first (pass rate with n, errors, cost) and the pinned baselines;
         more=true when older runs were left out."""
-        return answer(lambda: briefs.list_runs(agent, limit))
+        return answer(lambda: tools.list_runs(agent, limit))
 
     @server.tool(
         annotations=ToolAnnotations(
@@ -250,7 +274,7 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
     ) -> CallToolResult:
         """Pin a run as the baseline (or another name); the name then works as a run
         reference, e.g. compare_runs(a='baseline')."""
-        return answer(lambda: briefs.set_baseline(agent, run, name))
+        return answer(lambda: tools.set_baseline(agent, run, name))
 
     @server.tool(annotations=reads)
     def render_prompt(
@@ -259,13 +283,13 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
         case_id: str,
         max_chars: Annotated[
             int | None,
-            Field(ge=1, description=f"Cut texts longer than this (default {briefs.MAX_CHARS})."),
+            Field(ge=1, description=f"Cut texts longer than this (default {shaping.MAX_CHARS})."),
         ] = None,
     ) -> CallToolResult:
         """The messages one variant renders for one case, exactly as a run would send them.
         No model is called and nothing is written."""
         return answer(
-            lambda: briefs.render_prompt(agent, config_path, variant, case_id, max_chars=max_chars)
+            lambda: tools.render_prompt(agent, config_path, variant, case_id, max_chars=max_chars)
         )
 
     @server.tool(annotations=reads)
@@ -283,14 +307,14 @@ def build_server(agent: briefs.Agent) -> "MCPServer[Any]":
             int | None,
             Field(
                 ge=1,
-                le=briefs.MAX_QUERY_ROWS,
-                description=f"At most this many rows (default {briefs.QUERY_ROWS}).",
+                le=shaping.MAX_QUERY_ROWS,
+                description=f"At most this many rows (default {shaping.QUERY_ROWS}).",
             ),
         ] = None,
     ) -> CallToolResult:
         """Read-only SQL over the warehouse: columns once, rows as lists, truncated=true when
         more rows were left (add LIMIT/OFFSET or aggregate)."""
-        return answer(lambda: briefs.query(agent, sql, limit))
+        return answer(lambda: tools.query(agent, sql, limit))
 
     code = (
         "This server was started with --allow-code: python scorers, the command provider and "
@@ -317,7 +341,7 @@ def strict_arguments(server: "MCPServer[Any]") -> None:
 
     for tool in server._tool_manager.list_tools():
         base = tool.fn_metadata.arg_model
-        strict = type(
+        strict: Any = type(
             base.__name__,
             (base,),
             {
@@ -342,7 +366,7 @@ def serve(output_dir: str | Path | None = None, *, allow_code: bool = False) -> 
 
     if output_dir is not None:
         output_dir = Path(output_dir).expanduser().resolve()
-    agent = briefs.Agent.from_env(output_dir, allow_code=allow_code)
+    agent = Agent.from_env(output_dir, allow_code=allow_code)
     os.chdir(agent.root)
     agent.cwd = agent.root
     build_server(agent).run("stdio")

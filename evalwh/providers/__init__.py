@@ -22,7 +22,19 @@ BUILTIN: dict[str, str] = {
     "openai": "evalwh.providers.openai:OpenAIProvider",
     "openai-compatible": "evalwh.providers.openai:OpenAICompatibleProvider",
     "command": "evalwh.providers.command:CommandProvider",
+    "google": "evalwh.providers.google:GoogleProvider",
 }
+
+
+def fast_http() -> bool:
+    """The ``fast`` extra's HTTP path is on: httpx-aiohttp installed and not switched off with
+    ``EVALWH_HTTP_TRANSPORT=httpx`` (evalwh.providers.http_aiohttp). Imports nothing heavy."""
+    import os
+    from importlib.util import find_spec
+
+    if os.environ.get("EVALWH_HTTP_TRANSPORT", "").strip().lower() == "httpx":
+        return False
+    return find_spec("httpx_aiohttp") is not None
 
 
 @lru_cache(maxsize=1)

@@ -5,7 +5,9 @@
 ``anthropic-version: 2023-06-01`` headers. System messages (or ``params.system``) go to the
 top-level ``system`` field; ``max_tokens`` is required by the API and defaults to 1024;
 ``stop`` becomes ``stop_sequences``; ``params.extra`` is merged into the body as-is.
-Text and image parts are supported (image ``url``, or ``path`` sent as base64).
+Parts: text; ``image`` as an image block (base64 source, or a URL source); ``file`` as a
+document block (a PDF as a base64 source, text/plain as a text source). Audio and video
+are refused when the run is planned (:mod:`evalwh.providers.capabilities`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from evalwh.providers.base import Completion, Request
-from evalwh.providers.http import (
-    HttpProvider,
-    image_source,
-    merge_extra,
-    stop_list,
-    unsupported_part,
-)
+from evalwh.providers.http import HttpProvider, merge_extra, stop_list
+from evalwh.providers.parts import part_base64, part_bytes, unsupported_part
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
@@ -41,15 +38,26 @@ class AnthropicProvider(HttpProvider):
         kind = part.get("type")
         if kind == "text":
             return {"type": "text", "text": part.get("text") or ""}
+        if kind == "image" and "url" in part:
+            return {"type": "image", "source": {"type": "url", "url": part["url"]}}
         if kind == "image":
-            how, value, media_type = image_source(self.name, part, self.spec.root)
-            if how == "url":
-                return {"type": "image", "source": {"type": "url", "url": value}}
+            return {"type": "image", "source": self._base64(part)}
+        if kind == "file" and part.get("media_type") == "text/plain":
+            text = part_bytes(self.name, part).decode("utf-8", errors="replace")
             return {
-                "type": "image",
-                "source": {"type": "base64", "media_type": media_type, "data": value},
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": text},
             }
+        if kind == "file" and "sha256" in part:
+            return {"type": "document", "source": self._base64(part)}
         raise unsupported_part(self.name, part)
+
+    def _base64(self, part: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "base64",
+            "media_type": part["media_type"],
+            "data": part_base64(self.name, part),
+        }
 
     def build_body(self, request: Request) -> dict[str, Any]:
         params = request.params

@@ -10,7 +10,12 @@ For each request the program is started (no shell), gets one JSON object on stdi
 
     {"model": ..., "messages": [...], "params": {...}, "case_id": ..., "variant": ..., "repeat": 0}
 
-and answers on stdout, either with a JSON object ``{"text": ..., "input_tokens": 12,
+A binary part (image, file, audio, video) carries its file as a *path*, not base64, so a
+large video never goes through the pipe: ``{"type": "image", "name": "photo", "sha256":
+..., "media_type": "image/png", "bytes": 1234, "path": "/abs/.../artifacts/ab/cdef..."}``
+(during a run, the copy in the artifact store; read it, do not change it).
+
+The program answers on stdout, either with a JSON object ``{"text": ..., "input_tokens": 12,
 "output_tokens": 3}`` (``"output"`` works as well as ``"text"``; the token counts are
 optional; ``{"error": "...", "retryable": true}`` reports a failure), or with plain text: the
 whole of stdout, trailing newlines removed. A non-zero exit is a non-retryable failure that
@@ -59,6 +64,22 @@ def _argv(command: Any) -> list[str]:
     return argv
 
 
+def _with_paths(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with each binary part's absolute file path added."""
+    from evalwh.config.attachments import path_of
+
+    if all(p.get("type") == "text" for m in messages for p in m["content"]):
+        return messages
+    out = []
+    for message in messages:
+        parts = []
+        for part in message["content"]:
+            found = path_of(part["sha256"]) if "sha256" in part else None
+            parts.append({**part, "path": str(found.resolve())} if found is not None else part)
+        out.append({**message, "content": parts})
+    return out
+
+
 class CommandProvider:
     """Runs ``command`` once per request; see the module docstring."""
 
@@ -105,7 +126,7 @@ class CommandProvider:
     def _payload(self, request: Request) -> bytes:
         payload = {
             "model": self.spec.model,
-            "messages": request.messages,
+            "messages": _with_paths(request.messages),
             "params": request.params,
             "case_id": request.case.id,
             "variant": request.variant,
@@ -154,7 +175,7 @@ class CommandProvider:
             tail = sanitize(
                 stderr.decode("utf-8", errors="replace").strip(), STDERR_TAIL, tail=True
             )
-            code = proc.returncode
+            code = proc.returncode or 0
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise self._fail(
                 f"{self.argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"),

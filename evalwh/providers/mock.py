@@ -93,7 +93,13 @@ class _Rule:
             return False
         if self.rate >= 1.0:
             return True
-        key = (request.model.id, request.variant, case.id, request.repeat, self.index)
+        key: tuple[str | int, ...] = (
+            request.model.id,
+            request.variant,
+            case.id,
+            request.repeat,
+            self.index,
+        )
         if self.error is not None and self.transient:
             key += (request.attempt,)
         return _draw(*key) < self.rate
@@ -132,7 +138,7 @@ class MockProvider:
             draw = _draw(
                 "latency", request.model.id, request.variant, request.case.id, request.repeat
             )
-            return (low + (high - low) * draw) / 1000
+            return float(low + (high - low) * draw) / 1000
         return float(latency or 0) / 1000
 
     async def complete(self, request: Request) -> Completion:

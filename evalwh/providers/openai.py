@@ -11,15 +11,21 @@ Ollama, LM Studio, gateways): ``base_url`` is required, the key is optional (onl
 
 ``params.system`` replaces the system messages; ``stop`` goes as given; ``params.extra`` is
 merged into the body as-is. Text-only messages are sent as plain strings; messages with
-images as content arrays (image ``url``, or ``path`` sent as a base64 data URL).
+files as content arrays: ``image`` as an ``image_url`` part (a base64 data URL, or the URL),
+``audio`` as ``input_audio`` ``{data, format: wav|mp3}``, ``file`` as a ``file`` part
+``{filename, file_data: data URL}``. Video is refused when the run is planned.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from evalwh.config.attachments import filename_for
 from evalwh.providers.base import Completion, Request, message_text
-from evalwh.providers.http import HttpProvider, image_source, merge_extra, unsupported_part
+from evalwh.providers.http import HttpProvider, merge_extra
+from evalwh.providers.parts import data_url, part_base64, unsupported_part
+
+AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
 
 
 class OpenAIProvider(HttpProvider):
@@ -42,9 +48,20 @@ class OpenAIProvider(HttpProvider):
             if kind == "text":
                 out.append({"type": "text", "text": part.get("text") or ""})
             elif kind == "image":
-                how, value, media_type = image_source(self.name, part, self.spec.root)
-                url = value if how == "url" else f"data:{media_type};base64,{value}"
+                url = part["url"] if "url" in part else data_url(self.name, part)
                 out.append({"type": "image_url", "image_url": {"url": url}})
+            elif kind == "audio" and part.get("media_type") in AUDIO_FORMATS and "url" not in part:
+                audio = {
+                    "data": part_base64(self.name, part),
+                    "format": AUDIO_FORMATS[part["media_type"]],
+                }
+                out.append({"type": "input_audio", "input_audio": audio})
+            elif kind == "file" and "url" not in part:
+                file = {
+                    "filename": filename_for(part["name"], part["media_type"]),
+                    "file_data": data_url(self.name, part),
+                }
+                out.append({"type": "file", "file": file})
             else:
                 raise unsupported_part(self.name, part)
         return out

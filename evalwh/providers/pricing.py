@@ -22,9 +22,10 @@ _DATE_SUFFIX = re.compile(r"(-\d{8}|-\d{4}-\d{2}-\d{2}|-latest)$")
 
 @cache
 def price_table() -> dict[str, Any]:
-    return json.loads(
+    table: dict[str, Any] = json.loads(
         resources.files("evalwh.providers").joinpath("prices.json").read_text("utf-8")
     )
+    return table
 
 
 def table_price(provider: str, model: str) -> Price | None:

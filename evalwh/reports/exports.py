@@ -9,6 +9,8 @@
 A no-look run (docs/no-look.md) exports the same columns as the warehouse (its case-data
 columns NULL); json, md and junit say it is no-look instead of showing outputs.
 - ``parquet``: Hive-partitioned ``<out>/run_id=<id>/{cases,scores}.parquet``.
+- ``html``: the self-contained run page of ``evalwh.reports.html`` (the same as
+  ``run --html``).
 - ``junit``: one testsuite per variant x model with a testcase per case row (failures and
   errors carry the failed criteria), and a ``gate`` testsuite with one testcase per rule.
 """
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from evalwh.analysis.compare import Comparison
     from evalwh.warehouse.store import Warehouse
 
-FORMATS = ("json", "csv", "md", "parquet", "junit")
+FORMATS = ("json", "csv", "md", "parquet", "junit", "html")
 JSON_COLUMNS = ("criteria", "expected", "vars", "metadata")
 CSV_FORMULAS = ("neutralise", "keep")
 
@@ -88,26 +90,17 @@ def export_run(
 
 
 # -- json / csv ---------------------------------------------------------------------------
-def _loads(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
 def document(store: Warehouse, run_id: str, baseline: str | None = None) -> dict[str, Any]:
     """Everything about a run as one JSON-ready dict."""
     from evalwh.analysis.repeats import repeats_report
 
     run = {k: v for k, v in store.run_row(run_id).items() if k != "config_snapshot"}
     for key in ("filters", "totals"):
-        run[key] = _loads(run.get(key))
+        run[key] = fmt.json_value(run.get(key))
     cases = store.query("export_cases", run_id=run_id).to_pylist()
     for row in cases:
         for key in JSON_COLUMNS:
-            row[key] = _loads(row[key])
+            row[key] = fmt.json_value(row[key])
     repeats = repeats_report(store, run_id)
     no_look = is_no_look(run)
     return {
@@ -343,9 +336,16 @@ def junit(store: Warehouse, run_id: str, baseline: str | None = None) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def _html(store: Warehouse, run_id: str, baseline: str | None) -> str:
+    from evalwh.reports.html import render_run
+
+    return render_run(store, run_id)
+
+
 WRITERS: dict[str, Callable[[Warehouse, str, str | None], str]] = {
     "json": _json,
     "csv": _csv,
     "md": _md,
     "junit": junit,
+    "html": _html,
 }

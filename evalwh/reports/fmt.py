@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -34,8 +35,14 @@ def rate(row: dict[str, Any], prefix: str = "pass_rate") -> str:
         return "– (n=0)"
     return (
         f"{pct(row[prefix])} [{pct(row[prefix + '_lo'])}–{pct(row[prefix + '_hi'])}] "
-        f"({row['n_passed']}/{row['n']})"
+        f"({row['n_passed']}/{row['n']}{cases_note(row)})"
     )
+
+
+def cases_note(row: dict[str, Any]) -> str:
+    """``, 12 cases`` when repeats make the answers more than the cases (the interval's n)."""
+    n_cases = row.get("n_cases")
+    return f", {n_cases} cases" if n_cases is not None and n_cases != row["n"] else ""
 
 
 def delta(row: dict[str, Any], metric: str, unit: str = "pts") -> str:
@@ -52,6 +59,13 @@ def delta(row: dict[str, Any], metric: str, unit: str = "pts") -> str:
     return head + ci
 
 
+def p_value(p: float | None) -> str:
+    """``p=0.25``, ``p<0.001``: an exact test's two-sided p-value."""
+    if p is None:
+        return "–"
+    return "p<0.001" if p < 0.001 else f"p={p:.3g}"
+
+
 def rule_text(rule: dict[str, Any]) -> str:
     """``pass_rate >= 0.5 for run: 0.6875 (n=48)`` (+ how far off, + the interval of a drop)."""
     where = "run" if rule["scope"] == "run" else f"{rule['scope']} {rule['target']}"
@@ -59,8 +73,20 @@ def rule_text(rule: dict[str, Any]) -> str:
     text = f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}: {value} (n={rule['n']})"
     if rule.get("kind") == "regression" and rule.get("drop_lo") is not None:
         text += f", 95% CI [{rule['drop_lo']:.4g}, {rule['drop_hi']:.4g}]"
+        if rule.get("p_value") is not None:
+            text += f", exact {p_value(rule['p_value'])}"
         if rule.get("significant_only") and rule["value"] > rule["limit"]:
             text += " (a clear drop)" if rule.get("significant") else " (not a clear drop: passes)"
     if not rule["passed"] and rule["value"] is not None:
         text += f", off by {abs(rule['value'] - rule['limit']):.4g}"
     return text
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column's text parsed (other values, and text that is not JSON, as they are)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value

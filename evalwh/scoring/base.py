@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
@@ -28,7 +28,7 @@ class ScoreResult:
 
     score: float  # in [0, 1]
     passed: bool | None = None  # None: decided by score >= criterion.threshold
-    details: dict | None = None  # JSON-serialisable
+    details: dict[str, Any] | None = None  # JSON-serialisable
     rationale: str | None = None
     error: str | None = None  # the scorer itself failed: score 0, passed False
 
@@ -108,7 +108,7 @@ def scorer_factory(criterion: Criterion, file: str | None = None) -> ScorerFacto
             "reinstall the package that registers this scorer (entry point group "
             f"'{ENTRY_POINT_GROUP}')",
         ) from None
-    return factory
+    return cast(ScorerFactory, factory)
 
 
 def build_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:

@@ -104,7 +104,7 @@ def exact(criterion: Criterion, root: Path, file: str) -> ScorerFn:
                 return _empty_expected(case)
             candidates = [normalise(v) for v in raw]
         else:
-            raw, candidates = fixed_raw, fixed
+            raw, candidates = fixed_raw or [], fixed
         got = normalise(output)
         if got in candidates:
             return ScoreResult(1.0)

@@ -114,7 +114,7 @@ def _file_name_problem(name: Any) -> str | None:
     return None
 
 
-def parse_check(raw: dict | str, where: str, file: str) -> CheckSpec:
+def parse_check(raw: dict[str, Any] | str, where: str, file: str) -> CheckSpec:
     """A :class:`CheckSpec` from config input: a string (the ``run`` snippet) or a mapping.
 
     ``where`` is the config path of the ``check`` key (e.g. ``cases[3].check``), ``file`` the

@@ -23,11 +23,13 @@ def _position(text: str, pos: int) -> dict[str, int]:
     return {"line": line, "column": column, "position": pos}
 
 
-def _failure(text: str, exc: json.JSONDecodeError, offset: int = 0, prefix: str = "") -> dict:
+def _failure(
+    text: str, exc: json.JSONDecodeError, offset: int = 0, prefix: str = ""
+) -> dict[str, Any]:
     return {"error": f"{prefix}invalid JSON: {exc.msg}", **_position(text, offset + exc.pos)}
 
 
-def parse_json(text: str, extract: bool = False) -> tuple[bool, Any, dict | None]:
+def parse_json(text: str, extract: bool = False) -> tuple[bool, Any, dict[str, Any] | None]:
     """Parse ``text`` as JSON.
 
     With ``extract``, when the whole text is not JSON, take the first ```json fenced block
@@ -43,7 +45,7 @@ def parse_json(text: str, extract: bool = False) -> tuple[bool, Any, dict | None
     if not extract:
         return False, None, _failure(text, whole_error)
 
-    first_failure: dict | None = None
+    first_failure: dict[str, Any] | None = None
     if "```" in text:
         blocks = list(_FENCE.finditer(text))
         # Blocks tagged json first, then the others, each group in order of appearance.

@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult, ScorerFn, build_scorer
+from evalwh.scoring.tolerance import TOLERANCE
 
 
 @dataclass
@@ -24,7 +26,7 @@ class CriterionScore:
     passed: bool
     weight: float
     required: bool
-    details: dict | None
+    details: dict[str, Any] | None
     rationale: str | None
     error: str | None
     judge_model: str | None = None
@@ -98,11 +100,12 @@ def _row(
     name: str, scorer: str, weight: float, required: bool, threshold: float, result: object
 ) -> CriterionScore:
     if not isinstance(result, ScoreResult):
-        error = f"scorer returned {type(result).__name__}, not a ScoreResult"
-        return CriterionScore(name, scorer, 0.0, False, weight, required, None, None, error)
+        wrong = f"scorer returned {type(result).__name__}, not a ScoreResult"
+        return CriterionScore(name, scorer, 0.0, False, weight, required, None, None, wrong)
     value = result.score
+    error: str | None
     if result.error is not None:
-        error: str | None = str(result.error)
+        error = str(result.error)
     elif type(value) is float and 0.0 <= value <= 1.0:  # the common case (NaN fails here)
         error = None
     elif (
@@ -119,7 +122,7 @@ def _row(
             name, scorer, 0.0, False, weight, required, result.details, result.rationale, error
         )
     value = float(value)
-    passed = value >= threshold if result.passed is None else bool(result.passed)
+    passed = value >= threshold - TOLERANCE if result.passed is None else bool(result.passed)
     return CriterionScore(
         name, scorer, value, passed, weight, required, result.details, result.rationale, None
     )

@@ -4,15 +4,18 @@ All three compare the output with a reference: the ``reference`` option (a strin
 strings) or else the case's ``expected`` (a string or a list; other values are compared as
 text). The score is in [0, 1]; the criterion's ``threshold`` decides pass or fail.
 
-Tokeniser (``bleu`` and ``rouge-l``)
-    :func:`tokenize` splits text into words (runs of letters, digits and ``_``, Unicode-aware:
-    regex ``\\w+``) and punctuation (every other non-space character on its own), e.g.
-    ``"Don't stop, 3.5!"`` -> ``Don ' t stop , 3 . 5 !``. Options ``lowercase`` (lower-case the
-    text first) and ``keep_punctuation`` (keep the punctuation tokens; when false only the words
-    are kept). On plain English prose this agrees with sacrebleu's ``13a`` tokeniser (BLEU
-    defaults) and with rouge-score's default tokeniser (ROUGE-L defaults); it differs on
-    apostrophes, hyphens and decimal numbers, which ``13a`` keeps inside a token, and on
-    non-ASCII letters, which rouge-score drops.
+Tokenisers (option ``tokenizer``)
+    By default each scorer tokenises as its reference implementation does, so its number is
+    the one that implementation prints: ``bleu`` uses sacrebleu's ``13a`` (:func:`tokenize_13a`,
+    mteval-v13a: punctuation split off, except ``.`` and ``,`` inside numbers and ``-`` not
+    after a digit), ``rouge-l`` uses rouge-score's default (:func:`tokenize_rouge`: lower-case,
+    then runs of ``[a-z0-9]``; everything else, including ``_`` and every non-ASCII letter, is
+    dropped; no stemming). ``tokenizer: unicode`` (:func:`tokenize`) is for text in other
+    scripts: words are runs of letters, digits and ``_`` in any script (regex ``\\w+``) and
+    every other non-space character is a token of its own, e.g. ``"Don't stop, 3.5!"`` ->
+    ``Don ' t stop , 3 . 5 !``; with it, ``lowercase`` and ``keep_punctuation`` (keep the
+    punctuation tokens) apply. ``bleu`` also takes ``lowercase`` with ``13a`` (sacrebleu's
+    ``lowercase=True``).
 
 ``bleu``
     Sentence BLEU as sacrebleu's ``sentence_bleu`` computes it (scaled to [0, 1]): clipped
@@ -28,17 +31,19 @@ Tokeniser (``bleu`` and ``rouge-l``)
     - ``effective_order`` (default true, as in sacrebleu's ``sentence_bleu``): an output too
       short to have n-grams of some order is scored on the orders it has; when false such an
       output scores 0;
-    - ``lowercase`` (default false), ``keep_punctuation`` (default true).
+    - ``tokenizer`` (``13a``, default, or ``unicode``), ``lowercase`` (default false),
+      ``keep_punctuation`` (``unicode`` only, default true).
 
-    An output without a single matching token scores 0. (sacrebleu's ``add-k`` also smooths
-    orders the output is too short for, giving them precision 1; here they are skipped.)
+    An output without a single matching token scores 0. ``add-k`` smooths every order above 1,
+    also those the output is too short for (precision k/k = 1), as sacrebleu does.
 
 ``rouge-l``
     The ROUGE-L F-measure of rouge-score's ``RougeScorer(["rougeL"])``: precision ``P`` =
     LCS / output tokens, recall ``R`` = LCS / reference tokens (LCS: the longest common token
     subsequence), ``F = (1 + beta^2) P R / (R + beta^2 P)``. ``beta`` (default 1) > 1 favours
-    recall. With several references the best F counts. ``lowercase`` defaults to true and
-    ``keep_punctuation`` to false, as rouge-score's tokeniser does.
+    recall. With several references the best F counts. ``tokenizer``: ``rouge`` (default,
+    rouge-score's) or ``unicode`` (then ``lowercase`` defaults to true and ``keep_punctuation``
+    to false).
 
 ``semantic``
     Cosine similarity between embeddings of the output and the reference, from your own
@@ -75,13 +80,42 @@ SMOOTH_DEFAULTS = {"floor": 0.1, "add-k": 1.0}
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD = re.compile(r"\w+")
+_ROUGE_TOKEN = re.compile(r"[a-z0-9]+")
+# sacrebleu's TokenizerRegexp (the post-processing of 13a), rule for rule
+_13A = (
+    (re.compile(r"([\{-\~\[-\` -\&\(-\+\:-\@\/])"), r" \1 "),  # symbols
+    (re.compile(r"([^0-9])([\.,])"), r"\1 \2 "),  # period and comma unless after a digit
+    (re.compile(r"([\.,])([^0-9])"), r" \1 \2"),  # ... unless before a digit
+    (re.compile(r"([0-9])(-)"), r"\1 \2 "),  # dash after a digit
+)
 
 
 def tokenize(text: str, *, lowercase: bool = False, keep_punctuation: bool = True) -> list[str]:
-    """Words (``\\w+``) and, with ``keep_punctuation``, single punctuation characters."""
+    """The ``unicode`` tokeniser: words (``\\w+``) and, with ``keep_punctuation``, single
+    punctuation characters."""
     if lowercase:
         text = text.lower()
     return (_TOKEN if keep_punctuation else _WORD).findall(text)
+
+
+def tokenize_13a(text: str, *, lowercase: bool = False) -> list[str]:
+    """sacrebleu's default ``13a`` tokeniser (mteval-v13a), as ``sentence_bleu`` applies it."""
+    if lowercase:
+        text = text.lower()
+    text = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    if "&" in text:
+        text = text.replace("&quot;", '"').replace("&amp;", "&")
+        text = text.replace("&lt;", "<").replace("&gt;", ">")
+    text = f" {text} "
+    for pattern, repl in _13A:
+        text = pattern.sub(repl, text)
+    return text.split()
+
+
+def tokenize_rouge(text: str) -> list[str]:
+    """rouge-score's default tokeniser (no stemming): lower-case, then the runs of
+    ``[a-z0-9]`` (everything else separates tokens and is dropped)."""
+    return _ROUGE_TOKEN.findall(text.lower())
 
 
 # --- options -----------------------------------------------------------------------------
@@ -131,15 +165,37 @@ def _references(fixed: list[str] | None, case: Case) -> list[str] | ScoreResult:
 
 
 def _tokenizer(
-    criterion: Criterion, file: str, *, lowercase: bool, keep_punctuation: bool
+    criterion: Criterion, file: str, *, reference: str, lowercase: bool, keep_punctuation: bool
 ) -> Callable[[str], list[str]]:
+    """The criterion's tokeniser: ``reference`` (``13a`` for bleu, ``rouge`` for rouge-l: the
+    reference implementation's own, the default) or ``unicode`` (with ``lowercase`` and
+    ``keep_punctuation``, default as given). bleu's ``13a`` also takes ``lowercase``."""
+    name = criterion.options.get("tokenizer", reference)
+    if name not in (reference, "unicode"):
+        raise option_error(
+            criterion,
+            file,
+            "tokenizer",
+            f"unknown tokenizer {name!r}",
+            f"use `tokenizer: {reference}` (the default) or `tokenizer: unicode` (any script)",
+        )
     lower = _bool_option(criterion, file, "lowercase", lowercase)
     keep = _bool_option(criterion, file, "keep_punctuation", keep_punctuation)
-
-    def tok(text: str) -> list[str]:
-        return tokenize(text, lowercase=lower, keep_punctuation=keep)
-
-    return tok
+    fixed = ("keep_punctuation",) if reference == "13a" else ("lowercase", "keep_punctuation")
+    for option in fixed:
+        if name != "unicode" and option in criterion.options:
+            raise option_error(
+                criterion,
+                file,
+                option,
+                f"'{option}' applies to the unicode tokenizer, not {name!r}",
+                f"add `tokenizer: unicode`, or remove `{option}` to keep the {name} tokenizer",
+            )
+    if name == "13a":
+        return lambda text: tokenize_13a(text, lowercase=lower)
+    if name == "rouge":
+        return tokenize_rouge
+    return lambda text: tokenize(text, lowercase=lower, keep_punctuation=keep)
 
 
 # --- bleu --------------------------------------------------------------------------------
@@ -194,14 +250,14 @@ def sentence_bleu(
     exp_factor = 1.0
     for n in range(1, max_n + 1):
         matches, count = float(correct[n - 1]), float(total[n - 1])
+        if smoothing == "add-k" and n > 1:  # as sacrebleu: also orders the output lacks
+            matches += smooth_value
+            count += smooth_value
         if count == 0:
             if effective_order:
                 break
             details["precisions"] = precisions
             return 0.0, details
-        if smoothing == "add-k" and n > 1:
-            matches += smooth_value
-            count += smooth_value
         if matches > 0:
             precisions.append(matches / count)
         elif smoothing == "exp":
@@ -253,7 +309,7 @@ def bleu(criterion: Criterion, root: Path, file: str) -> ScorerFn:
             criterion, file, "smooth_value", 0.0, "write e.g. `smooth_value: 0.1`"
         )
     effective_order = _bool_option(criterion, file, "effective_order", True)
-    tok = _tokenizer(criterion, file, lowercase=False, keep_punctuation=True)
+    tok = _tokenizer(criterion, file, reference="13a", lowercase=False, keep_punctuation=True)
     references = _reference_tokens(criterion, file, tok)
 
     def score(output: str, case: Case) -> ScoreResult:
@@ -324,7 +380,7 @@ def _reference_tokens(
 def rouge_l_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
     """ROUGE-L F-measure against the reference(s), the best one counting."""
     beta = _number(criterion, file, "beta", 1.0, "write e.g. `beta: 1` (F1) or `beta: 2`")
-    tok = _tokenizer(criterion, file, lowercase=True, keep_punctuation=False)
+    tok = _tokenizer(criterion, file, reference="rouge", lowercase=True, keep_punctuation=False)
     references = _reference_tokens(criterion, file, tok)
 
     def score(output: str, case: Case) -> ScoreResult:
@@ -351,7 +407,7 @@ def rouge_l_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
 # --- semantic ----------------------------------------------------------------------------
 
 
-def _load_embedder(criterion: Criterion, root: Path, file: str) -> tuple[Callable, str]:
+def _load_embedder(criterion: Criterion, root: Path, file: str) -> tuple[Callable[..., Any], str]:
     """The ``embedder`` function, loaded by the python scorer's loader."""
     spec = criterion.options.get("embedder")
     if spec is None:

@@ -139,14 +139,23 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path) -> int:
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
         )
+    applied = applied_versions(con) if current else set()
     for version, name, sql in available:
-        if version <= current:
-            continue
+        if version in applied:  # by set, not by the highest: a number reserved for a
+            continue  # branch still in flight may land after a higher one was applied
         with transaction(con):
             con.execute(sql)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
         log.info("applied migration %s to %s", name, path)
     return latest
+
+
+def applied_versions(con: duckdb.DuckDBPyConnection) -> set[int]:
+    """The migration numbers recorded in the file (by set: a number reserved for a branch in
+    flight may land after a higher one was applied, and is applied then)."""
+    if not schema_version(con):
+        return set()
+    return {int(r[0]) for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
 
 
 def latest_version() -> int:
@@ -200,7 +209,7 @@ def read_connection(
     try:
         with io_guard(path, "read the warehouse"):
             version = check_schema(con, path)
-        if version < latest_version():
+        if {v for v, _, _ in migrations()} - applied_versions(con):
             raise WarehouseError(
                 f"the warehouse {path} is at schema version {version} and this evalwh "
                 f"reads version {latest_version()}: run `evalwh migrate` to upgrade it "

@@ -92,7 +92,7 @@ class Warehouse:
         rows = self.sql("SELECT * FROM runs WHERE run_id = ?", [run_id]).to_pylist()
         if not rows:
             raise RunNotFoundError(f"no run {run_id}")
-        row = rows[0]
+        row: dict[str, Any] = rows[0]
         row["status"] = effective_status(row, self.stale_after_s)
         return row
 
@@ -108,12 +108,11 @@ class Warehouse:
             con.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", list(row.values()))
 
     def insert_labels(self, run_id: str, config: Any, *, pointwise: bool = True) -> None:
-        """Store the config's human labels with the run (pairwise, and pointwise unless a
-        no-look run: a case's own label is case data)."""
-        rows = [
-            [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note]
-            for lb in config.labels
-        ]
+        """Store the config's human labels with the run: pairwise preferences, pointwise
+        labels of one criterion (``comparison`` holds the criterion's name) and the cases'
+        ``human_label`` (``comparison`` NULL: every llm-judge criterion). A no-look run
+        passes ``pointwise=False``: a case's own label is case data."""
+        rows = label_rows(run_id, [*config.labels, *(config.point_labels if pointwise else ())])
         rows += [
             [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None]
             for c in (config.cases if pointwise else ())
@@ -122,7 +121,39 @@ class Warehouse:
         if not rows:
             return
         with write_connection(self.path, wait_s=None) as con:
-            con.executemany("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            con.executemany(
+                f"INSERT INTO labels ({LABEL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+            )
+
+    def replace_labels(self, run_id: str, labels: Any) -> int:
+        """Store labels with a run (pairwise ``Label`` and pointwise ``PointLabel``), replacing
+        its labels of the same kind, comparison or criterion, and case; returns how many
+        stored labels were replaced."""
+        rows = label_rows(run_id, labels)
+        keys = [row[:4] for row in rows]
+        with write_connection(self.path, wait_s=None) as con:
+            con.execute("BEGIN")
+            con.execute(
+                "CREATE TEMP TABLE new_keys "
+                "(run_id VARCHAR, kind VARCHAR, comparison VARCHAR, case_id VARCHAR)"
+            )
+            if keys:
+                con.executemany("INSERT INTO new_keys VALUES (?, ?, ?, ?)", keys)
+            found = con.execute(
+                "SELECT count(*) FROM labels l "
+                "SEMI JOIN new_keys k USING (run_id, kind, comparison, case_id)"
+            ).fetchone()
+            con.execute(
+                "DELETE FROM labels WHERE (run_id, kind, comparison, case_id) IN "
+                "(SELECT (run_id, kind, comparison, case_id) FROM new_keys)"
+            )
+            if rows:
+                con.executemany(
+                    f"INSERT INTO labels ({LABEL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+                )
+            con.execute("DROP TABLE new_keys")
+            con.execute("COMMIT")
+        return int(found[0]) if found else 0
 
     def cells(self, run_id: str, *, errors_only: bool = False) -> set[tuple[str, str, str, int]]:
         """The (variant, model, case_id, repeat) cells stored for a run."""
@@ -136,7 +167,8 @@ class Warehouse:
         """Delete response-cache entries (all, one model's, or older ones); returns how many."""
         if not self.exists:
             return 0
-        where, args = ["true"], []
+        where: list[str] = ["true"]
+        args: list[Any] = []
         if model is not None:
             where.append("model = ?")
             args.append(model)
@@ -238,3 +270,17 @@ class Warehouse:
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+LABEL_COLUMNS = "run_id, kind, comparison, case_id, prefer, label, note"
+
+
+def label_rows(run_id: str, labels: Any) -> list[list[Any]]:
+    """Rows of the labels table for pairwise ``Label``s and pointwise ``PointLabel``s (whose
+    ``comparison`` column holds the criterion's name)."""
+    return [
+        [run_id, "pointwise", lb.criterion, lb.case_id, None, to_json(lb.label), lb.note]
+        if hasattr(lb, "criterion")
+        else [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note]
+        for lb in labels
+    ]

@@ -56,6 +56,7 @@ CASE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("check_exit_code", pa.int32()),
     ("check_output", pa.string()),
     ("check_error", pa.string()),
+    ("attachments", pa.string()),
 )
 SCORE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("run_id", pa.string()),
@@ -125,7 +126,10 @@ Tables = tuple["pa.Table | None", "pa.Table | None", "pa.Table | None", "pa.Tabl
 def _json_encoder() -> Any:
     """``json.dumps(value, ensure_ascii=False, default=str)``, minus its per-call set-up: the
     C encoder json.dumps would build (with a fresh circular-reference memo each call)."""
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import (  # type: ignore[attr-defined]  # the C accelerator, untyped
+        c_make_encoder,
+        encode_basestring,
+    )
 
     if c_make_encoder is None:  # pragma: no cover - a Python without the _json accelerator
         return json.JSONEncoder(ensure_ascii=False, default=str).encode
@@ -147,7 +151,8 @@ _encode_json = _json_encoder()
 def to_json(value: Any) -> str | None:
     if value is None:
         return None
-    return _encode_json(value)
+    encoded: str = _encode_json(value)
+    return encoded
 
 
 class _Columns:
@@ -276,16 +281,9 @@ class RunWriter:
                 [self.run_id, comparisons],
             )
             if table is not None:
-                con.register("_evalwh_pairs", table)
-                con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
-                con.unregister("_evalwh_pairs")
+                _append(con, "pairs", table)
             if cache is not None:
-                con.register("_evalwh_cache", cache)
-                con.execute(
-                    "INSERT OR IGNORE INTO response_cache BY NAME "
-                    "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
-                )
-                con.unregister("_evalwh_cache")
+                _append(con, "response_cache", cache, "INSERT OR IGNORE")
 
     def _beat(self, con: Any) -> None:
         """Renew the heartbeat, in the batch's transaction, if the lease is still ours."""
@@ -335,26 +333,25 @@ class RunWriter:
                             f"AND {table}.case_id = b.case_id AND {table}.repeat = b.repeat"
                         )
                 if cases is not None:
-                    con.register("_evalwh_cases", cases)
-                    con.execute("INSERT INTO cases BY NAME SELECT * FROM _evalwh_cases")
-                    con.unregister("_evalwh_cases")
+                    _append(con, "cases", cases)
                 if scores is not None:
-                    con.register("_evalwh_scores", scores)
-                    con.execute("INSERT INTO scores BY NAME SELECT * FROM _evalwh_scores")
-                    con.unregister("_evalwh_scores")
+                    _append(con, "scores", scores)
                 if pairs is not None:
-                    con.register("_evalwh_pairs", pairs)
-                    con.execute("INSERT INTO pairs BY NAME SELECT * FROM _evalwh_pairs")
-                    con.unregister("_evalwh_pairs")
+                    _append(con, "pairs", pairs)
                 if cache is not None:
-                    verb = "INSERT OR REPLACE" if self.refresh_cache else "INSERT OR IGNORE"
-                    con.register("_evalwh_cache", cache)
                     # Two runs may fetch the same answer at once: first one in wins (or, when
-                    # refreshing, last one in); DISTINCT ON guards duplicates inside one batch.
-                    con.execute(
-                        f"{verb} INTO response_cache BY NAME "
-                        "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
-                    )
-                    con.unregister("_evalwh_cache")
+                    # refreshing, last one in)
+                    verb = "INSERT OR REPLACE" if self.refresh_cache else "INSERT OR IGNORE"
+                    _append(con, "response_cache", cache, verb)
         self.rows_written += cases.num_rows if cases is not None else 0
         self.flushes += 1
+
+
+def _append(con: Any, table: str, rows: Any, verb: str = "INSERT") -> None:
+    """Insert an Arrow batch into ``table`` by column name; the response cache keeps one row
+    per request hash (DISTINCT ON guards duplicates inside one batch)."""
+    view = f"_evalwh_{table}"
+    con.register(view, rows)
+    distinct = "DISTINCT ON (request_hash) " if table == "response_cache" else ""
+    con.execute(f"{verb} INTO {table} BY NAME SELECT {distinct}* FROM {view}")
+    con.unregister(view)

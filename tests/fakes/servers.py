@@ -1,4 +1,5 @@
-"""A fake LLM API server: real HTTP on 127.0.0.1, Anthropic Messages and OpenAI Chat wire formats.
+"""A fake LLM API server: real HTTP on 127.0.0.1, Anthropic Messages, OpenAI Chat and Gemini
+generateContent wire formats.
 
 Start it as a context manager (or with the ``fake_llm_server`` pytest fixture)::
 
@@ -7,7 +8,9 @@ Start it as a context manager (or with the ``fake_llm_server`` pytest fixture)::
         spec = ModelSpec(..., provider="openai", options={"base_url": server.openai_url})
 
 Routes: ``POST .../v1/messages`` answers like Anthropic, ``POST .../chat/completions`` like
-OpenAI (any prefix, so ``server.url`` and ``server.openai_url`` both work). By default it
+OpenAI (any prefix, so ``server.url`` and ``server.openai_url`` both work), ``POST
+.../models/{model}:generateContent`` like the Gemini API (``server.url`` is the google
+provider's ``base_url``; replies follow tests/fakes/gemini_*.json, documented examples). By default it
 echoes the text of the last user message, with made-up token counts.
 
 Scripting, in the order the server consults them for each request:
@@ -205,7 +208,7 @@ class RecordedRequest:
     headers: dict[str, str]  # lower-case names
     raw: bytes
     body: Any  # parsed JSON (None if the body was not JSON)
-    api: str  # "anthropic", "openai" or "unknown"
+    api: str  # "anthropic", "openai", "google" or "unknown"
     behavior: str = ""  # the name of the behaviour that answered
 
     def header(self, name: str) -> str | None:
@@ -235,6 +238,15 @@ _OPENAI_ERRORS = {
     500: "server_error",
     503: "server_error",
 }
+_GOOGLE_ERRORS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 _MESSAGES = {
     400: "Bad request",
     401: "Invalid API key",
@@ -256,11 +268,23 @@ def _number(value: float) -> str:
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
+    if isinstance(content, list):  # Anthropic/OpenAI typed parts, or Gemini's {"text": ...}
         return "".join(
-            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+            p.get("text", "")
+            for p in content
+            if isinstance(p, dict) and p.get("type", "text") == "text"
         )
     return ""
+
+
+def _gemini_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gemini ``contents`` as role/content messages (``model`` is the assistant)."""
+    contents = body.get("contents") or []
+    return [
+        {"role": "assistant" if c.get("role") == "model" else "user", "content": c.get("parts")}
+        for c in contents
+        if isinstance(c, dict)
+    ]
 
 
 def _tokens(text: str) -> int:
@@ -501,6 +525,8 @@ class FakeLLMServer:
             api = "anthropic"
         elif path.endswith("/chat/completions"):
             api = "openai"
+        elif path.endswith(":generateContent"):
+            api = "google"
         else:
             api = "unknown"
         try:
@@ -566,18 +592,26 @@ class FakeLLMServer:
         status = behavior.status
         message = behavior.message or _MESSAGES.get(status, f"HTTP {status}")
         if behavior.echo_auth:
-            got = req.header("x-api-key") or req.header("authorization") or "(none)"
+            got = (
+                req.header("x-api-key")
+                or req.header("authorization")
+                or req.header("x-goog-api-key")
+                or "(none)"
+            )
             message = f"{message}: received credentials {got!r}"
         if api == "anthropic":
             kind = behavior.error_type or _ANTHROPIC_ERRORS.get(status, "api_error")
             return {"type": "error", "error": {"type": kind, "message": message}}
+        if api == "google":
+            kind = behavior.error_type or _GOOGLE_ERRORS.get(status, "INTERNAL")
+            return {"error": {"code": status, "message": message, "status": kind}}
         kind = behavior.error_type or _OPENAI_ERRORS.get(status, "server_error")
         code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
         return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
     def _reply_body(self, api: str, req: RecordedRequest, behavior: Behavior) -> dict[str, Any]:
         body = req.body
-        messages = body.get("messages") or []
+        messages = _gemini_messages(body) if api == "google" else body.get("messages") or []
         source = behavior.text if behavior.text is not None else self.reply_text
         if callable(source):
             text = source(req)
@@ -586,7 +620,8 @@ class FakeLLMServer:
         else:
             users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
             text = _text_of(users[-1].get("content")) if users else ""
-        prompt = _text_of(body.get("system")) + "".join(
+        system = body.get("system") or (body.get("systemInstruction") or {}).get("parts")
+        prompt = _text_of(system) + "".join(
             _text_of(m.get("content")) for m in messages if isinstance(m, dict)
         )
         input_tokens = (
@@ -596,6 +631,22 @@ class FakeLLMServer:
             behavior.output_tokens if behavior.output_tokens is not None else _tokens(text)
         )
         model = body.get("model", "fake-model")
+        if api == "google":
+            return {
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": text}], "role": "model"},
+                        "finishReason": "STOP",
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": input_tokens,
+                    "candidatesTokenCount": output_tokens,
+                    "totalTokenCount": input_tokens + output_tokens,
+                },
+                "modelVersion": req.path.rsplit("/", 1)[-1].split(":")[0],
+            }
         if api == "anthropic":
             return {
                 "id": f"msg_fake_{req.index}",

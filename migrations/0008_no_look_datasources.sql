@@ -1,6 +1,6 @@
--- evalwh warehouse schema, version 5: no-look runs and datasources.
+-- evalwh warehouse schema, version 8: no-look runs and datasources.
 -- Applied once per warehouse file, in one transaction with its row in schema_migrations.
--- Released migrations are never edited: add 0006_....sql instead (a test enforces this).
+-- Released migrations are never edited: add 0009_....sql instead (a test enforces this).
 
 -- no_look: the run kept no case data (docs/no-look.md): its cases rows hold ids, metadata,
 -- scores, pass/fail, tokens, cost, latency and error classes only; readers decline outputs.

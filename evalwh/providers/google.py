@@ -1,0 +1,163 @@
+"""Google Gemini API provider (``provider: google``), over plain httpx.
+
+``POST {base_url}/v1beta/models/{model}:generateContent`` (default base URL
+``https://generativelanguage.googleapis.com``) with the ``x-goog-api-key`` header, the key
+from ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY`` (or the secret named by ``api_key_env``)::
+
+    - id: flash
+      provider: google
+      model: gemini-2.5-flash
+      params: {temperature: 0, max_tokens: 256}
+
+The request is the API's ``GenerateContentRequest``: ``contents`` (roles ``user`` and
+``model``), each message's parts as ``{"text": ...}`` or ``{"inlineData": {"mimeType": ...,
+"data": <base64>}}`` (images, PDFs and other documents, audio), system messages (or
+``params.system``) as ``systemInstruction``, and ``generationConfig`` from ``temperature``,
+``top_p`` (``topP``), ``max_tokens`` (``maxOutputTokens``) and ``stop``
+(``stopSequences``); ``params.extra`` is merged into the body as-is (``safetySettings``,
+``generationConfig`` keys of its own...). The answer is the first candidate's text parts
+(thought summaries left out); ``usageMetadata`` gives the tokens (thinking tokens count as
+output, as they are billed). A prompt the API blocks is an empty answer with its
+``block_reason`` in the details, like a refusal elsewhere. Video parts and URL parts are
+refused when the run is planned (:mod:`evalwh.providers.capabilities`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from evalwh.config.model import ModelSpec
+from evalwh.errors import ConfigError
+from evalwh.providers.base import Completion, Request
+from evalwh.providers.http import HttpProvider, merge_extra, stop_list
+from evalwh.providers.parts import part_base64, unsupported_part
+
+KEY_NAMES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+ROLES = {"user": "user", "assistant": "model"}
+
+
+class GoogleProvider(HttpProvider):
+    name = "google"
+    default_base_url = "https://generativelanguage.googleapis.com"
+    default_key_env = KEY_NAMES[0]
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        model = spec.model.removeprefix("models/")
+        self.url = f"{self.url}/v1beta/models/{model}:generateContent"
+        self._explicit_key = bool(spec.options.get("api_key_env"))
+
+    @classmethod
+    def check(cls, spec: ModelSpec, file: str | None = None) -> None:
+        super().check(spec, file)
+        if not MODEL_NAME.match(spec.model.removeprefix("models/")):
+            raise ConfigError(
+                f"'{spec.model}' is not a Gemini model name",
+                file=file,
+                where=f"{spec.where}.model",
+                fix="write the model's name as the API lists it, e.g. gemini-2.5-flash",
+            )
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-goog-api-key": key}
+
+    def _resolve_headers(self) -> dict[str, str]:
+        if not self._explicit_key:  # GEMINI_API_KEY, else GOOGLE_API_KEY (the SDK's order)
+            from evalwh.config.secrets import get_secret
+
+            self.key_env = next((n for n in KEY_NAMES if get_secret(n)), KEY_NAMES[0])
+        return super()._resolve_headers()
+
+    def _part(self, part: dict[str, Any]) -> dict[str, Any]:
+        kind = part.get("type")
+        if kind == "text":
+            return {"text": part.get("text") or ""}
+        if kind in ("image", "file", "audio") and "sha256" in part:
+            return {
+                "inlineData": {
+                    "mimeType": part["media_type"],
+                    "data": part_base64(self.name, part),
+                }
+            }
+        raise unsupported_part(self.name, part)
+
+    def build_body(self, request: Request) -> dict[str, Any]:
+        params = request.params
+        system: list[str] = []
+        contents: list[dict[str, Any]] = []
+        for message in request.messages:
+            if message["role"] == "system":
+                for part in message["content"]:
+                    if part.get("type") != "text":
+                        raise unsupported_part(self.name, part)
+                    system.append(part.get("text") or "")
+                continue
+            parts = [self._part(p) for p in message["content"]]
+            kept = [p for p in parts if p.get("text") != ""]  # the API refuses empty text parts
+            contents.append({"role": ROLES[message["role"]], "parts": kept or parts})
+        body: dict[str, Any] = {"contents": contents}
+        text = params["system"] if params.get("system") is not None else "\n\n".join(system)
+        if text:
+            body["systemInstruction"] = {"parts": [{"text": text}]}
+        config: dict[str, Any] = {}
+        for key, field in (("temperature", "temperature"), ("top_p", "topP")):
+            if params.get(key) is not None:
+                config[field] = params[key]
+        if params.get("max_tokens") is not None:
+            config["maxOutputTokens"] = int(params["max_tokens"])
+        stops = stop_list(params.get("stop"))
+        if stops:
+            config["stopSequences"] = stops
+        if config:
+            body["generationConfig"] = config
+        return merge_extra(body, params)
+
+    def parse_body(self, data: Any) -> Completion:
+        usage = data.get("usageMetadata") or {}
+        extra: dict[str, Any] = {}
+        candidates = data.get("candidates")
+        if not candidates:
+            feedback = data.get("promptFeedback") or {}
+            if not feedback.get("blockReason"):
+                raise KeyError("candidates")
+            extra["block_reason"] = feedback["blockReason"]
+            text = ""
+        else:
+            first = candidates[0]
+            parts = (first.get("content") or {}).get("parts") or []
+            if not isinstance(parts, list):
+                raise TypeError("'parts' is not a list")
+            text = "".join(
+                p["text"]
+                for p in parts
+                if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
+            )
+            if first.get("finishReason") is not None:
+                extra["finish_reason"] = first["finishReason"]
+        output = _int_or_none(usage.get("candidatesTokenCount"))
+        thoughts = _int_or_none(usage.get("thoughtsTokenCount"))
+        if thoughts:
+            extra["thoughts_tokens"] = thoughts
+            output = (output or 0) + thoughts
+        if data.get("modelVersion"):
+            extra["model_version"] = data["modelVersion"]
+        return Completion(
+            text=text,
+            input_tokens=_int_or_none(usage.get("promptTokenCount")),
+            output_tokens=output,
+            extra=extra,
+        )
+
+    def error_detail(self, data: Any) -> str | None:
+        """Google's errors: ``{"error": {"code": 400, "message": ..., "status": ...}}``."""
+        err = data.get("error") if isinstance(data, dict) else None
+        if isinstance(err, dict) and err.get("message"):
+            status = err.get("status")
+            return f"{status}: {err['message']}" if status else str(err["message"])
+        return super().error_detail(data)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

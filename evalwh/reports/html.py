@@ -1,0 +1,523 @@
+"""The run page and the compare page: gather from the named queries, render with Jinja2.
+
+Every number on a page comes from the query or analysis function the CLI prints it from
+(``run_totals``, ``summary``, ``criteria``, ``slice``, ``case_list``, ``pair_list``,
+``analysis.judging.report``, ``analysis.gate.judge``, ``analysis.compare.compare``); this
+module only shapes rows for display (worst first, long texts cut with their full length
+kept) and renders. Untrusted text (outputs, case data, rationales) reaches the page only
+through Jinja2's autoescaping or as embedded JSON with ``<``, ``>`` and ``&`` escaped; the
+script builds the interactive parts with ``textContent``, never ``innerHTML``.
+
+The page's Content-Security-Policy allows no network request at all (``default-src
+'none'``), inline styles, data: images, and exactly one script: the hash of
+``templates/report.js``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from datetime import date, datetime
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalwh.analysis.nolook import NOTICE, is_no_look
+from evalwh.analysis.runinfo import snapshot_of
+from evalwh.reports import fmt
+from evalwh.reports.fmt import json_value
+from evalwh.reports.labels import judge_scales
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from evalwh.analysis.compare import Comparison
+    from evalwh.warehouse.store import Warehouse
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+MAX_TEXT = 4000  # characters of one output, prompt or detail kept in the page
+MAX_ROWS = 20_000  # case rows embedded (failures first); the page says how many were left out
+TEXT_BUDGET = 8_000_000  # characters of outputs and prompts a page embeds, about
+NOJS_ROWS = 100  # case rows rendered as plain HTML for reading without the script
+UNCALIBRATED = "UNCALIBRATED"
+LATENCY_BINS = 20
+
+
+# -- rendering ------------------------------------------------------------------------------
+def _encode(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return str(value)
+
+
+def embed_json(data: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` left
+    raw, so no text can close the element or open a comment."""
+    text = json.dumps(data, default=_encode, ensure_ascii=False, separators=(",", ":"))
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(raw, escaped)
+    return text
+
+
+@cache
+def _asset(name: str) -> str:
+    return (TEMPLATES / name).read_text(encoding="utf-8")
+
+
+def script_hash() -> str:
+    """The CSP source of the page's one script (``'sha256-...'``)."""
+    digest = hashlib.sha256(_asset("report.js").encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def csp() -> str:
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src {script_hash()}; base-uri 'none'; form-action 'none'"
+    )
+
+
+@cache
+def _env() -> jinja2.Environment:
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        pct=fmt.pct,
+        pts=fmt.pts,
+        num=fmt.num,
+        usd=fmt.usd,
+        rate=fmt.rate,
+        delta=fmt.delta,
+        rule_text=fmt.rule_text,
+        ms=lambda x: "–" if x is None else f"{0 if abs(x) < 0.5 else x:,.0f} ms",
+        x=lambda v, width=300: f"{max(0.0, min(1.0, v or 0.0)) * width:.1f}",
+    )
+    env.globals.update(
+        css=lambda: Markup(_asset("report.css")),
+        script=lambda: Markup(_asset("report.js")),
+        csp=csp,
+        json=lambda data: Markup(embed_json(data)),
+        cell_label=lambda r: f"{r['variant']} × {r['model']}",
+        target_label=lambda r: (
+            f"{r['variant']} × {r['model']}" if r.get("scope") == "cell" else str(r["target"])
+        ),
+    )
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    return _env().get_template(template).render(**context)
+
+
+# -- shaping helpers ------------------------------------------------------------------------
+def cut(text: Any, limit: int = MAX_TEXT) -> str | None:
+    """``text`` as a string of at most ``limit`` characters (None stays None)."""
+    if text is None:
+        return None
+    shown: str = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    return shown if len(shown) <= limit else shown[:limit]
+
+
+def messages_text(messages: Any) -> str:
+    """Rendered messages as ``[role] text`` lines (non-text parts as ``[type]``)."""
+    lines = []
+    for message in json_value(messages) or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            text = content
+        else:
+            text = "".join(
+                p.get("text", f"[{p.get('type', 'part')}]")
+                for p in content or []
+                if isinstance(p, dict)
+            )
+        lines.append(f"[{message.get('role', '?')}] {text}")
+    return "\n".join(lines)
+
+
+def worst_first(rows: list[dict[str, Any]], key: str = "pass_rate") -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: (r.get(key) is None, r.get(key) or 0.0))
+
+
+def duration_s(run: dict[str, Any]) -> float | None:
+    start, end = run.get("started_at"), run.get("finished_at")
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        return (end - start).total_seconds()
+    return None
+
+
+# -- the run page ---------------------------------------------------------------------------
+def uncalibrated(judging: dict[str, Any] | None, criteria: list[dict[str, Any]]) -> dict[str, str]:
+    """Every judged number below its calibration floor: ``{"pairwise:<name>" or
+    "criterion:<name>": reason}``. An llm-judge criterion counts as calibrated only when its
+    pointwise agreement with human labels reaches the floor."""
+    if judging is None:
+        return {}
+    cal = judging["calibration"]
+    out = {
+        f"pairwise:{c['comparison']}": "; ".join(c["flags"])
+        for c in judging["comparisons"]
+        if not c["calibrated"]
+    }
+    pointwise = {p["criterion"]: p for p in judging["pointwise"]}
+    for row in criteria:
+        if row["scorer"] != "llm-judge":
+            continue
+        p = pointwise.get(row["criterion"])
+        if p is None or not p["n_labels"]:
+            out[f"criterion:{row['criterion']}"] = f"{UNCALIBRATED}: no human labels"
+        elif p["kappa"] is None or p["kappa"] < cal["min_kappa"]:
+            out[f"criterion:{row['criterion']}"] = (
+                f"{UNCALIBRATED}: kappa {fmt.num(p['kappa'], 2)} below {cal['min_kappa']:g}"
+            )
+        elif p["n_labels"] < cal["min_labels"]:
+            out[f"criterion:{row['criterion']}"] = (
+                f"{UNCALIBRATED}: {p['n_labels']} label(s), fewer than {cal['min_labels']}"
+            )
+    return out
+
+
+def _present(values: dict[str, Any]) -> dict[str, Any]:
+    """The keys that hold something (a 10,000-case page is mostly nulls otherwise)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def text_limit(rows: int) -> int:
+    """Characters kept of each output and prompt when ``rows`` case rows are embedded: the
+    page holds about TEXT_BUDGET characters of them, each between 500 and MAX_TEXT."""
+    return max(500, min(MAX_TEXT, TEXT_BUDGET // max(rows, 1)))
+
+
+NO_LOOK_KEYS = frozenset({"o", "ol", "exp", "rat", "det"})  # what a no-look row never has
+
+
+def _case_row(
+    row: dict[str, Any], limit: int = MAX_TEXT, *, no_look: bool = False
+) -> dict[str, Any]:
+    """One case row for the page's script. A no-look run's row has no output, reference,
+    rationale or details key at all: the page says why instead of showing blanks."""
+    hidden = NO_LOOK_KEYS if no_look else frozenset()
+    output = row["output"]
+    latency = row["latency_ms"]
+    fields = {
+        "v": row["variant"],
+        "m": row["model"],
+        "c": row["case_id"],
+        "r": row["repeat"],
+        "ok": bool(row["passed"]),
+        "s": row["score"],
+        "e": cut(row["error"], limit),
+        "ek": row["error_kind"],
+        "o": cut(output, limit),
+        "ol": len(output) if output is not None else 0,
+        "lat": round(latency, 2) if latency is not None else None,
+        "cost": row["cost_usd"],
+        "cached": bool(row["cached"]),
+        "att": row["attempts"],
+        "meta": json_value(row["metadata"]) or {},
+        "exp": cut(json_value(row["expected"]), 500),
+        "crit": [
+            {
+                k: v
+                for k, v in _present(
+                    {
+                        "n": c["criterion"],
+                        "sc": c["score"],
+                        "p": bool(c["passed"]),
+                        "req": bool(c["required"]),
+                        "err": cut(c["error"]),
+                        "rat": cut(c["rationale"]),
+                        "det": cut(c["details"], 1000),
+                        "j": c["judge_model"],
+                    }
+                ).items()
+                if k not in hidden
+            }
+            for c in row["criteria"] or []
+        ],
+    }
+    return _present({k: v for k, v in fields.items() if k not in hidden})
+
+
+def run_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
+    """Everything the run page shows, from the named queries the CLI uses."""
+    from evalwh.analysis.gate import judge
+    from evalwh.analysis.judging import report
+    from evalwh.analysis.slices import metadata_keys, slice_run
+
+    row = store.run_row(run_id)
+    no_look = is_no_look(row)
+    config = snapshot_of(row)
+    run = {k: v for k, v in row.items() if k not in ("config_snapshot", "totals", "filters")}
+    run["duration_s"] = duration_s(row)
+    keys = metadata_keys(store, [run_id])
+    criteria = store.query("criteria", run_id=run_id).to_pylist()
+    judging = None
+    if config.get("pairwise") or config.get("judges"):
+        judging = report(store, run_id, config)
+        judging["by_slice"] = [
+            {"key": key, **r}
+            for key in keys
+            for r in store.query("calibration_slices", run_id=run_id, key=key).to_pylist()
+        ]
+    flags = uncalibrated(judging, criteria)
+    for c in criteria:
+        c["flag"] = flags.get(f"criterion:{c['criterion']}")
+    slices = []
+    for key in keys:
+        rows = slice_run(store, run_id, [key]).to_pylist()
+        slices.append(
+            {
+                "key": key,
+                "rows": worst_first([r for r in rows if r["variant"] is None]),
+                "cells": [r for r in rows if r["variant"] is not None],
+            }
+        )
+    latency: dict[str, list[dict[str, Any]]] = {}
+    for r in store.query("latency_histogram", run_id=run_id, bins=LATENCY_BINS).to_pylist():
+        latency.setdefault(f"{r['variant']} × {r['model']}", []).append(r)
+    totals = store.query("run_totals", run_id=run_id).to_pylist()[0]
+    n_rows = totals["n"]
+    shown = store.query(
+        "case_list", run_id=run_id, only_failures=False, case_id=None, limit=max_rows
+    ).to_pylist()
+    limit = text_limit(len(shown))
+    prompts = {
+        f"{r['variant']}\u0000{r['case_id']}": cut(messages_text(r["messages"]), limit)
+        for r in shown
+        if not no_look
+    }
+    rows = [_case_row(r, limit, no_look=no_look) for r in shown]
+    labelled = judging and not no_look  # the labelling tabs show outputs to a person
+    pairs = store.query("pair_list", run_id=run_id).to_pylist() if labelled else []
+    points = store.query("point_list", run_id=run_id).to_pylist() if labelled else []
+    scales = judge_scales(config, {p["criterion"] for p in points})
+    n_answers = sum(len(p["answers"]) for p in points)
+    data = {
+        "run": run,
+        "config_name": config.get("name"),
+        "totals": totals,
+        "summary": store.query("summary", run_id=run_id).to_pylist(),
+        "criteria": worst_first(criteria),
+        "gate": judge(store, run_id).to_dict(),
+        "judging": judging,
+        "flags": flags,
+        "slices": slices,
+        "latency": latency,
+        "latency_bins": LATENCY_BINS,
+        "keys": keys,
+        "n_rows": n_rows,
+        "rows": rows,
+        "prompts": prompts,
+        "pairs": [_pair_row(p, text_limit(2 * len(pairs))) for p in pairs],
+        "points": [_point_row(p, scales, text_limit(n_answers)) for p in points],
+        "max_text": limit,
+        "notice": NOTICE if no_look else None,
+    }
+    data["decision"] = decision_entry(data)
+    return data
+
+
+def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
+    out = {
+        "comparison": p["comparison"],
+        "case": p["case_id"],
+        "prompt": cut(messages_text(p["messages"]), limit),
+        "expected": cut(json_value(p["expected"]), 500),
+        "baseline": f"{p['baseline_variant']} × {p['baseline_model']}",
+        "candidate": f"{p['candidate_variant']} × {p['candidate_model']}",
+        "verdict": p["verdict"],
+        "verdict_ab": p["verdict_ab"],
+        "verdict_ba": p["verdict_ba"],
+        "flipped": bool(p["flipped"]),
+        "eligible": bool(p["eligible"]),
+        "rationale_ab": cut(p["rationale_ab"]),
+        "rationale_ba": cut(p["rationale_ba"]),
+        "human": p["human"],
+    }
+    for side in ("baseline", "candidate"):
+        text = p[f"{side}_output"]
+        out[f"{side}_output"] = cut(text, limit)
+        out[f"{side}_len"] = len(text) if text is not None else 0
+        out[f"{side}_error"] = cut(p[f"{side}_error"])
+    return out
+
+
+def _point_row(
+    p: dict[str, Any], scales: dict[str, tuple[float, float]], limit: int = MAX_TEXT
+) -> dict[str, Any]:
+    """One pointwise labelling item; ``name`` (variant × model) is shown only on unblinding."""
+    return {
+        "criterion": p["criterion"],
+        "case": p["case_id"],
+        "scale": list(scales.get(p["criterion"], (0.0, 1.0))),
+        "prompt": cut(messages_text(p["messages"]), limit),
+        "expected": cut(json_value(p["expected"]), 500),
+        "judge_passed": p["judge_passed"],
+        "judge_raw": p["judge_raw_score"],
+        "human": json_value(p["human"]),
+        "answers": [
+            _present(
+                {
+                    "name": f"{a['variant']} × {a['model']}",
+                    "o": cut(a["output"], limit),
+                    "len": len(a["output"]) if a["output"] is not None else 0,
+                    "e": cut(a["error"]),
+                    "ok": bool(a["passed"]),
+                    "raw": a["raw_score"],
+                    "rat": cut(a["rationale"]),
+                    "jerr": cut(a["judge_error"]),
+                }
+            )
+            for a in p["answers"]
+        ],
+    }
+
+
+def render_run(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> str:
+    data = run_data(store, run_id, max_rows=max_rows)
+    script_data = {
+        "run_id": run_id,
+        "rows": data["rows"],
+        "prompts": data["prompts"],
+        "pairs": data["pairs"],
+        "points": data["points"],
+        "flags": data["flags"],
+        "keys": data["keys"],
+        "max_text": data["max_text"],
+    }
+    return render("run.html.j2", d=data, page_data=script_data, nojs_rows=data["rows"][:NOJS_ROWS])
+
+
+# -- the decision log -----------------------------------------------------------------------
+def decision_entry(data: dict[str, Any], comparison: dict[str, Any] | None = None) -> str:
+    """A DECISIONS.md entry for a run (and its comparison, if any): numbers, no adjectives."""
+    run, totals, gate = data["run"], data["totals"], data["gate"]
+    started = run.get("started_at")
+    day = started.date().isoformat() if isinstance(started, datetime) else str(started)[:10]
+    label = f" ({run['label']})" if run.get("label") else ""
+    lines = [
+        f"## {day} · {run['suite']} · run {run['run_id']}",
+        "",
+        f"- Run: {run['run_id']}{label}, status {run['status']}",
+        f"- Config hash: {run['config_hash']}; dataset hash: {run['dataset_hash']}; "
+        f"git commit: {run.get('git_commit') or '–'}",
+        f"- Pass rate: {fmt.rate(totals)}; mean score {fmt.num(totals['mean_score'])}; "
+        f"errors {totals['n_errors']}/{totals['n']}; cost {fmt.usd(totals['cost_usd'])} "
+        f"(judges {fmt.usd(totals['judge_cost_usd'])})",
+    ]
+    lines += [f"- {c['variant']} × {c['model']}: {fmt.rate(c)}" for c in data["summary"]]
+    if gate["rules"]:
+        failed = [r for r in gate["rules"] if not r["passed"]]
+        lines.append(
+            f"- Gate: {'passed' if not failed else 'failed'} "
+            f"({len(gate['rules']) - len(failed)}/{len(gate['rules'])} rules passed)"
+        )
+        lines += [f"  - failed: {fmt.rule_text(r)}" for r in failed]
+    else:
+        lines.append("- Gate: no thresholds configured")
+    judging = data.get("judging")
+    if judging:
+        for c in judging["comparisons"]:
+            status = "calibrated" if c["calibrated"] else UNCALIBRATED
+            kappa = fmt.num(c["kappa"], 2)
+            lines.append(
+                f"- Pairwise {c['comparison']} (judge {c['judge']}): kappa {kappa} "
+                f"({c['kappa_band']}) on {c['n_labels']} label(s), {status}; win rate "
+                f"{fmt.pct(c['win_rate'])} [{fmt.pct(c['win_rate_lo'])}–{fmt.pct(c['win_rate_hi'])}] "
+                f"({c['candidate_wins']}/{c['n']}); flip rate {fmt.pct(c['flip_rate'])}"
+            )
+        lines += [f"- {key}: {reason}" for key, reason in data["flags"].items()]
+    if comparison:
+        o = comparison["overall"]
+        lines.append(
+            f"- Versus run {comparison['a']['run_id']}: pass rate {fmt.delta(o, 'pass_rate')} "
+            f"(n={o.get('n')} paired), score {fmt.delta(o, 'score', 'abs')}, "
+            f"fixed {o.get('n_fixed')}, broken {o.get('n_broken')}"
+        )
+    lines += ["", "Decision:", "", "Because:", ""]
+    return "\n".join(lines)
+
+
+def decide(store: Warehouse, ref: str, append: str | Path | None = None) -> dict[str, Any]:
+    """The DECISIONS.md entry for run ``ref``; appended to ``append`` when given."""
+    run_id = store.resolve(ref)
+    text = decision_entry(run_data(store, run_id, max_rows=0))
+    if append is not None:
+        path = Path(append)
+        before = path.read_text(encoding="utf-8") if path.exists() else ""
+        sep = (
+            ""
+            if not before or before.endswith("\n\n")
+            else ("\n" if before.endswith("\n") else "\n\n")
+        )
+        with path.open("a", encoding="utf-8") as f:
+            f.write(sep + text)
+    return {"run_id": run_id, "text": text, "path": str(append) if append is not None else None}
+
+
+# -- the compare page -----------------------------------------------------------------------
+def compare_data(store: Warehouse, cmp: Comparison) -> dict[str, Any]:
+    """The compare page: sql/compare.sql's deltas (pass rate, score, cost, latency) and
+    movers, both runs' totals and the regression gate of B judged against A."""
+    from evalwh.analysis.gate import judge
+
+    a, b = cmp.a["run_id"], cmp.b["run_id"]
+    data = cmp.to_dict()
+    data["criteria"] = worst_first(data["criteria"], "pass_rate_delta")
+    data["slices"] = worst_first(data["slices"], "pass_rate_delta")
+    for m in data["movers"]:
+        for side in ("a", "b"):
+            if f"output_{side}" not in m:
+                continue  # a no-look side: the comparison dropped the outputs (its notes say so)
+            text = m[f"output_{side}"]
+            m[f"len_{side}"] = len(text) if text is not None else 0
+            m[f"output_{side}"] = cut(text)
+    data["totals_a"] = store.query("run_totals", run_id=a).to_pylist()[0]
+    data["totals_b"] = store.query("run_totals", run_id=b).to_pylist()[0]
+    data["gate"] = judge(store, b, baseline=a).to_dict()
+    run_b = run_data(store, b, max_rows=0)
+    flags = {**run_flags(store, a), **run_b["flags"]}
+    for row in data["criteria"]:
+        row["flag"] = flags.get(f"criterion:{row['target']}")
+    data["flags"] = flags
+    data["decision"] = decision_entry(run_b, data)
+    return data
+
+
+def run_flags(store: Warehouse, run_id: str) -> dict[str, str]:
+    """:func:`uncalibrated` of a stored run (empty when it used no judge)."""
+    from evalwh.analysis.judging import report
+
+    config = snapshot_of(store.run_row(run_id))
+    if not (config.get("pairwise") or config.get("judges")):
+        return {}
+    criteria = store.query("criteria", run_id=run_id).to_pylist()
+    return uncalibrated(report(store, run_id, config), criteria)
+
+
+def render_compare(store: Warehouse, cmp: Comparison) -> str:
+    data = compare_data(store, cmp)
+    return render("compare.html.j2", d=data, page_data={"run_id": cmp.b["run_id"]})
+
+
+def write(text: str, out: str | Path) -> Path:
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,447 @@
+/* evalwh report: tabs, the case list with filters and drill-down, and blind labelling.
+   Hand-written, no library. Every piece of data is set with textContent, never as HTML. */
+(function () {
+  "use strict";
+  var doc = document;
+  doc.documentElement.classList.add("js");
+  var node = doc.getElementById("evalwh-data");
+  var data = node ? JSON.parse(node.textContent) : {};
+  var PAGE = 50;
+
+  function el(tag, props, kids) {
+    var e = doc.createElement(tag);
+    Object.keys(props || {}).forEach(function (k) {
+      if (k === "text") { e.textContent = props[k]; }
+      else if (k === "cls") { e.className = props[k]; }
+      else { e.setAttribute(k, props[k]); }
+    });
+    (kids || []).forEach(function (kid) {
+      if (kid !== null && kid !== undefined) { e.appendChild(typeof kid === "string" ? doc.createTextNode(kid) : kid); }
+    });
+    return e;
+  }
+  function $(id) { return doc.getElementById(id); }
+  function num(x, d) { return x === null || x === undefined ? "–" : Number(x).toFixed(d === undefined ? 3 : d); }
+  function clip(text, full, note) {
+    var kids = [el("pre", { text: text === null || text === undefined ? "" : text })];
+    if (full > (text || "").length) {
+      kids.push(el("p", { cls: "muted", text: "(" + full.toLocaleString("en") + " characters; the first " + (text || "").length.toLocaleString("en") + " shown" + (note || "") + ")" }));
+    }
+    return kids;
+  }
+  function copyText(area, status) {
+    area.select();
+    var done = function () { status.textContent = "copied"; };
+    var fallback = function () {
+      try { doc.execCommand("copy"); done(); } catch (e) { status.textContent = "select the text and copy it"; }
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(area.value).then(done, fallback);
+    } else { fallback(); }
+  }
+
+  /* -- tabs ------------------------------------------------------------------------------ */
+  var tabLinks = Array.prototype.slice.call(doc.querySelectorAll("nav.tabs a[data-tab]"));
+  function showTab(name) {
+    tabLinks.forEach(function (a) {
+      var on = a.getAttribute("data-tab") === name;
+      a.setAttribute("aria-selected", on ? "true" : "false");
+      var panel = $(a.getAttribute("data-tab"));
+      if (panel) { panel.hidden = !on; }
+    });
+  }
+  tabLinks.forEach(function (a) {
+    a.addEventListener("click", function (ev) { ev.preventDefault(); showTab(a.getAttribute("data-tab")); });
+  });
+  if (tabLinks.length) {
+    var wanted = (location.hash || "").slice(1);
+    showTab(tabLinks.some(function (a) { return a.getAttribute("data-tab") === wanted; }) ? wanted : tabLinks[0].getAttribute("data-tab"));
+  }
+
+  /* -- copy buttons ---------------------------------------------------------------------- */
+  if ($("copy-decision")) {
+    $("copy-decision").addEventListener("click", function () { copyText($("decision-text"), $("copy-decision-status")); });
+  }
+
+  /* -- cases ----------------------------------------------------------------------------- */
+  var flags = data.flags || {};
+  function status(r) { return r.e ? "error" : (r.ok ? "pass" : "fail"); }
+  function cellOf(r) { return r.v + " × " + r.m; }
+  function failed(r) { return r.crit.filter(function (c) { return !c.p; }).map(function (c) { return c.n; }); }
+
+  function setupCases(rows) {
+    var table = $("case-table"), list = $("case-list"), drill = $("drill"), page = 0, shown = [];
+    $("filters").hidden = false; $("pager").hidden = false; table.hidden = false;
+    function fill(select, values) {
+      values.forEach(function (v) { select.appendChild(el("option", { value: v, text: v })); });
+    }
+    var cells = {}, crits = {}, slices = {};
+    rows.forEach(function (r) {
+      cells[cellOf(r)] = 1;
+      r.crit.forEach(function (c) { crits[c.n] = 1; });
+      Object.keys(r.meta || {}).forEach(function (k) { slices[k + "=" + r.meta[k]] = 1; });
+    });
+    fill($("f-cell"), Object.keys(cells).sort());
+    fill($("f-crit"), Object.keys(crits).sort());
+    fill($("f-slice"), Object.keys(slices).sort());
+
+    function apply() {
+      var cell = $("f-cell").value, crit = $("f-crit").value, slice = $("f-slice").value;
+      var st = $("f-status").value, text = $("f-text").value.toLowerCase();
+      shown = rows.filter(function (r) {
+        if (cell && cellOf(r) !== cell) { return false; }
+        if (crit && failed(r).indexOf(crit) < 0) { return false; }
+        if (st && status(r) !== st) { return false; }
+        if (slice) {
+          var i = slice.indexOf("="), k = slice.slice(0, i);
+          if (!r.meta || String(r.meta[k]) !== slice.slice(i + 1)) { return false; }
+        }
+        if (text) {
+          var hay = (r.c + "\n" + (r.o || "") + "\n" + (r.e || "") + "\n" + JSON.stringify(r.meta)).toLowerCase();
+          if (hay.indexOf(text) < 0) { return false; }
+        }
+        return true;
+      });
+      page = 0; draw();
+    }
+    function draw() {
+      list.textContent = "";
+      var pages = Math.max(1, Math.ceil(shown.length / PAGE));
+      shown.slice(page * PAGE, page * PAGE + PAGE).forEach(function (r) {
+        var st = status(r), badge = st === "pass" ? "pass" : (st === "error" ? "err" : "fail");
+        var tr = el("tr", { "data-case": r.c }, [
+          el("td", { text: r.c + (r.r ? " #" + r.r : "") }),
+          el("td", { text: cellOf(r) }),
+          el("td", {}, [el("span", { cls: "badge " + badge, text: st })]),
+          el("td", { cls: "n", text: num(r.s) }),
+          el("td", { text: failed(r).join(", ") }),
+          el("td", { cls: "mono", text: (r.e || r.o || "").slice(0, 120) })
+        ]);
+        tr.addEventListener("click", function () {
+          Array.prototype.forEach.call(list.querySelectorAll("tr.open"), function (x) { x.classList.remove("open"); });
+          tr.classList.add("open");
+          openCase(r);
+        });
+        list.appendChild(tr);
+      });
+      $("page-info").textContent = "page " + (page + 1) + " / " + pages + " · " + shown.length + " row(s) match";
+      $("prev").disabled = page === 0; $("next").disabled = page >= pages - 1;
+    }
+    function openCase(row) {
+      var same = rows.filter(function (r) { return r.c === row.c && r.r === row.r; });
+      drill.textContent = "";
+      drill.appendChild(el("h3", { text: "case " + row.c + (row.r ? " (repeat " + row.r + ")" : "") }));
+      var meta = Object.keys(row.meta || {}).map(function (k) { return k + "=" + row.meta[k]; }).join(", ");
+      if (meta) { drill.appendChild(el("p", { cls: "muted", text: "metadata: " + meta })); }
+      var seen = {};
+      same.forEach(function (r) {
+        var key = r.v + "\u0000" + r.c;
+        if (seen[key] || !(key in (data.prompts || {}))) { return; }
+        seen[key] = 1;
+        drill.appendChild(el("p", { text: "prompt (" + r.v + "):" }));
+        drill.appendChild(el("pre", { cls: "prompt", text: data.prompts[key] }));
+      });
+      if (row.exp !== null && row.exp !== undefined) {
+        drill.appendChild(el("p", { text: "expected:" }));
+        drill.appendChild(el("pre", { text: row.exp }));
+      }
+      var sides = el("div", { cls: "sides" });
+      same.forEach(function (r) {
+        var st = status(r);
+        var box = el("div", { cls: "side" }, [
+          el("h4", { text: cellOf(r) + " · " + st + " · score " + num(r.s) }),
+          el("p", { cls: "muted", text: "latency " + num(r.lat, 0) + " ms · cost " + (r.cost == null ? "–" : "$" + num(r.cost, 4)) + " · attempts " + r.att + (r.cached ? " · cached" : "") })
+        ]);
+        if (r.e) { box.appendChild(el("p", { cls: "bad", text: "error" + (r.ek ? " (" + r.ek + ")" : "") + ": " + r.e })); }
+        clip(r.o, r.ol).forEach(function (k) { box.appendChild(k); });
+        var t = el("table", {}, [el("tr", {}, [el("th", { text: "criterion" }), el("th", { text: "score" }), el("th", { text: "details / rationale" })])]);
+        r.crit.forEach(function (c) {
+          var flag = flags["criterion:" + c.n];
+          var name = el("td", { text: c.n + (c.req ? " (required)" : "") + " " });
+          if (flag) { name.appendChild(el("span", { cls: "badge uncal", title: flag, text: "UNCALIBRATED" })); }
+          var det = el("td", {}, [
+            c.det ? el("div", { cls: "mono", text: c.det }) : null,
+            c.rat ? el("div", { text: "rationale" + (c.j ? " (" + c.j + ")" : "") + ": " + c.rat }) : null,
+            c.err ? el("div", { cls: "bad", text: "scorer error: " + c.err }) : null
+          ]);
+          t.appendChild(el("tr", {}, [name, el("td", { cls: c.p ? "good" : "bad", text: num(c.sc) + (c.p ? " pass" : " fail") }), det]));
+        });
+        box.appendChild(t);
+        sides.appendChild(box);
+      });
+      drill.appendChild(sides);
+      drill.hidden = false;
+      drill.scrollIntoView({ block: "nearest" });
+    }
+    ["f-cell", "f-crit", "f-slice", "f-status"].forEach(function (id) { $(id).addEventListener("change", apply); });
+    $("f-text").addEventListener("input", apply);
+    $("prev").addEventListener("click", function () { page -= 1; draw(); });
+    $("next").addEventListener("click", function () { page += 1; draw(); });
+    apply();
+  }
+  if (data.rows && $("case-list")) { setupCases(data.rows); }
+
+  /* -- blind labelling ------------------------------------------------------------------- */
+  function hash(text) {  /* FNV-1a: a fixed pseudo-random order per pair */
+    var h = 2166136261;
+    for (var i = 0; i < text.length; i++) { h ^= text.charCodeAt(i); h = Math.imul(h, 16777619) >>> 0; }
+    return h;
+  }
+  var yamlSources = [];  /* each labelling list adds its entries; one file holds them all */
+  function labelsYaml() {
+    var lines = ["labels:"];
+    yamlSources.forEach(function (source) { lines = lines.concat(source()); });
+    return lines.join("\n") + "\n";
+  }
+  function showYaml() {
+    Array.prototype.forEach.call(doc.querySelectorAll("textarea.labels-yaml"), function (t) { t.value = labelsYaml(); });
+  }
+  function downloadYaml() {
+    var url = URL.createObjectURL(new Blob([labelsYaml()], { type: "text/yaml" }));
+    var a = el("a", { href: url, download: "labels-" + data.run_id.replace(/[^A-Za-z0-9._-]/g, "_") + ".yaml" });
+    doc.body.appendChild(a); a.click(); a.remove();
+    setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
+  }
+  function loadLabels(storeKey) {
+    try { return JSON.parse(localStorage.getItem(storeKey) || "{}") || {}; } catch (e) { return {}; }
+  }
+  function saveLabels(storeKey, labels) {
+    try { localStorage.setItem(storeKey, JSON.stringify(labels)); } catch (e) { /* private mode */ }
+  }
+  function keysFor(panel, handle) {  /* a tab's keyboard shortcuts, only while it is shown */
+    doc.addEventListener("keydown", function (ev) {
+      if ($(panel).hidden || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
+      var tag = (ev.target && ev.target.tagName) || "";
+      if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") { return; }
+      if (handle(ev.key.toLowerCase())) { ev.preventDefault(); }
+    });
+  }
+  function setupLabels(pairs) {
+    var storeKey = "evalwh-labels:" + data.run_id, labels = loadLabels(storeKey), current = 0, unblind = false, cards = [];
+    function key(p) { return p.comparison + "\u0000" + p.case; }
+    function swapped(p) { return (hash(data.run_id + "\u0000" + key(p)) & 1) === 1; }
+    function sideOf(p, letter) {  /* which stored side a shown letter is */
+      var first = swapped(p) ? "candidate" : "baseline", second = swapped(p) ? "baseline" : "candidate";
+      return letter === "A" ? first : (letter === "B" ? second : "tie");
+    }
+    function letterOf(p, side) {
+      if (side === "tie" || side === null || side === undefined) { return side === "tie" ? "tie" : "–"; }
+      return sideOf(p, "A") === side ? "A" : "B";
+    }
+    function save() { saveLabels(storeKey, labels); }
+    yamlSources.push(function () {
+      var lines = [];
+      pairs.forEach(function (p) {
+        var side = labels[key(p)];
+        if (!side) { return; }
+        var prefer = side === "baseline" ? "A" : (side === "candidate" ? "B" : "tie");
+        lines.push("  - {case: " + JSON.stringify(p.case) + ", comparison: " + JSON.stringify(p.comparison) + ", prefer: " + prefer + "}");
+      });
+      return lines;
+    });
+    function refresh() {
+      var n = pairs.filter(function (p) { return labels[key(p)]; }).length;
+      $("label-progress").textContent = n + " / " + pairs.length;
+      showYaml();
+      drawPage();
+      cards.forEach(function (c) { c.update(); c.box.classList.toggle("current", c.index === current); });
+    }
+    function choose(i, letter) {
+      var p = pairs[i];
+      labels[key(p)] = sideOf(p, letter);
+      save();
+      current = Math.min(i + 1, pairs.length - 1);
+      refresh();
+      if (cards[current - first]) { cards[current - first].box.scrollIntoView({ block: "nearest" }); }
+    }
+    var holder = $("pairs"), LPAGE = 20, shownPage = -1, first = 0;
+    function makeCard(p, i) {
+      var names = { A: el("span", { cls: "muted side-name" }), B: el("span", { cls: "muted side-name" }) };
+      var buttons = {};
+      var choiceRow = el("div", { cls: "choices" });
+      [["A", "Prefer A"], ["tie", "Tie"], ["B", "Prefer B"]].forEach(function (c) {
+        var b = el("button", { type: "button", "data-choice": c[0], text: c[1] });
+        b.addEventListener("click", function () { current = i; choose(i, c[0]); });
+        buttons[c[0]] = b; choiceRow.appendChild(b);
+      });
+      function side(letter) {
+        var s = sideOf(p, letter);
+        var box = el("div", { cls: "side" }, [el("h4", {}, ["Answer " + letter + " ", names[letter]])]);
+        if (p[s + "_error"]) { box.appendChild(el("p", { cls: "bad", text: "error: " + p[s + "_error"] })); }
+        clip(p[s + "_output"], p[s + "_len"]).forEach(function (k) { box.appendChild(k); });
+        return box;
+      }
+      var verdict = el("details", { cls: "verdict" });
+      var box = el("div", { cls: "pair", "data-key": key(p) }, [
+        el("h3", { text: (i + 1) + ". case " + p.case + " · " + p.comparison }),
+        el("pre", { cls: "prompt", text: p.prompt || "" }),
+        p.expected !== null && p.expected !== undefined ? el("p", { cls: "muted", text: "reference: " + p.expected }) : null,
+        el("div", { cls: "sides" }, [side("A"), side("B")]),
+        choiceRow, verdict
+      ]);
+      holder.appendChild(box);
+      return {
+        index: i,
+        box: box,
+        update: function () {
+          var mine = labels[key(p)];
+          box.classList.toggle("done", !!mine);
+          Object.keys(buttons).forEach(function (k) { buttons[k].classList.toggle("on", !!mine && sideOf(p, k) === mine); });
+          names.A.textContent = unblind ? "(" + p[sideOf(p, "A")] + ")" : "";
+          names.B.textContent = unblind ? "(" + p[sideOf(p, "B")] + ")" : "";
+          verdict.textContent = "";
+          if (!mine && !unblind) { verdict.hidden = true; return; }
+          verdict.hidden = false;
+          verdict.appendChild(el("summary", { text: "judge: " + letterOf(p, p.verdict) + (p.flipped ? " (the two orders disagree)" : "") }));
+          verdict.appendChild(el("p", { text: "shown first the baseline: " + letterOf(p, p.verdict_ab) + " · shown first the candidate: " + letterOf(p, p.verdict_ba) }));
+          if (p.rationale_ab) { verdict.appendChild(el("p", { text: "rationale: " + p.rationale_ab })); }
+          if (p.rationale_ba) { verdict.appendChild(el("p", { text: "rationale (other order): " + p.rationale_ba })); }
+        }
+      };
+    }
+    function drawPage() {  /* only one page of pairs is in the document at a time */
+      var page = Math.floor(current / LPAGE);
+      if (page === shownPage) { return; }
+      shownPage = page; first = page * LPAGE; holder.textContent = ""; cards = [];
+      pairs.slice(first, first + LPAGE).forEach(function (p, j) { cards.push(makeCard(p, first + j)); });
+      $("pair-page").textContent = "pairs " + (first + 1) + "–" + (first + cards.length) + " of " + pairs.length;
+      $("pair-prev").disabled = page === 0;
+      $("pair-next").disabled = first + LPAGE >= pairs.length;
+    }
+    $("pair-prev").addEventListener("click", function () { current = Math.max(0, first - LPAGE); refresh(); });
+    $("pair-next").addEventListener("click", function () { current = Math.min(pairs.length - 1, first + LPAGE); refresh(); });
+    keysFor("label", function (k) {
+      if (k === "a") { choose(current, "A"); }
+      else if (k === "b") { choose(current, "B"); }
+      else if (k === "t") { choose(current, "tie"); }
+      else if (k === "j") { current = Math.min(current + 1, pairs.length - 1); refresh(); }
+      else if (k === "k") { current = Math.max(current - 1, 0); refresh(); }
+      else { return false; }
+      return true;
+    });
+    $("unblind").addEventListener("click", function () {
+      unblind = !unblind;
+      $("unblind").textContent = unblind ? "Blind the sides again" : "Unblind the sides";
+      refresh();
+    });
+    $("clear-labels").addEventListener("click", function () { labels = {}; save(); refresh(); });
+    $("copy-labels").addEventListener("click", function () { copyText($("labels-yaml"), $("copy-labels-status")); });
+    $("download-labels").addEventListener("click", downloadYaml);
+    refresh();
+  }
+  if (data.pairs && data.pairs.length && $("pairs")) { setupLabels(data.pairs); }
+
+  /* -- blind pointwise labelling: one item per llm-judge criterion x case ----------------- */
+  function setupPointLabels(items) {
+    var storeKey = "evalwh-point-labels:" + data.run_id, labels = loadLabels(storeKey), current = 0, unblind = false, cards = [];
+    var holder = $("points"), LPAGE = 20, shownPage = -1, first = 0;
+    function key(it) { return it.criterion + "\u0000" + it.case; }
+    function choices(it) {  /* pass/fail, or each whole score of a numeric judge's scale */
+      var lo = it.scale[0], hi = it.scale[1];
+      if (lo === 0 && hi === 1) { return [["pass", "Pass", "p"], ["fail", "Fail", "f"]]; }
+      var out = [];
+      for (var v = Math.ceil(lo); v <= hi; v++) { out.push([v, String(v), String(v)]); }
+      return out;
+    }
+    function shown(it) {  /* the answers in a fixed random order per item */
+      return it.answers.slice().sort(function (x, y) { return hash(data.run_id + key(it) + x.name) - hash(data.run_id + key(it) + y.name); });
+    }
+    function save() { saveLabels(storeKey, labels); }
+    yamlSources.push(function () {
+      var lines = [];
+      items.forEach(function (it) {
+        var v = labels[key(it)];
+        if (v === undefined || v === null) { return; }
+        lines.push("  - {case: " + JSON.stringify(it.case) + ", criterion: " + JSON.stringify(it.criterion) + ", label: " + (typeof v === "number" ? String(v) : v) + "}");
+      });
+      return lines;
+    });
+    function refresh() {
+      var n = items.filter(function (it) { return labels[key(it)] !== undefined; }).length;
+      $("point-progress").textContent = n + " / " + items.length;
+      showYaml();
+      drawPage();
+      cards.forEach(function (c) { c.update(); c.box.classList.toggle("current", c.index === current); });
+    }
+    function choose(i, value) {
+      labels[key(items[i])] = value;
+      save();
+      current = Math.min(i + 1, items.length - 1);
+      refresh();
+      if (cards[current - first]) { cards[current - first].box.scrollIntoView({ block: "nearest" }); }
+    }
+    function makeCard(it, i) {
+      var buttons = [], names = [];
+      var row = el("div", { cls: "choices" });
+      choices(it).forEach(function (c) {
+        var b = el("button", { type: "button", "data-choice": String(c[0]), title: "key " + c[2], text: c[1] });
+        b.addEventListener("click", function () { current = i; choose(i, c[0]); });
+        buttons.push([c[0], b]); row.appendChild(b);
+      });
+      var answers = el("div", { cls: "sides" });
+      shown(it).forEach(function (a, j) {
+        var name = el("span", { cls: "muted side-name" });
+        names.push([name, a.name]);
+        var box = el("div", { cls: "side" }, [el("h4", {}, ["Answer " + (j + 1) + " ", name])]);
+        if (a.e) { box.appendChild(el("p", { cls: "bad", text: "error: " + a.e })); }
+        clip(a.o, a.len).forEach(function (k) { box.appendChild(k); });
+        answers.appendChild(box);
+      });
+      var verdict = el("details", { cls: "verdict" });
+      var box = el("div", { cls: "point", "data-key": key(it) }, [
+        el("h3", { text: (i + 1) + ". case " + it.case + " · criterion " + it.criterion }),
+        el("pre", { cls: "prompt", text: it.prompt || "" }),
+        it.expected !== null && it.expected !== undefined ? el("p", { cls: "muted", text: "reference: " + it.expected }) : null,
+        answers, row, verdict
+      ]);
+      holder.appendChild(box);
+      return {
+        index: i,
+        box: box,
+        update: function () {
+          var mine = labels[key(it)], done = mine !== undefined;
+          box.classList.toggle("done", done);
+          buttons.forEach(function (b) { b[1].classList.toggle("on", done && b[0] === mine); });
+          names.forEach(function (n) { n[0].textContent = unblind ? "(" + n[1] + ")" : ""; });
+          verdict.textContent = "";
+          if (!done && !unblind) { verdict.hidden = true; return; }
+          verdict.hidden = false;
+          var scale = it.scale[0] === 0 && it.scale[1] === 1 ? "" : ", mean score " + num(it.judge_raw, 2);
+          verdict.appendChild(el("summary", { text: "judge: " + (it.judge_passed === null ? "–" : (it.judge_passed ? "pass" : "fail")) + scale }));
+          shown(it).forEach(function (a, j) {
+            verdict.appendChild(el("p", { text: "answer " + (j + 1) + ": " + (a.ok ? "pass" : "fail") + " (score " + num(a.raw, 2) + ")" + (a.rat ? " · rationale: " + a.rat : "") + (a.jerr ? " · judge error: " + a.jerr : "") }));
+          });
+        }
+      };
+    }
+    function drawPage() {
+      var page = Math.floor(current / LPAGE);
+      if (page === shownPage) { return; }
+      shownPage = page; first = page * LPAGE; holder.textContent = ""; cards = [];
+      items.slice(first, first + LPAGE).forEach(function (it, j) { cards.push(makeCard(it, first + j)); });
+      $("point-page").textContent = "items " + (first + 1) + "–" + (first + cards.length) + " of " + items.length;
+      $("point-prev").disabled = page === 0;
+      $("point-next").disabled = first + LPAGE >= items.length;
+    }
+    $("point-prev").addEventListener("click", function () { current = Math.max(0, first - LPAGE); refresh(); });
+    $("point-next").addEventListener("click", function () { current = Math.min(items.length - 1, first + LPAGE); refresh(); });
+    keysFor("label-points", function (k) {
+      var hit = choices(items[current]).filter(function (c) { return c[2] === k; })[0];
+      if (hit) { choose(current, hit[0]); }
+      else if (k === "j") { current = Math.min(current + 1, items.length - 1); refresh(); }
+      else if (k === "k") { current = Math.max(current - 1, 0); refresh(); }
+      else { return false; }
+      return true;
+    });
+    $("point-unblind").addEventListener("click", function () {
+      unblind = !unblind;
+      $("point-unblind").textContent = unblind ? "Blind the answers again" : "Unblind the answers";
+      refresh();
+    });
+    $("clear-point-labels").addEventListener("click", function () { labels = {}; save(); refresh(); });
+    $("copy-point-labels").addEventListener("click", function () { copyText($("point-labels-yaml"), $("copy-point-labels-status")); });
+    $("download-point-labels").addEventListener("click", downloadYaml);
+    refresh();
+  }
+  if (data.points && data.points.length && $("points")) { setupPointLabels(data.points); }
+}());

@@ -1,0 +1,95 @@
+"""The real browser for the HTML report tests: Debian's ``chromium`` driven by Playwright.
+
+Playwright's own browser download is not used (and not available here): the system browser
+is launched through ``executable_path``. Without it the browser tests are skipped with the
+reason, unless ``EVALWH_REQUIRE_SYSTEM_PARTS=1`` (CI sets it), which makes them fail.
+One browser serves a whole test module; every page gets a fresh context whose requests
+are all recorded and, except the page's own file, refused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def chromium_path() -> str | None:
+    if Path("/usr/bin/chromium").is_file():
+        return "/usr/bin/chromium"
+    return shutil.which("chromium")
+
+
+def require_chromium(path: str | None) -> str:
+    """``path``, or a skip saying why (a failure when EVALWH_REQUIRE_SYSTEM_PARTS=1)."""
+    if path is None:
+        reason = "no system chromium (apt-get install chromium) for the browser tests"
+        if os.environ.get("EVALWH_REQUIRE_SYSTEM_PARTS") == "1":
+            pytest.fail(reason + "; EVALWH_REQUIRE_SYSTEM_PARTS=1 requires it")
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path = require_chromium(chromium_path())
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=path, args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@dataclass
+class Opened:
+    """A page opened from ``file://`` with everything it logged and asked for."""
+
+    page: Any
+    url: str
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+    @property
+    def foreign_requests(self) -> list[str]:
+        return [u for u in self.requests if u != self.url]
+
+
+def open_page(
+    browser: Any, path: Path, *, viewport: tuple[int, int] = (1280, 900), **options: Any
+) -> Opened:
+    context = browser.new_context(
+        viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True, **options
+    )
+    page = context.new_page()
+    opened = Opened(page, path.resolve().as_uri())
+
+    def route(r: Any) -> None:
+        opened.requests.append(r.request.url)
+        if r.request.url == opened.url:
+            r.continue_()
+        else:
+            r.abort()
+
+    context.route("**/*", route)
+    page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: opened.errors.append(str(e)))
+    page.goto(opened.url)
+    return opened

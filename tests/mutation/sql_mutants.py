@@ -1,0 +1,484 @@
+"""SQL mutation testing: one operator or constant swap at a time in ``sql/*.sql``, each run
+against the tests that cover that query; prints killed/survived per query and the kill rate.
+
+Why: every number evalwh prints is a ``.sql`` file, and a one-character slip in one (``>=`` for
+``>``, a dropped ``DISTINCT``, ``1.96`` for ``1.64``) still gives plausible numbers. A mutant the
+covering tests do not notice is a bug the suite would let through. Survivors are either killed
+with a new test or listed, with the reason, in ``tests/mutation/equivalent.md``.
+
+How: the checkout is copied to a scratch folder (the real ``sql/`` is never touched); one
+long-lived process imports pytest and the heavy libraries once, then for each mutant writes the
+mutated file into the copy and forks a child that runs ``pytest -x`` on the covering tests
+(``TESTS`` below, found with ``--map``). A non-zero exit means killed. Slow: run it by hand or
+from the weekly workflow, never from ``.ci/run``::
+
+    uv run python tests/mutation/sql_mutants.py                 # every query
+    uv run python tests/mutation/sql_mutants.py gate slice      # some queries
+    uv run python tests/mutation/sql_mutants.py --list gate     # show the mutants, run nothing
+    uv run python tests/mutation/sql_mutants.py --map           # which tests run which query
+    uv run python tests/mutation/sql_mutants.py --min-rate 90   # exit 1 below 90 % killed
+
+Exit status: 0, or 1 when ``--min-rate`` is given and the kill rate (equivalent mutants left
+out) is below it, or 2 when the unmutated tests of a query already fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EQUIVALENT = Path(__file__).with_name("equivalent.md")
+
+# Query name -> the tests (files or node ids, fastest and most precise first: pytest -x stops at
+# the first failure) that exercise it in-process, chosen from the output of --map. Kept small on
+# purpose, every mutant runs them: the hand-computed fixture tests, not the slow end-to-end ones
+# (test_compare.py's fixture runs the quickstart several times, 20-30 s).
+TESTS: dict[str, list[str]] = {
+    "baselines": [
+        "tests/test_queries.py::test_baselines_carry_their_runs_pass_rate_and_n",
+    ],
+    "cache_for_model": [
+        "tests/test_queries.py::test_cache_for_model_holds_only_that_provider_and_model",
+        "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "cache_info": [
+        "tests/test_queries.py::test_cache_info_counts_entries_and_bytes_per_model",
+    ],
+    "cache_lookup": [
+        "tests/test_queries.py::test_cache_lookup_returns_exactly_the_planned_hashes",
+        "tests/test_engine.py::test_mock_is_deterministic_and_the_cache_reproduces_scores",
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "calibration": [
+        "tests/test_queries.py::test_the_confusion_matrix_counts_eligible_labelled_pairs_of_the_run",
+        "tests/test_judging.py::test_kappa_matches_the_textbook_example",
+        "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "calibration_pointwise": [
+        "tests/test_survivors.py::test_pointwise_kappa_matches_a_hand_computed_fixture",
+        "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
+    ],
+    "calibration_slices": [
+        "tests/test_queries.py::test_calibration_by_slice_matches_a_hand_computed_kappa",
+    ],
+    "case_list": [
+        "tests/test_queries.py::test_case_list_filters_orders_and_keeps_each_rows_own_criteria",
+        "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
+        "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
+    ],
+    "compare": [
+        "tests/test_queries.py::test_compare_means_and_pair_counts_with_missing_values",
+        "tests/test_analysis.py::test_paired_differences_match_a_reference",
+        "tests/test_analysis.py::test_hand_computed_fixture_of_the_paired_se",
+        "tests/test_analysis.py::test_cells_only_in_one_run_are_listed",
+        "tests/test_analysis.py::test_clustered_standard_error_matches_the_hand_computed_fixture",
+        "tests/test_analysis.py::test_singleton_clusters_give_the_paired_se",
+        "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
+        "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+        "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
+        "tests/test_analysis.py::test_compare_movers_and_verdicts",
+    ],
+    "compare_cases": [
+        "tests/test_queries.py::test_movers_by_hand_worst_first_with_the_criteria_that_moved",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+        "tests/test_analysis.py::test_compare_movers_and_verdicts",
+    ],
+    "criteria": [
+        "tests/test_queries.py::test_criteria_summary_matches_hand_counts_and_wilson",
+        "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
+        "tests/test_briefs.py::test_judge_runs_carry_the_calibration_flags",
+    ],
+    "errors": [
+        "tests/test_queries.py::test_errors_group_by_message_most_frequent_first",
+        "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
+        "tests/test_survivors.py::test_a_provider_error_holding_a_secret_is_stored_redacted",
+        "tests/test_engine.py::test_max_retries_zero_fails_fast",
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+    ],
+    "export_cases": [
+        "tests/test_queries.py::test_exported_cases_name_their_failed_criteria",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+        "tests/test_exports.py::test_csv_and_parquet_read_back",
+        "tests/test_exports.py::test_json_export_is_the_whole_run",
+    ],
+    "flaky": [
+        "tests/test_analysis.py::test_flaky_cases_and_their_spread",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "gate": [
+        "tests/test_boundaries.py",
+        "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+    ],
+    "gate_regression": [
+        "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
+        "tests/test_gate.py::test_significant_only_and_rule_building",
+    ],
+    "metadata_keys": [
+        "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
+        "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
+        "tests/test_analysis.py::test_compare_movers_and_verdicts",
+    ],
+    "pair_sides": [
+        "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+    ],
+    "pairwise": [
+        "tests/test_judging.py::test_kappa_matches_the_textbook_example",
+        "tests/test_judging.py::test_undefined_kappa_is_not_a_headline",
+        "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
+        "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
+    ],
+    "repeats": [
+        "tests/test_analysis.py::test_pass_at_k_and_pass_hat_k_match_math_comb",
+        "tests/test_analysis.py::test_flaky_cases_and_their_spread",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "resolve_run": [
+        "tests/test_warehouse.py::test_run_references",
+    ],
+    "run_cells": [
+        "tests/test_queries.py::test_run_cells_lists_stored_cells_or_only_the_errored_ones",
+    ],
+    "run_totals": [
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+        "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
+        "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
+    ],
+    "runs": [
+        "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
+    ],
+    "slice": [
+        "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
+        "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
+        "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
+        "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "summary": [
+        "tests/test_queries.py::test_summary_matrix_by_hand",
+        "tests/test_warehouse.py::test_summary_matches_a_hand_count",
+        "tests/test_warehouse.py::test_wilson_interval_against_a_reference_value",
+        "tests/test_warehouse.py::test_documented_views",
+        "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
+    ],
+}
+
+# (label, pattern, replacement). Each match of a pattern, outside comments and string literals,
+# is one mutant. Replacements may use \1 etc.
+OPERATORS: list[tuple[str, str, str]] = [
+    (">= -> >", r">=", ">"),
+    ("<= -> <", r"<=", "<"),
+    ("> -> >=", r"(?<![-<>=!])>(?![=>])", ">="),
+    ("< -> <=", r"(?<![<>=!])<(?![=>])", "<="),
+    ("<> -> =", r"<>|!=", "="),
+    ("= -> <>", r"(?<![<>=!:])=(?![=>])", "<>"),
+    ("+ -> -", r"(?<=[\w)\]\s])\+(?=[\s\w(])", "-"),
+    ("- -> +", r"(?<=[\w)\]\s])(?<!-)-(?=[\s\w(])(?!-)", "+"),
+    ("* -> /", r"(?<=[\w)\]]\s)\*(?=\s)|(?<=[\w)\]])\*(?=[\w(])", "/"),
+    ("/ -> *", r"(?<=[\w)\]\s])/(?=[\s\w(])", "*"),
+    ("AND -> OR", r"\bAND\b", "OR"),
+    ("OR -> AND", r"\bOR\b", "AND"),
+    ("NOT removed", r"\bNOT\s+(?!NULL\b)", ""),
+    ("IS NULL -> IS NOT NULL", r"\bIS NULL\b", "IS NOT NULL"),
+    ("IS NOT NULL -> IS NULL", r"\bIS NOT NULL\b", "IS NULL"),
+    ("DISTINCT removed", r"\bDISTINCT\s+", ""),
+    ("count(x) -> count(x)+1", r"\bcount\(([^()]*)\)", r"(count(\1) + 1)"),
+    ("min -> max", r"\bmin\(", "max("),
+    ("max -> min", r"\bmax\(", "min("),
+    ("greatest -> least", r"\bgreatest\(", "least("),
+    ("least -> greatest", r"\bleast\(", "greatest("),
+    ("ASC -> DESC", r"\bASC\b", "DESC"),
+    ("DESC -> ASC", r"\bDESC\b", "ASC"),
+    ("LEFT JOIN -> JOIN", r"\bLEFT JOIN\b", "JOIN"),
+    ("TRUE -> FALSE", r"\bTRUE\b", "FALSE"),
+    ("FALSE -> TRUE", r"\bFALSE\b", "TRUE"),
+    ("z 1.96 -> 1.64", r"\b1\.9599\d*|\b1\.96\b", "1.6448536269514722"),
+    ("decimal +0.1", r"(?<![\w.])(\d+\.\d+)(?![\w.])", None),  # computed
+    ("integer +1", r"(?<![\w.$])(\d+)(?![\w.])", None),  # computed
+]
+
+STRING_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|--.*$")
+# An integer that is the last argument of nullif() (a divide-by-zero guard) or round() (digits
+# shown): not an arithmetic constant, so not mutated.
+SIZE_ARGUMENT = re.compile(r"\b(nullif|round)\((?:[^()]|\([^()]*\))*,\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    query: str
+    line: int  # 1-based
+    label: str
+    original: str  # the original line, stripped
+    mutated: str  # the mutated line, stripped
+    text: str  # the whole mutated file
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What equivalent.md matches on: the line number moves when a query is edited."""
+        return (self.query, self.label, self.mutated)
+
+
+def _bump(match: re.Match[str], label: str) -> str:
+    token = match.group(0)
+    if label == "decimal +0.1":
+        places = len(token.split(".")[1])
+        return f"{float(token) + 0.1:.{places}f}"
+    return str(int(token) + 1)
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """The parts of a line outside string literals and ``--`` comments."""
+    spans, start = [], 0
+    for m in STRING_OR_COMMENT.finditer(line):
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(line)))
+    return spans
+
+
+def mutants_of(query: str, text: str) -> list[Mutant]:
+    lines = text.split("\n")
+    out: list[Mutant] = []
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("--"):
+            continue
+        spans = _code_spans(line)
+        for label, pattern, repl in OPERATORS:
+            for m in re.finditer(pattern, line, flags=re.IGNORECASE if "->" in label else 0):
+                if not any(a <= m.start() and m.end() <= b for a, b in spans):
+                    continue
+                if label == "integer +1" and SIZE_ARGUMENT.search(line[: m.start()]):
+                    continue
+                new = _bump(m, label) if repl is None else m.expand(repl)
+                if label in ("AND -> OR", "OR -> AND") and m.group(0).islower():
+                    new = new.lower()
+                mutated = line[: m.start()] + new + line[m.end() :]
+                if mutated == line:
+                    continue
+                new_lines = [*lines[:i], mutated, *lines[i + 1 :]]
+                out.append(
+                    Mutant(query, i + 1, label, line.strip(), mutated.strip(), "\n".join(new_lines))
+                )
+    return out
+
+
+def equivalent_keys() -> set[tuple[str, str, str]]:
+    """Mutants reviewed as equivalent: table rows of equivalent.md,
+    ``| query | line | mutation | mutated line | reason |``."""
+    keys = set()
+    if not EQUIVALENT.exists():
+        return keys
+    for row in EQUIVALENT.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip().strip("`") for c in row.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0] not in ("query", "") and not set(cells[0]) <= {"-", ":"}:
+            keys.add((cells[0], cells[2], cells[3].replace("\\|", "|")))
+    return keys
+
+
+def _copy_checkout(dest: Path) -> Path:
+    ignore = shutil.ignore_patterns(
+        ".git", ".venv", "mutants", "__pycache__", ".evalwh", "*.duckdb", ".ruff_cache"
+    )
+    shutil.copytree(ROOT, dest, ignore=ignore)
+    return dest
+
+
+def _run_in_child(args: list[str], timeout: float) -> int:
+    """Fork, run pytest on ``args`` in the child, return its exit code (124 on timeout)."""
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.setpgid(0, 0)
+            import pytest
+
+            from evalwh.warehouse import queries
+
+            queries.registry.cache_clear()
+            code = pytest.main(
+                ["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", "--timeout=120", *args]
+            )
+            os._exit(int(code))
+        except BaseException:
+            os._exit(3)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return 124
+        time.sleep(0.05)
+
+
+def _map(copy: Path) -> None:
+    """Run the fast suite once, recording which test files call which query in-process."""
+    import pytest
+
+    from evalwh.warehouse import queries
+
+    seen: dict[str, set[str]] = defaultdict(set)
+    current = {"file": ""}
+    original_get = queries.get
+
+    def recording_get(name: str) -> queries.NamedQuery:
+        seen[name].add(current["file"])
+        return original_get(name)
+
+    queries.get = recording_get
+
+    class Recorder:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_setup(self, item: pytest.Item) -> None:
+            current["file"] = item.nodeid
+
+    files = sys.argv[sys.argv.index("--map") + 1 :] or ["tests"]
+    pytest.main(["-q", "-p", "no:cacheprovider", "-m", "not slow", *files], plugins=[Recorder()])
+    for name in sorted(queries.registry()):
+        ids = sorted(seen.get(name, ()))
+        print(f"{name}: {len(ids)} tests in {sorted({i.split('::')[0] for i in ids})}")
+        for i in ids:
+            print(f"    {i}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("queries", nargs="*", help="query names (default: every sql/*.sql)")
+    parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
+    parser.add_argument(
+        "--map",
+        action="store_true",
+        help="print which test files run each query in-process (then: test files, default all)",
+    )
+    parser.add_argument("--min-rate", type=float, default=None, help="fail below this % killed")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per mutant")
+    parser.add_argument(
+        "--recheck",
+        metavar="LOG",
+        help="run only the mutants a previous run's output (LOG) reported as SURVIVED",
+    )
+    argv = sys.argv[1:] if argv is None else argv
+    opts = parser.parse_args(argv[: argv.index("--map") + 1] if "--map" in argv else argv)
+
+    names = opts.queries or sorted(p.stem for p in (ROOT / "sql").glob("*.sql"))
+    if opts.recheck and not opts.queries:
+        names = sorted({query for query, _, _ in _survivors_of(opts.recheck)})
+    unknown = [n for n in names if not (ROOT / "sql" / f"{n}.sql").exists()]
+    if unknown:
+        parser.error(f"no sql/<name>.sql for: {', '.join(unknown)}")
+    if opts.list:
+        for name in names:
+            for m in mutants_of(name, (ROOT / "sql" / f"{name}.sql").read_text(encoding="utf-8")):
+                print(f"{name}.sql:{m.line}: {m.label}: {m.mutated}")
+        return 0
+
+    tmp = Path(tempfile.mkdtemp(prefix="evalwh-sql-mutants-"))
+    try:
+        copy = _copy_checkout(tmp / "evalwh")
+        os.chdir(copy)
+        sys.path.insert(0, str(copy))
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(copy), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+        # Imported once here so that each forked child starts warm.
+        import duckdb  # noqa: F401
+        import pyarrow  # noqa: F401
+        import pytest  # noqa: F401
+
+        import evalwh.api  # noqa: F401
+
+        if opts.map:
+            _map(copy)
+            return 0
+        return _run(names, copy, opts)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+SURVIVED_LINE = re.compile(r"^\s*SURVIVED (\w+)\.sql:\d+: (.+?): (.*)$")
+
+
+def _survivors_of(log: str) -> set[tuple[str, str, str]]:
+    """(query, mutation, mutated line) of each SURVIVED line of a previous run's output."""
+    found = set()
+    for line in Path(log).read_text(encoding="utf-8").splitlines():
+        match = SURVIVED_LINE.match(line)
+        if match:
+            found.add((match.group(1), match.group(2), match.group(3).strip()))
+    return found
+
+
+def _run(names: list[str], copy: Path, opts: argparse.Namespace) -> int:
+    equivalent = equivalent_keys()
+    only = _survivors_of(opts.recheck) if opts.recheck else None
+    totals = {"killed": 0, "survived": 0, "equivalent": 0}
+    survivors: list[Mutant] = []
+    started = time.monotonic()
+    for name in names:
+        path = copy / "sql" / f"{name}.sql"
+        original = path.read_text(encoding="utf-8")
+        tests = TESTS.get(name)
+        if not tests:
+            print(f"{name}: no covering tests in TESTS; skipped", flush=True)
+            continue
+        if _run_in_child(tests, opts.timeout) != 0:
+            print(f"{name}: the unmutated tests fail ({' '.join(tests)}); fix them first")
+            return 2
+        counts = {"killed": 0, "survived": 0, "equivalent": 0}
+        for m in mutants_of(name, original):
+            if only is not None and m.key not in only:
+                continue
+            path.write_text(m.text, encoding="utf-8")
+            try:
+                code = _run_in_child(tests, opts.timeout)
+            finally:
+                path.write_text(original, encoding="utf-8")
+            if code != 0:
+                counts["killed"] += 1
+            elif m.key in equivalent:
+                counts["equivalent"] += 1
+            else:
+                counts["survived"] += 1
+                survivors.append(m)
+                print(f"  SURVIVED {name}.sql:{m.line}: {m.label}: {m.mutated}", flush=True)
+        for k, v in counts.items():
+            totals[k] += v
+        print(
+            f"{name}: {counts['killed']} killed, {counts['survived']} survived, "
+            f"{counts['equivalent']} equivalent",
+            flush=True,
+        )
+    scored = totals["killed"] + totals["survived"]
+    rate = 100.0 * totals["killed"] / scored if scored else 100.0
+    print(
+        f"\nsql/: {totals['killed']} killed, {totals['survived']} survived, "
+        f"{totals['equivalent']} equivalent (listed in {EQUIVALENT.name}); "
+        f"kill rate {rate:.1f}% (equivalent left out) in {time.monotonic() - started:.0f}s"
+    )
+    for m in survivors:
+        print(f"| {m.query} | {m.line} | {m.label} | `{m.mutated.replace('|', chr(92) + '|')}` |")
+    if opts.min_rate is not None and rate < opts.min_rate:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

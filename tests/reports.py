@@ -1,0 +1,52 @@
+"""Runs for the HTML report tests: the pairwise example, one with planted hostile text, and
+a later run of it that regresses. All on the mock provider, in a folder of their own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import ROOT
+
+PAIRWISE = ROOT / "examples" / "pairwise"
+SCRIPT = "<script>window.pwned=1</script>"
+IMG = '<img src=x onerror="window.pwned=2">'
+BREAKOUT = "</script><script>window.pwned=3</script><!--"
+RATIONALE = "<img src=x onerror=window.pwned=4><script>window.pwned=5</script>"
+
+
+def pairwise_copy(folder: Path, *, hostile: bool = False) -> Path:
+    """A private copy of examples/pairwise; ``hostile`` plants script-bearing text in a
+    case's question, metadata and the answer the small model gives (case q03), and in every
+    rationale the judges give."""
+    target = folder / "pairwise"
+    shutil.copytree(PAIRWISE, target, ignore=shutil.ignore_patterns(".evalwh", "*.html"))
+    if hostile:
+        cases = target / "cases.jsonl"
+        rows = [json.loads(line) for line in cases.read_text(encoding="utf-8").splitlines()]
+        for row in rows:
+            if row["id"] == "q03":
+                row["vars"]["distractor"] = "Sydney " + SCRIPT + IMG
+                row["vars"]["question"] += " " + IMG
+                row["metadata"]["note"] = BREAKOUT
+        cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        config = target / "eval.yaml"
+        text = config.read_text(encoding="utf-8")
+        for said in ("compared with the reference", "checked against the reference"):
+            text = text.replace(said, RATIONALE)
+        config.write_text(text, encoding="utf-8")
+    return target / "eval.yaml"
+
+
+def regressed(config: Path) -> Path:
+    """The same eval where the large model fails every hard case, with a regression gate."""
+    data: dict[str, Any] = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["models"][1]["mock"]["rules"][0]["rate"] = 1.0
+    data["thresholds"] = {"regression": {"max_drop_pass_rate": 0.05}}
+    out = config.with_name("regressed.yaml")
+    out.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return out

@@ -1,0 +1,159 @@
+"""The scorecard, row by row: what each criterion row holds for every kind of scorer result
+(good, out of range, an error, a wrong type, an exception), the weighted case score and the
+required-criteria verdict. Written against the mutants mutmut found surviving in
+evalwh/scoring/scorecard.py (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from evalwh.config.model import Case, Criterion
+from evalwh.scoring.base import ScoreResult
+from evalwh.scoring.scorecard import CaseScore, CriterionScore, Scorecard
+
+CASE = Case(id="k", vars={}, expected="x")
+
+
+def card(*entries: tuple[Criterion, Any]) -> Scorecard:
+    """A scorecard of (criterion, scorer) pairs; a scorer that is not callable is returned."""
+    fns = [fn if callable(fn) else (lambda out, case, v=fn: v) for _, fn in entries]
+    return Scorecard([c for c, _ in entries], fns)
+
+
+def crit(name: str = "c", **kw: Any) -> Criterion:
+    return Criterion(name=name, type=kw.pop("type", "t"), **kw)
+
+
+def one(result: Any, **kw: Any) -> CriterionScore:
+    (row,) = card((crit(**kw), result)).score("out", CASE).criteria
+    return row
+
+
+def test_a_good_result_keeps_everything_it_carries() -> None:
+    row = one(ScoreResult(0.75, details={"d": 1}, rationale="why"), weight=2.0, threshold=0.7)
+    assert row == CriterionScore(
+        name="c",
+        scorer="t",
+        score=0.75,
+        passed=True,
+        weight=2.0,
+        required=True,
+        details={"d": 1},
+        rationale="why",
+        error=None,
+    )
+    # an explicit verdict wins over the threshold, both ways
+    assert one(ScoreResult(0.1, passed=True)).passed is True
+    assert one(ScoreResult(0.9, passed=False)).passed is False
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, 0, 1])
+def test_the_ends_of_the_range_are_valid_scores(value: float) -> None:
+    row = one(ScoreResult(value), threshold=0.0)
+    assert row.error is None and row.score == float(value) and row.passed is True
+    assert type(row.score) is float
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1, math.nan, True, "0.5", None, math.inf])
+def test_a_score_outside_0_1_is_a_scorer_error(value: Any) -> None:
+    row = one(ScoreResult(value, details={"d": 2}, rationale="r"), weight=3.0, required=False)
+    assert row.error == f"scorer returned score {value!r}, outside [0, 1]"
+    assert (row.name, row.scorer, row.score, row.passed) == ("c", "t", 0.0, False)
+    assert (row.weight, row.required, row.details, row.rationale) == (3.0, False, {"d": 2}, "r")
+
+
+def test_a_result_with_an_error_fails_with_that_error() -> None:
+    row = one(ScoreResult(0.9, passed=True, error="bad regex", details={"d": 3}))
+    assert (row.score, row.passed, row.error, row.details) == (0.0, False, "bad regex", {"d": 3})
+
+
+def test_a_scorer_returning_something_else_is_an_error() -> None:
+    row = one(0.9, weight=2.0, required=False)
+    assert row.error == "scorer returned float, not a ScoreResult"
+    assert (row.name, row.scorer, row.score, row.passed) == ("c", "t", 0.0, False)
+    assert (row.weight, row.required, row.details, row.rationale) == (2.0, False, None, None)
+
+
+def test_a_scorer_that_raises_fails_its_criterion_only() -> None:
+    def boom(output: str, case: Case) -> ScoreResult:
+        raise ValueError("no luck")
+
+    def silent(output: str, case: Case) -> ScoreResult:
+        raise KeyError
+
+    scored = card(
+        (crit("a", weight=2.0, required=False), boom),
+        (crit("b"), ScoreResult(1.0)),
+        (crit("c", required=False), silent),
+    ).score("out", CASE)
+    a, b, c = scored.criteria
+    assert (a.name, a.scorer, a.score, a.passed, a.weight, a.required) == (
+        "a",
+        "t",
+        0.0,
+        False,
+        2.0,
+        False,
+    )
+    assert a.error == "ValueError: no luck" and a.details is None and a.rationale is None
+    assert c.error == "KeyError"
+    assert b.error is None and b.passed is True
+    # only b is required, and it passed; the score is the weighted mean (0*2 + 1*1 + 0*1) / 4
+    assert scored.passed is True and scored.score == pytest.approx(0.25)
+
+
+def test_the_case_score_is_the_weighted_mean_without_weight_0_criteria() -> None:
+    scored = card(
+        (crit("a", weight=2.0), ScoreResult(1.0)),
+        (crit("b", weight=1.0), ScoreResult(0.4)),
+        (crit("info", weight=0.0, required=False), ScoreResult(0.0)),
+    ).score("out", CASE)
+    assert scored.score == pytest.approx((2 * 1.0 + 1 * 0.4) / 3)
+    assert scored.passed is False  # b: 0.4 is below the default threshold 0.5
+    for weight in (1.0, 0.5):  # a total weight of 1 or less is a weight like any other
+        single = card((crit("s", weight=weight), ScoreResult(0.75))).score("out", CASE)
+        assert single.score == pytest.approx(0.75)
+    only_info = card((crit("i", weight=0.0), ScoreResult(1.0))).score("out", CASE)
+    assert only_info.score == 0.0 and only_info.passed is True
+
+
+def test_a_failing_optional_criterion_does_not_fail_the_case() -> None:
+    scored = card(
+        (crit("must"), ScoreResult(0.9)), (crit("nice", required=False), ScoreResult(0.1))
+    ).score("out", CASE)
+    assert scored.passed is True and [r.passed for r in scored.criteria] == [True, False]
+    assert card((crit("must"), ScoreResult(0.1))).score("out", CASE).passed is False
+
+
+def test_the_output_reaches_the_scorers_as_text() -> None:
+    seen: list[Any] = []
+
+    def record(output: Any, case: Case) -> ScoreResult:
+        seen.append(output)
+        return ScoreResult(1.0)
+
+    scorecard = card((crit(), record))
+    for output in (None, 42, "text"):
+        scorecard.score(output, CASE)  # type: ignore[arg-type]
+    assert seen == ["", "42", "text"]
+
+
+def test_judge_results_given_by_the_engine_replace_the_scorer() -> None:
+    def never(output: str, case: Case) -> ScoreResult:
+        raise AssertionError("the scorer must not run when a result is given")
+
+    scored = card((crit("j"), never)).score("out", CASE, {"j": ScoreResult(0.8)})
+    assert scored.criteria[0].score == 0.8 and scored.passed is True
+
+
+def test_a_request_that_errored_scores_0_and_fails() -> None:
+    assert card((crit(), ScoreResult(1.0))).failed("HTTP 500") == CaseScore([], 0.0, False)
+
+
+def test_one_scorer_per_criterion() -> None:
+    with pytest.raises(ValueError, match="one scorer per criterion"):
+        Scorecard([crit("a"), crit("b")], [lambda o, c: ScoreResult(1.0)])
