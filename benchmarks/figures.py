@@ -294,6 +294,20 @@ def measure_memory(work: Path, n: int) -> dict[str, Any]:
     return {"n": n, "peak_rss_mb": peak_rss_mb(), "phases": marks, "wall_s": wall}
 
 
+def measure_datasource(work: Path, n: int) -> dict[str, Any]:
+    """One mock run of ``n`` cases streamed from a datasource, in this (fresh) process."""
+    import evalwh
+
+    config = workloads.write_datasource_config(work / f"datasource-{n}", n)
+    _fresh(config.parent)
+    started = time.perf_counter()
+    result = evalwh.run_eval(config)
+    wall = time.perf_counter() - started
+    assert result.totals["n"] == n, result.totals
+    shutil.rmtree(config.parent, ignore_errors=True)
+    return {"n": n, "peak_rss_mb": peak_rss_mb(), "wall_s": wall}
+
+
 # ---- ingest -------------------------------------------------------------------------------
 
 

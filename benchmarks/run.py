@@ -32,6 +32,7 @@ GROUPS = (
     "engine",
     "latency",
     "memory",
+    "datasource",
     "ingest",
     "queries",
     "startup",
@@ -59,6 +60,7 @@ class Sizes:
     latency_runs: int = 5
     memory_cases: tuple[int, ...] = (10_000, 50_000, 100_000)
     memory_runs: int = 3
+    datasource_cases: tuple[int, ...] = (10_000, 1_000_000)
     # (row id, cases per flush, criteria per case, flushes): big flushes (the writer's
     # capacity, as when it is the bottleneck and batches grow) and the default batch_size
     ingest: tuple[tuple[str, int, int, int], ...] = (
@@ -107,6 +109,7 @@ QUICK = Sizes(
     latency_runs=1,
     memory_cases=(300, 600),
     memory_runs=1,
+    datasource_cases=(300, 3_000),
     ingest=(("ingest", 500, 10, 2), ("ingest-default-batch", 200, 10, 2)),
     ingest_runs=1,
     query_repeats=1,
@@ -186,6 +189,8 @@ def child_main(name: str, params: dict[str, Any]) -> None:
         out = figures.measure_latency(work, **params)
     elif name == "memory":
         out = figures.measure_memory(work, **params)
+    elif name == "datasource":
+        out = figures.measure_datasource(work, **params)
     elif name == "ingest":
         out = figures.measure_ingest(work, **params)
     elif name == "queries":
@@ -357,6 +362,31 @@ def memory_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str
         {"growth_mb_per_10k": slope},
     )
     return [row], {"peak_rss_mb": peaks, "wall_s": walls, "phases": phases}
+
+
+def datasource_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    """Peak RSS of a mock run whose cases stream from a datasource, small and huge: the
+    engine pulls pages as it needs them, so the huge one stays under the same target."""
+    raw = {}
+    for n in sizes.datasource_cases:
+        log(f"datasource: {n} mock cases from a datasource")
+        raw[n] = child("datasource", {"work": str(work), "n": n})
+    small, large = min(raw), max(raw)
+    row = Row(
+        "datasource-memory",
+        "memory, datasource",
+        f"{large:,} mock cases streamed from a datasource (pages of 1,000) vs {small:,}",
+        "peak RSS <= 300 MB at both sizes",
+        raw[large]["peak_rss_mb"],
+        "MB",
+        300,
+        False,
+        f"peak RSS {small:,}: {raw[small]['peak_rss_mb']:.0f} MB, {large:,}: "
+        f"{raw[large]['peak_rss_mb']:.0f} MB; wall {small:,}: {raw[small]['wall_s']:.1f} s, "
+        f"{large:,}: {raw[large]['wall_s']:.1f} s ({large / raw[large]['wall_s']:,.0f} cases/s)",
+        {"small_peak_rss_mb": raw[small]["peak_rss_mb"]},
+    )
+    return [row], {str(n): v for n, v in raw.items()}
 
 
 def ingest_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
@@ -1103,6 +1133,8 @@ def main(argv: list[str] | None = None) -> int:
                 got, raw["latency"] = latency_rows(sizes, work, log)
             elif group == "memory":
                 got, raw["memory"] = memory_rows(sizes, work, log)
+            elif group == "datasource":
+                got, raw["datasource"] = datasource_rows(sizes, work, log)
             elif group == "ingest":
                 got, raw["ingest"] = ingest_rows(sizes, work, log)
             elif group == "queries":

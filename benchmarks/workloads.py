@@ -96,6 +96,46 @@ cases:
     return path
 
 
+class SyntheticSource:
+    """A datasource of ``n`` generated cases (the rows of :func:`write_cases`), in pages of
+    ``page_size``: nothing is held but the page being handed out."""
+
+    def __init__(self, params: dict, root: Path) -> None:
+        self.n = int(params["n"])
+        self.page_size = int(params.get("page_size", 1000))
+
+    def pages(self, cursor: int | None) -> tuple[list[dict], int | None]:
+        start = cursor or 0
+        stop = min(start + self.page_size, self.n)
+        rows = [
+            {
+                "id": f"case-{i:07d}",
+                "question": f"What is {i} plus {i}?",
+                "expected": str(2 * i),
+                "topic": TOPICS[i % len(TOPICS)],
+                "difficulty": "hard" if i % 3 == 0 else "easy",
+            }
+            for i in range(start, stop)
+        ]
+        return rows, (stop if stop < self.n else None)
+
+
+def write_datasource_config(folder: Path, n: int, *, page_size: int = 1000) -> Path:
+    """The memory workload's eval (mock model, three scorers), its cases from
+    :class:`SyntheticSource` instead of a file."""
+    path = write_config(folder, 1, cases_file=folder / "unused.jsonl")
+    text = path.read_text(encoding="utf-8")
+    head, _, tail = text.partition("cases:\n")
+    _, _, scorecard = tail.partition("scorecard:\n")
+    path.write_text(
+        f"{head}cases:\n  - source: workloads:SyntheticSource\n"
+        f"    params: {{n: {n}, page_size: {page_size}}}\n"
+        f"    metadata: [topic, difficulty]\nscorecard:\n{scorecard}",
+        encoding="utf-8",
+    )
+    return path
+
+
 def write_report_config(folder: Path, n: int) -> Path:
     """``n`` cases x 2 models on the mock provider for the HTML report figures: one model
     answers right, the other gives a long wrong answer (2,000 characters) to a fifth of the

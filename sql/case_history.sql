@@ -1,5 +1,5 @@
 -- title: A case across runs
--- description: One row per run and variant x model cell that holds case $case_id (newest run first, at most $limit runs): the run's suite, label and start, the answers (repeats), how many passed, the mean score, errors, mean latency and the first answer's output.
+-- description: One row per run and variant x model cell that holds case $case_id (newest run first, at most $limit runs): the run's suite, label and start, the answers (repeats), how many passed, the mean score, errors, mean latency, whether the run is no-look and the first answer's output (NULL in a no-look run, which stores none).
 -- params: case_id, limit
 WITH runs_with AS (
     SELECT DISTINCT run_id FROM cases WHERE case_id = $case_id ORDER BY run_id DESC LIMIT $limit
@@ -9,6 +9,7 @@ SELECT
     r.suite,
     r.label,
     r.started_at,
+    r.no_look,
     c.variant,
     c.model,
     count(*)                                   AS n,
@@ -21,5 +22,5 @@ SELECT
 FROM cases c
 JOIN runs r USING (run_id)
 WHERE c.case_id = $case_id AND c.run_id IN (SELECT run_id FROM runs_with)
-GROUP BY c.run_id, r.suite, r.label, r.started_at, c.variant, c.model
+GROUP BY c.run_id, r.suite, r.label, r.started_at, r.no_look, c.variant, c.model
 ORDER BY c.run_id DESC, c.variant, c.model;

@@ -1,8 +1,9 @@
 -- title: Runs
--- description: The newest runs first with their status, label, suite, size, pass rate (with n) and cost; only those of suite $suite, label $label and stored status $status started in [$since, $until) (a NULL parameter filters nothing).
+-- description: The newest runs first with their status, label, suite, size, pass rate (with n), cost and whether each is a no-look run; only those of suite $suite, label $label and stored status $status started in [$since, $until) (a NULL parameter filters nothing).
 -- params: limit, suite, label, status, since, until
 WITH top AS (
-    SELECT run_id, label, suite, status, started_at, finished_at, heartbeat_at, host, pid, n_planned
+    SELECT run_id, label, suite, status, started_at, finished_at, heartbeat_at, host, pid, n_planned,
+        no_look
     FROM runs
     WHERE ($suite IS NULL OR suite = $suite)
       AND ($label IS NULL OR label = $label)
@@ -36,6 +37,7 @@ SELECT
     r.host,
     r.pid,
     r.n_planned,
+    r.no_look,
     coalesce(c.n, 0)                                  AS n,
     coalesce(c.n_passed, 0)                           AS n_passed,
     coalesce(c.n_errors, 0)                           AS n_errors,

@@ -130,6 +130,18 @@ def test_the_lake_variant_of_the_migrations_drops_primary_keys_only() -> None:
     assert lakemod.lake_sql(sql) == "CREATE TABLE t (a VARCHAR, b INTEGER NOT NULL)"
 
 
+def test_the_lake_variant_quotes_a_boolean_default_only() -> None:
+    """DuckLake refuses ``ADD COLUMN ... DEFAULT false`` (not a literal to it) and takes
+    ``DEFAULT 'false'`` (0008_no_look_datasources.sql); other defaults and names stay."""
+    sql = "ALTER TABLE runs ADD COLUMN no_look BOOLEAN DEFAULT false;"
+    assert lakemod.lake_sql(sql) == "ALTER TABLE runs ADD COLUMN no_look BOOLEAN DEFAULT 'false';"
+    assert lakemod.lake_sql("ADD COLUMN x BOOLEAN default TRUE") == (
+        "ADD COLUMN x BOOLEAN DEFAULT 'TRUE'"
+    )
+    for kept in ("ADD COLUMN n INTEGER DEFAULT 0", "ADD COLUMN falsey BOOLEAN", "-- default"):
+        assert lakemod.lake_sql(kept) == kept
+
+
 # -- shards (no server) -----------------------------------------------------------------
 
 
@@ -289,6 +301,9 @@ def test_a_file_catalog_lake_runs_migrates_and_answers_every_read(tmp_path: Path
     for label in ("a", "b"):
         done = run_cli("run", str(cfg), "-q", "--label", label, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
+    # migration 0008 on a lake: a no-look run is stored and listed as one
+    blind = run_cli("run", str(cfg), "-q", "--label", "c", "--no-look", cwd=tmp_path)
+    assert blind.returncode == 0, blind.stderr
     assert (tmp_path / "meta.ducklake").is_file() and any(
         (tmp_path / "lake-data").rglob("*.parquet")
     )
@@ -305,9 +320,10 @@ def test_a_file_catalog_lake_runs_migrates_and_answers_every_read(tmp_path: Path
         assert shown.returncode == 0, (args, shown.stderr)
     assert list((tmp_path / "pq").rglob("cases.parquet"))
     listed = run_cli("list", "--json", cwd=tmp_path, env=env)
-    assert sorted(r["label"] for r in json.loads(listed.stdout)["runs"]) == ["a", "b"]
+    runs = {r["label"]: r["no_look"] for r in json.loads(listed.stdout)["runs"]}
+    assert runs == {"a": False, "b": False, "c": True}
     counted = run_cli("sql", "SELECT count(*) AS n FROM cases", "--json", cwd=tmp_path, env=env)
-    assert json.loads(counted.stdout)["rows"] == [{"n": 40}]
+    assert json.loads(counted.stdout)["rows"] == [{"n": 60}]
     outside = run_cli("sql", "SELECT * FROM read_csv('/etc/hostname')", cwd=tmp_path, env=env)
     assert outside.returncode == 2 and "disabled by configuration" in outside.stderr
 

@@ -62,6 +62,7 @@ TOP_LEVEL = {
     "scoring",
     "providers",
     "config",
+    "datasources",
     "warehouse",
 }
 

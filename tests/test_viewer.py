@@ -240,6 +240,7 @@ def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, 
     assert c.get(f"/runs/{a}/slices?by=nokey").status_code == 400
 
     history = c.get("/cases/q03.json").json()
+    assert history["notice"] is None  # no no-look run holds q03
     assert {r["run_id"] for r in history["rows"]} == {a, b}
     assert sum(r["n"] for r in history["rows"] if r["run_id"] == a) == len(
         view.cases(a, case_id="q03")
@@ -497,3 +498,56 @@ def test_a_running_runs_rows_arrive_by_events_before_it_ends(tmp_path: Path) -> 
                 run.kill()
     assert seen_rows_while_running > 0, "no row arrived while the run was running"
     assert last["status"] == "completed" and last["n"] == last["n_planned"] == 48
+
+
+# -- a no-look run ------------------------------------------------------------------------------
+NO_LOOK_CANARY = "CNRYviewer7q"  # in the case's vars and expected value, echoed by the mock
+
+
+def test_a_no_look_runs_pages_say_so_and_show_no_output(tmp_path: Path) -> None:
+    """Run, case history and compare pages (and their JSON) of a no-look run name it as such
+    and carry none of its case data, while the same case's ordinary run still shows its
+    output: the pages decline, they do not just find NULLs."""
+    from tests.conftest import write
+
+    cfg = write(
+        tmp_path / "eval.yaml",
+        f"""
+name: nolook-viewer
+models: [{{id: m, provider: mock, mock: {{default: "said {{{{ vars.q }}}}"}}}}]
+variants: [{{id: v, messages: [{{role: user, content: "{{{{ q }}}}"}}]}}]
+cases: [{{id: a, vars: {{q: {NO_LOOK_CANARY}}}, expected: {NO_LOOK_CANARY}}}]
+scorecard: [{{name: exact, type: exact}}]
+""",
+    )
+    out = tmp_path / ".evalwh"
+    seen = api.run_eval(cfg, output_dir=out, no_cache=True)
+    blind = api.run_eval(cfg, output_dir=out, no_look=True)
+    assert blind.no_look and not seen.no_look
+    c = client(api.open_warehouse(out / "warehouse.duckdb"))
+
+    page = c.get(f"/runs/{blind.run_id}").text
+    assert 'id="no-look"' in page and "no-look run" in page
+    assert NO_LOOK_CANARY not in page
+    data = c.get(f"/runs/{blind.run_id}.json").json()
+    assert data["notice"] and data["run"]["no_look"] is True
+    assert NO_LOOK_CANARY not in json.dumps(data)
+    # the case rows load as a section of their own: no output keys for the no-look run
+    rows = c.get(f"/runs/{blind.run_id}/sections/cases.json").json()["rows"]
+    assert rows and not {"o", "exp"} & set(rows[0])
+    assert NO_LOOK_CANARY not in json.dumps(rows)
+    shown = c.get(f"/runs/{seen.run_id}").text
+    assert 'id="no-look"' not in shown
+    assert NO_LOOK_CANARY in c.get(f"/runs/{seen.run_id}/sections/cases.json").text
+
+    history = c.get("/cases/a.json").json()
+    by_run = {r["run_id"]: r for r in history["rows"]}
+    assert history["notice"]
+    assert "output" not in by_run[blind.run_id] and by_run[blind.run_id]["no_look"]
+    assert NO_LOOK_CANARY in by_run[seen.run_id]["output"]
+    text = c.get("/cases/a").text
+    assert 'id="no-look"' in text and "output not kept" in text
+    assert text.count(NO_LOOK_CANARY) == 1  # the ordinary run's output, once
+
+    compared = c.get(f"/compare/{seen.run_id}/{blind.run_id}").text
+    assert "no-look" in compared

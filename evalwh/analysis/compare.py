@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from evalwh.analysis.nolook import NOTICE, is_no_look, minimal_table
 from evalwh.analysis.runinfo import brief_of, cluster_key, snapshot_of
 from evalwh.analysis.slices import check_keys, metadata_keys
 from evalwh.errors import UsageError
@@ -36,6 +37,7 @@ class Comparison:
     deltas: pa.Table
     movers: pa.Table
     notes: list[str] = field(default_factory=list)
+    no_look: bool = False  # a side is a no-look run: movers carry no outputs
 
     def rows(self, scope: str) -> list[dict[str, Any]]:
         import pyarrow.compute as pc
@@ -62,6 +64,7 @@ class Comparison:
             "slices": self.rows("slice"),
             "movers": self.movers.to_pylist(),
             "notes": self.notes,
+            "no_look": self.no_look,
         }
 
 
@@ -122,7 +125,13 @@ def compare(
         keys, combine = metadata_keys(store, [run_a, run_b]), False
     table = deltas(store, run_a, run_b, cluster=key, keys=keys, combine=combine)
     moved = store.query("compare_cases", run_a=run_a, run_b=run_b, limit=movers)
-    result = Comparison(brief_of(row_a), brief_of(row_b), key, keys, table, moved, notes)
+    no_look = is_no_look(row_a) or is_no_look(row_b)
+    if no_look:  # one side stored no outputs: neither side's are shown
+        moved = minimal_table(moved)
+        notes.append(NOTICE)
+    result = Comparison(
+        brief_of(row_a), brief_of(row_b), key, keys, table, moved, notes, no_look=no_look
+    )
     overall = result.overall
     if run_a == run_b:
         notes.append("both references name the same run: every delta is 0")

@@ -40,8 +40,12 @@ def settings_for(
     return settings
 
 
-def _config(config: str | Path | EvalConfig) -> EvalConfig:
-    return config if isinstance(config, EvalConfig) else load_config(config)
+def _config(config: str | Path | EvalConfig, *, no_look: bool = False) -> EvalConfig:
+    """The loaded config; ``no_look`` (the ``--no-look`` flag) turns no-look on, never off."""
+    from dataclasses import replace
+
+    cfg = config if isinstance(config, EvalConfig) else load_config(config)
+    return replace(cfg, no_look=True) if no_look and not cfg.no_look else cfg
 
 
 @dataclass
@@ -58,6 +62,8 @@ class DryRun:
     warehouse: str
     sample: dict[str, Any] | None = None
     estimate: dict[str, Any] | None = None
+    no_look: bool = False  # no sample prompt is shown (docs/no-look.md)
+    datasources: list[str] = field(default_factory=list)  # read while the run goes: not counted
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -83,6 +89,7 @@ class RunResult:
     stop_reason: str | None = None  # status `stopped`: the cost cap was reached mid-run
     shard: str | None = None  # "k/n" when this process ran one shard of a sharded run
     concluded: bool = True  # False: the gate was not judged here (a shard left it to others)
+    no_look: bool = False  # the run stored no case data: readers decline to show outputs
     report: str | None = None  # the HTML page written with ``html=``
 
     @property
@@ -147,6 +154,7 @@ def _plan(
     fake: bool = False,
     shard: tuple[int, int] | None = None,
     run_id: str | None = None,
+    no_look: bool = False,
 ) -> _Planned:
     """Everything before the first request: validate, plan, look up the cache, estimate.
 
@@ -154,17 +162,19 @@ def _plan(
     continue it while its stored cells are read; the caller releases it on failure.
     """
     from evalwh.engine.overrides import with_models
-    from evalwh.engine.plan import Filters
+    from evalwh.engine.plan import Filters, refuse_sharded_datasources
     from evalwh.warehouse.lease import claim
     from evalwh.warehouse.store import Warehouse
 
-    cfg, chosen = with_models(_config(config), models, fake=fake)
+    cfg, chosen = with_models(_config(config, no_look=no_look), models, fake=fake)
     settings = settings_for(
         cfg, output_dir=output_dir, warehouse=warehouse, concurrency=concurrency
     )
     filters = Filters(tuple(chosen), tuple(variants), tuple(cases), shard)
     repeats = repeat or settings.repeat
     continue_run = token = previous = None
+    if shard is not None and cfg.sources:
+        raise UsageError(refuse_sharded_datasources(cfg))
     if shard is not None:
         planned = _plan_shard(
             cfg, settings, filters, repeats, run_id, resume or retry_errors, use_cache
@@ -183,7 +193,9 @@ def _plan(
         )
         continue_run = store.resolve(resume or retry_errors or "")
         row = store.run_row(continue_run)
-        _check_same_config(row, cfg, continue_run, "--resume" if resume else "--retry-errors")
+        flag = "--resume" if resume else "--retry-errors"
+        _refuse_datasource_resume(row, cfg, continue_run, flag)
+        _check_same_config(row, cfg, continue_run, flag)
         token, previous = claim(
             settings.warehouse, continue_run, force=force, stale_after_s=settings.stale_after_s
         )
@@ -207,7 +219,7 @@ def _plan_shard(
     use_cache: bool,
 ) -> _Planned:
     """One shard of a sharded run: its cases, less the cells any earlier try stored."""
-    from evalwh.engine.execute import cache_lookup, estimate, prepare
+    from evalwh.engine.execute import estimate, prepare
     from evalwh.warehouse.shards import check_run_id
     from evalwh.warehouse.store import Warehouse
 
@@ -224,13 +236,20 @@ def _plan_shard(
     store = Warehouse(settings.warehouse)
     skip = store.cells(run_id) if store.exists else set()
     prepared = prepare(cfg, settings, filters, repeats, skip=skip)
-    cache = (
-        cache_lookup(Warehouse(settings.cache_path), prepared.hashes)
-        if use_cache and settings.cache
-        else {}
-    )
+    cache = _cached(cfg, settings, prepared.hashes, use_cache)
     planned = _Planned(cfg, settings, prepared, cache, estimate(prepared, cache), run_id)
     return planned
+
+
+def _cached(cfg: EvalConfig, settings: Settings, hashes: list[str], use_cache: bool) -> Any:
+    """The stored answers of the planned requests (the response cache, in its own file when
+    settings.cache_path says so); a no-look run neither reads nor writes it."""
+    from evalwh.engine.execute import cache_lookup
+    from evalwh.warehouse.store import Warehouse
+
+    if not (use_cache and settings.cache) or cfg.no_look:
+        return {}
+    return cache_lookup(Warehouse(settings.cache_path), hashes)
 
 
 def _plan_cells(
@@ -241,7 +260,7 @@ def _plan_cells(
     retry_errors: str | None,
     use_cache: bool,
 ) -> _Planned:
-    from evalwh.engine.execute import cache_lookup, estimate, prepare
+    from evalwh.engine.execute import estimate, prepare
     from evalwh.engine.plan import Filters
     from evalwh.warehouse.store import Warehouse
 
@@ -262,11 +281,7 @@ def _plan_cells(
         else:
             only = store.cells(continue_run, errors_only=True)
     prepared = prepare(cfg, settings, filters, repeats, skip=skip, only=only)
-    cache = (
-        cache_lookup(Warehouse(settings.cache_path), prepared.hashes)
-        if use_cache and settings.cache
-        else {}
-    )
+    cache = _cached(cfg, settings, prepared.hashes, use_cache)
     planned.prepared, planned.cache = prepared, cache
     planned.estimate = estimate(prepared, cache)
     return planned
@@ -284,7 +299,33 @@ def _too_many_errors(totals: dict[str, Any], max_error_rate: float) -> str | Non
     )
 
 
+def _refuse_datasource_resume(row: dict[str, Any], cfg: EvalConfig, run_id: str, flag: str) -> None:
+    """A datasource run cannot be continued: the source is live, so the cells left to run
+    would be drawn from different data than the stored ones, silently."""
+    stored = _json(row.get("datasources"))
+    if not stored and not cfg.sources:
+        return
+    names = ", ".join(
+        sorted({str(d.get("name")) for d in stored or []} | {s.name for s in cfg.sources})
+    )
+    raise UsageError(
+        f"{flag} refused: run {run_id} reads cases from a datasource ({names}). A datasource "
+        "is read page by page while the run goes and may change in between (rows added, "
+        "removed or reordered shift every page after them), so a continuation could skip or "
+        "repeat cases and its halves would describe different data without saying so; a "
+        "datasource run has no resume. Start a new run (`evalwh run` without the flag), or "
+        "export the source to a file (e.g. DuckDB `COPY (query) TO 'cases.parquet'`) and run "
+        "that, which can be resumed"
+    )
+
+
 def _check_same_config(row: dict[str, Any], cfg: EvalConfig, run_id: str, flag: str) -> None:
+    if bool(row.get("no_look")) != cfg.no_look:
+        raise UsageError(
+            f"{flag} refused: run {run_id} was {'' if row.get('no_look') else 'not '}a no-look "
+            f"run and this one would {'not ' if row.get('no_look') else ''}be; continue it with "
+            "the same privacy.no_look (and --no-look) it started with"
+        )
     changed = [
         name
         for name, stored, now in (
@@ -342,6 +383,7 @@ def validate(
     no_cache: bool = False,
     fake: bool = False,
     warehouse: str | Path | None = None,
+    no_look: bool = False,
 ) -> DryRun:
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
@@ -358,11 +400,12 @@ def validate(
         warehouse=warehouse,
         use_cache=not no_cache,
         fake=fake,
+        no_look=no_look,
     )
     plan = planned.prepared.plan
     _check_cost(planned.estimate, *_cap(planned, max_cost))
     sample = None
-    if plan.variants and plan.cases:
+    if plan.variants and plan.cases and not planned.config.no_look:
         sample = {
             "variant": plan.variants[0].variant.id,
             "case": plan.cases[0].id,
@@ -379,6 +422,8 @@ def validate(
         warehouse=str(planned.settings.warehouse),
         sample=sample,
         estimate=planned.estimate.to_dict(),
+        no_look=planned.config.no_look,
+        datasources=[s.name for s in planned.config.sources],
     )
 
 
@@ -402,6 +447,7 @@ def run_eval(
     on_estimate: Callable[[Any], None] | None = None,
     shard: tuple[int, int] | None = None,
     run_id: str | None = None,
+    no_look: bool = False,
     html: str | Path | None = None,
     fake: bool = False,
     warehouse: str | Path | None = None,
@@ -448,6 +494,7 @@ def run_eval(
         fake=fake,
         shard=shard,
         run_id=run_id,
+        no_look=no_look,
     )
     cfg, settings = planned.config, planned.settings
     cap, cap_source = _cap(planned, max_cost)
@@ -515,9 +562,10 @@ def _shard_result(
     from evalwh.warehouse.store import Warehouse
 
     warehouse = Warehouse(settings.warehouse)
+    row = warehouse.run_row(run_id)
     return RunResult(
         run_id=run_id,
-        status=warehouse.run_row(run_id)["status"],
+        status=row["status"],
         suite=suite,
         warehouse=str(settings.warehouse),
         exports=None,
@@ -528,6 +576,7 @@ def _shard_result(
         stats=stats,
         shard=f"{shard[0]}/{shard[1]}",
         concluded=False,
+        no_look=bool(row.get("no_look")),
     )
 
 
@@ -567,6 +616,7 @@ def conclude(
         log_notes(judged)
         judged_pairs = raw_config.get("pairwise") or raw_config.get("judges")
         pairwise = judging_report(warehouse, run_id, raw_config) if judged_pairs else None
+        no_look = bool(warehouse.run_row(run_id).get("no_look"))  # `finish` has no config
     report = None
     if html is not None:
         from evalwh.reports.html import render_run, write
@@ -585,6 +635,7 @@ def conclude(
         gate=judged.rules,
         pairwise=pairwise,
         stats=stats or {},
+        no_look=no_look,
         report=report,
     )
 
@@ -609,6 +660,12 @@ def render_prompt(config: str | Path | EvalConfig, variant: str, case_id: str) -
     from evalwh.config.prompts import CompiledVariant
 
     cfg = _config(config)
+    if cfg.no_look:
+        raise UsageError(
+            f"{cfg.path} is a no-look eval (privacy.no_look): its rendered prompts hold case "
+            "data, which evalwh does not show; render a prompt of a config without no-look "
+            "over test data instead"
+        )
     chosen = next((v for v in cfg.variants if v.id == variant), None)
     if chosen is None:
         known = ", ".join(v.id for v in cfg.variants)

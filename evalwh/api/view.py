@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from evalwh.reports.exports import Export
     from evalwh.warehouse.lake import LakeTarget
 
+from evalwh.analysis.nolook import NOTICE, is_no_look, minimal, minimal_table
 from evalwh.api.run import _config, _json, settings_for
 
 
@@ -107,16 +108,16 @@ class WarehouseView:
         self, ref: str = "latest", *, failures: bool = False, case_id: str | None = None
     ) -> pl.DataFrame:
         """One row per answer of a run with its output, score and criteria; only the failing
-        ones with ``failures``, only one case id's with ``case_id``."""
+        ones with ``failures``, only one case id's with ``case_id``. A no-look run's rows
+        have no output, expected, vars or messages columns."""
         import polars as pl
 
+        run_id = self.resolve(ref)
         table = self.query(
-            "case_list",
-            run_id=self.resolve(ref),
-            only_failures=failures,
-            case_id=case_id,
-            limit=None,
+            "case_list", run_id=run_id, only_failures=failures, case_id=case_id, limit=None
         )
+        if is_no_look(self.store.run_row(run_id)):
+            table = minimal_table(table)
         return pl.from_arrow(table)  # type: ignore[return-value]
 
     def table(self, name: str) -> pl.DataFrame:
@@ -146,7 +147,12 @@ class WarehouseView:
         if case_id is not None and not cases:
             raise UsageError(f"run {run_id} has no case '{case_id}'")
         snapshot = run.get("config_snapshot")
+        no_look = is_no_look(run)
+        if no_look:
+            cases = [minimal(c) for c in cases]
         return {
+            "no_look": no_look,
+            "notice": NOTICE if no_look else None,
             "run": {k: v for k, v in run.items() if k not in ("config_snapshot",)},
             "totals": self.query("run_totals", run_id=run_id).to_pylist()[0],
             "summary": self.query("summary", run_id=run_id).to_pylist(),

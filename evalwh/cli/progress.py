@@ -40,8 +40,11 @@ def progress_reporter(total_hint: str = "cases") -> Iterator[Any]:
         def update(done: int, total: int, result: Any) -> None:
             nonlocal errors
             errors += result.error is not None
-            bar.update(
-                task, completed=done, total=total, status=f"errors {errors}" if errors else ""
+            bar.update(  # total 0: a datasource run, whose size is unknown until read
+                task,
+                completed=done,
+                total=total or None,
+                status=f"errors {errors}" if errors else "",
             )
 
         with bar:
@@ -56,9 +59,8 @@ def progress_reporter(total_hint: str = "cases") -> Iterator[Any]:
         now = time.monotonic()
         if done == total or now - last[0] >= 2.0:
             last[0] = now
-            sys.stderr.write(
-                f"progress: {done}/{total} ({100 * done / max(total, 1):.0f}%), errors {failed[0]}\n"
-            )
+            shown = f"{done}/{total} ({100 * done / total:.0f}%)" if total > 0 else f"{done} done"
+            sys.stderr.write(f"progress: {shown}, errors {failed[0]}\n")
             sys.stderr.flush()
 
     yield plain

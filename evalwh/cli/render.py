@@ -99,7 +99,8 @@ def print_errors(groups: list[dict[str, Any]]) -> None:
 def estimate_line(e: dict[str, Any]) -> str:
     """The cost estimate printed before a run (and by --dry-run)."""
     cached = f" ({e['cached']} of {e['cells']} from the cache)" if e["cached"] else ""
-    return f"estimate: {e['calls']} call(s){cached}, up to ~{usd(e['cost_usd'])}"
+    more = " + the datasource's cases (unknown until read)" if e.get("datasources") else ""
+    return f"estimate: {e['calls']} call(s){cached}{more}, up to ~{usd(e['cost_usd'])}"
 
 
 def criteria_table(rows: list[dict[str, Any]]) -> Table:
@@ -173,11 +174,12 @@ def case_block(c: dict[str, Any], *, full: bool) -> None:
         header.append("  (cached)", style="dim")
     out().print(header)
     limit = 10_000 if full else 300
+    no_look = "output" not in c  # a no-look run's case: ids, scores and error classes only
     if c["error"]:
         out().print(
             f"  error: {c['error']} (after {c['attempts']} attempt(s))", style="red", markup=False
         )
-    else:
+    elif not no_look:
         out().print(f"  output: {clip(c['output'], limit)}", markup=False)
     if c.get("expected") is not None:
         out().print(f"  expected: {clip(c['expected'], limit)}", markup=False)
@@ -201,9 +203,10 @@ def case_block(c: dict[str, Any], *, full: bool) -> None:
             markup=False,
         )
     if full:
-        out().print(f"  vars: {c['vars']}", markup=False)
+        if not no_look:
+            out().print(f"  vars: {c['vars']}", markup=False)
         out().print(f"  metadata: {c['metadata']}", markup=False)
-        for m in json.loads(c["messages"] or "[]"):
+        for m in json.loads(c.get("messages") or "[]"):
             text = "".join(part_label(p) for p in m["content"])
             out().print(f"  [{m['role']}] {text}", markup=False)
         out().print(

@@ -47,6 +47,14 @@ CaseOpt = Annotated[
     list[str] | None,
     typer.Option("--case", metavar="ID", help="Only this case id (repeatable; wildcards)."),
 ]
+NoLookOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-look",
+        help="Eyes-off evaluation: store and show no case data, outputs or rationales "
+        "(as privacy.no_look: true; docs/no-look.md).",
+    ),
+]
 
 BaselineOpt = Annotated[
     str | None,
@@ -149,6 +157,7 @@ def run(
             help="With --shard: the run every shard writes to (the same on every shard).",
         ),
     ] = None,
+    no_look: NoLookOpt = False,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -184,6 +193,7 @@ def run(
             max_cost=max_cost,
             no_cache=no_cache,
             fake=fake,
+            no_look=no_look,
             **selection,
         )
         if STATE.json:
@@ -212,6 +222,7 @@ def run(
             fake=fake,
             shard=shard_of,
             run_id=run_id,
+            no_look=no_look,
             html=html,
             **selection,
         )
@@ -245,6 +256,8 @@ def print_result(result: RunResult, *, label: str | None = None, retry: str = ""
         )
         if result.report:
             note(f"report: {result.report}")
+        if result.no_look:
+            note("no-look run: no case data, outputs or rationales were stored (docs/no-look.md)")
         if result.totals["n_errors"]:
             note(f"see the errors: evalwh show {result.run_id} --failures")
     if result.failure:  # on stderr in --json mode too, like every error
@@ -287,6 +300,14 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         f"{p.cases} case(s)" + (f" × {p.repeats} repeat(s)" if p.repeats > 1 else ""),
         markup=False,
     )
+    if p.datasources:
+        console.print(
+            f"datasources: {', '.join(p.datasources)} (read while the run goes: their cases "
+            "are not in the count or the estimate; the cost cap holds on actual spend)",
+            markup=False,
+        )
+    if p.no_look:
+        console.print("no-look: no sample prompt is shown", markup=False)
     console.print(f"variants: {', '.join(p.variants)}", markup=False)
     console.print(f"models:   {', '.join(p.models)}", markup=False)
     if p.estimate:
@@ -321,6 +342,7 @@ def validate(
     variant: VariantOpt = None,
     case: CaseOpt = None,
     fake: FakeOpt = False,
+    no_look: NoLookOpt = False,
 ) -> None:
     """Check a config end to end (schema, files, templates for every case, scorers); call nothing."""
     from evalwh import api
@@ -332,6 +354,7 @@ def validate(
         cases=case or (),
         **STATE.where(),
         fake=fake,
+        no_look=no_look,
     )
     if STATE.json:
         emit_json({"valid": True, **plan.to_dict()})

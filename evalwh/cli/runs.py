@@ -90,6 +90,8 @@ def show(
     if r["status"] != "completed":
         title += f" ({data['totals']['n']}/{r['n_planned']} cases stored)"
     out().print(title, style="bold", markup=False)
+    if data.get("notice"):
+        note(data["notice"])
     if data.get("next"):
         note(data["next"])
     out().print(render.summary_table(data["summary"]))

@@ -135,6 +135,12 @@ def referenced_paths(data: Mapping[str, Any]) -> list[tuple[str, str]]:
         for name, value in files.items() if isinstance(files, Mapping) else ():
             if isinstance(value, str):
                 found.append((f"cases[{i}].files.{name}", value))
+        source_file = _function_file(source.get("source"))  # a datasource's file.py:Class
+        if source_file is not None:
+            found.append((f"cases[{i}].source", source_file))
+        params = source.get("params")
+        if isinstance(params, Mapping) and isinstance(params.get("pattern"), str):
+            found.append((f"cases[{i}].params.pattern", params["pattern"]))
     for i, criterion in enumerate(data.get("scorecard") or []):
         if not isinstance(criterion, Mapping):
             continue
@@ -174,6 +180,11 @@ def _code(data: Mapping[str, Any], cases: list[Any]) -> list[Violation]:
         if isinstance(criterion, Mapping) and criterion.get("type") in CODE_SCORERS:
             option = CODE_SCORERS[criterion["type"]]
             out.append(Violation(f"scorecard[{i}].{option}", str(criterion.get(option)), why))
+    for i, source in enumerate(data.get("cases") or []):
+        # a datasource is code (module:Class), a query that may read any file or ATTACH a
+        # database (duckdb), or rows whose exec checks are only known while the run goes
+        if isinstance(source, Mapping) and "source" in source:
+            out.append(Violation(f"cases[{i}].source", str(source["source"]), why))
     for case in cases:  # inline or from a case file: known once the config is loaded
         if case.check is not None:
             out.append(Violation(f"{case.source} check", "exec check", why))

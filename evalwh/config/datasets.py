@@ -1,4 +1,5 @@
-"""Test cases: inline in eval.yaml, or from CSV / JSONL / Parquet files.
+"""Test cases: inline in eval.yaml, from CSV / JSONL / Parquet files, or page by page from a
+datasource (:mod:`evalwh.datasources`; its rows are mapped here like a file's).
 
 A file source maps columns onto a case: ``id`` (default column ``id``; the row number when
 the file has no such column), ``expected`` (default ``expected``), ``human_label``,
@@ -18,12 +19,14 @@ New formats register in :data:`READERS` (suffix -> reader of rows).
 from __future__ import annotations
 
 import csv
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from evalwh.config.model import Case
+from evalwh.config.attachments import Attachment
+from evalwh.config.model import Case, SourceSpec
+from evalwh.datasources.jsonl import parse_line
 from evalwh.errors import ConfigError
 
 Row = dict[str, Any]
@@ -71,59 +74,12 @@ def _csv_rows(reader: csv.DictReader[str], path: Path) -> Iterator[tuple[int, Ro
         yield reader.line_num, dict(row)
 
 
-class DuplicateKeyError(ValueError):
-    """A JSON object names the same key twice (``json.loads`` would keep the last)."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise DuplicateKeyError(key)
-        out[key] = value
-    return out
-
-
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line, object_pairs_hook=_unique_keys)
-            except DuplicateKeyError as exc:
-                raise ConfigError(
-                    f"duplicate key '{exc.key}' in a JSON object",
-                    file=str(path),
-                    line=n,
-                    fix="remove one of the two keys: JSON readers keep only one",
-                ) from None
-            except RecursionError:
-                raise ConfigError(
-                    "JSON nested too deeply",
-                    file=str(path),
-                    line=n,
-                    fix="flatten the line's data to at most 200 levels",
-                ) from None
-            except json.JSONDecodeError as exc:
-                raise ConfigError(
-                    f"invalid JSON: {exc.msg}",
-                    file=str(path),
-                    line=n,
-                    column=exc.colno,
-                    fix="each line must be one JSON object",
-                ) from None
-            if not isinstance(row, dict):
-                raise ConfigError(
-                    "a line is not a JSON object",
-                    file=str(path),
-                    line=n,
-                    fix='write one object per line: {"id": ..., "vars": {...}}',
-                )
+            row = parse_line(line, path, n)
             yield n, row
 
 
@@ -161,25 +117,27 @@ def inline_case(
     *,
     file: str | None = None,
     line: int | None = None,
+    quiet: bool = False,
     folder: Path | None = None,
     origin: tuple[str, str] | None = None,
     within: Path | None = None,
 ) -> Case:
     """A case from a mapping with ``id``, ``vars``, ``expected``, ``metadata``, ``files`` ...
 
-    ``file``/``line`` name where it came from, for errors on a case file's row; ``folder``
-    is where its ``files:`` paths resolve (the config's or the cases file's folder);
-    ``origin`` (file, key) places an inline case's ``files`` in the config for errors;
-    ``within`` confines the files of a cases file's row to the config's folder.
+    ``file``/``line`` name where it came from, for errors on a case file's row; ``quiet``
+    (a no-look run) keeps the value itself out of the error message; ``folder`` is where its
+    ``files:`` paths resolve (the config's or the cases file's folder); ``origin`` (file, key)
+    places an inline case's ``files`` in the config for errors; ``within`` confines the files
+    of a cases file's row to the config's folder.
     """
     from evalwh.config.attachments import case_files
 
     for key in ("vars", "metadata"):
         value = raw.get(key)
         if value is not None and not isinstance(value, dict):
+            shown = "" if quiet else f" {str(value)[:40]!r}"
             raise ConfigError(
-                f"'{key}' must be a mapping of names to values, got {type(value).__name__} "
-                f"{str(value)[:40]!r}",
+                f"'{key}' must be a mapping of names to values, got {type(value).__name__}{shown}",
                 file=file,
                 where=None if file else source,
                 line=line,
@@ -244,7 +202,9 @@ def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
 MAX_FOLDER_FILES = 10_000  # files one folder source may hold
 
 
-def _load_folder(spec: dict[str, Any], folder: Path, where: str, config_file: str) -> list[Case]:
+def _load_folder(
+    spec: dict[str, Any], folder: Path, where: str, config_file: str, *, quiet: bool = False
+) -> list[Case]:
     """A folder as one case source: every CSV/JSONL/Parquet file directly in it (only those
     of ``format`` when given), in name order, read with the source's column options; ``limit``
     counts over the whole folder. A file that resolves outside the folder (a symlink) is
@@ -286,18 +246,21 @@ def _load_folder(spec: dict[str, Any], folder: Path, where: str, config_file: st
         part = {**spec, "file": str(real)}
         if limit:
             part["limit"] = limit - len(cases)
-        cases.extend(load_file_source(part, folder, where, config_file))
+        cases.extend(load_file_source(part, folder, where, config_file, quiet=quiet))
         if limit and len(cases) >= limit:
             break
     return cases
 
 
-def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
+def load_file_source(
+    spec: dict[str, Any], root: Path, where: str, config_file: str, *, quiet: bool = False
+) -> list[Case]:
+    """The cases of a file entry; ``quiet`` (a no-look config): errors quote no value."""
     from evalwh.config.attachments import split_file_columns
 
     path = (root / spec["file"]).resolve()
     if path.is_dir():
-        return _load_folder(spec, path, where, config_file)
+        return _load_folder(spec, path, where, config_file, quiet=quiet)
     fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())
     if fmt is None:
         raise ConfigError(
@@ -313,9 +276,6 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
             where=f"{where}.file",
             fix="check the path; it is relative to the config file's folder",
         )
-    id_col = spec.get("id", "id")
-    expected_col = spec.get("expected", "expected")
-    label_col = spec.get("human_label", "human_label")
     meta_cols = list(spec.get("metadata") or [])
     var_cols = spec.get("vars")
     declared = {
@@ -334,33 +294,28 @@ def load_file_source(spec: dict[str, Any], root: Path, where: str, config_file: 
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
             cases.append(
-                inline_case(row, source, file=str(path), line=n, folder=path.parent, within=within)
+                inline_case(
+                    row,
+                    source,
+                    file=str(path),
+                    line=n,
+                    quiet=quiet,
+                    folder=path.parent,
+                    within=within,
+                )
             )
             continue
         if not checked:
-            _check_columns(row, path, declared, meta_cols, var_cols)
+            _check_columns(row, declared, meta_cols, var_cols, file=str(path))
             checked = True
-        reserved = {id_col, expected_col, label_col, *meta_cols}
-        names = var_cols if var_cols is not None else [c for c in row if c not in reserved]
-        case_id = row.get(id_col)
-        values, files = split_file_columns(
-            {c: row.get(c) for c in names},
-            path.parent,
+        split = partial(
+            split_file_columns,
+            folder=path.parent,
             file=str(path),
             line=n if fmt != "parquet" else None,
             within=within,
         )
-        cases.append(
-            Case(
-                id=_case_id(case_id) if case_id not in (None, "") else f"{path.stem}-{n}",
-                vars=values,
-                files=files,
-                expected=row.get(expected_col),
-                metadata={c: row.get(c) for c in meta_cols},
-                human_label=row.get(label_col),
-                source=source,
-            )
-        )
+        cases.append(columns_case(row, spec, source, f"{path.stem}-{n}", split=split))
         if spec.get("limit") and len(cases) >= spec["limit"]:
             break
     if not cases:
@@ -395,8 +350,47 @@ def _refuse_key_shaped(
         )
 
 
+def columns_case(
+    row: Row,
+    spec: dict[str, Any],
+    source: str,
+    default_id: str,
+    *,
+    split: Callable[[Row], tuple[Row, dict[str, Attachment]]] | None = None,
+) -> Case:
+    """A case from a row of columns, mapped by a file or datasource entry's ``id``,
+    ``expected``, ``human_label``, ``metadata`` and ``vars`` (default: every other column).
+    ``split`` takes a case file's ``file://`` values out of the vars as attached files."""
+    id_col = spec.get("id", "id")
+    expected_col = spec.get("expected", "expected")
+    label_col = spec.get("human_label", "human_label")
+    meta_cols = list(spec.get("metadata") or [])
+    var_cols = spec.get("vars")
+    reserved = {id_col, expected_col, label_col, *meta_cols}
+    names = var_cols if var_cols is not None else [c for c in row if c not in reserved]
+    case_id = row.get(id_col)
+    values: Row = {c: row.get(c) for c in names}
+    values, files = split(values) if split is not None else (values, {})
+    return Case(
+        id=_case_id(case_id) if case_id not in (None, "") else default_id,
+        vars=values,
+        files=files,
+        expected=row.get(expected_col),
+        metadata={c: row.get(c) for c in meta_cols},
+        human_label=row.get(label_col),
+        source=source,
+    )
+
+
 def _check_columns(
-    row: Row, path: Path, declared: dict[str, Any], meta_cols: list[str], var_cols: list[str] | None
+    row: Row,
+    declared: dict[str, Any],
+    meta_cols: list[str],
+    var_cols: list[str] | None,
+    *,
+    file: str | None,
+    line: int | None = 1,
+    where: str | None = None,
 ) -> None:
     columns = list(row)
     wanted = [(f"{k}: {v}", v) for k, v in declared.items() if v]
@@ -406,10 +400,73 @@ def _check_columns(
         if column not in row:
             raise ConfigError(
                 f"missing column '{column}' (asked for by '{label}')",
-                file=str(path),
-                line=1,
-                fix=f"add the column or change the mapping; the file has: {', '.join(columns)}",
+                file=file,
+                line=line,
+                where=where,
+                fix=f"add the column or change the mapping; the {'file has' if file else 'rows have'}: "
+                f"{', '.join(columns)}",
             )
+
+
+def source_spec(raw: dict[str, Any], where: str, config_file: str) -> SourceSpec:
+    """A datasource entry of ``cases:``; its class is imported now (an unknown name or a
+    broken import path is a config error before anything runs)."""
+    from evalwh.datasources import source_class
+
+    source_class(raw["source"], where=where, file=config_file)
+    mapping = {k: v for k, v in raw.items() if k not in ("source", "params")}
+    return SourceSpec(raw["source"], dict(raw.get("params") or {}), mapping, where)
+
+
+def open_datasource(spec: SourceSpec, root: Path, config_file: str) -> Any:
+    """Build a datasource; its own ConfigErrors are placed at ``cases[i].params...``."""
+    from evalwh.datasources import open_source
+
+    try:
+        return open_source(spec.name, spec.params, root, file=config_file)
+    except ConfigError as exc:
+        if exc.file is None:
+            exc.file = config_file
+            exc.where = f"{spec.where}.{exc.where}" if exc.where else spec.where
+            exc.args = (exc._format(),)
+        raise
+
+
+def datasource_cases(
+    spec: SourceSpec, rows: list[Any], page: int, *, checked: bool, quiet: bool = False
+) -> list[Case]:
+    """One page of a datasource's rows as cases. A row holding ``vars`` is a case as written;
+    other rows are mapped like a case file's columns. ``checked``: the mapping's columns were
+    already found in an earlier page. ``quiet`` (no-look): error messages quote no value."""
+    label = f"datasource {spec.name} ({spec.where})"
+    allowed = set(spec.mapping.get("allow_secret_like") or ())
+    meta_cols = list(spec.mapping.get("metadata") or [])
+    var_cols = spec.mapping.get("vars")
+    declared = {k: spec.mapping.get(k) for k in ("id", "expected", "human_label")}
+    cases = []
+    for n, row in enumerate(rows, start=1):
+        place = f"page {page} row {n}"
+        if not isinstance(row, Mapping):
+            raise ConfigError(
+                f"a row is a {type(row).__name__}, not a mapping",
+                where=f"{label}, {place}",
+                fix="pages(cursor) returns (list of dicts, next cursor)",
+            )
+        row = dict(row)
+        _refuse_key_shaped(row, allowed, Path(label), n, f"{spec.where}", "parquet")
+        source = f"{label} {place}"
+        if isinstance(row.get("vars"), dict):
+            if "id" not in row:
+                raise ConfigError(
+                    "a case has no 'id'", where=f"{label}, {place}", fix='add "id": ...'
+                )
+            cases.append(inline_case(row, source, quiet=quiet))
+            continue
+        if not checked:
+            _check_columns(row, declared, meta_cols, var_cols, file=None, line=None, where=label)
+            checked = True
+        cases.append(columns_case(row, spec.mapping, source, f"p{page}-{n}"))
+    return cases
 
 
 def dataset_rows(cases: list[Case]) -> list[dict[str, Any]]:

@@ -73,7 +73,7 @@ def load_config(path: str | Path) -> EvalConfig:
 
 def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConfig:
     """Validate config data (as parsed from ``path``) and build the typed config."""
-    from evalwh.config.datasets import dataset_rows, inline_case, load_file_source
+    from evalwh.config.datasets import dataset_rows, inline_case, load_file_source, source_spec
     from evalwh.config.folders import directory_cases
 
     file = str(path)
@@ -105,12 +105,16 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     unique(data["variants"], "id", "variants")
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
 
-    cases = []
+    cases, sources = [], []
+    no_look = bool((data.get("privacy") or {}).get("no_look"))
     for i, source in enumerate(data["cases"]):
         if "file" in source:
-            cases.extend(load_file_source(source, path.parent, f"cases[{i}]", file))
+            where = f"cases[{i}]"
+            cases.extend(load_file_source(source, path.parent, where, file, quiet=no_look))
         elif "dir" in source:
             cases.extend(directory_cases(source, path.parent, f"cases[{i}]", file))
+        elif "source" in source:
+            sources.append(source_spec(source, f"cases[{i}]", file))
         else:
             cases.append(
                 inline_case(
@@ -167,10 +171,11 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     comparisons = _comparisons(
         data, models, variants, judge_ids, {c.name for c in scorecard}, where_line
     )
-    labels = _labels(data, comparisons, {c.id for c in cases}, where_line)
+    case_ids = None if sources else {c.id for c in cases}
+    labels = _labels(data, comparisons, case_ids, where_line)
     scales = {j.id: j.scale for j in judges}
     judged = {c.name: scales[c.options["judge"]] for c in scorecard if c.type == "llm-judge"}
-    point_labels = _point_labels(data, judged, {c.id for c in cases}, where_line)
+    point_labels = _point_labels(data, judged, case_ids, where_line)
     raw_cal = data.get("calibration") or {}
     calibration = Calibration(
         min_kappa=float(raw_cal.get("min_kappa", 0.6)),
@@ -201,13 +206,15 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         thresholds=dict(data.get("thresholds") or {}),
         raw=data,
         config_hash=canonical_hash({k: v for k, v in snapshot.items() if k not in NOT_HASHED}),
-        dataset_hash=canonical_hash(rows),
+        dataset_hash=canonical_hash([rows, [s.record() for s in sources]] if sources else rows),
         judges=judges,
         pairwise=comparisons,
         labels=labels,
         point_labels=point_labels,
         calibration=calibration,
         node=node,
+        sources=sources,
+        no_look=no_look,
     )
 
 
@@ -380,7 +387,10 @@ PREFER = {
 
 
 def _labels(
-    data: dict[str, Any], comparisons: list[Comparison], case_ids: set[str], where_line: Any
+    data: dict[str, Any],
+    comparisons: list[Comparison],
+    case_ids: set[str] | None,  # None: cases also come from a datasource, unknown until read
+    where_line: Any,
 ) -> list[Label]:
     out = []
     for i, raw in enumerate(data.get("labels") or []):
@@ -452,9 +462,11 @@ def _prefer(raw: dict[str, Any], c: Comparison, where: dict[str, Any], *, flip: 
     )
 
 
-def _label_case(raw: dict[str, Any], i: int, case_ids: set[str], where_line: Any) -> str:
+def _label_case(raw: dict[str, Any], i: int, case_ids: set[str] | None, where_line: Any) -> str:
+    """The label's case id, known to the config (``case_ids`` None: a datasource's cases come
+    at run time, so any id is accepted)."""
     case_id = str(raw["case"])
-    if case_id not in case_ids:
+    if case_ids is not None and case_id not in case_ids:
         raise ConfigError(
             f"label for unknown case '{case_id}'",
             **where_line(["labels", i, "case"]),
@@ -466,7 +478,7 @@ def _label_case(raw: dict[str, Any], i: int, case_ids: set[str], where_line: Any
 def _point_labels(
     data: dict[str, Any],
     criteria: dict[str, tuple[float, float]],
-    case_ids: set[str],
+    case_ids: set[str] | None,
     where_line: Any,
 ) -> list[PointLabel]:
     """The pointwise ``labels:`` entries (``label:`` instead of ``prefer:``); ``criteria``

@@ -88,6 +88,20 @@ class Case:
 
 
 @dataclass(frozen=True)
+class SourceSpec:
+    """A ``cases:`` entry read from a datasource while the run goes (evalwh.datasources)."""
+
+    name: str  # the datasource's name or module:Class, as written
+    params: dict[str, Any] = field(default_factory=dict)
+    mapping: dict[str, Any] = field(default_factory=dict)  # id/expected/vars/metadata columns
+    where: str = ""  # cases[i], for error messages
+
+    def record(self) -> dict[str, Any]:
+        """What the run stores about it (runs.datasources): name and parameters."""
+        return {"name": self.name, "params": self.params, "where": self.where}
+
+
+@dataclass(frozen=True)
 class Criterion:
     name: str
     type: str
@@ -180,6 +194,8 @@ class EvalConfig:
     point_labels: list[PointLabel] = field(default_factory=list)
     calibration: Calibration = field(default_factory=Calibration)
     node: Any = field(default=None, repr=False, compare=False)  # YAML node tree, for error lines
+    sources: list[SourceSpec] = field(default_factory=list)  # cases read while the run goes
+    no_look: bool = False  # privacy.no_look (or --no-look): no case data is stored or shown
 
     def locate_error(self, error: Any) -> Any:
         """Add the line and column to a ConfigError about this config that lacks them."""
@@ -198,6 +214,15 @@ class EvalConfig:
     @property
     def root(self) -> Path:
         return self.path.parent
+
+    def snapshot(self) -> dict[str, Any]:
+        """The config as a run stores it: a no-look run's inline cases are stripped (their
+        count is kept), datasource and file entries stay."""
+        if not self.no_look:
+            return self.raw
+        entries = self.raw.get("cases") or []
+        kept = [e for e in entries if isinstance(e, dict) and ("file" in e or "source" in e)]
+        return {**self.raw, "cases": kept, "inline_cases_stripped": len(entries) - len(kept)}
 
     def model(self, model_id: str) -> ModelSpec:
         return next(m for m in self.models if m.id == model_id)

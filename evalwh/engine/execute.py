@@ -12,6 +12,7 @@ from typing import Any
 from evalwh import __version__
 from evalwh.config.model import EvalConfig, ModelSpec
 from evalwh.config.settings import Settings
+from evalwh.engine.feed import case_batches, with_checks
 from evalwh.engine.pairwise import judge_pairs
 from evalwh.engine.plan import (
     Cell,
@@ -121,6 +122,13 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
                 where=f"thresholds.criteria.{name}",
                 fix=f"use a scorecard criterion name: {', '.join(sorted(names))}",
             )
+    if config.no_look and config.pairwise:
+        raise ConfigError(
+            "pairwise judging compares two stored answers, and a no-look run stores none",
+            file=file,
+            where="pairwise",
+            fix="remove `pairwise:` from this no-look eval, or run it without no-look",
+        )
     cases = config.cases
     if any(c.check is not None for c in cases):
         from evalwh.scoring.checks import parse_check
@@ -176,11 +184,13 @@ def _prepare(
     skip: set[Cell] | None,
     only: set[Cell] | None,
 ) -> Prepared:
+    from evalwh.engine.feed import open_sources
     from evalwh.engine.overrides import real_spec
     from evalwh.providers.capabilities import check_parts, media_tokens
 
     scorecard, config = check_config(config)
-    plan = build_plan(config, filters, repeats, skip=skip, only=only)
+    sources = open_sources(config.sources, config.root, str(config.path), config.no_look)
+    plan = build_plan(config, filters, repeats, skip=skip, only=only, sources=sources)
     prepared = Prepared(config, settings, plan, scorecard)
     identities = [model_identity(m) for m in plan.models]
     for variant in plan.variants:
@@ -233,11 +243,13 @@ def _collect_files(messages: Any, files: dict[str, list[Path]]) -> None:
 
 def store_files(prepared: Prepared) -> None:
     """Copy the run's attachments into the artifact store (once per content, verified) and
-    read them from there from now on: a file edited during the run cannot change a request."""
+    read them from there from now on: a file edited during the run cannot change a request.
+    A no-look run leaves the artifact store untouched: its requests read each file where it
+    is, checked against the hash taken when the run was planned (docs/no-look.md)."""
     from evalwh.config.attachments import remember
     from evalwh.warehouse.artifacts import ArtifactChanged, ArtifactStore
 
-    if not prepared.files:
+    if not prepared.files or prepared.config.no_look:
         return
     try:
         stored = ArtifactStore(prepared.settings.local_dir).put_all(prepared.files)
@@ -260,6 +272,7 @@ class Estimate:
     output_tokens: int
     cost_usd: float
     by_model: list[dict[str, Any]]
+    datasources: bool = False  # cases also come from a datasource: not counted here
     note: str = (
         f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when "
         "unset; judges: one pointwise call per judged answer, two per pairwise pair (both "
@@ -309,6 +322,7 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         output_tokens=sum(r["output_tokens"] for r in rows),
         cost_usd=sum(r["cost_usd"] or 0.0 for r in rows),
         by_model=rows,
+        datasources=prepared.plan.streaming,
     )
 
 
@@ -506,8 +520,10 @@ def execute(
         "config_hash": config.config_hash,
         "dataset_hash": config.dataset_hash,
         "git_commit": git_commit(config.root),
-        "config_snapshot": config.raw,
+        "config_snapshot": config.snapshot(),
         "filters": {**selection, "repeat": plan.repeats},
+        "no_look": config.no_look,
+        "datasources": [r.record() for r in plan.sources] or None,
         "n_planned": plan.planned,
         "started_at": utcnow(),
         "heartbeat_at": utcnow(),
@@ -519,7 +535,7 @@ def execute(
         from evalwh.warehouse.writer import to_json
 
         run_id = continue_run
-        for key in ("config_snapshot", "filters"):
+        for key in ("config_snapshot", "filters", "datasources"):
             run_row[key] = to_json(run_row[key])
         created = join(settings.warehouse, {"run_id": run_id, **run_row}, filters.shard[1])
     elif continue_run is not None:
@@ -537,8 +553,8 @@ def execute(
         heartbeat_s=settings.stale_after_s / 4,
         cache_path=settings.cache_path,
     )
-    sink = RowSink(writer, run_id)
-    total = len(prepared.hashes)
+    sink = RowSink(writer, run_id, no_look=config.no_look)
+    total = 0 if plan.streaming else len(prepared.hashes)  # 0: unknown until read
 
     def on_result(result: CellResult) -> None:
         sink(result)
@@ -546,7 +562,11 @@ def execute(
             progress(sink.seen, total, result)
 
     if created:
-        warehouse.insert_labels(run_id, config)
+        warehouse.insert_labels(run_id, config, pointwise=not config.no_look)
+    if config.no_look:  # the response cache is neither read nor written
+        use_cache, cache = False, {}
+    if plan.streaming:  # identical requests within reach still share an answer
+        cache = _bounded(cache)
 
     async def main() -> EngineStats:
         endpoints = {m.id: Endpoint.for_model(m, registry.create(m)) for m in plan.models}
@@ -571,12 +591,16 @@ def execute(
             concurrency=settings.concurrency,
             cache=cache,
             reuse=use_cache,
-            remember=sink.remember,
+            remember=None if config.no_look else sink.remember,
             redact=redact,
             judges=judges,
-            check_runner=_check_runner if any(c.check for c in plan.cases) else None,
+            check_runner=_checks(config.no_look)
+            if plan.streaming or any(c.check for c in plan.cases)
+            else None,
             backpressure=lambda: writer.pending >= writer.max_pending,
             budget=budget if budget.cap is not None else None,  # no cap: no bookkeeping
+            batches=case_batches(plan, with_checks(str(config.path))) if plan.streaming else None,
+            no_look=config.no_look,
         )
         holder.append(engine)
         try:
@@ -630,6 +654,8 @@ def execute(
                     "rows": writer.rows_written,
                     **({"stop_reason": budget.reason} if budget.stopped else {}),
                 },
+                [r.record() for r in plan.sources] or None,
+                holder[0].feed.queued if holder and holder[0].feed is not None else None,
             )
     if status == "interrupted":
         raise RunInterrupted(
@@ -673,14 +699,24 @@ def run_loop(main: Any) -> Any:
 
 
 def _finish(
-    warehouse: Any, run_id: str, status: str, token: str | None, totals: dict[str, Any]
+    warehouse: Any,
+    run_id: str,
+    status: str,
+    token: str | None,
+    totals: dict[str, Any],
+    datasources: list[dict[str, Any]] | None = None,
+    n_planned: int | None = None,
 ) -> None:
-    """Record the run's end; when the run is already failing (status ``failed``: an error is
-    on its way up, a full disk say), a failure here is logged and the first error reported."""
+    """Record the run's end (and, for a datasource run, what it read: rows, digest, and the
+    cells it handed out as ``n_planned``); when the run
+    is already failing (status ``failed``: an error is on its way up, a full disk say), a
+    failure here is logged and the first error reported."""
     import logging
 
     try:
-        warehouse.finish_run(run_id, status, totals, token=token)
+        warehouse.finish_run(
+            run_id, status, totals, token=token, datasources=datasources, n_planned=n_planned
+        )
     except Exception as exc:
         if status != "failed":
             raise
@@ -689,11 +725,24 @@ def _finish(
         )
 
 
-async def _check_runner(case: Any, output: str) -> CheckOutcome:
-    from evalwh.scoring.checks import run_check
+def _checks(no_look: bool) -> Callable[[Any, str], Any]:
+    """The exec-check runner; a no-look run writes no answer file (evalwh.scoring.checks)."""
 
-    result = await run_check(case.check, output, case.vars)
-    return CheckOutcome(result.passed, result.exit_code, result.output, result.error)
+    async def check_runner(case: Any, output: str) -> CheckOutcome:
+        from evalwh.scoring.checks import run_check
+
+        result = await run_check(case.check, output, case.vars, no_look=no_look)
+        return CheckOutcome(result.passed, result.exit_code, result.output, result.error)
+
+    return check_runner
+
+
+def _bounded(cache: dict[str, CachedAnswer]) -> Any:
+    from evalwh.engine.feed import BoundedCache
+
+    bounded = BoundedCache(len(cache) + BoundedCache.default_limit)
+    bounded.update(cache)
+    return bounded
 
 
 def judge_cache(warehouse: Any, models: list[ModelSpec]) -> dict[str, CachedAnswer]:

@@ -53,6 +53,8 @@ class Plan:
     skip: set[Cell] = field(default_factory=set)  # cells already stored (resume)
     only: set[Cell] | None = None  # when set, just these cells (retry errors)
     run_size: int | None = None  # a shard's: the whole run's matrix over every shard
+    sources: list[Any] = field(default_factory=list)  # evalwh.engine.feed.SourceRead
+    case_patterns: tuple[str, ...] = ()  # --case, applied to datasource cases as they come
 
     @property
     def planned(self) -> int:
@@ -60,8 +62,14 @@ class Plan:
         return self.size if self.run_size is None else self.run_size
 
     @property
+    def streaming(self) -> bool:
+        """Cases also come from datasources, page by page while the run goes."""
+        return bool(self.sources)
+
+    @property
     def size(self) -> int:
-        """The whole matrix, stored cells included."""
+        """The whole matrix, stored cells included (a datasource's cases are not counted:
+        they are unknown until read)."""
         return len(self.variants) * len(self.models) * len(self.cases) * self.repeats
 
     def wanted(self, cell: Cell) -> bool:
@@ -76,10 +84,16 @@ class Plan:
                         yield variant, case, repeat
 
 
-def _select(kind: str, items: Sequence[Any], wanted: Sequence[str], key: str = "id") -> list[Any]:
+def _select(
+    kind: str, items: Sequence[Any], wanted: Sequence[str], key: str = "id", *, more: bool = False
+) -> list[Any]:
+    """The items matching ``wanted``; a pattern matching none is an error unless ``more``
+    items come later (a datasource's cases)."""
     if not wanted:
         return list(items)
     chosen = [i for i in items if any(fnmatch.fnmatchcase(str(getattr(i, key)), w) for w in wanted)]
+    if more:
+        return chosen
     missing = [
         w for w in wanted if not any(fnmatch.fnmatchcase(str(getattr(i, key)), w) for i in items)
     ]
@@ -91,6 +105,19 @@ def _select(kind: str, items: Sequence[Any], wanted: Sequence[str], key: str = "
     return chosen
 
 
+def refuse_sharded_datasources(config: EvalConfig) -> str:
+    """Why a datasource run is not sharded: each shard would read the whole source again (it
+    may change between the reads), and a shard started again skips the cells already stored,
+    which is a resume, and a datasource run is never resumed (docs/datasources.md)."""
+    names = ", ".join(s.name for s in config.sources)
+    return (
+        f"{config.path}: --shard cannot split a run whose cases come from a datasource "
+        f"({names}): every shard would read the whole source again, and a shard started again "
+        "would resume it, which a datasource run never does. Run it unsharded, or export the "
+        "source to a case file (file: cases.jsonl) and shard that"
+    )
+
+
 def build_plan(
     config: EvalConfig,
     filters: Filters,
@@ -98,13 +125,16 @@ def build_plan(
     *,
     skip: set[Cell] | None = None,
     only: set[Cell] | None = None,
+    sources: list[Any] | None = None,
 ) -> Plan:
     if repeats < 1:
         raise UsageError("--repeat must be at least 1")
     variants = [CompiledVariant(v) for v in _select("variant", config.variants, filters.variants)]
     models = _select("model", config.models, filters.models)
-    cases = _select("case", config.cases, filters.cases)
+    cases = _select("case", config.cases, filters.cases, more=bool(sources))
     run_size = None
+    if filters.shard is not None and (sources or config.sources):
+        raise UsageError(refuse_sharded_datasources(config))
     if filters.shard is not None:
         k, n = filters.shard
         run_size = len(variants) * len(models) * len(cases) * repeats
@@ -118,6 +148,8 @@ def build_plan(
         skip=skip or set(),
         only=only,
         run_size=run_size,
+        sources=list(sources or []),
+        case_patterns=filters.cases,
     )
 
 

@@ -28,9 +28,13 @@ class RowSink:
 
     CASE_MEMO = 4096
 
-    def __init__(self, writer: RunWriter, run_id: str) -> None:
+    def __init__(self, writer: RunWriter, run_id: str, *, no_look: bool = False) -> None:
         self.writer = writer
         self.run_id = run_id
+        # no-look (docs/no-look.md): ids, metadata, scores, pass/fail, tokens, cost, latency
+        # and error classes only; vars, expected, labels, messages, outputs, rationales,
+        # details and check output are never stored
+        self.no_look = no_look
         self._case_json: dict[str, tuple[str | None, ...]] = {}
         self.passed = 0
         self.errors = 0
@@ -41,11 +45,15 @@ class RowSink:
         fields = self._case_json.get(case.id)
         if fields is None:
             fields = (
-                to_json(case.vars),
-                to_json(case.expected),
-                to_json(case.metadata),
-                to_json(case.human_label),
-                to_json(attachment_fields(case.files)) if case.files else None,
+                (None, None, to_json(case.metadata), None, None)
+                if self.no_look
+                else (
+                    to_json(case.vars),
+                    to_json(case.expected),
+                    to_json(case.metadata),
+                    to_json(case.human_label),
+                    to_json(attachment_fields(case.files)) if case.files else None,
+                )
             )
             memo = self._case_json
             if len(memo) >= self.CASE_MEMO:
@@ -67,7 +75,11 @@ class RowSink:
             result.repeat,
         )
         vars_json, expected, metadata, human_label, attachments = self._case_fields(result)
-        check = result.check
+        check, hide = result.check, self.no_look
+        if hide:  # the engine already reduced a no-look error to its status and class
+            messages, output, error = None, None, result.error
+        else:
+            messages, output, error = to_json(result.messages), result.output, _clean(result.error)
         self.writer.add_case(
             [
                 run_id,
@@ -79,9 +91,9 @@ class RowSink:
                 expected,
                 metadata,
                 human_label,
-                to_json(result.messages),
-                result.output,
-                _clean(result.error),
+                messages,
+                output,
+                error,
                 result.error_kind,
                 result.latency_ms,
                 result.input_tokens,
@@ -94,7 +106,7 @@ class RowSink:
                 scored.passed,
                 now,
                 result.judge_cost_usd,
-                *((None, None, None, None) if check is None else _check_fields(check)),
+                *((None, None, None, None) if check is None else _check_fields(check, hide)),
                 attachments,
             ]
         )
@@ -114,9 +126,9 @@ class RowSink:
                     c.passed,
                     c.weight,
                     c.required,
-                    None if details is None else to_json(details),
-                    c.rationale,
-                    _clean(c.error),
+                    None if details is None or hide else to_json(details),
+                    None if hide else c.rationale,
+                    ("error" if c.error else None) if hide else _clean(c.error),
                     c.judge_model,
                     c.raw_score,
                     c.cost_usd,
@@ -149,5 +161,8 @@ def attachment_fields(files: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _check_fields(check: Any) -> tuple[Any, ...]:
+def _check_fields(check: Any, hide: bool) -> tuple[Any, ...]:
+    """A check's columns; a no-look run keeps pass/fail and the exit status only."""
+    if hide:
+        return (check.passed, check.exit_code, None, None)
     return (check.passed, check.exit_code, check.output, check.error)

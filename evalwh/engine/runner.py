@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from evalwh.engine.limits import (
     backoff_s,
 )
 from evalwh.engine.plan import Plan, model_identity, request_hash, request_scope
+from evalwh.errors import ConfigError
 from evalwh.providers.base import Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
 
@@ -159,12 +160,36 @@ Remember = Callable[[str, ModelSpec, CachedAnswer], None]
 CheckRunner = Callable[[Case, str], Awaitable[CheckOutcome]]
 
 
+class _Shared:
+    """A plain iterator of cells as the async iterator the workers share (never suspends)."""
+
+    def __init__(self, cells: Iterator[Any]) -> None:
+        self._next = cells.__next__
+
+    def __aiter__(self) -> _Shared:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return self._next()
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
 class BudgetStop(Exception):
     """A cell's request was refused by the cost cap: the worker stops taking cells."""
 
 
-def error_text(error: ProviderError, redact: Callable[[str], str]) -> str:
+def error_class(error: ProviderError) -> str:
+    """A failed request as a no-look run stores it: its status and class, never its text
+    (a provider's error body may echo the prompt)."""
+    return f"HTTP {error.status} ({error.kind})" if error.status else f"{error.kind} error"
+
+
+def error_text(error: ProviderError, redact: Callable[[str], str], *, no_look: bool = False) -> str:
     """The stored text of a failed request (``redact`` is :func:`evalwh.config.secrets.redact`)."""
+    if no_look:
+        return error_class(error)
     message = str(error)
     if error.status and str(error.status) not in message:
         message = f"HTTP {error.status}: {message}"
@@ -204,6 +229,8 @@ class Engine:
         check_runner: CheckRunner | None = None,
         backpressure: Callable[[], bool] | None = None,
         budget: Budget | None = None,
+        batches: Iterator[list[Case]] | None = None,
+        no_look: bool = False,
     ) -> None:
         self.plan = plan
         self.endpoints = endpoints
@@ -229,30 +256,52 @@ class Engine:
                 ceiling = min(model.max_concurrency or concurrency, concurrency)
                 endpoint.adaptive = AdaptiveLimit(ceiling)
         self.stopping = False  # set on SIGINT/SIGTERM: finish the cells in flight, start none
+        # a streaming plan's case batches (evalwh.engine.feed.case_batches), pulled as needed
+        self.batches = batches
+        self.no_look = no_look  # errors are stored as their status and class only
+        self.feed: Any = None  # the CaseFeed of a streaming run, once it runs
 
     def stop(self) -> None:
         """Start no new cell; the ones in flight finish (and are written)."""
         self.stopping = True
 
     async def run(self) -> EngineStats:
+        from evalwh.engine.feed import CaseFeed
+
+        counts = {
+            m.id: min(m.max_concurrency or self.concurrency, self.concurrency)
+            for m in self.plan.models
+        }
+        feed = None if self.batches is None else CaseFeed(self.plan, self.batches, counts)
+        self.feed = feed
         workers = []
         for model in self.plan.models:
-            cells = self.plan.cells(model)
+            cells = _Shared(self.plan.cells(model)) if feed is None else feed.cells(model.id)
             endpoint = self.endpoints[model.id]
-            n = min(model.max_concurrency or self.concurrency, self.concurrency)
-            workers += [asyncio.create_task(self._worker(endpoint, cells)) for _ in range(n)]
+            workers += [
+                asyncio.create_task(self._worker(endpoint, cells)) for _ in range(counts[model.id])
+            ]
+        producer = None if feed is None else asyncio.create_task(feed.produce(self._halted))
         try:
             await asyncio.gather(*workers)
         finally:
-            for task in workers:
+            tasks = [*workers, *([producer] if producer is not None else [])]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if feed is not None and feed.error is not None:
+            raise feed.error
         return self.stats
 
-    async def _worker(self, endpoint: Endpoint, cells: Any) -> None:
+    def _halted(self) -> bool:
+        return self.stopping or (self.budget is not None and self.budget.stopped)
+
+    async def _worker(self, endpoint: Endpoint, cells: AsyncIterator[Any]) -> None:
         stats, sink, cell, full = self.stats, self.sink, self._cell, self.backpressure
+        count = 0
         # a shared iterator: each cell is taken once
-        for count, (variant, case, repeat) in enumerate(cells, start=1):
+        async for variant, case, repeat in cells:
+            count += 1
             if self.stopping:
                 return
             if self.budget is not None and self.budget.stopped:
@@ -411,7 +460,12 @@ class Engine:
         self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int
     ) -> CellResult:
         model = endpoint.model
-        messages = variant.render(case)
+        try:
+            messages = variant.render(case)
+        except ConfigError as exc:
+            if self.batches is None:  # the plan's cases were all rendered before the run
+                raise
+            return self._unrenderable(endpoint, variant, case, repeat, exc)
         call = await self.call(
             endpoint, messages, case, variant.variant.id, repeat, variant.variant.output
         )
@@ -430,7 +484,7 @@ class Engine:
             if call.error.kind == "budget":
                 raise BudgetStop(call.error)  # the cap is reached: this cell is not stored
             self.stats.errors += 1
-            text = error_text(call.error, self.redact)
+            text = error_text(call.error, self.redact, no_look=self.no_look)
             return CellResult(
                 **base,
                 output=None,
@@ -464,6 +518,32 @@ class Engine:
             scored=scored,
             judge_cost_usd=judge_cost,
             check=check,
+        )
+
+    def _unrenderable(
+        self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int, exc: Exception
+    ) -> CellResult:
+        """A datasource case whose prompt does not render: an errored cell, not a dead run
+        (its later pages may be fine); in no-look mode the message is not kept."""
+        self.stats.errors += 1
+        text = "render error" if self.no_look else self.redact(str(exc))
+        return CellResult(
+            variant=variant.variant.id,
+            model=endpoint.model,
+            case=case,
+            repeat=repeat,
+            messages=[],
+            request_hash="",
+            output=None,
+            error=text,
+            error_kind="render",
+            latency_ms=None,
+            input_tokens=None,
+            output_tokens=None,
+            cost_usd=None,
+            cached=False,
+            attempts=0,
+            scored=self.scorecard.failed(text),
         )
 
     async def _score(
@@ -517,7 +597,9 @@ class Engine:
         if call.answer is None:
             assert call.error is not None
             result = ScoreResult(
-                0.0, error=f"judge '{judge_id}' failed: {error_text(call.error, self.redact)}"
+                0.0,
+                error=f"judge '{judge_id}' failed: "
+                f"{error_text(call.error, self.redact, no_look=self.no_look)}",
             )
             return name, result, (endpoint.model.model, None, cost)
         result = parse_score(call.answer.output, runtime.prompts.judge.scale)

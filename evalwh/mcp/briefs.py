@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.mcp.shaping import NOTE_CHARS, SLICES, clip, clip_tree, num, parsed, plain, plain_dict
 
 if TYPE_CHECKING:
@@ -183,14 +184,15 @@ def run_brief(
             "flags": flags,
             "judging": judging,
             "next": _next(result.run_id, totals["failed"]),
-            "notes": [],
+            "notes": [NOTICE] if result.no_look else [],
+            "no_look": result.no_look,
         }
     )
 
 
 def _run_head(run: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("run_id", "label", "suite", "status", "started_at", "finished_at", "n_planned")
-    return {k: run.get(k) for k in keys}
+    return {**{k: run.get(k) for k in keys}, "no_look": is_no_look(run)}
 
 
 def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -223,6 +225,7 @@ def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
             "flags": flags,
             "judging": judging,
             "next": _next(run["run_id"], totals["failed"]),
+            **({"notice": NOTICE} if is_no_look(run) else {}),
         }
     )
 
@@ -336,6 +339,7 @@ def compare_brief(
         "slices_total": len(all_slices),
         "movers": movers,
         "notes": list(data.get("notes") or []),
+        "no_look": bool(data.get("no_look")),
     }
     if judging:
         out["calibration"] = dict(judging)

@@ -151,9 +151,12 @@ def build_server(agent: Agent) -> "MCPServer[Any]":
             errors[0] += getattr(result, "error", None) is not None
             if not throttle.due(done, total):
                 return
-            message = f"{done}/{total} cells" + (f", {errors[0]} error(s)" if errors[0] else "")
+            shown = f"{done}/{total}" if total > 0 else str(done)  # 0: a datasource's size
+            message = f"{shown} cells" + (f", {errors[0]} error(s)" if errors[0] else "")
             try:
-                anyio.from_thread.run(ctx.report_progress, done, total, message, token=token)
+                anyio.from_thread.run(
+                    ctx.report_progress, done, total or None, message, token=token
+                )
             except Exception:  # a lost notification never stops a run
                 log.debug("progress notification failed", exc_info=True)
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalwh.analysis.nolook import NOTICE, is_no_look, minimal
 from evalwh.errors import CostRefusedError, UsageError
 from evalwh.mcp.agent import Agent, confine
 from evalwh.mcp.briefs import case_row, compare_brief, judging_for, run_brief, show_brief
@@ -45,7 +46,11 @@ class ProgressThrottle:
         self.steps = steps
         self.last = -1
 
+    UNKNOWN_EVERY = 1000  # a datasource run's size is unknown (total 0): every this many
+
     def due(self, done: int, total: int) -> bool:
+        if total <= 0:
+            return done == 1 or done % self.UNKNOWN_EVERY == 0
         bucket = (done * self.steps) // max(total, 1)
         if done in (1, total) or bucket != self.last:
             self.last = bucket
@@ -138,6 +143,7 @@ def case_page(
         raise UsageError(f"page starts at 1, got {page}")
     run_id = view.resolve(run)
     table = view.query("case_list", run_id=run_id, only_failures=failures, case_id=None, limit=None)
+    no_look = is_no_look(view.run(run_id))
     total = table.num_rows
     pages = max(1, -(-total // size))
     rows = table.slice((page - 1) * size, size).to_pylist() if page <= pages else []
@@ -151,8 +157,12 @@ def case_page(
             "total": total,
             "pages": pages,
             "next_page": page + 1 if page < pages else None,
-            "cases": [case_row(r, output_chars=None if failures else preview_chars) for r in rows],
+            "cases": [
+                case_row(r, output_chars=None if failures or no_look else preview_chars)
+                for r in rows
+            ],
             "next": "get_case_result(run, variant, model, case_id) shows one case in full",
+            **({"no_look": True, "notice": NOTICE} if no_look else {}),
         }
     )
 
@@ -213,6 +223,9 @@ def case_brief(
             )
         },
     }
+    if is_no_look(view.run(run_id)):
+        declined: dict[str, Any] = plain({**minimal(data), "no_look": True, "notice": NOTICE})
+        return declined
     cut: dict[str, int] = {}
     out: dict[str, Any] = clip_tree(plain(data), limit, cut=cut)
     out["truncated"] = cut
@@ -287,6 +300,7 @@ def list_runs(agent: Agent, limit: int | None = None) -> dict[str, Any]:
             "errors": r["n_errors"],
             "cost_usd": num(r["cost_usd"]),
             "baselines": by_run.get(r["run_id"], []),
+            "no_look": bool(r.get("no_look")),
         }
         for r in rows[:size]
     ]

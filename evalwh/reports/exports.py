@@ -5,6 +5,9 @@
 - ``csv``: every case row, flat (sql/export_cases.sql).
 - ``md``: a pull-request comment — the gate result, the matrix, and the top movers versus
   the baseline (``--baseline``, else the pinned one). Model outputs are left out on purpose.
+
+A no-look run (docs/no-look.md) exports the same columns as the warehouse (its case-data
+columns NULL); json, md and junit say it is no-look instead of showing outputs.
 - ``parquet``: Hive-partitioned ``<out>/run_id=<id>/{cases,scores}.parquet``.
 - ``html``: the self-contained run page of ``evalwh.reports.html`` (the same as
   ``run --html``).
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalwh.analysis.gate import GateResult, find_baseline, judge
+from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.analysis.runinfo import snapshot
 from evalwh.errors import UsageError
 from evalwh.reports import fmt
@@ -103,7 +107,10 @@ def document(store: Warehouse, run_id: str, baseline: str | None = None) -> dict
         for key in JSON_COLUMNS:
             row[key] = fmt.json_value(row[key])
     repeats = repeats_report(store, run_id)
+    no_look = is_no_look(run)
     return {
+        "no_look": no_look,
+        "notice": NOTICE if no_look else None,
         "run": run,
         "totals": store.query("run_totals", run_id=run_id).to_pylist()[0],
         "summary": store.query("summary", run_id=run_id).to_pylist(),
@@ -246,6 +253,8 @@ def markdown(store: Warehouse, run_id: str, baseline: str | None = None, *, top:
     run = store.run_row(run_id)
     gate = judge(store, run_id, baseline=baseline)
     lines = [f"## evalwh · {_cell(run['suite'])} · run {_run_name(run)}", ""]
+    if is_no_look(run):
+        lines += [f"> {NOTICE}", ""]
     lines += [*_gate_md(gate), "", *_summary_md(store, run_id)]
     base_id = gate.baseline_id
     if base_id is None:
@@ -266,7 +275,7 @@ def junit(store: Warehouse, run_id: str, baseline: str | None = None) -> str:
     import xml.etree.ElementTree as ET
 
     run = store.run_row(run_id)
-    suite_name = run["suite"]
+    suite_name, no_look = run["suite"], is_no_look(run)
     rows = store.query("export_cases", run_id=run_id).to_pylist()
     cells = store.query("summary", run_id=run_id).to_pylist()
     gate = judge(store, run_id, baseline=baseline)
@@ -302,8 +311,8 @@ def junit(store: Warehouse, run_id: str, baseline: str | None = None) -> str:
                 message=(f"failed: {row['failed_criteria'] or 'score below threshold'}"),
                 type="failed",
             )
-            failure.text = (
-                f"score {row['score']:.3f}\noutput: {row['output']}\nexpected: {row['expected']}"
+            failure.text = f"score {row['score']:.3f}\n" + (
+                NOTICE if no_look else f"output: {row['output']}\nexpected: {row['expected']}"
             )
     failed = len(gate.failed)
     gate_suite = ET.SubElement(

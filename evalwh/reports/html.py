@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.analysis.runinfo import snapshot_of
 from evalwh.reports import fmt
 from evalwh.reports.fmt import json_value
@@ -208,29 +209,38 @@ def text_limit(rows: int) -> int:
     return max(500, min(MAX_TEXT, TEXT_BUDGET // max(rows, 1)))
 
 
-def _case_row(row: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
+NO_LOOK_KEYS = frozenset({"o", "ol", "exp", "rat", "det"})  # what a no-look row never has
+
+
+def _case_row(
+    row: dict[str, Any], limit: int = MAX_TEXT, *, no_look: bool = False
+) -> dict[str, Any]:
+    """One case row for the page's script. A no-look run's row has no output, reference,
+    rationale or details key at all: the page says why instead of showing blanks."""
+    hidden = NO_LOOK_KEYS if no_look else frozenset()
     output = row["output"]
     latency = row["latency_ms"]
-    return _present(
-        {
-            "v": row["variant"],
-            "m": row["model"],
-            "c": row["case_id"],
-            "r": row["repeat"],
-            "ok": bool(row["passed"]),
-            "s": row["score"],
-            "e": cut(row["error"], limit),
-            "ek": row["error_kind"],
-            "o": cut(output, limit),
-            "ol": len(output) if output is not None else 0,
-            "lat": round(latency, 2) if latency is not None else None,
-            "cost": row["cost_usd"],
-            "cached": bool(row["cached"]),
-            "att": row["attempts"],
-            "meta": json_value(row["metadata"]) or {},
-            "exp": cut(json_value(row["expected"]), 500),
-            "crit": [
-                _present(
+    fields = {
+        "v": row["variant"],
+        "m": row["model"],
+        "c": row["case_id"],
+        "r": row["repeat"],
+        "ok": bool(row["passed"]),
+        "s": row["score"],
+        "e": cut(row["error"], limit),
+        "ek": row["error_kind"],
+        "o": cut(output, limit),
+        "ol": len(output) if output is not None else 0,
+        "lat": round(latency, 2) if latency is not None else None,
+        "cost": row["cost_usd"],
+        "cached": bool(row["cached"]),
+        "att": row["attempts"],
+        "meta": json_value(row["metadata"]) or {},
+        "exp": cut(json_value(row["expected"]), 500),
+        "crit": [
+            {
+                k: v
+                for k, v in _present(
                     {
                         "n": c["criterion"],
                         "sc": c["score"],
@@ -241,11 +251,13 @@ def _case_row(row: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
                         "det": cut(c["details"], 1000),
                         "j": c["judge_model"],
                     }
-                )
-                for c in row["criteria"] or []
-            ],
-        }
-    )
+                ).items()
+                if k not in hidden
+            }
+            for c in row["criteria"] or []
+        ],
+    }
+    return _present({k: v for k, v in fields.items() if k not in hidden})
 
 
 RUN_PARTS = frozenset({"criteria", "slices", "cases"})  # what a page may load on its own
@@ -269,6 +281,7 @@ def run_data(
     from evalwh.analysis.judging import report
 
     row = store.run_row(run_id)
+    no_look = is_no_look(row)
     config = snapshot_of(row)
     run = {k: v for k, v in row.items() if k not in ("config_snapshot", "totals", "filters")}
     run["duration_s"] = duration_s(row)
@@ -295,8 +308,9 @@ def run_data(
         latency.setdefault(f"{r['variant']} × {r['model']}", []).append(r)
     totals = store.query("run_totals", run_id=run_id).to_pylist()[0]
     n_rows = totals["n"]
-    pairs = store.query("pair_list", run_id=run_id).to_pylist() if judging else []
-    points = store.query("point_list", run_id=run_id).to_pylist() if judging else []
+    labelled = judging and not no_look  # the labelling tabs show outputs to a person
+    pairs = store.query("pair_list", run_id=run_id).to_pylist() if labelled else []
+    points = store.query("point_list", run_id=run_id).to_pylist() if labelled else []
     scales = judge_scales(config, {p["criterion"] for p in points})
     n_answers = sum(len(p["answers"]) for p in points)
     data = {
@@ -314,6 +328,7 @@ def run_data(
         "max_text": text_limit(min(n_rows, max_rows)),
         "pairs": [_pair_row(p, text_limit(2 * len(pairs))) for p in pairs],
         "points": [_point_row(p, scales, text_limit(n_answers)) for p in points],
+        "notice": NOTICE if no_look else None,
     }
     if "cases" in parts:
         cases = cases_data(store, run_id, max_rows=max_rows)
@@ -360,13 +375,15 @@ def cases_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> di
         else []
     )
     limit = text_limit(len(shown))
+    no_look = is_no_look(store.run_row(run_id))
     prompts = {
         f"{r['variant']}\u0000{r['case_id']}": cut(messages_text(r["messages"]), limit)
         for r in shown
+        if not no_look
     }
     return {
         "run_id": run_id,
-        "rows": [_case_row(r, limit) for r in shown],
+        "rows": [_case_row(r, limit, no_look=no_look) for r in shown],
         "prompts": prompts,
         "max_text": limit,
     }
@@ -542,6 +559,8 @@ def compare_data(store: Warehouse, cmp: Comparison) -> dict[str, Any]:
     data["slices"] = worst_first(data["slices"], "pass_rate_delta")
     for m in data["movers"]:
         for side in ("a", "b"):
+            if f"output_{side}" not in m:
+                continue  # a no-look side: the comparison dropped the outputs (its notes say so)
             text = m[f"output_{side}"]
             m[f"len_{side}"] = len(text) if text is not None else 0
             m[f"output_{side}"] = cut(text)

@@ -393,14 +393,17 @@ async def run_check(
     case_vars: Mapping[str, Any] | None = None,
     *,
     env: Mapping[str, str] | None = None,
+    no_look: bool = False,
 ) -> CheckResult:
     """Run ``spec`` against ``answer``: the whole answer, or each fenced block in order (the
     last one the verdict, the earlier ones recorded in the output); see the module docstring."""
     blocks = code_blocks(answer)
     if not blocks:
-        return await _run_one(spec, answer, case_vars, env=env)
+        return await _run_one(spec, answer, case_vars, env=env, no_look=no_look)
     skipped = max(0, len(blocks) - MAX_BLOCKS)
-    results = [await _run_one(spec, b, case_vars, env=env) for b in blocks[skipped:]]
+    results = [
+        await _run_one(spec, b, case_vars, env=env, no_look=no_look) for b in blocks[skipped:]
+    ]
     last = results[-1]
     if len(blocks) == 1:
         return last
@@ -427,8 +430,13 @@ async def _run_one(
     case_vars: Mapping[str, Any] | None = None,
     *,
     env: Mapping[str, str] | None = None,
+    no_look: bool = False,
 ) -> CheckResult:
     """Run ``spec`` against ``answer`` in a fresh temporary folder; see the module docstring.
+
+    ``no_look`` (docs/no-look.md): nothing case-derived is written to disk, so the folder stays
+    empty (no ``answer.txt``, ``ANSWER`` unset: the answer is in ``ANSWER_TEXT`` only) and a
+    check with ``files`` is an error; what the snippets themselves write is their author's.
 
     ``env`` is the environment to start from (default ``os.environ``); secrets are removed
     from it either way. Never raises for anything the snippets do.
@@ -456,8 +464,17 @@ async def _run_one(
     deadline = time.monotonic() + spec.timeout_s
     with tempfile.TemporaryDirectory(prefix="evalwh-check-", ignore_cleanup_errors=True) as tmp:
         folder = Path(tmp).resolve()
+        if no_look and spec.files:
+            return CheckResult(
+                False,
+                None,
+                "",
+                elapsed_ms(),
+                "bad check: a no-look run writes no case data to disk, so a check's files "
+                "cannot be written (put them in the snippet, or run without no-look)",
+            )
         try:
-            for name, text in spec.files.items():
+            for name, text in ({} if no_look else spec.files).items():
                 problem = _file_name_problem(name)
                 if problem is not None:
                     return CheckResult(False, None, "", elapsed_ms(), f"bad check: {problem}")
@@ -465,7 +482,8 @@ async def _run_one(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(text.encode("utf-8", errors="replace"))
             answer_path = folder / ANSWER_FILE
-            answer_path.write_bytes(answer.encode("utf-8", errors="replace"))
+            if not no_look:
+                answer_path.write_bytes(answer.encode("utf-8", errors="replace"))
         except OSError as exc:
             return CheckResult(
                 False, None, "", elapsed_ms(), f"could not prepare the check folder: {exc}"
@@ -475,7 +493,8 @@ async def _run_one(
             scalar = _scalar(value)
             if scalar is not None:
                 child_env[env_name(str(var))] = scalar
-        child_env["ANSWER"] = str(answer_path)
+        if not no_look:
+            child_env["ANSWER"] = str(answer_path)
         child_env["ANSWER_TEXT"] = _answer_text(answer)
 
         if spec.setup is not None:

@@ -99,11 +99,16 @@ def new_rows(store: Warehouse, run_id: str, after: Any, limit: int = 200) -> lis
 
 
 def case_history(store: Warehouse, case_id: str) -> dict[str, Any]:
-    """Case ``case_id`` in every run that holds it (newest first), per variant × model."""
+    """Case ``case_id`` in every run that holds it (newest first), per variant × model. A
+    no-look run's rows have no ``output`` key at all, and the page says why (``notice``)."""
+    from evalwh.analysis.nolook import NOTICE, is_no_look, minimal
+
     rows = store.query("case_history", case_id=case_id, limit=HISTORY_RUNS).to_pylist()
     if not rows:
         raise UsageError(f"no run holds a case '{case_id[:80]}'")
-    return {"case_id": case_id, "rows": rows}
+    rows = [minimal(r) if is_no_look(r) else r for r in rows]
+    notice = NOTICE if any(is_no_look(r) for r in rows) else None
+    return {"case_id": case_id, "rows": rows, "notice": notice}
 
 
 def calibration_page(store: Warehouse, run_id: str) -> dict[str, Any]:

@@ -22,8 +22,8 @@ The extensions come from the ``evalwh[lake]`` extra (PyPI packages pinned to Duc
 and are loaded by file path: nothing is ever downloaded (``INSTALL`` is never run).
 
 DuckLake has no primary keys, no ``INSERT OR IGNORE`` and no ``RETURNING`` on updates:
-:func:`lake_sql` drops the ``PRIMARY KEY`` clauses of the migrations (the one lake variant of
-the schema), and the few writes that relied on them say so where they branch. Concurrent
+:func:`lake_sql` drops the ``PRIMARY KEY`` clauses of the migrations and quotes a boolean
+column default (the one lake variant of the schema), and the few writes that relied on them say so where they branch. Concurrent
 writers each commit their own DuckLake transaction; a conflict (two writers touching the
 ``runs`` table at once) is retried with backoff by :func:`retry_conflicts`, never dropped.
 """
@@ -357,8 +357,11 @@ def _s3_secret(con: duckdb.DuckDBPyConnection, target: LakeTarget, creds: dict[s
 
 
 def lake_sql(sql: str) -> str:
-    """A migration's lake variant: DuckLake has no primary keys (or any index)."""
-    return re.sub(r"\s+PRIMARY\s+KEY\b", "", sql, flags=re.IGNORECASE)
+    """A migration's lake variant: DuckLake has no primary keys (or any index), and the
+    default of an added column must be a literal, which ``true``/``false`` are not to it (it
+    takes them quoted: ``DEFAULT 'false'``, cast to the column's BOOLEAN once)."""
+    sql = re.sub(r"\s+PRIMARY\s+KEY\b", "", sql, flags=re.IGNORECASE)
+    return re.sub(r"\bDEFAULT\s+(true|false)\b", r"DEFAULT '\1'", sql, flags=re.IGNORECASE)
 
 
 def is_conflict(exc: BaseException) -> bool:

@@ -58,7 +58,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 def _rows(con: Any, run_id: str) -> list[dict[str, Any]]:
     return list(
         con.execute(
-            "SELECT run_id, status, config_hash, dataset_hash, filters, n_planned, lease_token "
+            "SELECT run_id, status, config_hash, dataset_hash, filters, n_planned, lease_token, "
+            "no_look "
             "FROM runs WHERE run_id = ? ORDER BY lease_token",
             [run_id],
         )
@@ -82,6 +83,12 @@ def _check_join(found: dict[str, Any], row: dict[str, Any], shards: int) -> None
                 f"run {run_id} was started from another {name.split('_')[0]} "
                 f"({name} differs): every shard must run the same eval.yaml and cases"
             )
+    if bool(found.get("no_look")) != bool(row.get("no_look")):
+        raise UsageError(
+            f"run {run_id} was {'' if found.get('no_look') else 'not '}started as a no-look run "
+            f"and this shard {'is not' if found.get('no_look') else 'is'}: give every shard the "
+            "same privacy.no_look (and --no-look)"
+        )
     if found["status"] not in ("running", "interrupted"):
         raise UsageError(
             f"run {run_id} is already {found['status']}: a finished run takes no more shards "

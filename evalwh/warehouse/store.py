@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 import pyarrow as pa
 
 from evalwh.errors import RunNotFoundError, UsageError
@@ -30,6 +31,7 @@ LABEL_INSERT = (
     "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 EXPORT_MEMORY_LIMIT = "128MB"
+EXPORT_MEMORY_RETRY = "512MB"  # when a huge run's sort fails within EXPORT_MEMORY_LIMIT
 ORDER = {
     "cases": "variant, model, case_id, repeat",
     "scores": "variant, model, case_id, repeat, criterion",
@@ -175,7 +177,7 @@ class Warehouse:
     def create_run(self, row: dict[str, Any]) -> None:
         """Insert a new run, its lease (``lease_token``) held by this process."""
         row = {**row, "host": HOST, "pid": os.getpid()}
-        for key in ("config_snapshot", "filters"):
+        for key in ("config_snapshot", "filters", "datasources"):
             row[key] = to_json(row.get(key))
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
@@ -187,14 +189,15 @@ class Warehouse:
             what="create a run",
         )
 
-    def insert_labels(self, run_id: str, config: Any) -> None:
+    def insert_labels(self, run_id: str, config: Any, *, pointwise: bool = True) -> None:
         """Store the config's human labels with the run: pairwise preferences, pointwise
         labels of one criterion (``comparison`` holds the criterion's name) and the cases'
-        ``human_label`` (``comparison`` NULL: every llm-judge criterion)."""
-        rows = label_rows(run_id, [*config.labels, *config.point_labels])
+        ``human_label`` (``comparison`` NULL: every llm-judge criterion). A no-look run
+        passes ``pointwise=False``: a case's own label is case data."""
+        rows = label_rows(run_id, [*config.labels, *(config.point_labels if pointwise else ())])
         rows += [
             [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None, None, None]
-            for c in config.cases
+            for c in (config.cases if pointwise else ())
             if c.human_label is not None
         ]
         if not rows:
@@ -273,16 +276,29 @@ class Warehouse:
         totals: dict[str, Any] | None = None,
         *,
         token: str | None = None,
+        datasources: list[dict[str, Any]] | None = None,
+        n_planned: int | None = None,
     ) -> None:
-        """Record the run's end (``exporting`` keeps the lease until the export is in place)."""
+        """Record the run's end (``exporting`` keeps the lease until the export is in place);
+        a datasource run also records what it read and how many cells that made."""
         keep = status == "exporting"
         write_transaction(
             self.path,
             lambda con: con.execute(
                 "UPDATE runs SET status = ?, finished_at = now(), heartbeat_at = now(), "
-                "totals = coalesce(?, totals), lease_token = CASE WHEN ? THEN lease_token END "
+                "totals = coalesce(?, totals), lease_token = CASE WHEN ? THEN lease_token END, "
+                "datasources = coalesce(?, datasources), n_planned = coalesce(?, n_planned) "
                 "WHERE run_id = ? AND (? IS NULL OR lease_token = ?)",
-                [status, to_json(totals), keep, run_id, token, token],
+                [
+                    status,
+                    to_json(totals),
+                    keep,
+                    to_json(datasources),
+                    n_planned,
+                    run_id,
+                    token,
+                    token,
+                ],
             ),
             what=f"finish run {run_id}",
         )
@@ -321,13 +337,18 @@ class Warehouse:
                         final = target / f"{table}.parquet"
                         temp = target / f".{table}.parquet{suffix}"
                         out = temp.as_posix().replace("'", "''")
-                        con.execute(
+                        copy = (
                             f"COPY (SELECT * FROM {table} WHERE run_id = $run_id "
                             f"ORDER BY {ORDER[table]}) TO '{out}' (FORMAT parquet, "
                             f"COMPRESSION zstd, KV_METADATA {{schema_version: "
-                            f"'{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})",
-                            {"run_id": run_id},
+                            f"'{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})"
                         )
+                        try:
+                            con.execute(copy, {"run_id": run_id})
+                        except duckdb.OutOfMemoryException:
+                            # a run of a million cases does not sort in 128 MB, spill or not
+                            con.execute(f"SET memory_limit = '{EXPORT_MEMORY_RETRY}'")
+                            con.execute(copy, {"run_id": run_id})
                         written.append((temp, final))
                 pause = float(os.environ.get(EXPORT_PAUSE_ENV) or 0)
                 if pause > 0:
