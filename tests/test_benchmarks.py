@@ -87,7 +87,9 @@ def _quick(tmp_path: Path, groups: str) -> tuple[subprocess.CompletedProcess[str
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_quick_benchmark_run_writes_every_row(tmp_path: Path) -> None:
-    done, data = _quick(tmp_path, "engine,latency,memory,datasource,ingest,queries,startup,report")
+    done, data = _quick(
+        tmp_path, "engine,latency,memory,datasource,ingest,queries,startup,report,viewer"
+    )
     assert {row["id"] for row in data["rows"]} == ROWS
     assert {"nproc", "python", "duckdb"} <= set(data["machine"])
     table = done.stdout
