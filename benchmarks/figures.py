@@ -456,6 +456,7 @@ def measure_queries(work: Path, synthetic: str, quick: bool, repeats: int) -> di
             cluster=None,
             keys=["difficulty", "lang", "topic"],
             combine=False,
+            scopes=None,
         ),
         "compare": lambda: compare(store, run_a, run_b),
         "compare_cases": lambda: store.query("compare_cases", run_a=run_a, run_b=run_b, limit=20),

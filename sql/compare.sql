@@ -1,6 +1,6 @@
 -- title: Compare two runs
--- description: Run B minus run A, paired on (variant, model, case_id, repeat); the case in its cell is the unit: a case's repeats are averaged into one paired difference first ($cluster 'case_id' also clusters a case's cells). One row for the whole run (scope 'run'), per variant x model cell ('cell', with cells only one run has), per criterion ('criterion') and per metadata slice ('slice'; $keys, combined into one dimension when $combine, else one dimension per key). For pass_rate, score, cost_usd and latency_ms: n cases (n_pairs answers), the means in A and B, the mean paired difference with its standard error (sample sd of the case differences / sqrt(n), or cluster-robust CR1 over the clusters of metadata key $cluster) and 95% t-interval (n - 1 df, or clusters - 1); cases fixed and broken and the exact two-sided sign-test p-value on them (pass_rate_p: McNemar's exact test when each case has one answer a side; score_p on the cases whose score moved); a verdict: pass rate better/worse when pass_rate_p < 0.05, score when its interval excludes 0 and score_p < 0.05. Criteria and slices come worst first.
--- params: run_a, run_b, cluster, keys, combine
+-- description: Run B minus run A, paired on (variant, model, case_id, repeat); the case in its cell is the unit: a case's repeats are averaged into one paired difference first ($cluster 'case_id' also clusters a case's cells). One row for the whole run (scope 'run'), per variant x model cell ('cell', with cells only one run has), per criterion ('criterion') and per metadata slice ('slice'; $keys, combined into one dimension when $combine, else one dimension per key). For pass_rate, score, cost_usd and latency_ms: n cases (n_pairs answers), the means in A and B, the mean paired difference with its standard error (sample sd of the case differences / sqrt(n), or cluster-robust CR1 over the clusters of metadata key $cluster) and 95% t-interval (n - 1 df, or clusters - 1); cases fixed and broken and the exact two-sided sign-test p-value on them (pass_rate_p: McNemar's exact test when each case has one answer a side; score_p on the cases whose score moved); a verdict: pass rate better/worse when pass_rate_p < 0.05, score when its interval excludes 0 and score_p < 0.05. Criteria and slices come worst first. $scopes lists the scopes computed (NULL: all four); a scope left out costs nothing (the criterion scope alone reads the scores table).
+-- params: run_a, run_b, cluster, keys, combine, scopes
 WITH a AS (
     SELECT variant, model, case_id, repeat, passed, score,
            coalesce(cost_usd, 0) AS cost_usd, latency_ms, metadata
@@ -41,7 +41,10 @@ score_b AS (
     SELECT variant, model, case_id, repeat, criterion, passed, score
     FROM scores WHERE run_id = $run_b
 ),
--- score rows of paired cases, keyed by their pair (joined on an integer, not four strings)
+-- score rows of paired cases, keyed by their pair (joined on an integer, not four strings).
+-- Each scope is computed only when $scopes names it (NULL: all): the condition is a constant
+-- of the execution, so a scope left out is pruned from the plan with its reads (the
+-- criterion scope's condition removes both reads of the scores table).
 keyed_a AS (
     SELECT p.pair_id, sa.criterion, sa.passed, sa.score
     FROM score_a sa JOIN pairs p USING (variant, model, case_id, repeat)
@@ -56,6 +59,7 @@ criterion_pairs AS (
            ka.score AS score_a, kb.score AS score_b
     FROM keyed_a ka
     JOIN keyed_b kb USING (pair_id, criterion)
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'criterion')
 ),
 dims AS (
     SELECT unnest(
@@ -66,17 +70,19 @@ scoped AS (
     SELECT 'run' AS scope, 'run' AS target, NULL::VARCHAR AS variant, NULL::VARCHAR AS model,
            unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'run')
     UNION ALL
     SELECT 'cell', variant || ' × ' || model, variant, model,
            unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'cell')
     UNION ALL
     SELECT 'slice',
            array_to_string(list_transform(d.dim, k -> k || '=' || coalesce(p.metadata ->> k, '(none)')), ', '),
            NULL, NULL,
            unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs p CROSS JOIN dims d
-    WHERE len(d.dim) > 0
+    WHERE len(d.dim) > 0 AND ($scopes IS NULL OR list_contains($scopes::VARCHAR[], 'slice'))
 ),
 -- The unit of analysis is the case (in its cell): per (scope, target, variant x model x case)
 -- and metric, the mean of A and of B over the repeats where both sides have the metric (a
@@ -290,9 +296,11 @@ presence AS (
         UNION ALL
         SELECT 'b' AS side, variant, model FROM b
     )
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'cell')
     GROUP BY variant, model
     UNION ALL
     SELECT 'run', 'run', NULL, NULL, (SELECT count(*) FROM a), (SELECT count(*) FROM b)
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'run')
 ),
 joined AS (
     SELECT

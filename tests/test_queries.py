@@ -312,6 +312,66 @@ def test_case_list_filters_orders_and_keeps_each_rows_own_criteria(tmp_path: Pat
 DOCS = ["d1", "d1", "d2", "d2"]
 
 
+def test_compare_scopes_each_give_the_full_querys_rows_and_nothing_else(tmp_path: Path) -> None:
+    # Cells v × m (in both runs) and v × only (in A alone), cases with metadata 'doc', one
+    # criterion 'k': every scope has rows, and the cell only in A is a presence row. Asked
+    # for a subset of scopes, the query returns exactly those scopes' rows of the full query
+    # (the viewer's page and its sections ask for them apart): no other row, no number moved.
+    con = _warehouse(tmp_path)
+    for run, model, case, doc, passed, score, cost in [
+        ("A", "m", "c1", "d1", True, 0.5, 0.25),
+        ("A", "m", "c2", "d2", False, 0.0, 0.5),
+        ("A", "m", "c3", "d2", True, 1.0, 0.25),
+        ("A", "only", "c1", "d1", True, 1.0, 0.25),
+        ("B", "m", "c1", "d1", True, 1.0, 0.5),
+        ("B", "m", "c2", "d2", True, 0.5, 0.25),
+        ("B", "m", "c3", "d2", False, 0.25, 0.75),
+    ]:
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, score, cost_usd, latency_ms, created_at) "
+            "VALUES (?, 'v', ?, ?, 0, ?, false, 'x', 1, ?, ?, ?, 100, now())",
+            [run, model, case, json.dumps({"doc": doc}), passed, score, cost],
+        )
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required) VALUES (?, 'v', ?, ?, 0, 'k', 'x', ?, ?, 1, true)",
+            [run, model, case, score, passed],
+        )
+
+    def rows(scopes: list[str] | None, cluster: str | None) -> list[dict[str, Any]]:
+        return queries.run_query(
+            con,
+            "compare",
+            run_a="A",
+            run_b="B",
+            cluster=cluster,
+            keys=["doc"],
+            combine=False,
+            scopes=scopes,
+        ).to_pylist()
+
+    def same(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> bool:
+        # the full query's own floats vary in the last bit from one execution to the next
+        # (a standard deviation summed in whichever order the threads deliver): 1e-12 apart
+        return len(got) == len(expected) and all(
+            g.keys() == e.keys()
+            and all(
+                g[k] == pytest.approx(e[k], rel=1e-12) if isinstance(e[k], float) else g[k] == e[k]
+                for k in e
+            )
+            for g, e in zip(got, expected, strict=True)
+        )
+
+    for cluster in (None, "doc"):
+        full = rows(None, cluster)
+        assert sorted({r["scope"] for r in full}) == ["cell", "criterion", "run", "slice"]
+        assert {r["target"] for r in full if r["scope"] == "cell"} == {"v × m", "v × only"}
+        assert same(rows(["run", "cell", "criterion", "slice"], cluster), full)
+        for scopes in (["run"], ["cell"], ["criterion"], ["slice"], ["run", "cell"], []):
+            assert same(rows(scopes, cluster), [r for r in full if r["scope"] in scopes]), scopes
+
+
 def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> None:
     # Cell v × m, cases c1..c4; (passed, score, cost, latency) per run, None = not stored:
     #   A: c1 (1, 0.5, 0.25, 100)  c2 (1, 1.0, None, 200)  c3 (0, 0.0, 0.25, None)  c4 (0, 0.5, 0.25, 100)
@@ -351,7 +411,7 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
                 [run, f"c{i + 1}", score or 0.0, k_passed],
             )
     table = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False, scopes=None
     )
     # criterion k: 4 pairs, pass A 1 1 0 0 -> B 1 1 1 0: 0.5 -> 0.75 (c3 fixed), differences
     # 0 0 1 0; scores A 0.5 1 0 0.5, B 1 0 0.5 0.5: 0.5 -> 0.5, differences 0.5 -1 0.5 0
@@ -403,7 +463,7 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
     from tests.test_analysis import cluster_se
 
     clustered = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False, scopes=None
     ).to_pylist()
     for row in clustered:
         assert row["n_clusters"] == 2, row["scope"]
@@ -587,7 +647,7 @@ def test_compare_of_runs_with_more_than_55_thousand_cases_does_not_overflow(
             [run, run, n],
         )
     rows = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False, scopes=None
     ).to_pylist()
     (run,) = [r for r in rows if r["scope"] == "run"]
     assert run["n"] == n
@@ -771,7 +831,7 @@ def test_compare_averages_a_cases_repeats_and_takes_a_single_pair_as_it_is(
     ):  # fmt: skip
         _answer(con, run, case, repeat, ok)
     rows = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster=None, keys=["t"], combine=False
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=["t"], combine=False, scopes=None
     ).to_pylist()
     by_scope = {r["scope"]: r for r in rows}
     for scope in ("run", "criterion", "slice"):
@@ -902,7 +962,7 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
                 ],
             )
     table = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False, scopes=None
     )
     run = next(r for r in table.to_pylist() if r["scope"] == "run")
     assert run["n_clusters"] == 3
@@ -912,7 +972,7 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
     assert run["cost_usd_se"] == pytest.approx(cluster_se([0.2, 0.0, 0.3, 0.2], docs))
     assert run["latency_ms_se"] == pytest.approx(cluster_se([50, -50, 200, 300], docs))
     one = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster="team", keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster="team", keys=[], combine=False, scopes=None
     ).to_pylist()
     for row in one:
         assert row["n_clusters"] == 1

@@ -89,6 +89,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "compare": [
+        "tests/test_queries.py::test_compare_scopes_each_give_the_full_querys_rows_and_nothing_else",
         "tests/test_queries.py::test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sums",
         "tests/test_queries.py::test_compare_means_and_pair_counts_with_missing_values",
         "tests/test_analysis.py::test_paired_differences_match_a_reference",
