@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 SCOPES = ("run", "cell", "criterion", "slice")
 FEW_CLUSTERS = 10  # below this the cluster-robust SE is itself too noisy to trust
+MOVERS = 20  # moved cases listed by default, worst first
 
 
 @dataclass
@@ -112,7 +113,7 @@ def compare(
     *,
     by: Sequence[str] = (),
     cluster: str | None = None,
-    movers: int | None = 20,
+    movers: int | None = MOVERS,
     scopes: Sequence[str] = SCOPES,
 ) -> Comparison:
     """Compare run ``ref_b`` with run ``ref_a`` (B minus A).
