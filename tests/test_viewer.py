@@ -161,6 +161,32 @@ def test_run_page_sections_load_on_their_own_with_the_queries_numbers(
     assert c.get("/runs/nope/sections/criteria").status_code == 404
 
 
+def test_the_run_page_lists_at_most_view_rows_failures_first(
+    wh: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The case rows section and the page's count both follow VIEW_ROWS (1,000: the rows a
+    # page turns into JSON in well under a second); at exactly the run's size nothing is cut.
+    from evalwh.viewer import app
+
+    c, view, run_id = client(wh["view"]), wh["view"], wh["a"]
+    n = view.query("run_totals", run_id=run_id).to_pylist()[0]["n"]
+    listed = [
+        r["case_id"]
+        for r in view.query(
+            "case_list", run_id=run_id, only_failures=False, case_id=None, limit=None
+        ).to_pylist()
+    ]
+    assert app.VIEW_ROWS == 1000
+    for limit, shown in ((n, n), (n - 1, n - 1), (2, 2)):
+        monkeypatch.setattr(app, "VIEW_ROWS", limit)
+        cases = c.get(f"/runs/{run_id}/sections/cases.json").json()["rows"]
+        assert [r["c"] for r in cases] == listed[:shown]
+        data = c.get(f"/runs/{run_id}.json").json()
+        assert (data["rows_shown"], data["n_rows"]) == (shown, n)
+        page = c.get(f"/runs/{run_id}").text
+        assert (f"{n - shown} left out" in page) == (shown < n)
+
+
 def test_a_page_reads_on_one_connection_and_a_write_inside_it_is_refused(
     wh: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

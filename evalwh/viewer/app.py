@@ -50,7 +50,7 @@ SECTIONS: dict[str, Callable[[Any, str], dict[str, Any]]] = {
     "slices": slices_data,
     "cases": lambda store, run_id: cases_data(store, run_id, max_rows=VIEW_ROWS),
 }
-VIEW_ROWS = 2000  # case rows a run page lists (failures first); the page counts the rest
+VIEW_ROWS = 1000  # case rows a run page lists (failures first); the page counts the rest
 MAX_BODY = 64_000  # bytes of a write request
 
 
