@@ -372,6 +372,33 @@ def test_compare_scopes_each_give_the_full_querys_rows_and_nothing_else(tmp_path
             assert same(rows(scopes, cluster), [r for r in full if r["scope"] in scopes]), scopes
 
 
+def test_compare_units_are_a_case_in_its_cell_when_cells_share_case_ids(tmp_path: Path) -> None:
+    # Cells v × m1 and v × m2 hold the same case ids c1, c2, each answered once in A and B:
+    # four units of one pair each, not two (a unit keyed without the model joins each pair to
+    # both cells' units and counts 8 pairs). B fixes c1 in m1 only.
+    con = _warehouse(tmp_path)
+    for run in ("A", "B"):
+        for model in ("m1", "m2"):
+            for case in ("c1", "c2"):
+                passed = case == "c2" or (run == "B" and model == "m1")
+                con.execute(
+                    "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, "
+                    "request_hash, attempts, passed, score, created_at) "
+                    "VALUES (?, 'v', ?, ?, 0, false, 'x', 1, ?, ?, now())",
+                    [run, model, case, passed, float(passed)],
+                )
+    rows = {
+        r["target"]: r
+        for r in queries.run_query(
+            con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False, scopes=None
+        ).to_pylist()
+    }
+    assert (rows["run"]["n"], rows["run"]["n_pairs"], rows["run"]["n_fixed"]) == (4, 4, 1)
+    assert rows["run"]["pass_rate_delta"] == 0.25
+    assert (rows["v × m1"]["n"], rows["v × m1"]["n_fixed"]) == (2, 1)
+    assert (rows["v × m2"]["n"], rows["v × m2"]["n_fixed"]) == (2, 0)
+
+
 def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> None:
     # Cell v × m, cases c1..c4; (passed, score, cost, latency) per run, None = not stored:
     #   A: c1 (1, 0.5, 0.25, 100)  c2 (1, 1.0, None, 200)  c3 (0, 0.0, 0.25, None)  c4 (0, 0.5, 0.25, 100)
