@@ -1,6 +1,6 @@
 -- title: Compare two runs
--- description: Run B minus run A, paired on (variant, model, case_id, repeat); the case in its cell is the unit: a case's repeats are averaged into one paired difference first ($cluster 'case_id' also clusters a case's cells). One row for the whole run (scope 'run'), per variant x model cell ('cell', with cells only one run has), per criterion ('criterion') and per metadata slice ('slice'; $keys, combined into one dimension when $combine, else one dimension per key). For pass_rate, score, cost_usd and latency_ms: n cases (n_pairs answers), the means in A and B, the mean paired difference with its standard error (sample sd of the case differences / sqrt(n), or cluster-robust CR1 over the clusters of metadata key $cluster) and 95% t-interval (n - 1 df, or clusters - 1); cases fixed and broken and the exact two-sided sign-test p-value on them (pass_rate_p: McNemar's exact test when each case has one answer a side; score_p on the cases whose score moved); a verdict: pass rate better/worse when pass_rate_p < 0.05, score when its interval excludes 0 and score_p < 0.05. Criteria and slices come worst first.
--- params: run_a, run_b, cluster, keys, combine
+-- description: Run B minus run A, paired on (variant, model, case_id, repeat); the case in its cell is the unit: a case's repeats are averaged into one paired difference first ($cluster 'case_id' also clusters a case's cells). One row for the whole run (scope 'run'), per variant x model cell ('cell', with cells only one run has), per criterion ('criterion') and per metadata slice ('slice'; $keys, combined into one dimension when $combine, else one dimension per key). For pass_rate, score, cost_usd and latency_ms: n cases (n_pairs answers), the means in A and B, the mean paired difference with its standard error (sample sd of the case differences / sqrt(n), or cluster-robust CR1 over the clusters of metadata key $cluster) and 95% t-interval (n - 1 df, or clusters - 1); cases fixed and broken and the exact two-sided sign-test p-value on them (pass_rate_p: McNemar's exact test when each case has one answer a side; score_p on the cases whose score moved); a verdict: pass rate better/worse when pass_rate_p < 0.05, score when its interval excludes 0 and score_p < 0.05. Criteria and slices come worst first. $scopes lists the scopes computed (NULL: all four); a scope left out costs nothing (the criterion scope alone reads the scores table).
+-- params: run_a, run_b, cluster, keys, combine, scopes
 WITH a AS (
     SELECT variant, model, case_id, repeat, passed, score,
            coalesce(cost_usd, 0) AS cost_usd, latency_ms, metadata
@@ -13,7 +13,7 @@ b AS (
     FROM cases
     WHERE run_id = $run_b
 ),
-pairs AS (
+matched AS (
     SELECT
         variant, model, case_id, repeat,
         coalesce(b.metadata, a.metadata) AS metadata,
@@ -26,12 +26,21 @@ pairs AS (
         a.passed::INTEGER::DOUBLE AS pass_a, b.passed::INTEGER::DOUBLE AS pass_b,
         a.score AS score_a, b.score AS score_b,
         a.cost_usd AS cost_a, b.cost_usd AS cost_b,
-        a.latency_ms AS latency_a, b.latency_ms AS latency_b,
-        dense_rank() OVER (ORDER BY variant, model, case_id) AS unit,
-        -- a unit paired once needs no averaging over its repeats: its means are its values
-        count(*) OVER (PARTITION BY variant, model, case_id) = 1 AS single,
-        row_number() OVER () AS pair_id
+        a.latency_ms AS latency_a, b.latency_ms AS latency_b
     FROM a JOIN b USING (variant, model, case_id, repeat)
+),
+-- each case in its cell (the unit) numbered once, and whether it was paired once: a unit
+-- paired once needs no averaging over its repeats (its means are its values). Grouped, not
+-- ranked in a window: the number only names the unit, and sorting 100,000s of rows on three
+-- strings was about a third of the run and cell scopes' time.
+unit_keys AS (
+    SELECT variant, model, case_id, count(*) = 1 AS single, row_number() OVER () AS unit
+    FROM matched
+    GROUP BY variant, model, case_id
+),
+pairs AS (
+    SELECT m.*, u.unit, u.single, row_number() OVER () AS pair_id
+    FROM matched m JOIN unit_keys u USING (variant, model, case_id)
 ),
 score_a AS (
     SELECT variant, model, case_id, repeat, criterion, passed, score
@@ -41,7 +50,10 @@ score_b AS (
     SELECT variant, model, case_id, repeat, criterion, passed, score
     FROM scores WHERE run_id = $run_b
 ),
--- score rows of paired cases, keyed by their pair (joined on an integer, not four strings)
+-- score rows of paired cases, keyed by their pair (joined on an integer, not four strings).
+-- Each scope is computed only when $scopes names it (NULL: all): the condition is a constant
+-- of the execution, so a scope left out is pruned from the plan with its reads (the
+-- criterion scope's condition removes both reads of the scores table).
 keyed_a AS (
     SELECT p.pair_id, sa.criterion, sa.passed, sa.score
     FROM score_a sa JOIN pairs p USING (variant, model, case_id, repeat)
@@ -56,6 +68,7 @@ criterion_pairs AS (
            ka.score AS score_a, kb.score AS score_b
     FROM keyed_a ka
     JOIN keyed_b kb USING (pair_id, criterion)
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'criterion')
 ),
 dims AS (
     SELECT unnest(
@@ -66,17 +79,19 @@ scoped AS (
     SELECT 'run' AS scope, 'run' AS target, NULL::VARCHAR AS variant, NULL::VARCHAR AS model,
            unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'run')
     UNION ALL
     SELECT 'cell', variant || ' × ' || model, variant, model,
            unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'cell')
     UNION ALL
     SELECT 'slice',
            array_to_string(list_transform(d.dim, k -> k || '=' || coalesce(p.metadata ->> k, '(none)')), ', '),
            NULL, NULL,
            unit, single, cluster, pass_a, pass_b, score_a, score_b, cost_a, cost_b, latency_a, latency_b
     FROM pairs p CROSS JOIN dims d
-    WHERE len(d.dim) > 0
+    WHERE len(d.dim) > 0 AND ($scopes IS NULL OR list_contains($scopes::VARCHAR[], 'slice'))
 ),
 -- The unit of analysis is the case (in its cell): per (scope, target, variant x model x case)
 -- and metric, the mean of A and of B over the repeats where both sides have the metric (a
@@ -290,9 +305,11 @@ presence AS (
         UNION ALL
         SELECT 'b' AS side, variant, model FROM b
     )
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'cell')
     GROUP BY variant, model
     UNION ALL
     SELECT 'run', 'run', NULL, NULL, (SELECT count(*) FROM a), (SELECT count(*) FROM b)
+    WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'run')
 ),
 joined AS (
     SELECT

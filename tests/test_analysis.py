@@ -283,6 +283,33 @@ def test_compare_movers_and_verdicts(store: Warehouse) -> None:
         compare(store, "A", "B", cluster="nope")
 
 
+def test_compare_scopes_apart_give_the_whole_comparisons_rows(store: Warehouse) -> None:
+    # The viewer's compare page asks for the run and cell scopes, then for criteria, slices
+    # and movers in requests of their own: each part is the whole comparison's.
+    from evalwh.reports.html import compare_section
+
+    whole = compare(store, "A", "B").to_dict()
+    head = compare(store, "A", "B", scopes=("run", "cell"), movers=0).to_dict()
+    assert (head["criteria"], head["slices"], head["movers"]) == ([], [], [])
+    assert head["notes"] == whole["notes"] and head["overall"]["n"] == whole["overall"]["n"]
+    for name in ("criteria", "slices", "movers"):
+        part = compare_section(store, "A", "B", name)
+        assert set(part) == {"a", "b", "cluster", "slice_keys", name}
+        key = "case_id" if name == "movers" else "target"
+        assert [r[key] for r in part[name]] == [r[key] for r in whole[name]], name
+        assert len(part[name]) > 0
+    moved = compare_section(store, "A", "B", "movers")["movers"]
+    assert [m["movement"] for m in moved][:1] == ["broken"] and len(moved) == 8
+    assert moved[0]["len_a"] == len(whole["movers"][0]["output_a"] or "")
+    # without the run scope there is no overall row: its notes are not made up
+    alone = compare(store, "A", "A", scopes=("criterion",))
+    assert alone.overall == {} and alone.notes == [
+        "both references name the same run: every delta is 0"
+    ]
+    with pytest.raises(UsageError, match="unknown compare scope"):
+        compare(store, "A", "B", scopes=("run", "case"))
+
+
 def wilson(k: int, n: int) -> tuple[float, float]:
     p = k / n
     centre = p + Z * Z / (2 * n)

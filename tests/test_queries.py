@@ -312,6 +312,93 @@ def test_case_list_filters_orders_and_keeps_each_rows_own_criteria(tmp_path: Pat
 DOCS = ["d1", "d1", "d2", "d2"]
 
 
+def test_compare_scopes_each_give_the_full_querys_rows_and_nothing_else(tmp_path: Path) -> None:
+    # Cells v × m (in both runs) and v × only (in A alone), cases with metadata 'doc', one
+    # criterion 'k': every scope has rows, and the cell only in A is a presence row. Asked
+    # for a subset of scopes, the query returns exactly those scopes' rows of the full query
+    # (the viewer's page and its sections ask for them apart): no other row, no number moved.
+    con = _warehouse(tmp_path)
+    for run, model, case, doc, passed, score, cost in [
+        ("A", "m", "c1", "d1", True, 0.5, 0.25),
+        ("A", "m", "c2", "d2", False, 0.0, 0.5),
+        ("A", "m", "c3", "d2", True, 1.0, 0.25),
+        ("A", "only", "c1", "d1", True, 1.0, 0.25),
+        ("B", "m", "c1", "d1", True, 1.0, 0.5),
+        ("B", "m", "c2", "d2", True, 0.5, 0.25),
+        ("B", "m", "c3", "d2", False, 0.25, 0.75),
+    ]:
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, score, cost_usd, latency_ms, created_at) "
+            "VALUES (?, 'v', ?, ?, 0, ?, false, 'x', 1, ?, ?, ?, 100, now())",
+            [run, model, case, json.dumps({"doc": doc}), passed, score, cost],
+        )
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required) VALUES (?, 'v', ?, ?, 0, 'k', 'x', ?, ?, 1, true)",
+            [run, model, case, score, passed],
+        )
+
+    def rows(scopes: list[str] | None, cluster: str | None) -> list[dict[str, Any]]:
+        return queries.run_query(
+            con,
+            "compare",
+            run_a="A",
+            run_b="B",
+            cluster=cluster,
+            keys=["doc"],
+            combine=False,
+            scopes=scopes,
+        ).to_pylist()
+
+    def same(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> bool:
+        # the full query's own floats vary in the last bit from one execution to the next
+        # (a standard deviation summed in whichever order the threads deliver): 1e-12 apart
+        return len(got) == len(expected) and all(
+            g.keys() == e.keys()
+            and all(
+                g[k] == pytest.approx(e[k], rel=1e-12) if isinstance(e[k], float) else g[k] == e[k]
+                for k in e
+            )
+            for g, e in zip(got, expected, strict=True)
+        )
+
+    for cluster in (None, "doc"):
+        full = rows(None, cluster)
+        assert sorted({r["scope"] for r in full}) == ["cell", "criterion", "run", "slice"]
+        assert {r["target"] for r in full if r["scope"] == "cell"} == {"v × m", "v × only"}
+        assert same(rows(["run", "cell", "criterion", "slice"], cluster), full)
+        for scopes in (["run"], ["cell"], ["criterion"], ["slice"], ["run", "cell"], []):
+            assert same(rows(scopes, cluster), [r for r in full if r["scope"] in scopes]), scopes
+
+
+def test_compare_units_are_a_case_in_its_cell_when_cells_share_case_ids(tmp_path: Path) -> None:
+    # Cells v × m1 and v × m2 hold the same case ids c1, c2, each answered once in A and B:
+    # four units of one pair each, not two (a unit keyed without the model joins each pair to
+    # both cells' units and counts 8 pairs). B fixes c1 in m1 only.
+    con = _warehouse(tmp_path)
+    for run in ("A", "B"):
+        for model in ("m1", "m2"):
+            for case in ("c1", "c2"):
+                passed = case == "c2" or (run == "B" and model == "m1")
+                con.execute(
+                    "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, "
+                    "request_hash, attempts, passed, score, created_at) "
+                    "VALUES (?, 'v', ?, ?, 0, false, 'x', 1, ?, ?, now())",
+                    [run, model, case, passed, float(passed)],
+                )
+    rows = {
+        r["target"]: r
+        for r in queries.run_query(
+            con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False, scopes=None
+        ).to_pylist()
+    }
+    assert (rows["run"]["n"], rows["run"]["n_pairs"], rows["run"]["n_fixed"]) == (4, 4, 1)
+    assert rows["run"]["pass_rate_delta"] == 0.25
+    assert (rows["v × m1"]["n"], rows["v × m1"]["n_fixed"]) == (2, 1)
+    assert (rows["v × m2"]["n"], rows["v × m2"]["n_fixed"]) == (2, 0)
+
+
 def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> None:
     # Cell v × m, cases c1..c4; (passed, score, cost, latency) per run, None = not stored:
     #   A: c1 (1, 0.5, 0.25, 100)  c2 (1, 1.0, None, 200)  c3 (0, 0.0, 0.25, None)  c4 (0, 0.5, 0.25, 100)
@@ -351,7 +438,7 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
                 [run, f"c{i + 1}", score or 0.0, k_passed],
             )
     table = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False, scopes=None
     )
     # criterion k: 4 pairs, pass A 1 1 0 0 -> B 1 1 1 0: 0.5 -> 0.75 (c3 fixed), differences
     # 0 0 1 0; scores A 0.5 1 0 0.5, B 1 0 0.5 0.5: 0.5 -> 0.5, differences 0.5 -1 0.5 0
@@ -403,7 +490,7 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
     from tests.test_analysis import cluster_se
 
     clustered = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False, scopes=None
     ).to_pylist()
     for row in clustered:
         assert row["n_clusters"] == 2, row["scope"]
@@ -587,7 +674,7 @@ def test_compare_of_runs_with_more_than_55_thousand_cases_does_not_overflow(
             [run, run, n],
         )
     rows = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False, scopes=None
     ).to_pylist()
     (run,) = [r for r in rows if r["scope"] == "run"]
     assert run["n"] == n
@@ -771,7 +858,7 @@ def test_compare_averages_a_cases_repeats_and_takes_a_single_pair_as_it_is(
     ):  # fmt: skip
         _answer(con, run, case, repeat, ok)
     rows = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster=None, keys=["t"], combine=False
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=["t"], combine=False, scopes=None
     ).to_pylist()
     by_scope = {r["scope"]: r for r in rows}
     for scope in ("run", "criterion", "slice"):
@@ -902,7 +989,7 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
                 ],
             )
     table = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False, scopes=None
     )
     run = next(r for r in table.to_pylist() if r["scope"] == "run")
     assert run["n_clusters"] == 3
@@ -925,7 +1012,7 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
             pytest.approx(hi),
         ), metric
     one = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster="team", keys=[], combine=False
+        con, "compare", run_a="A", run_b="B", cluster="team", keys=[], combine=False, scopes=None
     ).to_pylist()
     for row in one:
         assert row["n_clusters"] == 1
@@ -995,7 +1082,7 @@ def test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom(
                     [run, f"c{i}", meta, run == "B" and j % 2 == 0, score, cost, latency],
                 )
     rows = queries.run_query(
-        con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False, scopes=None
     ).to_pylist()
     by_slice = {r["target"]: r for r in rows if r["scope"] == "slice"}
     assert sorted(by_slice) == sorted(f"g=g{k}" for k in sizes)

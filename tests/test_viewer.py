@@ -161,6 +161,32 @@ def test_run_page_sections_load_on_their_own_with_the_queries_numbers(
     assert c.get("/runs/nope/sections/criteria").status_code == 404
 
 
+def test_the_run_page_lists_at_most_view_rows_failures_first(
+    wh: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The case rows section and the page's count both follow VIEW_ROWS (1,000: the rows a
+    # page turns into JSON in well under a second); at exactly the run's size nothing is cut.
+    from evalwh.viewer import app
+
+    c, view, run_id = client(wh["view"]), wh["view"], wh["a"]
+    n = view.query("run_totals", run_id=run_id).to_pylist()[0]["n"]
+    listed = [
+        r["case_id"]
+        for r in view.query(
+            "case_list", run_id=run_id, only_failures=False, case_id=None, limit=None
+        ).to_pylist()
+    ]
+    assert app.VIEW_ROWS == 1000
+    for limit, shown in ((n, n), (n - 1, n - 1), (2, 2)):
+        monkeypatch.setattr(app, "VIEW_ROWS", limit)
+        cases = c.get(f"/runs/{run_id}/sections/cases.json").json()["rows"]
+        assert [r["c"] for r in cases] == listed[:shown]
+        data = c.get(f"/runs/{run_id}.json").json()
+        assert (data["rows_shown"], data["n_rows"]) == (shown, n)
+        page = c.get(f"/runs/{run_id}").text
+        assert (f"{n - shown} left out" in page) == (shown < n)
+
+
 def test_a_page_reads_on_one_connection_and_a_write_inside_it_is_refused(
     wh: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -226,6 +252,35 @@ def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, 
     assert picked.status_code == 303 and picked.headers["location"] == f"/compare/{a}/{b}"
     assert c.get(f"/compare/{a}/{b}").status_code == 200
 
+    # the page holds the run and cell deltas; criteria, slices and movers come from requests
+    # of their own, each with the numbers of the whole comparison (`evalwh compare`'s)
+    whole = view.compare(a, b).to_dict()
+    assert (cmp["overall"], cmp["cells"]) == (whole["overall"], whole["cells"])
+    assert not {"criteria", "slices", "movers"} & set(cmp)
+    html_page = c.get(f"/compare/{a}/{b}").text
+    for name in ("criteria", "slices", "movers"):
+        url = f"/compare/{a}/{b}/sections/{name}"
+        assert cmp["sections"][name] == url
+        assert f'hx-get="{url}" hx-trigger="load"' in html_page
+        part = c.get(url + ".json").json()
+        assert (part["a"]["run_id"], part["b"]["run_id"]) == (a, b)
+        got = [{k: v for k, v in r.items() if k in whole[name][0]} for r in part[name]]
+        if name == "movers":  # the page cuts long outputs and counts their length
+            got = [{k: v for k, v in r.items() if not k.startswith("output_")} for r in got]
+            whole[name] = [
+                {k: v for k, v in r.items() if not k.startswith("output_")} for r in whole[name]
+            ]
+        assert len(got) == len(whole[name]) and (got or name == "movers"), name  # none moved
+        for mine, theirs in zip(sorted(got, key=str), sorted(whole[name], key=str), strict=True):
+            assert mine.keys() == theirs.keys(), name
+            for k, v in theirs.items():  # a float may differ in its last bits between runs
+                assert mine[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v)
+        assert f'<div id="{name}-section">' in c.get(url).text
+    first = whole["criteria"][0]["target"]
+    assert first in c.get(f"/compare/{a}/{b}/sections/criteria").text
+    assert c.get(f"/compare/{a}/{b}/sections/nope").status_code == 404
+    assert c.get(f"/compare/{a}/nope/sections/criteria").status_code == 404
+
     key = view.query("metadata_keys", run_ids=[a]).to_pylist()[0]["key"]
     crit = view.query("criteria", run_id=a).to_pylist()[0]["criterion"]
     sl = c.get(f"/runs/{a}/slices.json?by={key}&criterion={crit}").json()
@@ -255,7 +310,8 @@ def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, 
 
 def test_planted_markup_is_escaped_on_every_page(wh: dict[str, Any]) -> None:
     c, a, b = client(wh["view"]), wh["a"], wh["b"]
-    for url in ("/cases/q03", f"/runs/{a}", f"/compare/{a}/{b}", "/"):
+    sections = [f"/compare/{a}/{b}/sections/{name}" for name in ("criteria", "slices", "movers")]
+    for url in ("/cases/q03", f"/runs/{a}", f"/compare/{a}/{b}", "/", *sections):
         page = c.get(url).text
         for planted in (SCRIPT, IMG, BREAKOUT):
             assert planted not in page, (url, planted)

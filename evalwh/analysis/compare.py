@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 SCOPES = ("run", "cell", "criterion", "slice")
 FEW_CLUSTERS = 10  # below this the cluster-robust SE is itself too noisy to trust
+MOVERS = 20  # moved cases listed by default, worst first
 
 
 @dataclass
@@ -91,10 +92,20 @@ def deltas(
     cluster: str | None = None,
     keys: Sequence[str] = (),
     combine: bool = False,
+    scopes: Sequence[str] = SCOPES,
 ) -> pa.Table:
-    """``sql/compare.sql`` for resolved run ids (B minus A)."""
+    """``sql/compare.sql`` for resolved run ids (B minus A), the ``scopes`` named only."""
+    unknown = sorted(set(scopes) - set(SCOPES))
+    if unknown:
+        raise UsageError(f"unknown compare scope(s) {unknown}: use {', '.join(SCOPES)}")
     return store.query(
-        "compare", run_a=run_a, run_b=run_b, cluster=cluster, keys=list(keys), combine=combine
+        "compare",
+        run_a=run_a,
+        run_b=run_b,
+        cluster=cluster,
+        keys=list(keys),
+        combine=combine,
+        scopes=list(scopes),
     )
 
 
@@ -105,12 +116,15 @@ def compare(
     *,
     by: Sequence[str] = (),
     cluster: str | None = None,
-    movers: int | None = 20,
+    movers: int | None = MOVERS,
+    scopes: Sequence[str] = SCOPES,
 ) -> Comparison:
     """Compare run ``ref_b`` with run ``ref_a`` (B minus A).
 
     ``by`` names metadata keys combined into one slice dimension; when empty, every metadata
     key is its own dimension. ``cluster`` overrides the runs' ``analysis.cluster``.
+    ``scopes`` names the deltas computed (the viewer's page asks for run and cell first and
+    for criteria and slices in requests of their own); the run scope feeds the notes.
     """
     if movers is not None and movers < 0:
         raise UsageError("--movers must be 0 or more")
@@ -123,7 +137,7 @@ def compare(
         keys, combine = list(by), True
     else:
         keys, combine = metadata_keys(store, [run_a, run_b]), False
-    table = deltas(store, run_a, run_b, cluster=key, keys=keys, combine=combine)
+    table = deltas(store, run_a, run_b, cluster=key, keys=keys, combine=combine, scopes=scopes)
     moved = store.query("compare_cases", run_a=run_a, run_b=run_b, limit=movers)
     no_look = is_no_look(row_a) or is_no_look(row_b)
     if no_look:  # one side stored no outputs: neither side's are shown
@@ -135,6 +149,8 @@ def compare(
     overall = result.overall
     if run_a == run_b:
         notes.append("both references name the same run: every delta is 0")
+    if "run" not in scopes:  # the notes below read the run scope's row
+        return result
     if not overall.get("n"):
         notes.append("the runs share no (variant, model, case_id, repeat): nothing to pair")
     elif key and (overall.get("n_clusters") or 0) < FEW_CLUSTERS:

@@ -548,31 +548,71 @@ def decide(store: Warehouse, ref: str, append: str | Path | None = None) -> dict
 
 
 # -- the compare page -----------------------------------------------------------------------
-def compare_data(store: Warehouse, cmp: Comparison) -> dict[str, Any]:
+COMPARE_PARTS = frozenset({"criteria", "slices", "movers"})  # what a page may load on its own
+# each compare part: the deltas' scopes it needs and whether it needs the movers
+_PART_SCOPES = {"criteria": ("criterion",), "slices": ("slice",), "movers": ()}
+
+
+def compare_data(
+    store: Warehouse, cmp: Comparison, parts: frozenset[str] = COMPARE_PARTS
+) -> dict[str, Any]:
     """The compare page: sql/compare.sql's deltas (pass rate, score, cost, latency) and
-    movers, both runs' totals and the regression gate of B judged against A."""
+    movers, both runs' totals and the regression gate of B judged against A.
+
+    ``parts`` names the sections gathered here: the viewer leaves ``criteria``, ``slices``
+    and ``movers`` to requests of their own (:func:`compare_section`), whose ``cmp`` then
+    holds the run and cell scopes only; the file report has them all.
+    """
     from evalwh.analysis.gate import judge
 
     a, b = cmp.a["run_id"], cmp.b["run_id"]
+    data = _compare_parts(cmp, parts)
+    data["totals_a"] = store.query("run_totals", run_id=a).to_pylist()[0]
+    data["gate"] = judge(store, b, baseline=a).to_dict()
+    run_b = run_data(store, b, max_rows=0, parts=frozenset())  # B's flags and decision entry
+    data["totals_b"] = run_b["totals"]
+    flags = {**run_flags(store, a), **run_b["flags"]}
+    for row in data.get("criteria", []):
+        row["flag"] = flags.get(f"criterion:{row['target']}")
+    data["flags"] = flags
+    data["decision"] = decision_entry(run_b, data)
+    return data
+
+
+def _compare_parts(cmp: Comparison, parts: frozenset[str]) -> dict[str, Any]:
+    """``cmp`` as the page's data, with the ``parts`` named: criteria and slices worst
+    first, the movers' outputs cut."""
     data = cmp.to_dict()
-    data["criteria"] = worst_first(data["criteria"], "pass_rate_delta")
-    data["slices"] = worst_first(data["slices"], "pass_rate_delta")
-    for m in data["movers"]:
+    for name in COMPARE_PARTS - parts:
+        del data[name]
+    for name in ("criteria", "slices"):
+        if name in parts:
+            data[name] = worst_first(data[name], "pass_rate_delta")
+    for m in data.get("movers", []):
         for side in ("a", "b"):
             if f"output_{side}" not in m:
                 continue  # a no-look side: the comparison dropped the outputs (its notes say so)
             text = m[f"output_{side}"]
             m[f"len_{side}"] = len(text) if text is not None else 0
             m[f"output_{side}"] = cut(text)
-    data["totals_a"] = store.query("run_totals", run_id=a).to_pylist()[0]
-    data["gate"] = judge(store, b, baseline=a).to_dict()
-    run_b = run_data(store, b, max_rows=0, parts=frozenset())  # B's flags and decision entry
-    data["totals_b"] = run_b["totals"]
-    flags = {**run_flags(store, a), **run_b["flags"]}
-    for row in data["criteria"]:
-        row["flag"] = flags.get(f"criterion:{row['target']}")
-    data["flags"] = flags
-    data["decision"] = decision_entry(run_b, data)
+    return data
+
+
+def compare_section(store: Warehouse, ref_a: str, ref_b: str, name: str) -> dict[str, Any]:
+    """One part of the compare page on its own (``criteria``, ``slices`` or ``movers``):
+    the same deltas and movers :func:`compare_data` holds, from sql/compare.sql asked for
+    that part's scope only (the criteria's join of the scores is most of a big compare)."""
+    from evalwh.analysis.compare import MOVERS, compare
+
+    cmp = compare(
+        store, ref_a, ref_b, scopes=_PART_SCOPES[name], movers=MOVERS if name == "movers" else 0
+    )
+    shaped = _compare_parts(cmp, frozenset({name}))
+    data = {k: shaped[k] for k in ("a", "b", "cluster", "slice_keys", name)}
+    if name == "criteria":
+        flags = {**run_flags(store, cmp.a["run_id"]), **run_flags(store, cmp.b["run_id"])}
+        for row in data["criteria"]:
+            row["flag"] = flags.get(f"criterion:{row['target']}")
     return data
 
 

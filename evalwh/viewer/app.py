@@ -20,8 +20,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
 from evalwh.errors import EvalwhError, RunNotFoundError, UsageError
+from evalwh.reports.html import COMPARE_PARTS, cases_data, criteria_data, slices_data
 from evalwh.reports.html import TEMPLATES as REPORT_TEMPLATES
-from evalwh.reports.html import cases_data, criteria_data, slices_data
 from evalwh.viewer import pages
 from evalwh.viewer.security import HEADER, Guard
 
@@ -50,7 +50,7 @@ SECTIONS: dict[str, Callable[[Any, str], dict[str, Any]]] = {
     "slices": slices_data,
     "cases": lambda store, run_id: cases_data(store, run_id, max_rows=VIEW_ROWS),
 }
-VIEW_ROWS = 2000  # case rows a run page lists (failures first); the page counts the rest
+VIEW_ROWS = 1000  # case rows a run page lists (failures first); the page counts the rest
 MAX_BODY = 64_000  # bytes of a write request
 
 
@@ -320,17 +320,36 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
         return RedirectResponse(f"/compare/{resolve(a)}/{resolve(b)}", status_code=303)
 
     def compare(request: Request, as_json: bool) -> Response:
+        """The run and cell deltas, totals, gate and decision entry; the criteria, slices and
+        movers load by requests of their own (``sections``)."""
+        from evalwh.analysis.compare import compare
         from evalwh.reports.html import compare_data
 
         a, b = request.path_params["a"], request.path_params["b"]
         with store.reading():
-            data = compare_data(store, view.compare(a, b))
+            cmp = compare(store, a, b, scopes=("run", "cell"), movers=0)
+            data = compare_data(store, cmp, parts=frozenset())
+        base = f"/compare/{data['a']['run_id']}/{data['b']['run_id']}"
+        data["sections"] = {name: f"{base}/sections/{name}" for name in COMPARE_PARTS}
         links = [("A", f"/runs/{data['a']['run_id']}"), ("B", f"/runs/{data['b']['run_id']}")]
-        links.append(("JSON", f"/compare/{data['a']['run_id']}/{data['b']['run_id']}.json"))
+        links.append(("JSON", f"{base}.json"))
         page_data = {"run_id": data["b"]["run_id"]}
         return page(request, as_json, "compare.html.j2", data, page_data=page_data, links=links)
 
     twin("/compare/{a}/{b}", compare)
+
+    def compare_part(request: Request, as_json: bool) -> Response:
+        """A compare page section loaded by its own request (htmx, ``hx-trigger="load"``)."""
+        from evalwh.reports.html import compare_section
+
+        name, params = request.path_params["name"], request.path_params
+        if name not in COMPARE_PARTS:
+            return Response("not found", status_code=404)
+        with store.reading():
+            data = compare_section(store, params["a"], params["b"], name)
+        return page(request, as_json, f"section_compare_{name}.html.j2", data)
+
+    twin("/compare/{a}/{b}/sections/{name}", compare_part)
 
     # -- a case across runs ----------------------------------------------------------------
     @app.get("/cases")

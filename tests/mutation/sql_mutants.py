@@ -91,6 +91,9 @@ TESTS: dict[str, list[str]] = {
     ],
     "compare": [
         "tests/test_queries.py::test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom",
+        "tests/test_queries.py::test_compare_scopes_each_give_the_full_querys_rows_and_nothing_else",
+        "tests/test_queries.py::test_compare_units_are_a_case_in_its_cell_when_cells_share_case_ids",
+        "tests/test_queries.py::test_compare_averages_a_cases_repeats_and_takes_a_single_pair_as_it_is",
         "tests/test_queries.py::test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sums",
         "tests/test_queries.py::test_compare_means_and_pair_counts_with_missing_values",
         "tests/test_analysis.py::test_paired_differences_match_a_reference",
