@@ -220,6 +220,8 @@ def _plan_shard(
 ) -> _Planned:
     """One shard of a sharded run: its cases, less the cells any earlier try stored."""
     from evalwh.engine.execute import estimate, prepare
+    from evalwh.warehouse.connect import write_transaction
+    from evalwh.warehouse.lake import LakeTarget
     from evalwh.warehouse.shards import check_run_id
     from evalwh.warehouse.store import Warehouse
 
@@ -234,6 +236,11 @@ def _plan_shard(
         )
     check_run_id(run_id)
     store = Warehouse(settings.warehouse)
+    if isinstance(settings.warehouse, LakeTarget):
+        # Shards start at once on a fresh lake: the first to attach creates the catalog and
+        # migrates while the others would read a half-migrated schema ("run evalwh migrate").
+        # A shard is a writer: it migrates (or waits out a concurrent migration) first.
+        write_transaction(settings.warehouse, lambda con: None, what="migrate the lake")
     skip = store.cells(run_id) if store.exists else set()
     prepared = prepare(cfg, settings, filters, repeats, skip=skip)
     cache = _cached(cfg, settings, prepared.hashes, use_cache)

@@ -36,14 +36,15 @@ def copy_runs(
 
             def attempt() -> tuple[list[str], list[str]]:
                 with transaction(con):
-                    present = [
+                    stored = {
                         r[0]
                         for r in con.execute(
                             f"SELECT DISTINCT run_id FROM {dst}.runs "
                             "WHERE list_contains(?, run_id)",
                             [run_ids],
                         ).fetchall()
-                    ]
+                    }
+                    present = [r for r in run_ids if r in stored]  # in the order asked for
                     todo = [r for r in run_ids if r not in present]
                     for table in RUN_TABLES:
                         found = con.execute(
