@@ -981,7 +981,7 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
                 [
                     run,
                     f"c{i + 1}",
-                    json.dumps({"doc": docs[i], "team": "t1"}),
+                    json.dumps({"doc": docs[i], "team": "t1", "half": "h1" if i < 2 else "h2"}),
                     passed,
                     score,
                     cost,
@@ -1011,6 +1011,16 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
             pytest.approx(lo),
             pytest.approx(hi),
         ), metric
+    # two clusters (h1: c1, c2; h2: c3, c4) still give a cluster-robust SE (bug: `> 2`)
+    halves = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster="half", keys=[], combine=False, scopes=None
+    ).to_pylist()
+    two = next(r for r in halves if r["scope"] == "run")
+    assert two["n_clusters"] == 2
+    h = ["h1", "h1", "h2", "h2"]
+    assert two["latency_ms_se"] == pytest.approx(cluster_se([50, -50, 200, 300], h))
+    assert two["cost_usd_se"] == pytest.approx(cluster_se([0.2, 0.0, 0.3, 0.2], h))
+    assert two["pass_rate_se"] == pytest.approx(cluster_se([0, -1, 1, 1], h))
     one = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster="team", keys=[], combine=False, scopes=None
     ).to_pylist()
@@ -1059,7 +1069,7 @@ def test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom(
     from scipy.stats import t as student_t
 
     con = _warehouse(tmp_path)
-    sizes = [*range(1, 31), 40]
+    sizes = [*range(1, 32), 40]  # 31: the first df past the table
     i = 0
     for k in sizes:
         for j in range(k + 1):
@@ -1096,3 +1106,39 @@ def test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom(
                 lo, hi = max(-1.0, lo), min(1.0, hi)
             assert row[f"{metric}_lo"] == pytest.approx(lo, rel=1e-7, abs=1e-9), (k, metric)
             assert row[f"{metric}_hi"] == pytest.approx(hi, rel=1e-7, abs=1e-9), (k, metric)
+
+
+def test_compare_averages_cost_and_latency_over_a_cases_repeats(tmp_path: Path) -> None:
+    # bug: the repeat-averaging path keeping the repeats where the other side is *missing*
+    # (IS NULL for IS NOT NULL) for cost or latency: no pair then, and NULL means.
+    # u1 answered twice a side: A cost 0.1, 0.3 (latency 100, 300) -> 0.2 (200); B 0.2, 0.2
+    # (150, 250) -> 0.2 (200). u2 once: A 0.1 (100), B 0.4 (400). Units: cost A 0.2, 0.1 ->
+    # mean 0.15, B 0.2, 0.4 -> 0.3, delta 0.15; latency A 200, 100 -> 150, B 200, 400 -> 300,
+    # delta 150.
+    con = _warehouse(tmp_path)
+    for run, case, repeat, cost, latency in (
+        ("A", "u1", 0, 0.1, 100), ("A", "u1", 1, 0.3, 300), ("A", "u2", 0, 0.1, 100),
+        ("B", "u1", 0, 0.2, 150), ("B", "u1", 1, 0.2, 250), ("B", "u2", 0, 0.4, 400),
+    ):  # fmt: skip
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, request_hash, "
+            "attempts, score, passed, cost_usd, latency_ms, created_at) "
+            "VALUES (?, 'v', 'm', ?, ?, false, 'h', 1, 1, true, ?, ?, now())",
+            [run, case, repeat, cost, latency],
+        )
+    (run,) = [
+        r
+        for r in queries.run_query(
+            con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False,
+            scopes=["run"],
+        ).to_pylist()
+        if r["scope"] == "run"
+    ]  # fmt: skip
+    assert (run["n"], run["n_pairs"]) == (2, 3)
+    assert (run["cost_usd_a"], run["cost_usd_b"]) == (pytest.approx(0.15), pytest.approx(0.3))
+    assert run["cost_usd_delta"] == pytest.approx(0.15)
+    assert (run["latency_ms_a"], run["latency_ms_b"], run["latency_ms_delta"]) == (
+        pytest.approx(150),
+        pytest.approx(300),
+        pytest.approx(150),
+    )
