@@ -84,6 +84,9 @@ TESTS: dict[str, list[str]] = {
         "tests/test_queries.py::test_the_judge_verdict_of_a_labelled_case_is_the_majority_of_its_repeats",
         "tests/test_queries.py::test_calibration_by_slice_matches_a_hand_computed_kappa",
     ],
+    "case_history": [
+        "tests/test_queries.py::test_case_history_counts_each_runs_answers_of_one_case_newest_runs_first",
+    ],
     "case_list": [
         "tests/test_queries.py::test_case_list_filters_orders_and_keeps_each_rows_own_criteria",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
