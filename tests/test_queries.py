@@ -1181,3 +1181,82 @@ def test_case_history_counts_each_runs_answers_of_one_case_newest_runs_first(
     r1 = rows[1]
     assert (r1["pass_rate"], r1["mean_score"], r1["latency_ms"]) == (0.5, 0.75, 200.0)
     assert (r1["suite"], r1["variant"], r1["model"]) == ("s", "v", "m")
+
+
+def _sign_test_p(up: int, down: int) -> float:
+    """Exact two-sided sign test: 2 * P(Binomial(up + down, 1/2) <= min(up, down)), capped at 1."""
+    n = up + down
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(up, down) + 1)) / 2**n)
+
+
+def test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests(tmp_path: Path) -> None:
+    # bugs: an interval read at another metric's t quantile (tq[2] for tq[1], tq[4] for tq[3]:
+    # the same when every metric has the same n, as in the test above); McNemar's exact p-value
+    # with any term of its binomial sum or its cap changed. Slices of n = 6, 9, 12, 15 and 23
+    # cases; case j: A passes when j % 3 == 0, B when j is even; B's score is missing when
+    # j % 5 == 4 (fewer score pairs), else 0.5 - 0.1, 0.5 or 0.5 + 0.1 by j % 3 against A's 0.5;
+    # B's latency is missing when j % 4 == 3 (fewer latency pairs). Expected values from
+    # scipy's t and the binomial sums computed here.
+    from scipy.stats import t as student_t
+
+    con = _warehouse(tmp_path)
+    sizes = [4, 6, 9, 12, 15, 23]  # n 4: one fixed, one broken: 2 * P = 1.5, capped at 1
+    for n in sizes:
+        for j in range(n):
+            meta = json.dumps({"g": f"n{n}"})
+            b_score = None if j % 5 == 4 else 0.5 + 0.1 * ((j % 3) - 1)
+            b_latency = None if j % 4 == 3 else 100.0 + 10 * (j % 5) - 15
+            for run, passed, score, cost, latency in (
+                ("A", j % 3 == 0, 0.5, 0.01, 100.0),
+                ("B", j % 2 == 0, b_score, 0.01 + 0.001 * (j % 4), b_latency),
+            ):
+                con.execute(
+                    "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, "
+                    "cached, request_hash, attempts, passed, score, cost_usd, latency_ms, "
+                    "created_at) VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, ?, now())",
+                    [run, f"n{n}-{j}", meta, passed, score, cost, latency],
+                )
+    # slice "wide": 2 cases, differences 1 and 0 in pass and score: delta 0.5, se 0.5, t(1)
+    # 12.7: the interval is clipped to [-1, 1] (a difference of rates lies there)
+    for j, (a, b) in enumerate(((0.0, 1.0), (0.0, 0.0))):
+        for run, value in (("A", a), ("B", b)):
+            con.execute(
+                "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+                "request_hash, attempts, passed, score, created_at) "
+                "VALUES (?, 'v', 'm', ?, 0, '{\"g\": \"wide\"}', false, 'x', 1, ?, ?, now())",
+                [run, f"w{j}", value == 1.0, value],
+            )
+    rows = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False, scopes=None
+    ).to_pylist()
+    by_slice = {r["target"]: r for r in rows if r["scope"] == "slice"}
+    wide = by_slice["g=wide"]
+    for metric in ("pass_rate", "score"):
+        assert (wide[f"{metric}_delta"], wide[f"{metric}_se"]) == (0.5, pytest.approx(0.5))
+        assert (wide[f"{metric}_lo"], wide[f"{metric}_hi"]) == (-1.0, 1.0), metric
+    differs = set()
+    for n in sizes:
+        row = by_slice[f"g=n{n}"]
+        js = range(n)
+        scored = [j for j in js if j % 5 != 4]
+        df = {
+            "pass_rate": n - 1,
+            "score": len(scored) - 1,
+            "cost_usd": n - 1,
+            "latency_ms": sum(1 for j in js if j % 4 != 3) - 1,
+        }
+        differs |= {df["score"] != df["pass_rate"], df["latency_ms"] != df["cost_usd"]}
+        for metric, d in df.items():
+            half = student_t.ppf(0.975, d) * row[f"{metric}_se"]
+            lo, hi = row[f"{metric}_delta"] - half, row[f"{metric}_delta"] + half
+            if metric in ("score", "pass_rate"):
+                lo, hi = max(-1.0, lo), min(1.0, hi)
+            assert row[f"{metric}_lo"] == pytest.approx(lo, rel=1e-9), (n, metric)
+            assert row[f"{metric}_hi"] == pytest.approx(hi, rel=1e-9), (n, metric)
+        fixed = sum(1 for j in js if j % 2 == 0 and j % 3 != 0)
+        broken = sum(1 for j in js if j % 3 == 0 and j % 2 != 0)
+        assert row["pass_rate_p"] == pytest.approx(_sign_test_p(fixed, broken), rel=1e-9), n
+        up = sum(1 for j in scored if j % 3 == 2)
+        down = sum(1 for j in scored if j % 3 == 0)
+        assert row["score_p"] == pytest.approx(_sign_test_p(up, down), rel=1e-9), n
+    assert True in differs  # some slices tell each metric's degrees of freedom apart

@@ -93,6 +93,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "compare": [
+        "tests/test_queries.py::test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests",
         "tests/test_queries.py::test_compare_averages_cost_and_latency_over_a_cases_repeats",
         "tests/test_queries.py::test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom",
         "tests/test_queries.py::test_compare_scopes_each_give_the_full_querys_rows_and_nothing_else",
