@@ -1194,7 +1194,7 @@ def test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests(tmp_pat
     # the same when every metric has the same n, as in the test above); McNemar's exact p-value
     # with any term of its binomial sum or its cap changed. Slices of n = 6, 9, 12, 15 and 23
     # cases; case j: A passes when j % 3 == 0, B when j is even; B's score is missing when
-    # j % 5 == 4 (fewer score pairs), else 0.5 - 0.1, 0.5 or 0.5 + 0.1 by j % 3 against A's 0.5;
+    # j % 5 == 4 (fewer score pairs), else 0.5 - 0.1 when j % 3 == 0 and 0.5 + 0.1 otherwise;
     # B's latency is missing when j % 4 == 3 (fewer latency pairs). Expected values from
     # scipy's t and the binomial sums computed here.
     from scipy.stats import t as student_t
@@ -1204,7 +1204,7 @@ def test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests(tmp_pat
     for n in sizes:
         for j in range(n):
             meta = json.dumps({"g": f"n{n}"})
-            b_score = None if j % 5 == 4 else 0.5 + 0.1 * ((j % 3) - 1)
+            b_score = None if j % 5 == 4 else 0.5 + (0.1 if j % 3 else -0.1)
             b_latency = None if j % 4 == 3 else 100.0 + 10 * (j % 5) - 15
             for run, passed, score, cost, latency in (
                 ("A", j % 3 == 0, 0.5, 0.01, 100.0),
@@ -1256,7 +1256,7 @@ def test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests(tmp_pat
         fixed = sum(1 for j in js if j % 2 == 0 and j % 3 != 0)
         broken = sum(1 for j in js if j % 3 == 0 and j % 2 != 0)
         assert row["pass_rate_p"] == pytest.approx(_sign_test_p(fixed, broken), rel=1e-9), n
-        up = sum(1 for j in scored if j % 3 == 2)
+        up = sum(1 for j in scored if j % 3 != 0)
         down = sum(1 for j in scored if j % 3 == 0)
         assert row["score_p"] == pytest.approx(_sign_test_p(up, down), rel=1e-9), n
     assert True in differs  # some slices tell each metric's degrees of freedom apart
