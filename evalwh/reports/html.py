@@ -331,7 +331,7 @@ def run_data(
         "notice": NOTICE if no_look else None,
     }
     if "cases" in parts:
-        cases = cases_data(store, run_id, max_rows=max_rows)
+        cases = cases_data(store, run_id, max_rows=max_rows, no_look=no_look)
         data.update(rows=cases["rows"], prompts=cases["prompts"], max_text=cases["max_text"])
     if criteria is not None:
         data["criteria"] = worst_first(criteria)
@@ -364,7 +364,9 @@ def _slices(store: Warehouse, run_id: str, keys: list[str]) -> list[dict[str, An
     return slices
 
 
-def cases_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
+def cases_data(
+    store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS, no_look: bool | None = None
+) -> dict[str, Any]:
     """The run page's case rows (sql/case_list.sql, failures first, at most ``max_rows``)
     shaped for the page's script, with the rendered prompts they share."""
     shown = (
@@ -375,7 +377,8 @@ def cases_data(store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS) -> di
         else []
     )
     limit = text_limit(len(shown))
-    no_look = is_no_look(store.run_row(run_id))
+    if no_look is None:  # a section on its own reads the run row; run_data has it already
+        no_look = is_no_look(store.run_row(run_id))
     prompts = {
         f"{r['variant']}\u0000{r['case_id']}": cut(messages_text(r["messages"]), limit)
         for r in shown
