@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print which test files run each query in-process (then: test files, default all)",
     )
-    parser.add_argument("--min-rate", type=float, default=None, help="fail below this % killed")
+    parser.add_argument("--min-rate", type=float, default=None, help="fail below this %% killed")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per mutant")
     parser.add_argument(
         "--recheck",
