@@ -265,3 +265,145 @@ def test_a_run_opens_the_warehouse_four_times(
     opened.clear()
     again = evalwh.run_eval(config, output_dir=tmp_path / "out")  # + the cache lookup
     assert again.stats["cache_hits"] == 1 and opened == [True, False, False, False, False]
+
+
+# --- flat memory: the unkeyed response cache, the streamed export, bounded post-run queries --
+
+
+def _one_run(tmp_path: Path, n: int = 5) -> tuple[Path, str]:
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(
+        "models: [{id: m, provider: mock}]\n"
+        'variants: [{id: v, messages: [{role: user, content: "{{ q }}"}]}]\n'
+        "cases: [" + ", ".join(f"{{id: c{i}, vars: {{q: x{i}}}}}" for i in range(n)) + "]\n"
+        "scorecard: [{name: has, type: contains, value: x}]\n"
+        "settings: {cache: false}\n",
+        encoding="utf-8",
+    )
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    return tmp_path / "out" / "warehouse.duckdb", result.run_id
+
+
+def _cached(db: Path) -> list[tuple[str, str]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(
+            "SELECT request_hash, output FROM response_cache "
+            "WHERE request_hash IN ('h1', 'h2') ORDER BY ALL"
+        ).fetchall()
+
+
+def _cache_keys(db: Path) -> tuple[int, ...] | None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(
+            "SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'response_cache' "
+            "AND constraint_type = 'PRIMARY KEY'"
+        ).fetchone()
+
+
+@pytest.mark.parametrize("where", ["warehouse", "cache file"])
+def test_the_response_cache_keeps_one_row_per_hash_without_a_key(
+    tmp_path: Path, where: str
+) -> None:
+    """Migration 0009 dropped the key (DuckDB rewrote its whole index on every flush); the
+    writer keeps the hash unique, in the warehouse and in a separate cache file alike:
+    duplicates in a batch collapse, an answer already stored wins, a refresh replaces it."""
+    from datetime import datetime, timezone
+
+    from evalwh.warehouse.writer import RunWriter
+
+    db, run_id = _one_run(tmp_path)
+    cache = db if where == "warehouse" else tmp_path / "cache" / "cache.duckdb"
+    kwargs = {} if where == "warehouse" else {"cache_path": cache}
+    now = datetime.now(timezone.utc)
+
+    def answer(writer: RunWriter, key: str, output: str) -> None:
+        writer.add_cache([key, "mock", "m", output, 1, 1, 1.0, now, run_id])
+
+    writer = RunWriter(db, run_id, **kwargs)  # type: ignore[arg-type]
+    answer(writer, "h1", "first")
+    answer(writer, "h1", "first")  # the same request twice in one batch
+    answer(writer, "h2", "other")
+    writer.flush(writer.take_batch())
+    answer(writer, "h1", "second")  # another run fetched it too: the stored one stays
+    writer.flush(writer.take_batch())
+    assert _cached(cache) == [("h1", "first"), ("h2", "other")]
+    refresh = RunWriter(db, run_id, refresh_cache=True, **kwargs)  # type: ignore[arg-type]
+    answer(refresh, "h1", "fresh")
+    answer(refresh, "h1", "fresh")
+    refresh.flush(refresh.take_batch())
+    assert _cached(cache) == [("h1", "fresh"), ("h2", "other")]
+    assert _cache_keys(cache) == (0,)
+
+
+def test_migration_0009_keeps_the_cached_answers_and_drops_the_key(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+            " applied_at TIMESTAMPTZ NOT NULL)"
+        )
+        for version, name, sql in connect.migrations():
+            if version < 9:
+                con.execute(sql)
+                con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
+        con.execute(
+            "INSERT INTO response_cache VALUES ('h1', 'mock', 'm', 'kept', 3, 4, 5.5, now(), 'r1')"
+        )
+    assert _cache_keys(db) == (1,)
+    assert connect.migrate_file(db) == (8, connect.latest_version())
+    assert _cache_keys(db) == (0,)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT request_hash, provider, model, output, input_tokens, output_tokens, "
+            "latency_ms, run_id FROM response_cache"
+        ).fetchall()
+    assert rows == [("h1", "mock", "m", "kept", 3, 4, 5.5, "r1")]
+
+
+def test_post_run_queries_run_within_their_limit_and_again_within_the_warehouse_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's own queries after its cells start within POST_RUN_MEMORY_LIMIT (they group by
+    case: within 2 GB they grew with the run); one that cannot fit runs again within the
+    warehouse's limit instead of failing, and the limit is restored after each."""
+    import evalwh.warehouse.store as store
+
+    db, run_id = _one_run(tmp_path)
+    limits: list[str] = []
+    real = store.run_query
+
+    def watched(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> object:
+        (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
+        limits.append(limit)
+        if limit == "976.5 KiB":  # 1 MB: held to it, this query cannot fit
+            raise duckdb.OutOfMemoryException("held to 1 MB")
+        return real(con, name, **params)
+
+    monkeypatch.setattr(store, "run_query", watched)
+    assert Warehouse(db, memory_limit="100MB").query("run_totals", run_id=run_id).num_rows == 1
+    assert Warehouse(db).query("run_totals", run_id=run_id).num_rows == 1
+    assert limits[0] == "95.3 MiB" and limits[1] != "95.3 MiB"  # 100 MB = 95.3 MiB
+    whole = limits[1]
+    limits.clear()
+    bounded = Warehouse(db, memory_limit="1MB")
+    with connect.shared_connection(db):  # as a run's closing steps read it
+        assert bounded.query("run_totals", run_id=run_id).num_rows == 1
+        assert Warehouse(db).query("run_totals", run_id=run_id).num_rows == 1
+    assert limits == ["976.5 KiB", whole, whole]  # refused, again within the whole; restored
+
+
+def test_the_export_streams_in_bounded_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalwh.warehouse.store as store
+
+    monkeypatch.setattr(store, "EXPORT_ROW_GROUP", 2048)  # DuckDB's smallest: one vector
+    _, run_id = _one_run(tmp_path, 5000)
+    folder = tmp_path / "out" / "exports" / f"run_id={run_id}"
+    cases = pq.ParquetFile(folder / "cases.parquet")
+    for file in (cases, pq.ParquetFile(folder / "scores.parquet")):
+        sizes = [file.metadata.row_group(i).num_rows for i in range(file.metadata.num_row_groups)]
+        # DuckDB closes a group once it holds the limit, so a group may overshoot by the last
+        # chunk it took (under one vector, 2,048 rows); without the limit: one group
+        assert len(sizes) >= 3 and max(sizes) < 2 * 2048, sizes
+    assert cases.metadata.num_rows == 5000

@@ -603,9 +603,11 @@ def conclude(
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
     from evalwh.warehouse.connect import shared_connection
-    from evalwh.warehouse.store import Warehouse
+    from evalwh.warehouse.store import POST_RUN_MEMORY_LIMIT, Warehouse
 
-    warehouse = Warehouse(settings.warehouse)
+    # the closing queries group by case: within a small DuckDB limit their memory stays flat
+    # in the run's size (retried within the warehouse's own limit when one cannot fit)
+    warehouse = Warehouse(settings.warehouse, memory_limit=POST_RUN_MEMORY_LIMIT)
     with shared_connection(settings.warehouse):  # the closing steps: one connection, not ~6
         exports = (
             str(warehouse.export_run(run_id, settings.exports_dir))

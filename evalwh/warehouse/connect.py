@@ -40,6 +40,14 @@ MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # DuckDB's own default is 80 % of RAM; evalwh caps its warehouse connections (setting
 # memory_limit, docs/configuration.md). settings_for() sets it from the resolved settings.
 _MEMORY_LIMIT = "2GB"
+# The row group size of everything evalwh writes to a warehouse file. With DuckDB's default,
+# 122,880 rows, the checkpoint that completes a row group of wide case rows cost a run's flush
+# +370 MB and 2 s at a million cases; at this size a flush's peak stays near +90 MB and a flush
+# takes a third less (benchmarks/README.md, "flat memory"). DuckDB sets it per attachment, so
+# a write connection attaches the file (it stays a plain DuckDB file); every writer must use the
+# same size, since a checkpoint merges row groups smaller than its own size.
+ROW_GROUP_SIZE = 16_384
+ATTACHED_AS = "warehouse"  # the file's catalog name in a write connection
 T = TypeVar("T")
 # Lakes this process has seen at this code's schema version (each check costs catalog trips).
 _CURRENT: set[LakeTarget] = set()
@@ -68,13 +76,16 @@ def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
     if "different configuration than existing connections" in text:
         return True
+    if "unique file handle conflict" in text:  # attached by another connection of ours
+        return True
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
 def open_connection(
     path: Location, *, read_only: bool, wait_s: float | None = 30.0
 ) -> duckdb.DuckDBPyConnection:
-    """Connect, retrying on another process's lock for up to ``wait_s`` seconds (None: forever)."""
+    """Connect, retrying on another process's lock for up to ``wait_s`` seconds (None: forever).
+    A write connection attaches the file with evalwh's ROW_GROUP_SIZE."""
     held = HELD.get()
     if not read_only and held is not None and held[0] == path:
         raise WarehouseError(
@@ -87,10 +98,12 @@ def open_connection(
     delay, warned_at = 0.01, time.monotonic()
     while True:
         try:
-            return duckdb.connect(
-                str(path), read_only=read_only, config={"memory_limit": _MEMORY_LIMIT}
-            )
-        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            if read_only:
+                return duckdb.connect(
+                    str(path), read_only=True, config={"memory_limit": _MEMORY_LIMIT}
+                )
+            return _attached(path)
+        except (duckdb.IOException, duckdb.ConnectionException, duckdb.BinderException) as exc:
             if not _is_lock_error(exc):
                 if is_io_error(exc) and "database file" not in str(exc):
                     raise storage_error(path, exc, "open the warehouse") from None
@@ -107,6 +120,20 @@ def open_connection(
                 warned_at = time.monotonic()
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+
+def _attached(path: Any) -> duckdb.DuckDBPyConnection:
+    """The file attached for writing (and USEd) in a new in-memory DuckDB, spilling beside the
+    file as a direct connection would (``<file>.tmp``), its writes in ROW_GROUP_SIZE rows."""
+    con = duckdb.connect(config={"memory_limit": _MEMORY_LIMIT, "temp_directory": f"{path}.tmp"})
+    file = str(path).replace("'", "''")
+    try:
+        con.execute(f"ATTACH '{file}' AS {ATTACHED_AS} (ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
+        con.execute(f"USE {ATTACHED_AS}")
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 OPEN_FIX = (
@@ -323,6 +350,7 @@ def _shared(path: Location) -> AbstractContextManager[duckdb.DuckDBPyConnection]
 def _cursor(held: _Held) -> Iterator[duckdb.DuckDBPyConnection]:
     try:
         with closing(held.con.cursor()) as cursor:
+            cursor.execute(f"USE {ATTACHED_AS}")  # a cursor starts in the in-memory catalog
             yield cursor
     finally:
         with held.idle:
@@ -360,13 +388,19 @@ def write_connection(
 
 
 def write_transaction(
-    path: Location, body: Callable[[duckdb.DuckDBPyConnection], T], *, what: str = "write"
+    path: Location,
+    body: Callable[[duckdb.DuckDBPyConnection], T],
+    *,
+    what: str = "write",
 ) -> T:
     """``body(con)`` in one transaction on a short-lived write connection. On a lake, a commit
     that lost a race with another writer is retried whole, with backoff, until it lands."""
 
     def attempt() -> T:
-        with write_connection(path, wait_s=None) as con, transaction(con):
+        with (
+            write_connection(path, wait_s=None) as con,
+            transaction(con),
+        ):
             return body(con)
 
     if isinstance(path, LakeTarget):

@@ -30,12 +30,19 @@ LABEL_INSERT = (
     "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note, labelled_by, "
     "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-EXPORT_MEMORY_LIMIT = "128MB"
-EXPORT_MEMORY_RETRY = "512MB"  # when a huge run's sort fails within EXPORT_MEMORY_LIMIT
-ORDER = {
-    "cases": "variant, model, case_id, repeat",
-    "scores": "variant, model, case_id, repeat, criterion",
-}
+# The export streams a run's rows into Parquet in the order they were stored, on one DuckDB
+# thread, in row groups of EXPORT_ROW_GROUP rows: its memory is bounded by a row group, not by
+# the run (a global ORDER BY sorted the whole run: +400 MB at a million cases; benchmarks/
+# README.md, "flat memory"). Readers sort as they need (docs/storage.md).
+EXPORT_MEMORY_LIMIT = "32MB"  # at a million cases: +50 MB of RSS (128 MB: +140), as fast
+EXPORT_MEMORY_RETRY = "512MB"  # a run of very long texts that does not fit EXPORT_MEMORY_LIMIT
+EXPORT_ROW_GROUP = 16_384
+# The DuckDB limit of a run's own queries after its cells (totals, summary, errors, the gate),
+# on one thread: they group by case, and within the warehouse's 2 GB a million cases took
+# +630 MB for the gate alone; DuckDB also keeps what they read cached up to its limit. Within
+# this limit they add ~+65 MB at a million cases (128 MB: ~+150 MB), as fast. A query that
+# cannot fit runs again within the warehouse's limit (Warehouse.query).
+POST_RUN_MEMORY_LIMIT = "32MB"
 # A debugging switch for crash tests: sleep this long after the export's temporary files are
 # written and before they are renamed into place (documented in docs/troubleshooting.md).
 EXPORT_PAUSE_ENV = "EVALWH_DEBUG_EXPORT_PAUSE_S"
@@ -58,8 +65,13 @@ class Warehouse:
         *,
         stale_after_s: float = DEFAULT_STALE_AFTER_S,
         git_dir: Path | None = None,
+        memory_limit: str | None = None,
     ) -> None:
         self.path: Location = path if isinstance(path, LakeTarget) else Path(path)
+        # named queries run within this DuckDB limit (and on one thread) first (None: the
+        # warehouse's own), and again within the warehouse's when one cannot fit
+        # (POST_RUN_MEMORY_LIMIT)
+        self.memory_limit = memory_limit
         self.stale_after_s = stale_after_s  # a running run silent this long is interrupted
         self.git_dir = git_dir  # where `git:REF` runs git (None: the current folder)
 
@@ -109,7 +121,13 @@ class Warehouse:
 
     def query(self, name: str, **params: Any) -> pa.Table:
         with self._read() as con:
-            return run_query(con, name, **params)
+            if self.memory_limit is None:
+                return run_query(con, name, **params)
+            try:
+                with _memory_limit(con, self.memory_limit), _one_thread(con):
+                    return run_query(con, name, **params)
+            except duckdb.OutOfMemoryException:
+                return run_query(con, name, **params)  # _memory_limit restored the limit
 
     def sql(self, text: str, params: dict[str, Any] | list[Any] | None = None) -> pa.Table:
         with self._read() as con:
@@ -331,22 +349,24 @@ class Warehouse:
             suffix = f".tmp-{os.getpid()}-{secrets.token_hex(3)}"
             written: list[tuple[Path, Path]] = []
             try:
-                with read_connection(self.path) as con, _memory_limit(con, EXPORT_MEMORY_LIMIT):
-                    # Sorting a large run for the export may spill to disk rather than hold it.
+                with (
+                    read_connection(self.path) as con,
+                    _memory_limit(con, EXPORT_MEMORY_LIMIT),
+                    _one_thread(con),
+                ):
                     for table in ("cases", "scores"):
                         final = target / f"{table}.parquet"
                         temp = target / f".{table}.parquet{suffix}"
                         out = temp.as_posix().replace("'", "''")
                         copy = (
-                            f"COPY (SELECT * FROM {table} WHERE run_id = $run_id "
-                            f"ORDER BY {ORDER[table]}) TO '{out}' (FORMAT parquet, "
-                            f"COMPRESSION zstd, KV_METADATA {{schema_version: "
+                            f"COPY (SELECT * FROM {table} WHERE run_id = $run_id) TO '{out}' "
+                            f"(FORMAT parquet, COMPRESSION zstd, "
+                            f"ROW_GROUP_SIZE {EXPORT_ROW_GROUP}, KV_METADATA {{schema_version: "
                             f"'{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})"
                         )
                         try:
                             con.execute(copy, {"run_id": run_id})
                         except duckdb.OutOfMemoryException:
-                            # a run of a million cases does not sort in 128 MB, spill or not
                             con.execute(f"SET memory_limit = '{EXPORT_MEMORY_RETRY}'")
                             con.execute(copy, {"run_id": run_id})
                         written.append((temp, final))
@@ -366,8 +386,22 @@ def _memory_limit(con: Any, limit: str) -> Iterator[None]:
     """The connection's DuckDB memory_limit for the block, then back (it may be shared; after
     an error it is closed instead)."""
     con.execute(f"SET memory_limit = '{limit}'")
-    yield
-    con.execute(f"SET memory_limit = '{memory_limit()}'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{memory_limit()}'")
+
+
+@contextmanager
+def _one_thread(con: Any) -> Iterator[None]:
+    """One DuckDB thread for the block (the export: one writer, rows in stored order), then
+    the connection's count back (it may be shared)."""
+    (threads,) = con.execute("SELECT current_setting('threads')").fetchone()
+    con.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        con.execute(f"SET threads = {int(threads)}")
 
 
 def utcnow() -> datetime:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.warehouse import lake
-from evalwh.warehouse.connect import transaction, write_connection
+from evalwh.warehouse.connect import ROW_GROUP_SIZE, transaction, write_connection
 from evalwh.warehouse.lake import ALIAS, LakeTarget, quote
 
 LOCAL = "evalwh_local"
@@ -30,7 +30,8 @@ def copy_runs(
     if not run_ids:
         return [], [], counts
     with write_connection(target, wait_s=None) as con:
-        mode = " (READ_ONLY)" if push else ""
+        # a pull writes the file in evalwh's row groups (connect.ROW_GROUP_SIZE)
+        mode = " (READ_ONLY)" if push else f" (ROW_GROUP_SIZE {ROW_GROUP_SIZE})"
         con.execute(f"ATTACH {quote(local.as_posix())} AS {LOCAL}{mode}")
         try:
 

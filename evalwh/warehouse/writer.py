@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from evalwh.errors import WarehouseError
 from evalwh.warehouse.connect import register_stream, write_transaction
-from evalwh.warehouse.lake import LakeTarget, Location
+from evalwh.warehouse.lake import Location
 
 # A debugging switch for crash tests: sleep this long inside each flush's transaction, after
 # its rows are inserted and before it commits (documented in docs/troubleshooting.md).
@@ -293,7 +293,7 @@ class RunWriter:
             if table is not None:
                 _append(con, "pairs", table)
             if cache is not None and self.cache_path is None:
-                self._insert_cache(con, cache, replace=False)
+                _insert_cache(con, cache, replace=False)
 
         with self._lock:
             write_transaction(self.path, body, what=f"write pairs of run {self.run_id}")
@@ -305,36 +305,11 @@ class RunWriter:
         transaction, after the rows that used the answers: a crash in between only loses
         cache hits."""
         assert self.cache_path is not None
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         write_transaction(
             self.cache_path,
-            lambda con: _append(con, "response_cache", cache, verb),
+            lambda con: _insert_cache(con, cache, replace=replace),
             what="write the response cache",
         )
-
-    def _insert_cache(self, con: Any, cache: pa.Table, *, replace: bool) -> None:
-        """Cache rows: first one in wins (or, when refreshing, last one in); DISTINCT ON
-        guards duplicates inside one batch. A lake has no primary key, hence no ``INSERT OR
-        IGNORE``: there the same rule is an anti-join (or a delete first)."""
-        if not isinstance(self.path, LakeTarget):
-            _append(
-                con, "response_cache", cache, "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
-            )
-            return
-        con.register("_evalwh_cache", cache)
-        fresh = "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
-        if replace:
-            con.execute(
-                "DELETE FROM response_cache WHERE request_hash IN "
-                "(SELECT request_hash FROM _evalwh_cache)"
-            )
-            con.execute(f"INSERT INTO response_cache BY NAME {fresh}")
-        else:
-            con.execute(
-                f"INSERT INTO response_cache BY NAME SELECT * FROM ({fresh}) f WHERE NOT EXISTS "
-                "(SELECT 1 FROM response_cache r WHERE r.request_hash = f.request_hash)"
-            )
-        con.unregister("_evalwh_cache")
 
     def _beat(self, con: Any) -> None:
         """Renew the heartbeat, in the batch's transaction, if the lease is still ours (a
@@ -394,7 +369,7 @@ class RunWriter:
                 _append(con, "pairs", pairs)
             if cache is not None and self.cache_path is None:
                 # Two runs may fetch the same answer at once: see _insert_cache.
-                self._insert_cache(con, cache, replace=self.refresh_cache)
+                _insert_cache(con, cache, replace=self.refresh_cache)
             if self._pause_s > 0:
                 time.sleep(self._pause_s)
 
@@ -406,11 +381,33 @@ class RunWriter:
         self.flushes += 1
 
 
-def _append(con: Any, table: str, rows: Any, verb: str = "INSERT") -> None:
-    """Insert an Arrow batch into ``table`` by column name; the response cache keeps one row
-    per request hash (DISTINCT ON guards duplicates inside one batch)."""
+def _append(con: Any, table: str, rows: Any) -> None:
+    """Insert an Arrow batch into ``table`` by column name."""
     view = f"_evalwh_{table}"
     register_stream(con, view, rows)
-    distinct = "DISTINCT ON (request_hash) " if table == "response_cache" else ""
-    con.execute(f"{verb} INTO {table} BY NAME SELECT {distinct}* FROM {view}")
+    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
     con.unregister(view)
+
+
+def _insert_cache(con: Any, cache: Any, *, replace: bool) -> None:
+    """New answers into the response cache, one row per request hash. The table has no key
+    (migration 0009: DuckDB loaded and rewrote a key's whole index on every insert, so each
+    flush cost memory and time that grew with the cache), so the rule is kept here: a batch's
+    duplicates collapse (DISTINCT ON); an answer already stored wins (two runs fetching the
+    same request at once: first one in), unless ``replace`` (--no-cache), where the new one
+    replaces it. Both joins build their hash table on the batch, never on the cache."""
+    register_stream(con, "_evalwh_cache", cache)
+    fresh = "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
+    if replace:
+        con.execute(
+            "DELETE FROM response_cache WHERE request_hash IN "
+            "(SELECT request_hash FROM _evalwh_cache)"
+        )
+        register_stream(con, "_evalwh_cache", cache)  # a stream is read once
+        con.execute(f"INSERT INTO response_cache BY NAME {fresh}")
+    else:
+        con.execute(
+            f"INSERT INTO response_cache BY NAME SELECT * FROM ({fresh}) f WHERE NOT EXISTS "
+            "(SELECT 1 FROM response_cache r WHERE r.request_hash = f.request_hash)"
+        )
+    con.unregister("_evalwh_cache")
