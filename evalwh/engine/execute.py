@@ -449,11 +449,12 @@ async def _drive(engine: Engine, writer: Any) -> EngineStats:
     flushing: asyncio.Future[None] | None = None
     try:
         while not run.done():
-            # wake up when the run ends, a flush ends (the next batch may be waiting) or 50 ms
+            # wake up when the run ends, a flush ends (the next batch may be waiting) or 10 ms:
+            # the engine waits for the writer once a batch is pending (RunWriter.max_pending)
             waiting: set[asyncio.Future[Any]] = {run} if flushing is None else {run, flushing}
             await asyncio.wait(
                 waiting,
-                timeout=0.05,
+                timeout=0.01,
                 return_when=asyncio.FIRST_COMPLETED,
             )
             if flushing is not None and flushing.done():

@@ -225,8 +225,10 @@ class RunWriter:
         self.token = token  # the run's lease: every flush checks it is still ours
         self.heartbeat_s = heartbeat_s  # an idle run still beats this often
         self.batch_size = batch_size
-        # rows the engine may buffer while a flush is in flight, before it waits for it
-        self.max_pending = 4 * max(batch_size, 1)
+        # cases the engine may hold unwritten before it waits for the writer: one batch (with
+        # the batch being flushed, two). A million-case run peaked at 364 MB with four
+        # batches, 282 MB with one, at ~10 % less throughput under load (benchmarks/README.md)
+        self.max_pending = max(batch_size, 1)
         self.flush_interval_s = flush_interval_s
         self._cases = _Columns(CASE_COLUMNS)
         self._scores = _Columns(SCORE_COLUMNS)
