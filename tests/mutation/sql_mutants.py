@@ -146,15 +146,25 @@ TESTS: dict[str, list[str]] = {
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
     ],
     "gate_regression": [
+        "tests/test_queries_hand.py::test_gate_regression_judges_each_drop_at_its_limit_significance_and_missing_rows",
         "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
         "tests/test_gate.py::test_significant_only_and_rule_building",
     ],
+    "latency_histogram": [
+        "tests/test_queries_hand.py::test_latency_histogram_bins_up_to_the_runs_99th_percentile",
+        "tests/test_queries_hand.py::test_latency_histogram_of_instant_answers_has_one_bin_a_millionth_ms_wide",
+    ],
     "metadata_keys": [
+        "tests/test_queries_hand.py::test_metadata_keys_count_distinct_values_and_case_rows_of_the_given_runs",
         "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
         "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
         "tests/test_analysis.py::test_compare_movers_and_verdicts",
     ],
+    "pair_list": [
+        "tests/test_queries_hand.py::test_pair_list_gives_each_cases_first_repeat_with_its_own_answers_and_label",
+    ],
     "pair_sides": [
+        "tests/test_queries_hand.py::test_pair_sides_keep_failed_cells_and_only_this_runs_passed_criteria",
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
     ],
     "pairwise": [
