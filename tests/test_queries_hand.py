@@ -8,6 +8,7 @@ worked out in the comments.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import duckdb
 
 from evalwh.scoring.tolerance import TOLERANCE
 from evalwh.warehouse import queries
-from tests.test_queries import _warehouse
+from tests.test_queries import _answer, _warehouse
 
 
 def _case(
@@ -330,3 +331,377 @@ def test_pair_list_gives_each_cases_first_repeat_with_its_own_answers_and_label(
         ("d", "k4", 0, "v1/m2/k4/0", None, None),
     ]
     assert [r["note"] for r in got] == ["n1", None, None, None, None]
+
+
+# --- pairwise -------------------------------------------------------------------------------
+
+
+def _judged(
+    con: duckdb.DuckDBPyConnection,
+    comparison: str,
+    case: str,
+    verdict: str,
+    *,
+    repeat: int = 0,
+    eligible: bool = True,
+    flipped: bool = False,
+    baseline_ok: bool = True,
+    candidate_ok: bool = True,
+    cost: float | None = None,
+) -> None:
+    """One judged pair of run r: baseline v x a against candidate v x b."""
+    con.execute(
+        "INSERT INTO pairs (run_id, comparison, case_id, repeat, baseline_variant, "
+        "baseline_model, candidate_variant, candidate_model, judge, judge_model, verdict, "
+        "flipped, eligible, baseline_ok, candidate_ok, cost_usd, created_at) VALUES "
+        "('r', ?, ?, ?, 'v', 'a', 'v', 'b', 'j', 'jm', ?, ?, ?, ?, ?, ?, now())",
+        [comparison, case, repeat, verdict, flipped, eligible, baseline_ok, candidate_ok, cost],
+    )
+
+
+def _prefer(
+    con: duckdb.DuckDBPyConnection, comparison: str, case: str, prefer: str, run: str = "r"
+) -> None:
+    con.execute(
+        "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
+        "VALUES (?, 'pairwise', ?, ?, ?)",
+        [run, comparison, case, prefer],
+    )
+
+
+def _confusion(
+    con: duckdb.DuckDBPyConnection, comparison: str, cells: tuple[int, int, int, int], flips: int
+) -> None:
+    """Labelled cases by (human, judge): (candidate, candidate), (candidate, baseline),
+    (baseline, candidate), (baseline, baseline) in these numbers; the first ``flips`` flipped."""
+    pairs = [("candidate", "candidate"), ("candidate", "baseline")]
+    pairs += [("baseline", "candidate"), ("baseline", "baseline")]
+    i = 0
+    for (human, judge), count in zip(pairs, cells, strict=True):
+        for _ in range(count):
+            _judged(con, comparison, f"k{i}", judge, flipped=i < flips)
+            _prefer(con, comparison, f"k{i}", human)
+            i += 1
+
+
+def test_pairwise_counts_majority_verdicts_kappa_bands_and_headline_boundaries(
+    tmp_path: Path,
+) -> None:
+    con = _warehouse(tmp_path)
+    # 'a': k1 repeats candidate, candidate, baseline -> judge candidate (2 of 3), case win 2/3;
+    # k2 candidate, baseline -> a tie between the top counts: judge 'tie', win 1/2; k3 baseline
+    # (candidate not ok) -> 0; k4 tie, flipped -> 0; k5 two ineligible pairs (baseline, tie),
+    # baseline not ok. Cost 0.25 a pair.
+    for repeat, verdict in enumerate(["candidate", "candidate", "baseline"]):
+        _judged(con, "a", "k1", verdict, repeat=repeat, cost=0.25)
+    for repeat, verdict in enumerate(["candidate", "baseline"]):
+        _judged(con, "a", "k2", verdict, repeat=repeat, cost=0.25)
+    _judged(con, "a", "k3", "baseline", candidate_ok=False, cost=0.25)
+    _judged(con, "a", "k4", "tie", flipped=True, cost=0.25)
+    for repeat, verdict in enumerate(["baseline", "tie"]):
+        _judged(
+            con, "a", "k5", verdict, repeat=repeat, eligible=False, baseline_ok=False, cost=0.25
+        )
+    # Labels (human, judge): k1 (candidate, candidate), k2 (tie, tie), k3 (candidate,
+    # baseline), k4 (candidate, tie): n 4, agree 2 -> 0.5; human candidate 3, tie 1 -> base
+    # rate 3/4; judge candidate 1, tie 2, baseline 1 -> chance (3*1 + 1*2) / 16 = 5/16;
+    # kappa (1/2 - 5/16) / (11/16) = 3/11 ~ 0.27: 'fair'.
+    for case, prefer in (("k1", "candidate"), ("k2", "tie"), ("k3", "candidate")):
+        _prefer(con, "a", case, prefer)
+    _prefer(con, "a", "k4", "candidate")
+    # 'b': no labels of run r (run s labels b/k1), no costs.
+    _judged(con, "b", "k1", "candidate")
+    _judged(con, "b", "k2", "baseline")
+    _prefer(con, "b", "k1", "baseline", run="s")
+    # 'c': only an ineligible pair: no cases, no win rate, no flip rate.
+    _judged(con, "c", "k1", "candidate", eligible=False)
+    # 'd': one case, judge candidate, human tie: no category in common, so no chance term
+    # (0): kappa (0 - 0) / 1 = 0 exactly, 'slight'. One case: win rate 1, interval on n 1.
+    _judged(con, "d", "k1", "candidate")
+    _prefer(con, "d", "k1", "tie")
+    # 'e': 11 cases all won: the interval's upper end rounds to 1.0000000000000002, kept at 1.
+    for i in range(11):
+        _judged(con, "e", f"k{i}", "candidate")
+    # Kappa exactly on each band's upper bound (in binary floating point too), and just
+    # above the next bound down:
+    #   k20 (1, 0, 2, 1): agree 2/4, chance 6/16 -> 0.2 'slight'
+    #   k40 (1, 0, 2, 6): agree 7/9, chance 51/81 -> 0.4 'fair'
+    #   k50 (1, 1, 0, 2): agree 3/4, chance 8/16 -> 0.5 'moderate', 1 flip of 4 = 0.25
+    #   k60 (1, 0, 1, 6): agree 7/8, chance 38/64 -> 0.6 'moderate'
+    #   k62 (2, 0, 1, 2): agree 4/5, chance 13/25 -> 8/13 ~ 0.615 'substantial'
+    #   k80 (4, 0, 1, 5): agree 9/10, chance 50/100 -> 0.8 'substantial'
+    #   k81 (4, 0, 1, 6): agree 10/11, chance 65/121 -> 48/59 ~ 0.814 'almost perfect'
+    bands = {
+        "k20": (1, 0, 2, 1),
+        "k40": (1, 0, 2, 6),
+        "k50": (1, 1, 0, 2),
+        "k60": (1, 0, 1, 6),
+        "k62": (2, 0, 1, 2),
+        "k80": (4, 0, 1, 5),
+        "k81": (4, 0, 1, 6),
+    }
+    for name, cells in bands.items():
+        _confusion(con, name, cells, flips=1 if name == "k50" else 0)
+    # Calibrated: n_labels >= 4 and kappa >= 0.5, both met exactly by k50; flagged: flip rate
+    # over 0.25, k50's is exactly 0.25 (not flagged, so its headline stands).
+    got = {
+        r["comparison"]: r
+        for r in queries.run_query(
+            con, "pairwise", run_id="r", min_kappa=0.5, min_labels=4, max_flip_rate=0.25
+        ).to_pylist()
+    }
+    assert list(got) == ["a", "b", "c", "d", "e", *bands]
+    a = got["a"]
+    assert (a["baseline"], a["candidate"], a["judge"], a["judge_model"]) == (
+        "v × a",
+        "v × b",
+        "j",
+        "jm",
+    )
+    counts = ("n_pairs", "n", "n_cases", "n_excluded", "candidate_wins", "baseline_wins", "ties")
+    assert [a[k] for k in counts] == [9, 7, 4, 2, 3, 3, 1]
+    assert (a["n_labels"], a["agreement"], a["base_rate"]) == (4, 0.5, 0.75)
+    assert a["chance_agreement"] == 5 / 16
+    assert math.isclose(a["kappa"], 3 / 11)
+    assert a["kappa_band"] == "fair"
+    assert math.isclose(a["win_rate"], (2 / 3 + 1 / 2) / 4)
+    assert (a["n_flipped"], a["flip_rate"]) == (1, 1 / 7)
+    assert (a["baseline_pass_rate"], a["candidate_pass_rate"]) == (7 / 9, 8 / 9)
+    assert a["judge_cost_usd"] == 9 * 0.25
+    b = got["b"]
+    assert (b["n_labels"], b["kappa"], b["kappa_band"], b["judge_cost_usd"]) == (
+        0,
+        None,
+        "undefined",
+        0,
+    )
+    assert (b["n_pairs"], b["n_cases"], b["win_rate"]) == (2, 2, 0.5)
+    c = got["c"]
+    assert (c["n_pairs"], c["n"], c["n_cases"], c["n_excluded"]) == (1, 0, 0, 1)
+    assert (c["win_rate"], c["win_rate_lo"], c["win_rate_hi"], c["flip_rate"]) == (None,) * 4
+    assert (c["flip_flagged"], c["calibrated"], c["headline_eligible"]) == (False,) * 3
+    d = got["d"]
+    assert (d["n_labels"], d["agreement"], d["chance_agreement"], d["kappa"]) == (1, 0, 0, 0)
+    assert d["kappa_band"] == "slight"
+    # Wilson on 1 of 1: lo = (1 + z^2/2 - z * sqrt(z^2/4)) / (1 + z^2) = 1 / (1 + z^2)
+    z = 1.959963984540054
+    assert math.isclose(d["win_rate_lo"], 1 / (1 + z * z))
+    assert d["win_rate_hi"] == 1.0
+    assert (got["e"]["n_cases"], got["e"]["win_rate"], got["e"]["win_rate_hi"]) == (11, 1.0, 1.0)
+    assert [
+        (got[k]["kappa"], got[k]["kappa_band"]) for k in ("k20", "k40", "k50", "k60", "k80")
+    ] == [
+        (0.2, "slight"),
+        (0.4, "fair"),
+        (0.5, "moderate"),
+        (0.6, "moderate"),
+        (0.8, "substantial"),
+    ]
+    assert math.isclose(got["k62"]["kappa"], 8 / 13)
+    assert math.isclose(got["k81"]["kappa"], 48 / 59)
+    assert (got["k62"]["kappa_band"], got["k81"]["kappa_band"]) == ("substantial", "almost perfect")
+    flags = ("n_labels", "flip_rate", "calibrated", "flip_flagged", "headline_eligible")
+    assert {k: tuple(r[f] for f in flags) for k, r in got.items()} == {
+        "a": (4, 1 / 7, False, False, False),
+        "b": (0, 0.0, False, False, False),
+        "c": (0, None, False, False, False),
+        "d": (1, 0.0, False, False, False),
+        "e": (0, 0.0, False, False, False),
+        "k20": (4, 0.0, False, False, False),
+        "k40": (9, 0.0, False, False, False),
+        "k50": (4, 0.25, True, False, True),
+        "k60": (8, 0.0, True, False, True),
+        "k62": (5, 0.0, True, False, True),
+        "k80": (10, 0.0, True, False, True),
+        "k81": (11, 0.0, True, False, True),
+    }
+
+
+# --- repeats --------------------------------------------------------------------------------
+
+
+def test_repeats_give_the_fewest_and_most_repeats_per_k_up_to_the_most_sampled_case(
+    tmp_path: Path,
+) -> None:
+    # Cell v x m: c1 answered 3 times (pass, pass, fail), c2 twice (pass, pass). k runs 1..3
+    # (the most repeats of a case); k 1 and 2 average both cases (2 and 3 repeats), k 3 only c1.
+    # pass@1 = mean(1 - C(1,1)/C(3,1), 1) = (2/3 + 1) / 2; pass^3 of c1 = C(2,3) = 0.
+    con = _warehouse(tmp_path)
+    for case, repeat, ok in (
+        ("c1", 0, True),
+        ("c1", 1, True),
+        ("c1", 2, False),
+        ("c2", 0, True),
+        ("c2", 1, True),
+    ):
+        _answer(con, "r", case, repeat, ok)
+    got = queries.run_query(con, "repeats", run_id="r").to_pylist()
+    keys = ("variant", "model", "k", "n_cases", "n_samples", "min_repeats", "max_repeats")
+    assert [tuple(r[k] for k in keys) for r in got] == [
+        (None, None, 1, 2, 5, 2, 3),
+        (None, None, 2, 2, 5, 2, 3),
+        (None, None, 3, 1, 3, 3, 3),
+        ("v", "m", 1, 2, 5, 2, 3),
+        ("v", "m", 2, 2, 5, 2, 3),
+        ("v", "m", 3, 1, 3, 3, 3),
+    ]
+    assert math.isclose(got[0]["pass_at_k"], (2 / 3 + 1) / 2)
+    assert (got[2]["pass_hat_k"], got[2]["n_flaky"]) == (0.0, 1)
+
+
+# --- point_list -----------------------------------------------------------------------------
+
+
+def test_point_list_takes_first_repeats_judged_answers_and_the_criterions_own_label(
+    tmp_path: Path,
+) -> None:
+    # Run r, answers '<variant>/<model>/<case>/<repeat>' (messages '<variant>/<model>'):
+    #   k1: v1 x m repeats 0 and 1, v1 x m2, v2 x m, v2 x m2; k2, k3: v1 x m.
+    # llm-judge scores (passed, raw, error):
+    #   q/k1: v1 x m r0 (T, 1.0), r1 (F, 0.0); v1 x m2 (T, 1.0); v2 x m (F, 0.5);
+    #         v2 x m2 (F, 0.0, judge failed). Judged answers without error: 2 of 4 passed ->
+    #         0.5, exactly half: a pass; raw mean (1 + 0 + 1 + 0.5) / 4 = 0.625.
+    #   p/k1: v1 x m (F, 0.0).  q/k2: v1 x m (F, 0.25).  q/k3: v1 x m (F, 0.0, judge failed):
+    #         no judged answer, so no verdict.
+    #   An 'exact' criterion x on k1 (no judge) is not an item.
+    # Run s: the same q/k1 answers of v1 x m and v2 x m, both failed, and a label.
+    # Labels of r, pointwise: k1 criterion q 'good', k1 any criterion 'bad', k2 any criterion
+    # 'fine', k2 criterion zz 'zz'; pairwise k2 (ignored). Run s: k2 criterion q 'other'.
+    con = _warehouse(tmp_path)
+
+    def answer(run: str, variant: str, model: str, case: str, repeat: int = 0) -> None:
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, messages, expected, "
+            "output, cached, request_hash, attempts, score, passed, created_at) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, false, 'h', 1, 0, false, now())",
+            [
+                run,
+                variant,
+                model,
+                case,
+                repeat,
+                json.dumps(f"{variant}/{model}"),
+                json.dumps(f"e-{case}"),
+                f"{variant}/{model}/{case}/{repeat}",
+            ],
+        )
+
+    def judged(
+        run: str,
+        criterion: str,
+        variant: str,
+        model: str,
+        case: str,
+        ok: bool,
+        raw: float,
+        *,
+        repeat: int = 0,
+        error: str | None = None,
+        scorer: str = "llm-judge",
+    ) -> None:
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required, error, judge_model, raw_score, rationale) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, true, ?, ?, ?, 'why')",
+            [
+                run,
+                variant,
+                model,
+                case,
+                repeat,
+                criterion,
+                scorer,
+                float(ok),
+                ok,
+                error,
+                None if scorer != "llm-judge" else "jm",
+                raw,
+            ],
+        )
+
+    for run in ("r", "s"):
+        for variant, model in (("v1", "m"), ("v1", "m2"), ("v2", "m"), ("v2", "m2")):
+            answer(run, variant, model, "k1")
+    answer("r", "v1", "m", "k1", repeat=1)
+    answer("r", "v1", "m", "k2")
+    answer("r", "v1", "m", "k3")
+    judged("r", "q", "v1", "m", "k1", False, 0.0, repeat=1)
+    judged("r", "q", "v1", "m", "k1", True, 1.0)
+    judged("r", "q", "v1", "m2", "k1", True, 1.0)
+    judged("r", "q", "v2", "m", "k1", False, 0.5)
+    judged("r", "q", "v2", "m2", "k1", False, 0.0, error="judge failed")
+    judged("r", "p", "v1", "m", "k1", False, 0.0)
+    judged("r", "x", "v1", "m", "k1", True, 1.0, scorer="exact")
+    judged("r", "q", "v1", "m", "k2", False, 0.25)
+    judged("r", "q", "v1", "m", "k3", False, 0.0, error="judge failed")
+    judged("s", "q", "v1", "m", "k1", False, 0.0)
+    judged("s", "q", "v2", "m", "k1", False, 0.0)
+    for run, kind, comparison, case, label in (
+        ("r", "pointwise", "q", "k1", "good"),
+        ("r", "pointwise", None, "k1", "bad"),
+        ("r", "pointwise", None, "k2", "fine"),
+        ("r", "pointwise", "zz", "k2", "zz"),
+        ("r", "pairwise", "q", "k2", "pairwise"),
+        ("s", "pointwise", "q", "k2", "other"),
+    ):
+        con.execute(
+            "INSERT INTO labels (run_id, kind, comparison, case_id, label) VALUES (?, ?, ?, ?, ?)",
+            [run, kind, comparison, case, json.dumps(label)],
+        )
+    got = queries.run_query(con, "point_list", run_id="r").to_pylist()
+
+    def human(value: str | None) -> str | None:
+        return None if value is None else json.loads(value)
+
+    assert [
+        (r["criterion"], r["case_id"], r["judge_passed"], r["judge_raw_score"], human(r["human"]))
+        for r in got
+    ] == [
+        ("p", "k1", False, 0.0, "bad"),
+        ("q", "k1", True, 0.625, "good"),
+        ("q", "k2", False, 0.25, "fine"),
+        ("q", "k3", None, None, None),
+    ]
+    fields = ("variant", "model", "output", "passed", "raw_score", "judge_error")
+    assert [tuple(a[f] for f in fields) for a in got[1]["answers"]] == [
+        ("v1", "m", "v1/m/k1/0", True, 1.0, None),
+        ("v1", "m2", "v1/m2/k1/0", True, 1.0, None),
+        ("v2", "m", "v2/m/k1/0", False, 0.5, None),
+        ("v2", "m2", "v2/m2/k1/0", False, 0.0, "judge failed"),
+    ]
+    assert [[a["output"] for a in r["answers"]] for r in (got[0], got[2], got[3])] == [
+        ["v1/m/k1/0"],
+        ["v1/m/k2/0"],
+        ["v1/m/k3/0"],
+    ]
+    assert [(json.loads(r["messages"]), json.loads(r["expected"])) for r in got] == [
+        ("v1/m", "e-k1"),
+        ("v1/m", "e-k1"),
+        ("v1/m", "e-k2"),
+        ("v1/m", "e-k3"),
+    ]
+
+
+def test_point_list_shows_the_prompt_of_the_first_answer_even_when_a_name_extends_another(
+    tmp_path: Path,
+) -> None:
+    # Variants 'v' and 'v\x01x' (names are not restricted to printable characters), model 'z':
+    # the answers list 'v' first (a prefix sorts first), and the prompt shown is v's. The
+    # (variant, model) sort key must separate the two with a character below any in a name.
+    con = _warehouse(tmp_path)
+    for variant in ("v", "v\x01x"):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, messages, output, "
+            "cached, request_hash, attempts, score, passed, created_at) VALUES "
+            "('r', ?, 'z', 'k', 0, ?, 'o', false, 'h', 1, 0, false, now())",
+            [variant, json.dumps(variant)],
+        )
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required, judge_model, raw_score) "
+            "VALUES ('r', ?, 'z', 'k', 0, 'q', 'llm-judge', 1, true, 1, true, 'jm', 1)",
+            [variant],
+        )
+    (row,) = queries.run_query(con, "point_list", run_id="r").to_pylist()
+    assert [a["variant"] for a in row["answers"]] == ["v", "v\x01x"]
+    assert json.loads(row["messages"]) == "v"

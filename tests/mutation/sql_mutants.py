@@ -168,12 +168,18 @@ TESTS: dict[str, list[str]] = {
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
     ],
     "pairwise": [
+        "tests/test_queries_hand.py::test_pairwise_counts_majority_verdicts_kappa_bands_and_headline_boundaries",
         "tests/test_judging.py::test_kappa_matches_the_textbook_example",
         "tests/test_judging.py::test_undefined_kappa_is_not_a_headline",
         "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
         "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
     ],
+    "point_list": [
+        "tests/test_queries_hand.py::test_point_list_takes_first_repeats_judged_answers_and_the_criterions_own_label",
+        "tests/test_queries_hand.py::test_point_list_shows_the_prompt_of_the_first_answer_even_when_a_name_extends_another",
+    ],
     "repeats": [
+        "tests/test_queries_hand.py::test_repeats_give_the_fewest_and_most_repeats_per_k_up_to_the_most_sampled_case",
         "tests/test_analysis.py::test_pass_at_k_and_pass_hat_k_match_math_comb",
         "tests/test_analysis.py::test_flaky_cases_and_their_spread",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
