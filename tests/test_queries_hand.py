@@ -705,3 +705,97 @@ def test_point_list_shows_the_prompt_of_the_first_answer_even_when_a_name_extend
     (row,) = queries.run_query(con, "point_list", run_id="r").to_pylist()
     assert [a["variant"] for a in row["answers"]] == ["v", "v\x01x"]
     assert json.loads(row["messages"]) == "v"
+
+
+# --- rows_since, run_attachments, slice_criterion -------------------------------------------
+
+
+def test_rows_since_gives_the_answers_stored_strictly_after_oldest_first(tmp_path: Path) -> None:
+    # Run r: c1 at 10:00, c2 and c3 at 10:01 (same instant: by case), c4 at 10:02; run s: one
+    # answer at 10:01. After 10:01: only c4 (an answer stored exactly then is not new).
+    con = _warehouse(tmp_path)
+    for run, case, minute in (
+        ("r", "c3", 1),
+        ("r", "c4", 2),
+        ("r", "c1", 0),
+        ("r", "c2", 1),
+        ("s", "c9", 1),
+    ):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, request_hash, "
+            "attempts, score, passed, created_at) "
+            "VALUES (?, 'v', 'm', ?, 0, false, 'h', 1, 1, true, ?::TIMESTAMPTZ)",
+            [run, case, f"2026-01-01 10:0{minute}:00+00"],
+        )
+
+    def since(after: str | None, limit: int = 10) -> list[str]:
+        rows = queries.run_query(con, "rows_since", run_id="r", after=after, limit=limit)
+        return [r["case_id"] for r in rows.to_pylist()]
+
+    assert since(None) == ["c1", "c2", "c3", "c4"]
+    assert since(None, limit=2) == ["c1", "c2"]
+    assert since("2026-01-01 10:01:00+00") == ["c4"]
+    assert since("2026-01-01 09:00:00+00") == ["c1", "c2", "c3", "c4"]
+
+
+def test_run_attachments_count_distinct_files_bytes_and_case_rows(tmp_path: Path) -> None:
+    # Run r: c1 img (sha a, png, 10 bytes) + doc (sha b, text, 5); c2 img a again; c3 img
+    # (sha c, png, 20); c4 img (sha e, jpeg, 7); c5 no attachments. Run s: img (sha d, png, 99).
+    # img png: files a, c -> 2, 10 + 20 = 30 bytes, case rows c1 c2 c3 -> 3.
+    con = _warehouse(tmp_path)
+
+    def att(sha: str, media: str, size: int) -> dict[str, Any]:
+        return {"sha256": sha, "media_type": media, "bytes": size}
+
+    png, text, jpeg = "image/png", "text/plain", "image/jpeg"
+    for run, case, files in (
+        ("r", "c1", {"img": att("a", png, 10), "doc": att("b", text, 5)}),
+        ("r", "c2", {"img": att("a", png, 10)}),
+        ("r", "c3", {"img": att("c", png, 20)}),
+        ("r", "c4", {"img": att("e", jpeg, 7)}),
+        ("r", "c5", None),
+        ("s", "c1", {"img": att("d", png, 99)}),
+    ):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, attachments, cached, "
+            "request_hash, attempts, score, passed, created_at) "
+            "VALUES (?, 'v', 'm', ?, 0, ?, false, 'h', 1, 1, true, now())",
+            [run, case, None if files is None else json.dumps(files)],
+        )
+    got = queries.run_query(con, "run_attachments", run_id="r").to_pylist()
+    assert [(r["name"], r["media_type"], r["files"], r["bytes"], r["case_rows"]) for r in got] == [
+        ("doc", text, 1, 5, 1),
+        ("img", jpeg, 1, 7, 1),
+        ("img", png, 2, 30, 3),
+    ]
+
+
+def test_slice_criterion_cuts_one_criterion_by_a_key_worst_first(tmp_path: Path) -> None:
+    # Run r, criterion q: c1 en pass, c2 en fail, c3 fr pass, c4 (no lang) fail, c5 de pass.
+    # By lang: (none) 0/1, en 1/2, then de and fr both 1/1 (by name). Whole run: 3/5.
+    # Not counted: criterion x of run r, criterion q of run s.
+    con = _warehouse(tmp_path)
+    for case, lang, ok in (
+        ("c1", "en", True),
+        ("c2", "en", False),
+        ("c3", "fr", True),
+        ("c4", None, False),
+        ("c5", "de", True),
+    ):
+        _case(con, "r", case, metadata={"lang": lang} if lang else {"t": 1})
+        _score(con, "r", case, "q", ok)
+        _score(con, "r", case, "x", not ok)
+    _case(con, "s", "c1", metadata={"lang": "en"})
+    _score(con, "s", "c1", "q", False)
+
+    def sliced(key: str | None) -> list[tuple[str, int, float, float]]:
+        rows = queries.run_query(con, "slice_criterion", run_id="r", key=key, criterion="q")
+        return [(r["slice"], r["n"], r["pass_rate"], r["mean_score"]) for r in rows.to_pylist()]
+
+    assert sliced("lang") == [
+        ("(none)", 1, 0.0, 0.0),
+        ("en", 2, 0.5, 0.5),
+        ("de", 1, 1.0, 1.0),
+        ("fr", 1, 1.0, 1.0),
+    ]
+    assert sliced(None) == [("(all)", 5, 0.6, 0.6)]

@@ -195,6 +195,12 @@ TESTS: dict[str, list[str]] = {
     "resolve_run": [
         "tests/test_warehouse.py::test_run_references",
     ],
+    "rows_since": [
+        "tests/test_queries_hand.py::test_rows_since_gives_the_answers_stored_strictly_after_oldest_first",
+    ],
+    "run_attachments": [
+        "tests/test_queries_hand.py::test_run_attachments_count_distinct_files_bytes_and_case_rows",
+    ],
     "run_cells": [
         "tests/test_queries.py::test_run_cells_lists_stored_cells_or_only_the_errored_ones",
     ],
@@ -211,6 +217,9 @@ TESTS: dict[str, list[str]] = {
         "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
         "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
+    ],
+    "slice_criterion": [
+        "tests/test_queries_hand.py::test_slice_criterion_cuts_one_criterion_by_a_key_worst_first",
     ],
     "summary": [
         "tests/test_queries.py::test_summary_matrix_by_hand",
