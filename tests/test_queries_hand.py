@@ -799,3 +799,47 @@ def test_slice_criterion_cuts_one_criterion_by_a_key_worst_first(tmp_path: Path)
         ("fr", 1, 1.0, 1.0),
     ]
     assert sliced(None) == [("(all)", 5, 0.6, 0.6)]
+
+
+# --- resolve_run ----------------------------------------------------------------------------
+
+
+def test_resolve_run_ranks_exact_id_then_latest_or_baseline_then_label_then_prefix(
+    tmp_path: Path,
+) -> None:
+    # Runs (started minute, label): abc1 (1), zzz9 (3), yyy8 (4, label 'abc1'), abc1x (5),
+    # qqq1 (2, label 'rel'), rel77 (6). A baseline named 'abc1' pins zzz9.
+    # 'abc1': the exact id (how 0) beats the baseline (1, although newer), the label (2) and the
+    # prefix match abc1x (3). 'rel': the label (2) beats the newer prefix match rel77 (3).
+    # 'latest': every run ranks 1, newest first.
+    con = _warehouse(tmp_path)
+    for run_id, minute, label in (
+        ("abc1", 1, None),
+        ("zzz9", 3, None),
+        ("yyy8", 4, "abc1"),
+        ("abc1x", 5, None),
+        ("qqq1", 2, "rel"),
+        ("rel77", 6, None),
+    ):
+        con.execute(
+            "INSERT INTO runs (run_id, suite, label, status, config_hash, dataset_hash, "
+            "n_planned, started_at, evalwh_version) "
+            "VALUES (?, 's', ?, 'completed', 'h', 'd', 1, ?::TIMESTAMPTZ, 't')",
+            [run_id, label, f"2026-01-01 10:0{minute}:00+00"],
+        )
+    con.execute("INSERT INTO baselines VALUES ('abc1', 'zzz9', now())")
+
+    def resolve(ref: str) -> list[tuple[str, int]]:
+        rows = queries.run_query(con, "resolve_run", ref=ref).to_pylist()
+        return [(r["run_id"], r["how"]) for r in rows]
+
+    assert resolve("abc1") == [("abc1", 0), ("zzz9", 1), ("yyy8", 2), ("abc1x", 3)]
+    assert resolve("rel") == [("qqq1", 2), ("rel77", 3)]
+    assert resolve("latest") == [
+        ("rel77", 1),
+        ("abc1x", 1),
+        ("yyy8", 1),
+        ("zzz9", 1),
+        ("qqq1", 1),
+        ("abc1", 1),
+    ]

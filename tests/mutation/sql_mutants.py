@@ -193,6 +193,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_conveniences.py::test_previous_and_latest_tilde_n_stay_in_the_newest_runs_suite",
     ],
     "resolve_run": [
+        "tests/test_queries_hand.py::test_resolve_run_ranks_exact_id_then_latest_or_baseline_then_label_then_prefix",
         "tests/test_warehouse.py::test_run_references",
     ],
     "rows_since": [
