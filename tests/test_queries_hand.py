@@ -843,3 +843,136 @@ def test_resolve_run_ranks_exact_id_then_latest_or_baseline_then_label_then_pref
         ("qqq1", 1),
         ("abc1", 1),
     ]
+
+
+# --- run_totals, runs -----------------------------------------------------------------------
+
+_Z = 1.959963984540054  # the 97.5 % normal quantile every Wilson interval in sql/ uses
+
+
+def _wilson(p: float, n: int) -> tuple[float, float]:
+    centre, spread = p + _Z * _Z / (2 * n), _Z * math.sqrt(p * (1 - p) / n + _Z * _Z / (4 * n * n))
+    return (centre - spread) / (1 + _Z * _Z / n), (centre + spread) / (1 + _Z * _Z / n)
+
+
+def _row(con: duckdb.DuckDBPyConnection, run: str, **values: Any) -> None:
+    """One cases row: run_id and the given columns over defaults of a passed, uncached answer."""
+    row: dict[str, Any] = {
+        "run_id": run,
+        "variant": "v",
+        "model": "m",
+        "case_id": "c1",
+        "repeat": 0,
+        "cached": False,
+        "request_hash": "h",
+        "attempts": 1,
+        "score": 1.0,
+        "passed": True,
+        "created_at": "2026-01-01 00:00:00+00",
+        **values,
+    }
+    con.execute(
+        f"INSERT INTO cases ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+        list(row.values()),
+    )
+
+
+def test_run_totals_by_hand_with_cached_errored_and_judged_answers(tmp_path: Path) -> None:
+    # Run r: v x m c1 r0 pass (cost 0.5, tokens 10/20, judge 0.25, score 1); c1 r1 fail from
+    # the cache (cost 0.5, tokens 10/20, score 0.5); c2 error (no cost, no tokens, score 0);
+    # w x m c1 fail (cost 0.25, tokens 5/0, score 0.25). Pairs of r cost 1.0 + 0.5 (+ one
+    # without a cost); a pair of run s costs 8.
+    # n 4, passed 1, errors 1, cached 1; cases: v c1 1/2, v c2 0, w c1 0 -> p = 1/6 on 3;
+    # score (1 + 0.5 + 0 + 0.25) / 4; cost not from the cache 0.75, with it 1.25; judges
+    # 0.25 + 1.5. Run s (one answer) is not counted.
+    con = _warehouse(tmp_path)
+    _row(con, "r", cost_usd=0.5, input_tokens=10, output_tokens=20, judge_cost_usd=0.25)
+    _row(
+        con,
+        "r",
+        repeat=1,
+        passed=False,
+        cached=True,
+        score=0.5,
+        cost_usd=0.5,
+        input_tokens=10,
+        output_tokens=20,
+    )
+    _row(con, "r", case_id="c2", passed=False, score=0.0, error="boom")
+    _row(con, "r", variant="w", passed=False, score=0.25, cost_usd=0.25, input_tokens=5)
+    _row(con, "s", cost_usd=9.0, input_tokens=99, judge_cost_usd=9.0)
+    for run, cost in (("r", 1.0), ("r", 0.5), ("r", None), ("s", 8.0)):
+        _judged(con, "c", f"k{cost}", "tie", cost=cost)
+        con.execute("UPDATE pairs SET run_id = ? WHERE case_id = ?", [run, f"k{cost}"])
+    (t,) = queries.run_query(con, "run_totals", run_id="r").to_pylist()
+    counts = ("n", "n_cases", "n_passed", "n_errors", "n_cached")
+    assert [t[k] for k in counts] == [4, 3, 1, 1, 1]
+    assert math.isclose(t["pass_rate"], 1 / 6)
+    lo, hi = _wilson(1 / 6, 3)
+    assert math.isclose(t["pass_rate_lo"], lo) and math.isclose(t["pass_rate_hi"], hi)
+    assert (t["error_rate"], t["mean_score"]) == (0.25, 1.75 / 4)
+    assert (t["cost_usd"], t["cost_uncached_usd"], t["judge_cost_usd"]) == (0.75, 1.25, 1.75)
+    assert (t["input_tokens"], t["output_tokens"]) == (25, 40)
+
+
+def test_run_totals_of_an_empty_run_and_of_a_single_case(tmp_path: Path) -> None:
+    # No answers: zeros, and no rates or interval (not 0 and 1). One passed case: the Wilson
+    # interval on n 1 is [1 / (1 + z^2), 1]; an answer without costs or tokens sums to 0.
+    con = _warehouse(tmp_path)
+    (empty,) = queries.run_query(con, "run_totals", run_id="none").to_pylist()
+    assert [empty[k] for k in ("n", "n_cases", "n_passed", "n_errors", "n_cached")] == [0] * 5
+    nothing = ("pass_rate", "pass_rate_lo", "pass_rate_hi", "error_rate", "mean_score")
+    assert [empty[k] for k in nothing] == [None] * 5
+    zero = ("cost_usd", "cost_uncached_usd", "input_tokens", "output_tokens", "judge_cost_usd")
+    assert [empty[k] for k in zero] == [0] * 5
+    _row(con, "one")
+    (one,) = queries.run_query(con, "run_totals", run_id="one").to_pylist()
+    assert (one["n_cases"], one["pass_rate"], one["pass_rate_hi"]) == (1, 1.0, 1.0)
+    assert math.isclose(one["pass_rate_lo"], 1 / (1 + _Z * _Z))
+    assert [one[k] for k in zero] == [0] * 5
+
+
+def test_runs_filter_each_parameter_at_its_bounds_newest_first(tmp_path: Path) -> None:
+    # r1 (suite a, label L, completed, 10:01): answers pass (cost 0.5) and error (cached, 0.25);
+    # r2 (b, running, 10:02); r3 (a, L, failed, 10:03): one pass without a cost; r4 (a,
+    # completed, 10:04). Since is inclusive, until exclusive.
+    con = _warehouse(tmp_path)
+    for run_id, suite, label, status, minute in (
+        ("r1", "a", "L", "completed", 1),
+        ("r2", "b", None, "running", 2),
+        ("r3", "a", "L", "failed", 3),
+        ("r4", "a", None, "completed", 4),
+    ):
+        con.execute(
+            "INSERT INTO runs (run_id, suite, label, status, config_hash, dataset_hash, "
+            "n_planned, started_at, evalwh_version) "
+            "VALUES (?, ?, ?, ?, 'h', 'd', 1, ?::TIMESTAMPTZ, 't')",
+            [run_id, suite, label, status, f"2026-01-01 10:0{minute}:00+00"],
+        )
+    _row(con, "r1", cost_usd=0.5)
+    _row(con, "r1", case_id="c2", passed=False, error="boom", cached=True, cost_usd=0.25)
+    _row(con, "r3")
+
+    def runs(limit: int = 10, **given: str) -> list[str]:
+        params = {k: given.get(k) for k in ("suite", "label", "status", "since", "until")}
+        return [
+            r["run_id"] for r in queries.run_query(con, "runs", limit=limit, **params).to_pylist()
+        ]
+
+    every = queries.run_query(
+        con, "runs", limit=10, suite=None, label=None, status=None, since=None, until=None
+    ).to_pylist()
+    keys = ("run_id", "n", "n_passed", "n_errors", "pass_rate", "cost_usd")
+    assert [tuple(r[k] for k in keys) for r in every] == [
+        ("r4", 0, 0, 0, None, 0),
+        ("r3", 1, 1, 0, 1.0, 0),
+        ("r2", 0, 0, 0, None, 0),
+        ("r1", 2, 1, 1, 0.5, 0.5),
+    ]
+    assert runs(limit=2) == ["r4", "r3"]
+    assert runs(suite="a") == ["r4", "r3", "r1"]
+    assert runs(label="L") == ["r3", "r1"]
+    assert runs(status="completed") == ["r4", "r1"]
+    assert runs(since="2026-01-01 10:02:00+00") == ["r4", "r3", "r2"]
+    assert runs(until="2026-01-01 10:03:00+00") == ["r2", "r1"]
+    assert runs(suite="a", status="completed", until="2026-01-01 10:04:00+00") == ["r1"]

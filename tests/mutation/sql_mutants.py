@@ -206,11 +206,14 @@ TESTS: dict[str, list[str]] = {
         "tests/test_queries.py::test_run_cells_lists_stored_cells_or_only_the_errored_ones",
     ],
     "run_totals": [
+        "tests/test_queries_hand.py::test_run_totals_by_hand_with_cached_errored_and_judged_answers",
+        "tests/test_queries_hand.py::test_run_totals_of_an_empty_run_and_of_a_single_case",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
         "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
     ],
     "runs": [
+        "tests/test_queries_hand.py::test_runs_filter_each_parameter_at_its_bounds_newest_first",
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "slice": [
