@@ -808,10 +808,11 @@ def test_resolve_run_ranks_exact_id_then_latest_or_baseline_then_label_then_pref
     tmp_path: Path,
 ) -> None:
     # Runs (started minute, label): abc1 (1), zzz9 (3), yyy8 (4, label 'abc1'), abc1x (5),
-    # qqq1 (2, label 'rel'), rel77 (6). A baseline named 'abc1' pins zzz9.
+    # qqq1 (2, label 'rel'), rel77 (6), ttt0 (6). A baseline named 'abc1' pins zzz9.
     # 'abc1': the exact id (how 0) beats the baseline (1, although newer), the label (2) and the
     # prefix match abc1x (3). 'rel': the label (2) beats the newer prefix match rel77 (3).
-    # 'latest': every run ranks 1, newest first.
+    # 'latest': every run ranks 1, newest first; ttt0 and rel77 started at the same instant:
+    # the greater run id first.
     con = _warehouse(tmp_path)
     for run_id, minute, label in (
         ("abc1", 1, None),
@@ -820,6 +821,7 @@ def test_resolve_run_ranks_exact_id_then_latest_or_baseline_then_label_then_pref
         ("abc1x", 5, None),
         ("qqq1", 2, "rel"),
         ("rel77", 6, None),
+        ("ttt0", 6, None),
     ):
         con.execute(
             "INSERT INTO runs (run_id, suite, label, status, config_hash, dataset_hash, "
@@ -836,6 +838,7 @@ def test_resolve_run_ranks_exact_id_then_latest_or_baseline_then_label_then_pref
     assert resolve("abc1") == [("abc1", 0), ("zzz9", 1), ("yyy8", 2), ("abc1x", 3)]
     assert resolve("rel") == [("qqq1", 2), ("rel77", 3)]
     assert resolve("latest") == [
+        ("ttt0", 1),
         ("rel77", 1),
         ("abc1x", 1),
         ("yyy8", 1),
