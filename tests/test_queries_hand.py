@@ -979,3 +979,46 @@ def test_runs_filter_each_parameter_at_its_bounds_newest_first(tmp_path: Path) -
     assert runs(since="2026-01-01 10:02:00+00") == ["r4", "r3", "r2"]
     assert runs(until="2026-01-01 10:03:00+00") == ["r2", "r1"]
     assert runs(suite="a", status="completed", until="2026-01-01 10:04:00+00") == ["r1"]
+
+
+# --- slice ----------------------------------------------------------------------------------
+
+
+def test_slices_by_two_keys_average_repeats_per_case_and_cell(tmp_path: Path) -> None:
+    # Run r, by lang and tier:
+    #   v x m c1 {en, 1}: r0 pass (score 1, cost 0.5), r1 fail from the cache (0.5, 0.5);
+    #   v x m c2 {en, 1}: error (score 0, no cost); w x m c1 {en, 1}: pass (1, 0.25);
+    #   w x m c3 {fr}: pass (0.75, 0.125). Run s: c1 {en, 1} fail (not counted).
+    # 'lang=en, tier=1': n 4, cases v c1 1/2, v c2 0, w c1 1 -> 3 cases, rate 0.5; passes 2,
+    #   errors 1, score 2.5 / 4, cost not from the cache 0.75. v x m: n 3, 2 cases, rate 0.25,
+    #   score 0.5, cost 0.5. w x m: 1 case, rate 1, cost 0.25.
+    # 'lang=fr, tier=(none)': w x m c3 alone.
+    con = _warehouse(tmp_path)
+    en, fr = json.dumps({"lang": "en", "tier": 1}), json.dumps({"lang": "fr"})
+    _row(con, "r", metadata=en, cost_usd=0.5)
+    _row(con, "r", metadata=en, repeat=1, passed=False, score=0.5, cost_usd=0.5, cached=True)
+    _row(con, "r", metadata=en, case_id="c2", passed=False, score=0.0, error="boom")
+    _row(con, "r", metadata=en, variant="w", cost_usd=0.25)
+    _row(con, "r", metadata=fr, variant="w", case_id="c3", score=0.75, cost_usd=0.125)
+    _row(con, "s", metadata=en, passed=False)
+    got = queries.run_query(con, "slice", run_id="r", keys=["lang", "tier"]).to_pylist()
+    keys = ("slice", "slice_values", "variant", "model", "n", "n_cases", "n_passed", "n_errors")
+    en_s, fr_s = "lang=en, tier=1", "lang=fr, tier=(none)"
+    assert [tuple(r[k] for k in keys) for r in got] == [
+        (en_s, ["en", "1"], None, None, 4, 3, 2, 1),
+        (en_s, ["en", "1"], "v", "m", 3, 2, 1, 1),
+        (en_s, ["en", "1"], "w", "m", 1, 1, 1, 0),
+        (fr_s, ["fr", "(none)"], None, None, 1, 1, 1, 0),
+        (fr_s, ["fr", "(none)"], "w", "m", 1, 1, 1, 0),
+    ]
+    assert [(r["pass_rate"], r["mean_score"], r["cost_usd"]) for r in got] == [
+        (0.5, 0.625, 0.75),
+        (0.25, 0.5, 0.5),
+        (1.0, 1.0, 0.25),
+        (1.0, 0.75, 0.125),
+        (1.0, 0.75, 0.125),
+    ]
+    for r in got:
+        lo, hi = _wilson(r["pass_rate"], r["n_cases"])
+        assert math.isclose(r["pass_rate_lo"], lo)
+        assert math.isclose(r["pass_rate_hi"], min(1.0, hi))
