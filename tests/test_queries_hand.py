@@ -1022,3 +1022,31 @@ def test_slices_by_two_keys_average_repeats_per_case_and_cell(tmp_path: Path) ->
         lo, hi = _wilson(r["pass_rate"], r["n_cases"])
         assert math.isclose(r["pass_rate_lo"], lo)
         assert math.isclose(r["pass_rate_hi"], min(1.0, hi))
+
+
+# --- summary --------------------------------------------------------------------------------
+
+
+def test_summary_averages_repeats_per_case_and_gives_the_wilson_interval_on_cases(
+    tmp_path: Path,
+) -> None:
+    # Run r, cell a x z: c1 pass then fail, c2 pass, c3 fail -> n 4, 3 cases, rate
+    # (1/2 + 1 + 0) / 3 = 0.5. Cell b x a: c1 pass -> [1 / (1 + z^2), 1] on 1 case.
+    # Run s: another case of a x z (not counted).
+    con = _warehouse(tmp_path)
+    _row(con, "r", variant="a", model="z")
+    _row(con, "r", variant="a", model="z", repeat=1, passed=False)
+    _row(con, "r", variant="a", model="z", case_id="c2")
+    _row(con, "r", variant="a", model="z", case_id="c3", passed=False)
+    _row(con, "r", variant="b", model="a")
+    _row(con, "s", variant="a", model="z", case_id="c9")
+    az, ba = queries.run_query(con, "summary", run_id="r").to_pylist()
+    assert [(r["variant"], r["model"], r["n"], r["n_cases"], r["n_passed"]) for r in (az, ba)] == [
+        ("a", "z", 4, 3, 2),
+        ("b", "a", 1, 1, 1),
+    ]
+    assert az["pass_rate"] == 0.5
+    lo, hi = _wilson(0.5, 3)
+    assert math.isclose(az["pass_rate_lo"], lo) and math.isclose(az["pass_rate_hi"], hi)
+    assert (ba["pass_rate"], ba["pass_rate_hi"]) == (1.0, 1.0)
+    assert math.isclose(ba["pass_rate_lo"], 1 / (1 + _Z * _Z))

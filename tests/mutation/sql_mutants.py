@@ -227,6 +227,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_queries_hand.py::test_slice_criterion_cuts_one_criterion_by_a_key_worst_first",
     ],
     "summary": [
+        "tests/test_queries_hand.py::test_summary_averages_repeats_per_case_and_gives_the_wilson_interval_on_cases",
         "tests/test_queries.py::test_summary_matrix_by_hand",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
         "tests/test_warehouse.py::test_wilson_interval_against_a_reference_value",
