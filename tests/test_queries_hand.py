@@ -933,6 +933,11 @@ def test_run_totals_of_an_empty_run_and_of_a_single_case(tmp_path: Path) -> None
     assert (one["n_cases"], one["pass_rate"], one["pass_rate_hi"]) == (1, 1.0, 1.0)
     assert math.isclose(one["pass_rate_lo"], 1 / (1 + _Z * _Z))
     assert [one[k] for k in zero] == [0] * 5
+    # 11 passed cases: the interval's upper end rounds to 1.0000000000000002, kept at 1.
+    for i in range(11):
+        _row(con, "eleven", case_id=f"c{i}")
+    (eleven,) = queries.run_query(con, "run_totals", run_id="eleven").to_pylist()
+    assert (eleven["n_cases"], eleven["pass_rate"], eleven["pass_rate_hi"]) == (11, 1.0, 1.0)
 
 
 def test_runs_filter_each_parameter_at_its_bounds_newest_first(tmp_path: Path) -> None:
@@ -986,22 +991,38 @@ def test_runs_filter_each_parameter_at_its_bounds_newest_first(tmp_path: Path) -
 
 def test_slices_by_two_keys_average_repeats_per_case_and_cell(tmp_path: Path) -> None:
     # Run r, by lang and tier:
-    #   v x m c1 {en, 1}: r0 pass (score 1, cost 0.5), r1 fail from the cache (0.5, 0.5);
+    #   v x m c1 {en, 1}: r0 pass (score 1, cost 0.5), r1 fail from the cache (0.5, 2.0);
     #   v x m c2 {en, 1}: error (score 0, no cost); w x m c1 {en, 1}: pass (1, 0.25);
     #   w x m c3 {fr}: pass (0.75, 0.125). Run s: c1 {en, 1} fail (not counted).
     # 'lang=en, tier=1': n 4, cases v c1 1/2, v c2 0, w c1 1 -> 3 cases, rate 0.5; passes 2,
     #   errors 1, score 2.5 / 4, cost not from the cache 0.75. v x m: n 3, 2 cases, rate 0.25,
     #   score 0.5, cost 0.5. w x m: 1 case, rate 1, cost 0.25.
-    # 'lang=fr, tier=(none)': w x m c3 alone.
+    # 'lang=fr, tier=(none)': w x m c3 alone. 'lang=de, tier=2': v x m c4, pass without a cost
+    # (0); and 11 passing cases of x x m, whose interval's upper end rounds above 1: kept at 1.
     con = _warehouse(tmp_path)
     en, fr = json.dumps({"lang": "en", "tier": 1}), json.dumps({"lang": "fr"})
     _row(con, "r", metadata=en, cost_usd=0.5)
-    _row(con, "r", metadata=en, repeat=1, passed=False, score=0.5, cost_usd=0.5, cached=True)
+    _row(con, "r", metadata=en, repeat=1, passed=False, score=0.5, cost_usd=2.0, cached=True)
     _row(con, "r", metadata=en, case_id="c2", passed=False, score=0.0, error="boom")
     _row(con, "r", metadata=en, variant="w", cost_usd=0.25)
     _row(con, "r", metadata=fr, variant="w", case_id="c3", score=0.75, cost_usd=0.125)
     _row(con, "s", metadata=en, passed=False)
+    de = json.dumps({"lang": "de", "tier": 2})
+    _row(con, "r", metadata=de, case_id="c4")
+    for i in range(11):
+        _row(con, "r", metadata=json.dumps({"lang": "x"}), variant="x", case_id=f"x{i}")
     got = queries.run_query(con, "slice", run_id="r", keys=["lang", "tier"]).to_pylist()
+    de_s, x_s = "lang=de, tier=2", "lang=x, tier=(none)"
+    assert [(r["slice"], r["variant"], r["n_cases"], r["pass_rate_hi"]) for r in got[:2]] == [
+        (de_s, None, 1, 1.0),
+        (de_s, "v", 1, 1.0),
+    ]
+    assert [(r["cost_usd"], r["n_cases"], r["pass_rate_hi"]) for r in got[-2:]] == [
+        (0, 11, 1.0)
+    ] * 2
+    assert [r["slice"] for r in got[-2:]] == [x_s, x_s]
+    assert got[0]["cost_usd"] == 0
+    got = got[2:-2]
     keys = ("slice", "slice_values", "variant", "model", "n", "n_cases", "n_passed", "n_errors")
     en_s, fr_s = "lang=en, tier=1", "lang=fr, tier=(none)"
     assert [tuple(r[k] for k in keys) for r in got] == [
@@ -1040,7 +1061,10 @@ def test_summary_averages_repeats_per_case_and_gives_the_wilson_interval_on_case
     _row(con, "r", variant="a", model="z", case_id="c3", passed=False)
     _row(con, "r", variant="b", model="a")
     _row(con, "s", variant="a", model="z", case_id="c9")
-    az, ba = queries.run_query(con, "summary", run_id="r").to_pylist()
+    for i in range(11):  # 11 passed cases: the upper end rounds above 1, kept at 1
+        _row(con, "r", variant="c", model="a", case_id=f"x{i}")
+    az, ba, ca = queries.run_query(con, "summary", run_id="r").to_pylist()
+    assert (ca["n_cases"], ca["pass_rate"], ca["pass_rate_hi"]) == (11, 1.0, 1.0)
     assert [(r["variant"], r["model"], r["n"], r["n_cases"], r["n_passed"]) for r in (az, ba)] == [
         ("a", "z", 4, 3, 2),
         ("b", "a", 1, 1, 1),
