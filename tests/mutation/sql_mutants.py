@@ -146,24 +146,40 @@ TESTS: dict[str, list[str]] = {
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
     ],
     "gate_regression": [
+        "tests/test_queries_hand.py::test_gate_regression_judges_each_drop_at_its_limit_significance_and_missing_rows",
         "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
         "tests/test_gate.py::test_significant_only_and_rule_building",
     ],
+    "latency_histogram": [
+        "tests/test_queries_hand.py::test_latency_histogram_bins_up_to_the_runs_99th_percentile",
+        "tests/test_queries_hand.py::test_latency_histogram_of_instant_answers_has_one_bin_a_millionth_ms_wide",
+    ],
     "metadata_keys": [
+        "tests/test_queries_hand.py::test_metadata_keys_count_distinct_values_and_case_rows_of_the_given_runs",
         "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
         "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
         "tests/test_analysis.py::test_compare_movers_and_verdicts",
     ],
+    "pair_list": [
+        "tests/test_queries_hand.py::test_pair_list_gives_each_cases_first_repeat_with_its_own_answers_and_label",
+    ],
     "pair_sides": [
+        "tests/test_queries_hand.py::test_pair_sides_keep_failed_cells_and_only_this_runs_passed_criteria",
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
     ],
     "pairwise": [
+        "tests/test_queries_hand.py::test_pairwise_counts_majority_verdicts_kappa_bands_and_headline_boundaries",
         "tests/test_judging.py::test_kappa_matches_the_textbook_example",
         "tests/test_judging.py::test_undefined_kappa_is_not_a_headline",
         "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
         "tests/test_judging.py::test_a_garbage_judge_reply_fails_one_criterion_only",
     ],
+    "point_list": [
+        "tests/test_queries_hand.py::test_point_list_takes_first_repeats_judged_answers_and_the_criterions_own_label",
+        "tests/test_queries_hand.py::test_point_list_shows_the_prompt_of_the_first_answer_even_when_a_name_extends_another",
+    ],
     "repeats": [
+        "tests/test_queries_hand.py::test_repeats_give_the_fewest_and_most_repeats_per_k_up_to_the_most_sampled_case",
         "tests/test_analysis.py::test_pass_at_k_and_pass_hat_k_match_math_comb",
         "tests/test_analysis.py::test_flaky_cases_and_their_spread",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
@@ -177,26 +193,41 @@ TESTS: dict[str, list[str]] = {
         "tests/test_conveniences.py::test_previous_and_latest_tilde_n_stay_in_the_newest_runs_suite",
     ],
     "resolve_run": [
+        "tests/test_queries_hand.py::test_resolve_run_ranks_exact_id_then_latest_or_baseline_then_label_then_prefix",
         "tests/test_warehouse.py::test_run_references",
+    ],
+    "rows_since": [
+        "tests/test_queries_hand.py::test_rows_since_gives_the_answers_stored_strictly_after_oldest_first",
+    ],
+    "run_attachments": [
+        "tests/test_queries_hand.py::test_run_attachments_count_distinct_files_bytes_and_case_rows",
     ],
     "run_cells": [
         "tests/test_queries.py::test_run_cells_lists_stored_cells_or_only_the_errored_ones",
     ],
     "run_totals": [
+        "tests/test_queries_hand.py::test_run_totals_by_hand_with_cached_errored_and_judged_answers",
+        "tests/test_queries_hand.py::test_run_totals_of_an_empty_run_and_of_a_single_case",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
         "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
     ],
     "runs": [
+        "tests/test_queries_hand.py::test_runs_filter_each_parameter_at_its_bounds_newest_first",
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "slice": [
+        "tests/test_queries_hand.py::test_slices_by_two_keys_average_repeats_per_case_and_cell",
         "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
         "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
         "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
     ],
+    "slice_criterion": [
+        "tests/test_queries_hand.py::test_slice_criterion_cuts_one_criterion_by_a_key_worst_first",
+    ],
     "summary": [
+        "tests/test_queries_hand.py::test_summary_averages_repeats_per_case_and_gives_the_wilson_interval_on_cases",
         "tests/test_queries.py::test_summary_matrix_by_hand",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
         "tests/test_warehouse.py::test_wilson_interval_against_a_reference_value",
