@@ -649,18 +649,30 @@ def measure_report(work: Path, config: str, runs: int, paint: bool) -> dict[str,
 
 
 def run_process(config: Path, env: dict[str, str], *extra: str) -> dict[str, float]:
-    """One `evalwh run CONFIG -q` as a new process: wall, and its CPU (user + sys) from
-    getrusage of the children, which a shared machine's load does not inflate."""
+    """One `evalwh run CONFIG -q` as a new process: wall, its CPU (user + sys) and its peak
+    RSS, from that child's own rusage (``os.wait4``), which a shared machine's load does not
+    inflate."""
+    import tempfile
+
     cmd = [*evalwh_command(), "run", str(config), "-q", *extra]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(cmd, env=env, cwd=config.parent, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 1):  # 1: a threshold failed, still a finished run
-        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr[-800:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "load1": os.getloadavg()[0]}
+    with tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, env=env, cwd=config.parent, stdout=subprocess.DEVNULL, stderr=err
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):  # 1: a threshold failed, still a finished run
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")
+            raise RuntimeError(f"{' '.join(cmd)} failed ({code}): {stderr[-800:]}")
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mb": usage.ru_maxrss / 1024,  # KiB on Linux
+        "load1": os.getloadavg()[0],
+    }
 
 
 def _process_env(scratch: Path) -> dict[str, str]:

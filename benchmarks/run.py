@@ -809,6 +809,7 @@ def process_rows(
                 0.3,
                 False,
                 f"median of {len(got['runs'])}; wall {med([r['wall_s'] for r in got['runs']]):.2f} s; "
+                f"peak RSS {med([r['peak_rss_mb'] for r in got['runs']]):.0f} MB; "
                 f"server max in flight {got['server_max_in_flight']} of {c}; load "
                 f"{med([r['load1'] for r in got['runs']]):.1f}",
             )
