@@ -245,6 +245,8 @@ def test_criteria_summary_matches_hand_counts_and_wilson(tmp_path: Path) -> None
         ("r", "a", i, i < 5, i / 10, "boom" if i == 9 else None, i != 3, 2.0) for i in range(10)
     ]
     rows += [("r", "b", i, True, 1.0, None, True, 1.0) for i in range(4)]
+    # 'c': 11 of 11 pass, where the unclamped upper bound is 1 + 2^-52: clamped to exactly 1
+    rows += [("r", "c", i, True, 1.0, None, True, 1.0) for i in range(11)]
     rows += [("s", "a", i, False, 0.0, "x", True, 1.0) for i in range(3)]
     for run, criterion, i, passed, score, error, required, weight in rows:
         con.execute(
@@ -255,7 +257,8 @@ def test_criteria_summary_matches_hand_counts_and_wilson(tmp_path: Path) -> None
         )
     got = {r["criterion"]: r for r in queries.run_query(con, "criteria", run_id="r").to_pylist()}
     a, b = got["a"], got["b"]
-    assert sorted(got) == ["a", "b"]
+    assert sorted(got) == ["a", "b", "c"]
+    assert (got["c"]["n_cases"], got["c"]["pass_rate"], got["c"]["pass_rate_hi"]) == (11, 1.0, 1.0)
     assert (a["scorer"], a["weight"], a["required"]) == ("exact", 2.0, False)
     assert (a["n"], a["n_passed"], a["n_errors"]) == (10, 5, 1)
     assert a["pass_rate"] == 0.5 and a["mean_score"] == pytest.approx(0.45)
@@ -1106,6 +1109,12 @@ def test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom(
                 lo, hi = max(-1.0, lo), min(1.0, hi)
             assert row[f"{metric}_lo"] == pytest.approx(lo, rel=1e-7, abs=1e-9), (k, metric)
             assert row[f"{metric}_hi"] == pytest.approx(hi, rel=1e-7, abs=1e-9), (k, metric)
+        if k > 30:
+            # the quantile itself, read back from the cost interval (no clamp there): the
+            # expansion is within 3e-8 of scipy at 31 df; 0.1 more on its last coefficient is 0.1 / 31^4
+            # = 1.1e-7 more
+            cost = (row["cost_usd_hi"] - row["cost_usd_delta"]) / row["cost_usd_se"]
+            assert cost == pytest.approx(q, abs=5e-8), k
 
 
 def test_compare_averages_cost_and_latency_over_a_cases_repeats(tmp_path: Path) -> None:
@@ -1260,3 +1269,218 @@ def test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests(tmp_pat
         down = sum(1 for j in scored if j % 3 == 0)
         assert row["score_p"] == pytest.approx(_sign_test_p(up, down), rel=1e-9), n
     assert True in differs  # some slices tell each metric's degrees of freedom apart
+
+
+# One cell per verdict branch of sql/compare.sql, each on the near side of its boundary:
+# (variant, model) -> the answers (run, case, repeat, passed, score) are built below.
+VERDICT_CELLS = {
+    # 6 cases broken, none fixed: sign test 2 / 2^6 = 0.03125 < 0.05, delta -1
+    ("a", "worse-pass"): "worse",
+    # 5 cases broken: 2 / 2^5 = 0.0625, not below 0.05 (nor is 5 fixed)
+    ("a", "noise-down"): "within noise",
+    ("a", "noise-up"): "within noise",
+    # 7 fixed of 8 (one passes both): 2 / 2^7, delta 7/8: better though below 1
+    ("a", "better-pass"): "better",
+    # verdicts unchanged, every score -0.4 (6 cases): interval [-0.4, -0.4], sign test 0.03125
+    ("a", "worse-score"): "worse",
+    ("a", "better-score"): "better",
+    # 5 scores moved: 0.0625
+    ("a", "noise-score-down"): "within noise",
+    ("a", "noise-score-up"): "within noise",
+    # 7 scores up (sign test 2 / 2^7) but spread so wide the interval holds 0
+    ("a", "noise-score-wide"): "within noise",
+    # 11 cases passing both times, no scores
+    ("a", "same"): "same",
+    # 1 case fixed (+1) and 8 cases answered 8 times, broken once each (-1/8): delta exactly 0,
+    # sign test 2 * 9 / 2^9 = 0.035 < 0.05: neither better nor worse
+    ("a", "zero-delta"): "same",
+    ("b", "no-pairs"): "no pairs",
+    ("b", "only-a"): "only in A",
+    ("b", "only-b"): "only in B",
+    # one pair: fixed, score 0.2 -> 0.6; its sign tests are 2 * 1/2 capped at 1
+    ("b", "single"): "within noise",
+}
+
+
+def _verdict_answers() -> list[tuple[str, str, str, str, int, bool, float | None]]:
+    """(run, variant, model, case, repeat, passed, score) of every answer of VERDICT_CELLS."""
+    rows: list[tuple[str, str, str, str, int, bool, float | None]] = []
+
+    def both(
+        model: str, n: int, a: tuple[bool, float | None], b: tuple[bool, float | None]
+    ) -> None:
+        for j in range(n):
+            rows.append(("A", "a", model, f"c{j}", 0, *a))
+            rows.append(("B", "a", model, f"c{j}", 0, *b))
+
+    both("worse-pass", 6, (True, 0.5), (False, 0.5))
+    both("noise-down", 5, (True, 0.5), (False, 0.5))
+    both("noise-up", 5, (False, 0.5), (True, 0.5))
+    both("better-pass", 7, (False, 0.5), (True, 0.5))
+    rows += [("A", "a", "better-pass", "c7", 0, True, 0.5)]
+    rows += [("B", "a", "better-pass", "c7", 0, True, 0.5)]
+    for model, n, score_a, score_b in (
+        ("worse-score", 6, 0.9, 0.5),
+        ("better-score", 6, 0.5, 0.9),
+        ("noise-score-down", 5, 0.9, 0.5),
+        ("noise-score-up", 5, 0.5, 0.9),
+    ):
+        for j in range(n):  # verdicts unchanged: every other case passes
+            rows += [("A", "a", model, f"c{j}", 0, j % 2 == 0, score_a)]
+            rows += [("B", "a", model, f"c{j}", 0, j % 2 == 0, score_b)]
+    for j in range(7):
+        rows += [("A", "a", "noise-score-wide", f"c{j}", 0, True, 0.5)]
+        rows += [("B", "a", "noise-score-wide", f"c{j}", 0, True, 0.95 if j == 6 else 0.5 + 1 / 64)]
+    both("same", 11, (True, None), (True, None))
+    rows += [("A", "a", "zero-delta", "u0", 0, False, None)]
+    rows += [("B", "a", "zero-delta", "u0", 0, True, None)]
+    for j in range(1, 9):
+        for repeat in range(8):
+            rows += [("A", "a", "zero-delta", f"u{j}", repeat, True, None)]
+            rows += [("B", "a", "zero-delta", f"u{j}", repeat, repeat != j - 1, None)]
+    rows += [("A", "b", "no-pairs", "x1", 0, True, 0.5), ("B", "b", "no-pairs", "x2", 0, True, 0.5)]
+    rows += [("A", "b", "only-a", "c0", 0, True, 0.5), ("B", "b", "only-b", "c0", 0, False, 0.5)]
+    rows += [("A", "b", "single", "c0", 0, False, 0.2), ("B", "b", "single", "c0", 0, True, 0.6)]
+    return rows
+
+
+def test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand(tmp_path: Path) -> None:
+    # bugs: any operator or constant of the verdict CASE moved (each cell of VERDICT_CELLS sits
+    # next to one boundary: a sign test of 0.03125 or 0.0625, a delta of exactly 0 with a
+    # sign test below 0.05, a score interval holding 0, a cell with no pairs or one pair);
+    # the per-side Wilson bounds (statsmodels' as the reference, clamped to exactly 0 and 1:
+    # at n = 11 the unclamped upper bound of 11/11 is 1 + 2^-52); n_pairs of a cell only one
+    # run has; the sign tests of a single pair; the documented row order (run, cells by
+    # variant then model, criteria, then slices, each worst first).
+    from statsmodels.stats.proportion import proportion_confint
+
+    con = _warehouse(tmp_path)
+    for run, variant, model, case, repeat, passed, score in _verdict_answers():
+        meta = json.dumps({"g": "lo" if model == "worse-pass" else "hi"})
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, score, cost_usd, latency_ms, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, false, 'x', 1, ?, ?, 0.01, 100, now())",
+            [run, variant, model, case, repeat, meta, passed, score],
+        )
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required) VALUES (?, ?, ?, ?, ?, 'k', 'x', ?, ?, 1, true)",
+            [run, variant, model, case, repeat, float(passed) if score is None else score, passed],
+        )
+    rows = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False, scopes=None
+    ).to_pylist()
+    cells = {(r["variant"], r["model"]): r for r in rows if r["scope"] == "cell"}
+    assert {cell: r["verdict"] for cell, r in cells.items()} == VERDICT_CELLS
+    zero = cells[("a", "zero-delta")]
+    assert (zero["pass_rate_delta"], zero["n_fixed"], zero["n_broken"]) == (0.0, 1, 8)
+    assert zero["pass_rate_p"] == pytest.approx(_sign_test_p(1, 8)) and zero["pass_rate_p"] < 0.05
+    assert cells[("a", "worse-pass")]["pass_rate_p"] == pytest.approx(0.03125)
+    assert cells[("a", "noise-down")]["pass_rate_p"] == pytest.approx(0.0625)
+    wide = cells[("a", "noise-score-wide")]
+    assert wide["score_p"] == pytest.approx(2 / 2**7) and wide["score_lo"] < 0 < wide["score_hi"]
+    single = cells[("b", "single")]
+    assert (single["n"], single["pass_rate_p"], single["score_p"]) == (1, 1.0, 1.0)
+    # presence: answers a side, pairs
+    presence = {
+        cell: (cells[cell]["n_a"], cells[cell]["n_b"], cells[cell]["n"], cells[cell]["n_pairs"])
+        for cell in [("b", "no-pairs"), ("b", "only-a"), ("b", "only-b"), ("a", "zero-delta")]
+    }
+    assert presence == {
+        ("b", "no-pairs"): (1, 1, 0, 0),
+        ("b", "only-a"): (1, 0, 0, 0),
+        ("b", "only-b"): (0, 1, 0, 0),
+        ("a", "zero-delta"): (65, 65, 9, 65),
+    }
+    # Wilson bounds of each side's pass rate over the n paired cases
+    for r in rows:
+        if not r["n"]:
+            continue
+        for side in ("a", "b"):
+            n, p = r["n"], r[f"pass_rate_{side}"]
+            lo, hi = proportion_confint(round(p * n), n, alpha=0.05, method="wilson")
+            got = (r[f"pass_rate_{side}_lo"], r[f"pass_rate_{side}_hi"])
+            assert got == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12)), (r, side)
+            assert got[0] == 0.0 if p == 0 else got[0] > 0, (r["target"], side)
+            assert got[1] == 1.0 if p == 1 else got[1] < 1, (r["target"], side)
+    same = cells[("a", "same")]
+    assert (same["n"], same["pass_rate_a_hi"], same["pass_rate_b_hi"]) == (11, 1.0, 1.0)
+    # the row order
+    order = [(r["scope"], r["target"]) for r in rows]
+    assert order == [
+        ("run", "run"),
+        *[("cell", f"{v} × {m}") for v, m in sorted(VERDICT_CELLS)],
+        ("criterion", "k"),
+        ("slice", "g=lo"),
+        ("slice", "g=hi"),
+    ]
+    assert next(r["pass_rate_delta"] for r in rows if r["scope"] == "slice") == -1.0
+    assert rows[-3]["pass_rate_delta"] > -1.0  # the criterion sorts before a worse slice
+
+
+def test_gate_values_exactly_on_their_limit_pass_and_a_rule_matching_nothing_fails(
+    tmp_path: Path,
+) -> None:
+    # bugs: '>=' as '>' and '<=' as '<' (the gate's own tests go through judge(), whose
+    # tolerance is above 0, so a value on its limit passes either way: here the tolerance is
+    # 0 and then 0.125); n off by one at each scope; a rule whose target has no rows dropped
+    # (inner join), passed, or given n 1. Run r, cell v × m, criterion k: c1, c2, c4 pass,
+    # c3 fails; scores mirror the verdicts: pass rate and score 3/4 over 4 cases, no errors.
+    con = _warehouse(tmp_path)
+    for case, ok in (("c1", True), ("c2", True), ("c3", False), ("c4", True)):
+        _answer(con, "r", case, 0, ok)
+
+    def gate(rules: list[tuple[str, str, str, str, float]], tolerance: float) -> list[Any]:
+        keys = ("scope", "target", "metric", "op", "limit")
+        rows = queries.run_query(
+            con,
+            "gate",
+            run_id="r",
+            rules=json.dumps([dict(zip(keys, r, strict=True)) for r in rules]),
+            tolerance=tolerance,
+        ).to_pylist()
+        return [
+            (g["scope"], g["target"], g["metric"], g["value"], g["n"], g["passed"]) for g in rows
+        ]
+
+    on_limit = [
+        ("run", "run", "pass_rate", ">=", 0.75),
+        ("run", "run", "error_rate", "<=", 0.0),
+        ("cell", "v × m", "score", ">=", 0.75),
+        ("criterion", "k", "pass_rate", ">=", 0.75),
+        ("cell", "w × x", "pass_rate", ">=", 0.5),  # no such cell
+    ]
+    assert gate(on_limit, 0.0) == [
+        ("cell", "w × x", "pass_rate", None, 0, False),
+        ("cell", "v × m", "score", 0.75, 4, True),
+        ("criterion", "k", "pass_rate", 0.75, 4, True),
+        ("run", "run", "error_rate", 0.0, 4, True),
+        ("run", "run", "pass_rate", 0.75, 4, True),
+    ]
+    # one tolerance past the limit: still on it; a step further: fails
+    past = [
+        ("run", "run", "pass_rate", ">=", 0.875),
+        ("run", "run", "error_rate", "<=", -0.125),
+        ("run", "run", "score", ">=", 0.875 + 1 / 64),
+    ]
+    assert [g[-1] for g in gate(past, 0.125)] == [False, True, True]
+    assert [g[2] for g in gate(past, 0.125)] == ["score", "error_rate", "pass_rate"]
+
+
+def test_flaky_cases_equally_split_come_by_score_spread_widest_first(tmp_path: Path) -> None:
+    # bug: the score sd sorted ascending. z1 and a1 both pass 1 of 2 answers; z1's scores
+    # (0.9, 0.1) spread wider than a1's (0.6, 0.4): z1 first, before the case_id order.
+    con = _warehouse(tmp_path)
+    for case, repeat, ok, score in (
+        ("a1", 0, True, 0.6), ("a1", 1, False, 0.4), ("z1", 0, True, 0.9), ("z1", 1, False, 0.1),
+    ):  # fmt: skip
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, score, passed, created_at) "
+            "VALUES ('r', 'v', 'm', ?, ?, '{}', false, 'h', 1, ?, ?, now())",
+            [case, repeat, score, ok],
+        )
+    rows = queries.run_query(con, "flaky", run_id="r").to_pylist()
+    assert [(r["case_id"], r["pass_rate"]) for r in rows] == [("z1", 0.5), ("a1", 0.5)]
+    assert rows[0]["score_sd"] > rows[1]["score_sd"]

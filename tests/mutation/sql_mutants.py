@@ -93,6 +93,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "compare": [
+        "tests/test_queries.py::test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand",
         "tests/test_queries.py::test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests",
         "tests/test_queries.py::test_compare_averages_cost_and_latency_over_a_cases_repeats",
         "tests/test_queries.py::test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom",
@@ -119,6 +120,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "criteria": [
         "tests/test_queries.py::test_criteria_summary_matches_hand_counts_and_wilson",
+        "tests/test_queries.py::test_criteria_and_gate_average_repeats_first_and_read_single_answers_as_cases",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
         "tests/test_briefs.py::test_judge_runs_carry_the_calibration_flags",
         "tests/test_structured.py::test_criteria_table_shows_the_mode",
@@ -137,15 +139,18 @@ TESTS: dict[str, list[str]] = {
         "tests/test_exports.py::test_json_export_is_the_whole_run",
     ],
     "flaky": [
+        "tests/test_queries.py::test_flaky_cases_equally_split_come_by_score_spread_widest_first",
         "tests/test_analysis.py::test_flaky_cases_and_their_spread",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
     ],
     "gate": [
+        "tests/test_queries.py::test_gate_values_exactly_on_their_limit_pass_and_a_rule_matching_nothing_fails",
         "tests/test_boundaries.py",
         "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
     ],
     "gate_regression": [
+        "tests/test_boundaries.py::test_a_regression_drop_interval_is_the_delta_interval_negated",
         "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
         "tests/test_gate.py::test_significant_only_and_rule_building",
     ],
