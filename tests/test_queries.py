@@ -1484,3 +1484,84 @@ def test_flaky_cases_equally_split_come_by_score_spread_widest_first(tmp_path: P
     rows = queries.run_query(con, "flaky", run_id="r").to_pylist()
     assert [(r["case_id"], r["pass_rate"]) for r in rows] == [("z1", 0.5), ("a1", 0.5)]
     assert rows[0]["score_sd"] > rows[1]["score_sd"]
+
+
+# Hand-made rows of sql/compare.sql for sql/gate_regression.sql, one cell per target:
+# target: (n, pass delta, pass lo, pass hi, pass p, score n, score delta, lo, hi, score p)
+REGRESSION_DELTAS: dict[str, tuple[Any, ...]] = {
+    # both drops 0.25, significant (p 0.03125, the score interval below 0)
+    "t1": (8, -0.25, -0.5, -0.125, 0.03125, 8, -0.25, -0.5, -0.125, 0.03125),
+    # the same drops, sign tests 0.0625: not significant
+    "t2": (8, -0.25, -0.5, -0.125, 0.0625, 8, -0.25, -0.5, -0.125, 0.0625),
+    # no drop with a sign test below 0.05 (one case +1, eight -1/8); a score interval that
+    # holds 0 with a sign test below 0.05
+    "t3": (9, 0.0, -0.5, 0.5, 0.03515625, 9, 0.0, -0.5, 0.5, 0.03125),
+    # a cell only in the baseline: no pairs
+    "t4": (0, None, None, None, None, None, None, None, None, None),
+    # one pair
+    "t5": (1, -1.0, None, None, 1.0, 1, -0.5, None, None, 1.0),
+    # clustered into one cluster: no interval (significance unknown) but sign tests below 0.05
+    "t6": (6, -1.0, None, None, 0.03125, 6, -0.5, None, None, 0.03125),
+    # a score interval ending exactly at 0: it does not exclude 0
+    "t7": (6, 0.0, -0.25, 0.25, 1.0, 6, -0.25, -0.5, 0.0, 0.03125),
+}
+
+
+def test_regression_gate_rules_on_hand_made_deltas(tmp_path: Path) -> None:
+    # bugs: the significance tests of sql/gate_regression.sql with a bound or a constant moved
+    # (t2: p 0.0625; t3: no drop; t7: an interval ending at 0), the drop interval's signs, a
+    # drop exactly on its limit failing, '*' reaching cells without pairs (t4) or missing one
+    # pair (t5), a rule naming no target dropped or passed, an unknown significance (t6)
+    # read as significant, significant_only defaulting to true.
+    import pyarrow as pa
+
+    names = ["n", "pass_rate_delta", "pass_rate_lo", "pass_rate_hi", "pass_rate_p"]
+    names += ["score_n", "score_delta", "score_lo", "score_hi", "score_p"]
+    columns: dict[str, Any] = {"scope": ["cell"] * len(REGRESSION_DELTAS)}
+    columns["target"] = list(REGRESSION_DELTAS)
+    for i, name in enumerate(names):
+        values = [row[i] for row in REGRESSION_DELTAS.values()]
+        columns[name] = pa.array(values, pa.int64() if name.endswith("n") else pa.float64())
+    for side in ("a", "b"):
+        columns[f"pass_rate_{side}"] = columns[f"score_{side}"] = [0.5] * len(REGRESSION_DELTAS)
+    con = duckdb.connect()
+    con.register("deltas", pa.table(columns))
+
+    def gate(*rules: tuple[str, str, float, bool | None]) -> dict[tuple[str, str], Any]:
+        keys = ("target", "metric", "limit", "significant_only")
+        rows = queries.run_query(
+            con,
+            "gate_regression",
+            rules=json.dumps([{"scope": "cell", **dict(zip(keys, r, strict=True))} for r in rules]),
+            tolerance=0.0,
+        ).to_pylist()
+        return {
+            (r["metric"], r["target"]): (
+                r["value"], r["n"], r["drop_lo"], r["drop_hi"], r["significant"],
+                r["significant_only"], r["passed"],
+            )
+            for r in rows
+        }  # fmt: skip
+
+    assert gate(("*", "pass_rate", 0.125, True)) == {
+        ("pass_rate_drop", "t1"): (0.25, 8, 0.125, 0.5, True, True, False),
+        ("pass_rate_drop", "t2"): (0.25, 8, 0.125, 0.5, False, True, True),
+        ("pass_rate_drop", "t3"): (0.0, 9, -0.5, 0.5, False, True, True),
+        ("pass_rate_drop", "t5"): (1.0, 1, None, None, False, True, True),
+        ("pass_rate_drop", "t6"): (1.0, 6, None, None, True, True, False),
+        ("pass_rate_drop", "t7"): (0.0, 6, -0.25, 0.25, False, True, True),
+    }
+    assert gate(("*", "score", 0.125, True)) == {
+        ("score_drop", "t1"): (0.25, 8, 0.125, 0.5, True, True, False),
+        ("score_drop", "t2"): (0.25, 8, 0.125, 0.5, False, True, True),
+        ("score_drop", "t3"): (0.0, 9, -0.5, 0.5, False, True, True),
+        ("score_drop", "t5"): (0.5, 1, None, None, False, True, True),
+        ("score_drop", "t6"): (0.5, 6, None, None, False, True, True),
+        ("score_drop", "t7"): (0.25, 6, 0.0, 0.5, False, True, True),
+    }
+    # a drop exactly on its limit passes; significant_only left out is false; no such target
+    assert gate(("t1", "score", 0.25, None), ("nope", "pass_rate", 0.5, None)) == {
+        ("score_drop", "t1"): (0.25, 8, 0.125, 0.5, True, False, True),
+        ("pass_rate_drop", "nope"): (None, 0, None, None, False, False, False),
+    }
+    assert gate(("t1", "score", 0.25 - 1 / 64, None))[("score_drop", "t1")][-1] is False

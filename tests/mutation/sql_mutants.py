@@ -150,6 +150,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
     ],
     "gate_regression": [
+        "tests/test_queries.py::test_regression_gate_rules_on_hand_made_deltas",
         "tests/test_boundaries.py::test_a_regression_drop_interval_is_the_delta_interval_negated",
         "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
         "tests/test_gate.py::test_significant_only_and_rule_building",
