@@ -1565,3 +1565,75 @@ def test_regression_gate_rules_on_hand_made_deltas(tmp_path: Path) -> None:
         ("pass_rate_drop", "nope"): (None, 0, None, None, False, False, False),
     }
     assert gate(("t1", "score", 0.25 - 1 / 64, None))[("score_drop", "t1")][-1] is False
+
+
+def test_metadata_keys_count_distinct_values_and_the_rows_carrying_each(tmp_path: Path) -> None:
+    # bugs: a row more per metadata object, values counted per object instead of distinct.
+    # Run r: {lang en, doc d1} twice, {lang en, doc d2} once, {lang fr} once; run s must not
+    # count. lang: 2 values (en, fr) on 4 rows (3 objects); doc: 2 values on 3 rows.
+    con = _warehouse(tmp_path)
+    metas = [{"lang": "en", "doc": "d1"}] * 2 + [{"lang": "en", "doc": "d2"}, {"lang": "fr"}]
+    for run, i, meta in [*(("r", i, m) for i, m in enumerate(metas)), ("s", 0, {"x": "1"})]:
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, created_at) "
+            "VALUES (?, 'v', 'm', ?, 0, ?, false, 'h', 1, true, now())",
+            [run, f"c{i}", json.dumps(meta)],
+        )
+    rows = queries.run_query(con, "metadata_keys", run_ids=["r"]).to_pylist()
+    assert [(r["key"], r["n_values"], r["n"]) for r in rows] == [("doc", 2, 3), ("lang", 2, 4)]
+
+
+def test_pair_sides_list_every_answer_with_only_this_runs_passed_criteria(tmp_path: Path) -> None:
+    # bugs: criteria read from another run's scores; an answer without score rows (an error)
+    # dropped by an inner join. Run r: c1 passed k1, failed k2; c2 errored (no scores). Run s:
+    # c1 passed k3.
+    con = _warehouse(tmp_path)
+    for run, case, error in (("r", "c1", None), ("r", "c2", "boom"), ("s", "c1", None)):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, error, created_at) "
+            "VALUES (?, 'v', 'm', ?, 0, '{}', false, 'h', 1, ?, ?, now())",
+            [run, case, error is None, error],
+        )
+    for run, criterion, ok in (("r", "k1", True), ("r", "k2", False), ("s", "k3", True)):
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required) VALUES (?, 'v', 'm', 'c1', 0, ?, 'x', 1, ?, 1, true)",
+            [run, criterion, ok],
+        )
+    rows = queries.run_query(con, "pair_sides", run_id="r").to_pylist()
+    got = sorted((r["case_id"], r["error"], r["criteria_passed"]) for r in rows)
+    assert got == [("c1", None, ["k1"]), ("c2", "boom", [])]
+
+
+def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -> None:
+    # bugs: the side names listed once per pair (DISTINCT dropped), cases counted per pair, a
+    # pair too many, ineligible pairs counted as baseline wins or ties, a judge cost of 1 with
+    # no cost, the majority verdict or the base rate taken with min(), a tie at three top
+    # verdicts, another run's labels read. Comparison c, eligible pairs: k1 candidate x2,
+    # baseline x1 -> candidate; k2 candidate, baseline -> tie; k3 candidate x2, baseline, tie
+    # -> candidate; k4 candidate (labelled in run s only). Ineligible: k5 baseline, k5 tie.
+    # Labels candidate, tie, candidate: n_labels 3, agreement 1, base rate 2/3.
+    con = _warehouse(tmp_path)
+    _pair_votes(con, "k1", ["candidate", "candidate", "baseline"], "en")
+    _pair_votes(con, "k2", ["candidate", "baseline"], "en")
+    _pair_votes(con, "k3", ["candidate", "baseline", "candidate", "tie"], "en")
+    _pair_votes(con, "k4", ["candidate"], "en")
+    _pair_votes(con, "k5", ["baseline", "tie"], "en")
+    con.execute("UPDATE pairs SET eligible = false WHERE case_id = 'k5'")
+    for case, prefer in (("k1", "candidate"), ("k2", "tie"), ("k3", "candidate")):
+        _pairwise_label(con, case, prefer)
+    con.execute(
+        "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
+        "VALUES ('s', 'pairwise', 'c', 'k4', 'baseline')"
+    )
+    (row,) = queries.run_query(
+        con, "pairwise", run_id="r", min_kappa=0.4, min_labels=1, max_flip_rate=0.5
+    ).to_pylist()
+    assert (row["baseline"], row["candidate"]) == ("v × a", "v × b")
+    assert (row["n_pairs"], row["n"], row["n_cases"], row["n_excluded"]) == (12, 10, 4, 2)
+    assert (row["candidate_wins"], row["baseline_wins"], row["ties"]) == (6, 3, 1)
+    assert row["judge_cost_usd"] == 0
+    assert (row["n_labels"], row["agreement"]) == (3, 1.0)
+    assert row["base_rate"] == pytest.approx(2 / 3)

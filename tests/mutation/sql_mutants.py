@@ -156,14 +156,17 @@ TESTS: dict[str, list[str]] = {
         "tests/test_gate.py::test_significant_only_and_rule_building",
     ],
     "metadata_keys": [
+        "tests/test_queries.py::test_metadata_keys_count_distinct_values_and_the_rows_carrying_each",
         "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
         "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
         "tests/test_analysis.py::test_compare_movers_and_verdicts",
     ],
     "pair_sides": [
+        "tests/test_queries.py::test_pair_sides_list_every_answer_with_only_this_runs_passed_criteria",
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
     ],
     "pairwise": [
+        "tests/test_queries.py::test_pairwise_counts_wins_and_labels_once_per_case_by_hand",
         "tests/test_judging.py::test_kappa_matches_the_textbook_example",
         "tests/test_judging.py::test_undefined_kappa_is_not_a_headline",
         "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
