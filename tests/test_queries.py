@@ -1614,7 +1614,8 @@ def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -
     # verdicts, another run's labels read. Comparison c, eligible pairs: k1 candidate x2,
     # baseline x1 -> candidate; k2 candidate, baseline -> tie; k3 candidate x2, baseline, tie
     # -> candidate; k4 candidate (labelled in run s only). Ineligible: k5 baseline, k5 tie.
-    # Labels candidate, tie, candidate: n_labels 3, agreement 1, base rate 2/3.
+    # Labels candidate, tie, candidate: n_labels 3, agreement 1, base rate 2/3. A chance
+    # agreement of 1 / n^2 when the two sides share no class, or no row at all.
     con = _warehouse(tmp_path)
     _pair_votes(con, "k1", ["candidate", "candidate", "baseline"], "en")
     _pair_votes(con, "k2", ["candidate", "baseline"], "en")
@@ -1628,9 +1629,22 @@ def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -
         "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
         "VALUES ('s', 'pairwise', 'c', 'k4', 'baseline')"
     )
-    (row,) = queries.run_query(
+    # comparison d: the judge says candidate where the human says baseline (m1, m2): no class
+    # in common, so no chance agreement at all: 0, and kappa (0 - 0) / (1 - 0) = 0
+    _pair_votes(con, "m1", ["candidate"], "en")
+    _pair_votes(con, "m2", ["candidate"], "en")
+    con.execute("UPDATE pairs SET comparison = 'd' WHERE case_id LIKE 'm%'")
+    for case in ("m1", "m2"):
+        con.execute(
+            "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
+            "VALUES ('r', 'pairwise', 'd', ?, 'baseline')",
+            [case],
+        )
+    row, other = queries.run_query(
         con, "pairwise", run_id="r", min_kappa=0.4, min_labels=1, max_flip_rate=0.5
     ).to_pylist()
+    assert (other["comparison"], other["n_labels"], other["agreement"]) == ("d", 2, 0.0)
+    assert (other["chance_agreement"], other["kappa"]) == (0.0, 0.0)
     assert (row["baseline"], row["candidate"]) == ("v × a", "v × b")
     assert (row["n_pairs"], row["n"], row["n_cases"], row["n_excluded"]) == (12, 10, 4, 2)
     assert (row["candidate_wins"], row["baseline_wins"], row["ties"]) == (6, 3, 1)
