@@ -1651,3 +1651,34 @@ def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -
     assert row["judge_cost_usd"] == 0
     assert (row["n_labels"], row["agreement"]) == (3, 1.0)
     assert row["base_rate"] == pytest.approx(2 / 3)
+
+
+def test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero(
+    tmp_path: Path,
+) -> None:
+    # bugs: 'score_hi < 0' as '<= 0' (and 'score_lo > 0' as '>= 0'). Clustered on doc, each
+    # cluster's score differences sum to 0 (+5/8 once, -1/8 five times: exact in binary), so
+    # the mean difference and the CR1 standard error are exactly 0: the interval is [0, 0].
+    # The sign test on 2 up and 10 down: 2 * (1 + 12 + 66) / 2^12 = 0.0386 < 0.05. Verdicts
+    # unchanged: 'same', not worse (nor better).
+    con = _warehouse(tmp_path)
+    for doc in ("d1", "d2"):
+        for j in range(6):
+            a, b = (0.25, 0.875) if j == 0 else (0.5, 0.375)
+            for run, score in (("A", a), ("B", b)):
+                con.execute(
+                    "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, "
+                    "cached, request_hash, attempts, passed, score, created_at) "
+                    "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, true, ?, now())",
+                    [run, f"{doc}-{j}", json.dumps({"doc": doc}), score],
+                )
+    rows = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False,
+        scopes=["cell"],
+    ).to_pylist()  # fmt: skip
+    (cell,) = rows
+    assert (cell["score_delta"], cell["score_se"], cell["score_lo"], cell["score_hi"]) == (
+        0.0, 0.0, 0.0, 0.0,
+    )  # fmt: skip
+    assert cell["score_p"] == pytest.approx(2 * (1 + 12 + 66) / 2**12)
+    assert cell["verdict"] == "same"

@@ -94,6 +94,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "compare": [
         "tests/test_queries.py::test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand",
+        "tests/test_queries.py::test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero",
         "tests/test_queries.py::test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests",
         "tests/test_queries.py::test_compare_averages_cost_and_latency_over_a_cases_repeats",
         "tests/test_queries.py::test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom",
