@@ -686,24 +686,32 @@ def test_compare_of_runs_with_more_than_55_thousand_cases_does_not_overflow(
 
 
 # -- survivors of the full SQL mutation run (tests/mutation/sql_mutants.py, 2026-11-30) -------
-def _pair_votes(con: duckdb.DuckDBPyConnection, case: str, votes: list[str], lang: str) -> None:
-    """One eligible pair per repeat of `case`, the judge's verdict in each."""
+def _pair_votes(
+    con: duckdb.DuckDBPyConnection,
+    case: str,
+    votes: list[str],
+    lang: str,
+    comparison: str = "c",
+    eligible: bool = True,
+) -> None:
+    """One pair per repeat of `case` (eligible unless told), the judge's verdict in each."""
     for repeat, verdict in enumerate(votes):
         con.execute(
             "INSERT INTO pairs (run_id, comparison, case_id, repeat, baseline_variant, "
             "baseline_model, candidate_variant, candidate_model, judge, judge_model, verdict, "
             "flipped, eligible, baseline_ok, candidate_ok, metadata, created_at) VALUES "
-            "('r', 'c', ?, ?, 'v', 'a', 'v', 'b', 'j', 'jm', ?, false, true, true, true, ?, "
-            "now())",
-            [case, repeat, verdict, json.dumps({"lang": lang})],
+            "('r', ?, ?, ?, 'v', 'a', 'v', 'b', 'j', 'jm', ?, false, ?, true, true, ?, now())",
+            [comparison, case, repeat, verdict, eligible, json.dumps({"lang": lang})],
         )
 
 
-def _pairwise_label(con: duckdb.DuckDBPyConnection, case: str, prefer: str) -> None:
+def _pairwise_label(
+    con: duckdb.DuckDBPyConnection, case: str, prefer: str, comparison: str = "c"
+) -> None:
     con.execute(
         "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
-        "VALUES ('r', 'pairwise', 'c', ?, ?)",
-        [case, prefer],
+        "VALUES ('r', 'pairwise', ?, ?, ?)",
+        [comparison, case, prefer],
     )
 
 
@@ -1621,8 +1629,7 @@ def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -
     _pair_votes(con, "k2", ["candidate", "baseline"], "en")
     _pair_votes(con, "k3", ["candidate", "baseline", "candidate", "tie"], "en")
     _pair_votes(con, "k4", ["candidate"], "en")
-    _pair_votes(con, "k5", ["baseline", "tie"], "en")
-    con.execute("UPDATE pairs SET eligible = false WHERE case_id = 'k5'")
+    _pair_votes(con, "k5", ["baseline", "tie"], "en", eligible=False)
     for case, prefer in (("k1", "candidate"), ("k2", "tie"), ("k3", "candidate")):
         _pairwise_label(con, case, prefer)
     con.execute(
@@ -1631,15 +1638,9 @@ def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -
     )
     # comparison d: the judge says candidate where the human says baseline (m1, m2): no class
     # in common, so no chance agreement at all: 0, and kappa (0 - 0) / (1 - 0) = 0
-    _pair_votes(con, "m1", ["candidate"], "en")
-    _pair_votes(con, "m2", ["candidate"], "en")
-    con.execute("UPDATE pairs SET comparison = 'd' WHERE case_id LIKE 'm%'")
     for case in ("m1", "m2"):
-        con.execute(
-            "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
-            "VALUES ('r', 'pairwise', 'd', ?, 'baseline')",
-            [case],
-        )
+        _pair_votes(con, case, ["candidate"], "en", comparison="d")
+        _pairwise_label(con, case, "baseline", comparison="d")
     row, other = queries.run_query(
         con, "pairwise", run_id="r", min_kappa=0.4, min_labels=1, max_flip_rate=0.5
     ).to_pylist()
@@ -1682,3 +1683,63 @@ def test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero(
     )  # fmt: skip
     assert cell["score_p"] == pytest.approx(2 * (1 + 12 + 66) / 2**12)
     assert cell["verdict"] == "same"
+
+
+# comparison -> (kappa band, confusion counts human x judge: (cand, cand), (cand, base),
+# (base, cand), (base, base)), found by search so that kappa = (agreement - chance) /
+# (1 - chance), computed in doubles as the query does, lands exactly on each band's edge or
+# inside the next tenth
+KAPPA_BANDS = {
+    "at-0": ("slight", (0, 0, 1, 1)),  # kappa exactly 0
+    "at-0.2": ("slight", (1, 0, 2, 1)),
+    "at-0.25": ("fair", (1, 0, 3, 4)),
+    "at-0.4": ("fair", (1, 0, 2, 6)),
+    "at-0.46": ("moderate", (2, 0, 2, 3)),
+    "at-0.6": ("moderate", (1, 0, 1, 6)),
+    "at-0.67": ("substantial", (2, 0, 1, 3)),
+    "at-0.8": ("substantial", (4, 0, 1, 5)),
+    "at-0.82": ("almost perfect", (4, 0, 1, 7)),
+    "below-0": ("poor", (0, 1, 1, 0)),
+}
+
+
+def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
+    tmp_path: Path,
+) -> None:
+    # bugs: a Landis-Koch band edge moved ('<=' as '<', 0.20 as 0.30, ...; '< 0' as '<= 0');
+    # a comparison without labels (n_labels 0, not 1) or without eligible pairs (no win-rate
+    # interval) dropped by an inner join or given bounds.
+    con = _warehouse(tmp_path)
+    for comparison, (_, cells) in KAPPA_BANDS.items():
+        pairs = [("candidate", "candidate"), ("candidate", "baseline")]
+        pairs += [("baseline", "candidate"), ("baseline", "baseline")]
+        i = 0
+        for (human, judge), count in zip(pairs, cells, strict=True):
+            for _ in range(count):
+                i += 1
+                _pair_votes(con, f"x{i}", [judge], "en", comparison=comparison)
+                _pairwise_label(con, f"x{i}", human, comparison=comparison)
+    _pair_votes(con, "y1", ["candidate"], "en", comparison="unlabelled")
+    _pair_votes(con, "y2", ["candidate"], "en", comparison="ineligible", eligible=False)
+    rows = {
+        r["comparison"]: r
+        for r in queries.run_query(
+            con, "pairwise", run_id="r", min_kappa=0.4, min_labels=1, max_flip_rate=0.5
+        ).to_pylist()
+    }
+    assert {c: r["kappa_band"] for c, r in rows.items() if c in KAPPA_BANDS} == {
+        c: band for c, (band, _) in KAPPA_BANDS.items()
+    }
+    for edge in ("0", "0.2", "0.4", "0.6", "0.8"):
+        assert rows[f"at-{edge}"]["kappa"] == float(edge), edge
+    unlabelled, ineligible = rows["unlabelled"], rows["ineligible"]
+    assert (unlabelled["n_labels"], unlabelled["kappa_band"], unlabelled["win_rate"]) == (
+        0,
+        "undefined",
+        1.0,
+    )
+    assert (ineligible["n_cases"], ineligible["win_rate_lo"], ineligible["win_rate_hi"]) == (
+        0,
+        None,
+        None,
+    )

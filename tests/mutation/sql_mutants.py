@@ -168,6 +168,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "pairwise": [
         "tests/test_queries.py::test_pairwise_counts_wins_and_labels_once_per_case_by_hand",
+        "tests/test_queries.py::test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels",
         "tests/test_judging.py::test_kappa_matches_the_textbook_example",
         "tests/test_judging.py::test_undefined_kappa_is_not_a_headline",
         "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
