@@ -1708,7 +1708,8 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
 ) -> None:
     # bugs: a Landis-Koch band edge moved ('<=' as '<', 0.20 as 0.30, ...; '< 0' as '<= 0');
     # a comparison without labels (n_labels 0, not 1) or without eligible pairs (no win-rate
-    # interval) dropped by an inner join or given bounds.
+    # interval) dropped by an inner join or given bounds; the win-rate interval of one case
+    # missing, or its upper bound not clamped to 1.
     con = _warehouse(tmp_path)
     for comparison, (_, cells) in KAPPA_BANDS.items():
         pairs = [("candidate", "candidate"), ("candidate", "baseline")]
@@ -1719,7 +1720,9 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
                 i += 1
                 _pair_votes(con, f"x{i}", [judge], "en", comparison=comparison)
                 _pairwise_label(con, f"x{i}", human, comparison=comparison)
-    _pair_votes(con, "y1", ["candidate"], "en", comparison="unlabelled")
+    for i in range(11):  # won 11 of 11: the unclamped upper bound is 1 + 2^-52
+        _pair_votes(con, f"y{i}", ["candidate"], "en", comparison="unlabelled")
+    _pair_votes(con, "y1", ["candidate"], "en", comparison="one-case")
     _pair_votes(con, "y2", ["candidate"], "en", comparison="ineligible", eligible=False)
     rows = {
         r["comparison"]: r
@@ -1736,6 +1739,15 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
     assert (unlabelled["n_labels"], unlabelled["kappa_band"], unlabelled["win_rate"]) == (
         0,
         "undefined",
+        1.0,
+    )
+    assert (unlabelled["n_cases"], unlabelled["win_rate_hi"]) == (11, 1.0)
+    z2 = 1.959963984540054**2
+    assert unlabelled["win_rate_lo"] == pytest.approx(11 / (11 + z2))  # Wilson at p = 1
+    one = rows["one-case"]
+    assert (one["n_cases"], one["win_rate_lo"], one["win_rate_hi"]) == (
+        1,
+        pytest.approx(1 / (1 + z2)),
         1.0,
     )
     assert (ineligible["n_cases"], ineligible["win_rate_lo"], ineligible["win_rate_hi"]) == (
