@@ -1650,6 +1650,7 @@ def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -
     assert (row["n_pairs"], row["n"], row["n_cases"], row["n_excluded"]) == (12, 10, 4, 2)
     assert (row["candidate_wins"], row["baseline_wins"], row["ties"]) == (6, 3, 1)
     assert row["judge_cost_usd"] == 0
+    assert (row["baseline_pass_rate"], row["candidate_pass_rate"]) == (1.0, 1.0)
     assert (row["n_labels"], row["agreement"]) == (3, 1.0)
     assert row["base_rate"] == pytest.approx(2 / 3)
 
@@ -1709,7 +1710,8 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
     # bugs: a Landis-Koch band edge moved ('<=' as '<', 0.20 as 0.30, ...; '< 0' as '<= 0');
     # a comparison without labels (n_labels 0, not 1) or without eligible pairs (no win-rate
     # interval) dropped by an inner join or given bounds; the win-rate interval of one case
-    # missing, or its upper bound not clamped to 1.
+    # missing, or its upper bound not clamped to 1; calibration and the flip flag with their
+    # limits moved ('>=' as '>', '>' as '>=').
     con = _warehouse(tmp_path)
     for comparison, (_, cells) in KAPPA_BANDS.items():
         pairs = [("candidate", "candidate"), ("candidate", "baseline")]
@@ -1724,12 +1726,23 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
         _pair_votes(con, f"y{i}", ["candidate"], "en", comparison="unlabelled")
     _pair_votes(con, "y1", ["candidate"], "en", comparison="one-case")
     _pair_votes(con, "y2", ["candidate"], "en", comparison="ineligible", eligible=False)
+    # 5 of at-0.8's 10 pairs flipped: a flip rate exactly at the limit of 0.5
+    con.execute(
+        "UPDATE pairs SET flipped = true WHERE comparison = 'at-0.8' "
+        "AND case_id IN ('x1', 'x2', 'x3', 'x4', 'x5')"
+    )
     rows = {
         r["comparison"]: r
         for r in queries.run_query(
-            con, "pairwise", run_id="r", min_kappa=0.4, min_labels=1, max_flip_rate=0.5
+            con, "pairwise", run_id="r", min_kappa=0.4, min_labels=9, max_flip_rate=0.5
         ).to_pylist()
     }
+    # calibrated: kappa and the label count each at least their minimum (at-0.4: exactly
+    # 0.4 on exactly 9 labels); at-0.8 flips at exactly the limit: not flagged
+    assert {c for c, r in rows.items() if r["calibrated"]} == {"at-0.4", "at-0.8", "at-0.82"}
+    assert {c for c, r in rows.items() if r["headline_eligible"]} == {"at-0.4", "at-0.8", "at-0.82"}
+    assert (rows["at-0.8"]["flip_rate"], rows["at-0.8"]["flip_flagged"]) == (0.5, False)
+    assert rows["ineligible"]["flip_flagged"] is False  # no eligible pair: no flip rate
     assert {c: r["kappa_band"] for c, r in rows.items() if c in KAPPA_BANDS} == {
         c: band for c, (band, _) in KAPPA_BANDS.items()
     }
