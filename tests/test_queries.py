@@ -1768,3 +1768,32 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
         None,
         None,
     )
+
+
+def test_a_run_reference_ranks_an_exact_id_then_baselines_then_labels(tmp_path: Path) -> None:
+    # bugs: an exact id ranked with the baseline names (how 1: the newer baseline's run would
+    # win), a label ranked with id prefixes (how 3: two runs of one label would read as an
+    # ambiguous prefix instead of the newest). Runs r-old and r-new, both labelled nightly;
+    # the baseline named r-old is pinned to r-new.
+    from evalwh.warehouse.store import Warehouse
+
+    con = _warehouse(tmp_path)
+    for run_id, day in (("r-old", 1), ("r-new", 2)):
+        con.execute(
+            "INSERT INTO runs (run_id, label, suite, status, config_hash, dataset_hash, "
+            "n_planned, started_at, evalwh_version) "
+            "VALUES (?, 'nightly', 's', 'completed', 'h', 'd', 1, ?, 't')",
+            [run_id, f"2026-01-0{day} 00:00:00+00"],
+        )
+    con.execute("INSERT INTO baselines VALUES ('r-old', 'r-new', now())")
+
+    def found(ref: str) -> list[tuple[str, int]]:
+        rows = queries.run_query(con, "resolve_run", ref=ref).to_pylist()
+        return [(r["run_id"], r["how"]) for r in rows]
+
+    assert found("r-old") == [("r-old", 0), ("r-new", 1)]
+    assert found("nightly") == [("r-new", 2), ("r-old", 2)]
+    assert found("r-") == [("r-new", 3), ("r-old", 3)]
+    con.close()
+    store = Warehouse(tmp_path / "w.duckdb")
+    assert (store.resolve("r-old"), store.resolve("nightly")) == ("r-old", "r-new")

@@ -188,6 +188,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_conveniences.py::test_previous_and_latest_tilde_n_stay_in_the_newest_runs_suite",
     ],
     "resolve_run": [
+        "tests/test_queries.py::test_a_run_reference_ranks_an_exact_id_then_baselines_then_labels",
         "tests/test_warehouse.py::test_run_references",
     ],
     "run_cells": [
