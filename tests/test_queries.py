@@ -1772,28 +1772,84 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
 
 def test_a_run_reference_ranks_an_exact_id_then_baselines_then_labels(tmp_path: Path) -> None:
     # bugs: an exact id ranked with the baseline names (how 1: the newer baseline's run would
-    # win), a label ranked with id prefixes (how 3: two runs of one label would read as an
-    # ambiguous prefix instead of the newest). Runs r-old and r-new, both labelled nightly;
-    # the baseline named r-old is pinned to r-new.
+    # win), a baseline ranked with labels, a label ranked with id prefixes (how 3: two runs of
+    # one label would read as an ambiguous prefix instead of the newest), a baseline joined to
+    # the other runs or read under other names, runs started in the same second not newest id
+    # first. Runs r-old and r-new labelled nightly, r-mid labelled weekly, t-a and t-b
+    # labelled twin and started together; the baseline r-old is pinned to r-new, weekly to
+    # r-old.
     from evalwh.warehouse.store import Warehouse
 
     con = _warehouse(tmp_path)
-    for run_id, day in (("r-old", 1), ("r-new", 2)):
+    for run_id, label, day in (
+        ("r-old", "nightly", 1), ("r-new", "nightly", 2), ("r-mid", "weekly", 3),
+        ("t-a", "twin", 4), ("t-b", "twin", 4),
+    ):  # fmt: skip
         con.execute(
             "INSERT INTO runs (run_id, label, suite, status, config_hash, dataset_hash, "
             "n_planned, started_at, evalwh_version) "
-            "VALUES (?, 'nightly', 's', 'completed', 'h', 'd', 1, ?, 't')",
-            [run_id, f"2026-01-0{day} 00:00:00+00"],
+            "VALUES (?, ?, 's', 'completed', 'h', 'd', 1, ?, 't')",
+            [run_id, label, f"2026-01-0{day} 00:00:00+00"],
         )
-    con.execute("INSERT INTO baselines VALUES ('r-old', 'r-new', now())")
+    con.execute(
+        "INSERT INTO baselines VALUES ('r-old', 'r-new', now()), ('weekly', 'r-old', now())"
+    )
 
     def found(ref: str) -> list[tuple[str, int]]:
         rows = queries.run_query(con, "resolve_run", ref=ref).to_pylist()
         return [(r["run_id"], r["how"]) for r in rows]
 
     assert found("r-old") == [("r-old", 0), ("r-new", 1)]
+    assert found("weekly") == [("r-old", 1), ("r-mid", 2)]
     assert found("nightly") == [("r-new", 2), ("r-old", 2)]
-    assert found("r-") == [("r-new", 3), ("r-old", 3)]
+    assert found("twin") == [("t-b", 2), ("t-a", 2)]
+    assert found("r-") == [("r-mid", 3), ("r-new", 3), ("r-old", 3)]
     con.close()
     store = Warehouse(tmp_path / "w.duckdb")
-    assert (store.resolve("r-old"), store.resolve("nightly")) == ("r-old", "r-new")
+    resolved = [store.resolve(ref) for ref in ("r-old", "weekly", "nightly", "twin")]
+    assert resolved == ["r-old", "r-old", "r-new", "t-b"]
+
+
+def test_run_totals_by_hand_and_an_empty_run(tmp_path: Path) -> None:
+    # bugs: another run's cases or pairs counted, the cached cost counted instead of the
+    # rest, a sum over no rows given as 1, the pairs' judge cost subtracted, a case too many,
+    # the Wilson interval with another z or any operator moved (statsmodels as the
+    # reference), an interval for a run without answers. Run r: c1 answered twice (pass,
+    # fail) -> 0.5, c2 pass, c3 fail (errored): pass rate (0.5 + 1 + 0) / 3 over 3 cases.
+    from statsmodels.stats.proportion import proportion_confint
+
+    con = _warehouse(tmp_path)
+    for run, case, repeat, ok, cost, cached, tokens, judge in (
+        ("r", "c1", 0, True, 0.25, False, 10, 0.0625),
+        ("r", "c1", 1, False, 0.125, True, 20, None),
+        ("r", "c2", 0, True, 0.5, False, 30, None),
+        ("r", "c3", 0, False, None, False, None, None),
+        ("s", "c4", 0, True, 8.0, False, 1000, 1.0),
+    ):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, score, cost_usd, input_tokens, output_tokens, "
+            "judge_cost_usd, error, created_at) "
+            "VALUES (?, 'v', 'm', ?, ?, '{}', ?, 'h', 1, ?, ?, ?, ?, ?, ?, ?, now())",
+            [run, case, repeat, cached, ok, float(ok), cost, tokens,
+             None if tokens is None else tokens // 10, judge, None if tokens else "boom"],
+        )  # fmt: skip
+    _pair_votes(con, "p1", ["candidate"], "en")
+    _pair_votes(con, "p2", ["candidate"], "en")
+    con.execute("UPDATE pairs SET cost_usd = 0.03125")
+    con.execute("UPDATE pairs SET run_id = 's', cost_usd = 2.0 WHERE case_id = 'p2'")
+    (t,) = queries.run_query(con, "run_totals", run_id="r").to_pylist()
+    assert (t["n"], t["n_cases"], t["n_passed"], t["n_errors"], t["n_cached"]) == (4, 3, 2, 1, 1)
+    assert (t["pass_rate"], t["error_rate"], t["mean_score"]) == (0.5, 0.25, 0.5)
+    lo, hi = proportion_confint(1.5, 3, alpha=0.05, method="wilson")
+    assert (t["pass_rate_lo"], t["pass_rate_hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert (t["cost_usd"], t["cost_uncached_usd"]) == (0.75, 0.875)
+    assert (t["input_tokens"], t["output_tokens"]) == (60, 6)
+    assert t["judge_cost_usd"] == 0.0625 + 0.03125
+    (empty,) = queries.run_query(con, "run_totals", run_id="none").to_pylist()
+    assert (empty["n"], empty["n_cases"], empty["pass_rate"]) == (0, 0, None)
+    assert (empty["pass_rate_lo"], empty["pass_rate_hi"]) == (None, None)
+    sums = ("cost_usd", "cost_uncached_usd", "input_tokens", "output_tokens", "judge_cost_usd")
+    assert [empty[k] for k in sums] == [0, 0, 0, 0, 0]
+    (other,) = queries.run_query(con, "run_totals", run_id="s").to_pylist()
+    assert (other["cost_usd"], other["judge_cost_usd"]) == (8.0, 3.0)

@@ -195,6 +195,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_queries.py::test_run_cells_lists_stored_cells_or_only_the_errored_ones",
     ],
     "run_totals": [
+        "tests/test_queries.py::test_run_totals_by_hand_and_an_empty_run",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
         "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
