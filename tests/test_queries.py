@@ -1853,3 +1853,64 @@ def test_run_totals_by_hand_and_an_empty_run(tmp_path: Path) -> None:
     assert [empty[k] for k in sums] == [0, 0, 0, 0, 0]
     (other,) = queries.run_query(con, "run_totals", run_id="s").to_pylist()
     assert (other["cost_usd"], other["judge_cost_usd"]) == (8.0, 3.0)
+    # one case passed: Wilson [1 / (1 + z^2), 1]; 11 of 11: the upper bound clamped to exactly 1
+    z2 = 1.959963984540054**2
+    assert (other["n_cases"], other["pass_rate_lo"], other["pass_rate_hi"]) == (
+        1,
+        pytest.approx(1 / (1 + z2)),
+        1.0,
+    )
+    for i in range(11):
+        _answer(con, "all", f"c{i}", 0, True)
+    (every,) = queries.run_query(con, "run_totals", run_id="all").to_pylist()
+    assert (every["n_cases"], every["pass_rate_hi"]) == (11, 1.0)
+    assert every["pass_rate_lo"] == pytest.approx(11 / (11 + z2))
+
+
+def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path) -> None:
+    # bugs: a filter inverted or or-ed with the others, the time window's ends moved (since
+    # is in, until is out), the oldest runs listed, a run without answers given 1 answer or
+    # dropped, the cached cost counted, an answer too many. Runs (suite, label, status,
+    # day): r1 (a, x, completed, 1) answered c1 pass 0.25, c2 errored 0.5 cached; r2 (a, y,
+    # failed, 2) no answers; r3 (b, x, completed, 3) c1 pass 0.125; r4 (a, x, running, 4).
+    con = _warehouse(tmp_path)
+    for run_id, suite, label, status, day in (
+        ("r1", "a", "x", "completed", 1), ("r2", "a", "y", "failed", 2),
+        ("r3", "b", "x", "completed", 3), ("r4", "a", "x", "running", 4),
+    ):  # fmt: skip
+        con.execute(
+            "INSERT INTO runs (run_id, label, suite, status, config_hash, dataset_hash, "
+            "n_planned, started_at, evalwh_version) VALUES (?, ?, ?, ?, 'h', 'd', 1, ?, 't')",
+            [run_id, label, suite, status, f"2026-01-0{day} 00:00:00+00"],
+        )
+    for run_id, case, ok, cost, cached, error in (
+        ("r1", "c1", True, 0.25, False, None), ("r1", "c2", False, 0.5, True, "boom"),
+        ("r3", "c1", True, 0.125, False, None),
+    ):  # fmt: skip
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, cost_usd, error, created_at) "
+            "VALUES (?, 'v', 'm', ?, 0, '{}', ?, 'h', 1, ?, ?, ?, now())",
+            [run_id, case, cached, ok, cost, error],
+        )
+
+    def runs(limit: int = 10, **filters: str) -> list[str]:
+        params = {k: filters.get(k) for k in ("suite", "label", "status", "since", "until")}
+        rows = queries.run_query(con, "runs", limit=limit, **params).to_pylist()
+        return [r["run_id"] for r in rows]
+
+    everything = {
+        r["run_id"]: (r["n"], r["n_passed"], r["n_errors"], r["pass_rate"], r["cost_usd"])
+        for r in queries.run_query(
+            con, "runs", limit=10, suite=None, label=None, status=None, since=None, until=None
+        ).to_pylist()
+    }
+    assert list(everything) == ["r4", "r3", "r2", "r1"]
+    assert everything["r1"] == (2, 1, 1, 0.5, 0.25)
+    assert everything["r2"] == (0, 0, 0, None, 0)
+    assert runs(limit=2) == ["r4", "r3"]
+    assert runs(suite="a") == ["r4", "r2", "r1"]
+    assert runs(label="x") == ["r4", "r3", "r1"]
+    assert runs(status="completed") == ["r3", "r1"]
+    window = {"since": "2026-01-02 00:00:00+00", "until": "2026-01-04 00:00:00+00"}
+    assert runs(**window) == ["r3", "r2"]

@@ -201,6 +201,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
     ],
     "runs": [
+        "tests/test_queries.py::test_runs_filter_on_each_parameter_and_list_newest_ids_first",
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "slice": [
