@@ -1867,6 +1867,25 @@ def test_run_totals_by_hand_and_an_empty_run(tmp_path: Path) -> None:
     assert every["pass_rate_lo"] == pytest.approx(11 / (11 + z2))
 
 
+def _costed_answer(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    case: str,
+    metadata: dict[str, str],
+    ok: bool,
+    cost: float,
+    cached: bool,
+    error: str | None,
+) -> None:
+    """One answer of cell v x m with its cost, whether it came from the cache, and its error."""
+    con.execute(
+        "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+        "request_hash, attempts, passed, cost_usd, error, created_at) "
+        "VALUES (?, 'v', 'm', ?, 0, ?, ?, 'h', 1, ?, ?, ?, now())",
+        [run_id, case, json.dumps(metadata), cached, ok, cost, error],
+    )
+
+
 def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path) -> None:
     # bugs: a filter inverted or or-ed with the others, the time window's ends moved (since
     # is in, until is out), the oldest runs listed, a run without answers given 1 answer or
@@ -1887,12 +1906,7 @@ def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path)
         ("r1", "c1", True, 0.25, False, None), ("r1", "c2", False, 0.5, True, "boom"),
         ("r3", "c1", True, 0.125, False, None),
     ):  # fmt: skip
-        con.execute(
-            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
-            "request_hash, attempts, passed, cost_usd, error, created_at) "
-            "VALUES (?, 'v', 'm', ?, 0, '{}', ?, 'h', 1, ?, ?, ?, now())",
-            [run_id, case, cached, ok, cost, error],
-        )
+        _costed_answer(con, run_id, case, {}, ok, cost, cached, error)
 
     def runs(limit: int = 10, **filters: str) -> list[str]:
         params = {k: filters.get(k) for k in ("suite", "label", "status", "since", "until")}
@@ -1914,3 +1928,23 @@ def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path)
     assert runs(status="completed") == ["r3", "r1"]
     window = {"since": "2026-01-02 00:00:00+00", "until": "2026-01-04 00:00:00+00"}
     assert runs(**window) == ["r3", "r2"]
+
+
+def test_slices_count_errors_and_only_the_uncached_cost(tmp_path: Path) -> None:
+    # bugs: errors counted as the answers without one, the cached cost counted instead of the
+    # rest, a slice with no uncached cost given 1. Slice k=a: c1 pass 0.25, c2 errored 0.5
+    # cached; slice k=b: c3 pass 0.125 cached (no uncached cost: 0).
+    con = _warehouse(tmp_path)
+    for case, k, ok, cost, cached, error in (
+        ("c1", "a", True, 0.25, False, None), ("c2", "a", False, 0.5, True, "boom"),
+        ("c3", "b", True, 0.125, True, None),
+    ):  # fmt: skip
+        _costed_answer(con, "r", case, {"k": k}, ok, cost, cached, error)
+    rows = queries.run_query(con, "slice", run_id="r", keys=["k"]).to_pylist()
+    got = {(r["slice"], r["variant"]): (r["n"], r["n_errors"], r["cost_usd"]) for r in rows}
+    assert got == {
+        ("k=a", None): (2, 1, 0.25),
+        ("k=a", "v"): (2, 1, 0.25),
+        ("k=b", None): (1, 0, 0),
+        ("k=b", "v"): (1, 0, 0),
+    }

@@ -205,6 +205,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "slice": [
+        "tests/test_queries.py::test_slices_count_errors_and_only_the_uncached_cost",
         "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
         "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
         "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
