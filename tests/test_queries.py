@@ -1890,8 +1890,9 @@ def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path)
     # bugs: a filter inverted or or-ed with the others, the time window's ends moved (since
     # is in, until is out), the oldest runs listed, a run without answers given 1 answer or
     # dropped, the cached cost counted, an answer too many. Runs (suite, label, status,
-    # day): r1 (a, x, completed, 1) answered c1 pass 0.25, c2 errored 0.5 cached; r2 (a, y,
-    # failed, 2) no answers; r3 (b, x, completed, 3) c1 pass 0.125; r4 (a, x, running, 4).
+    # day): r1 (a, x, completed, 1) answered c1 pass 0.25, c2 errored 0.5 cached, c3 pass
+    # 0.125; r2 (a, y, failed, 2) no answers; r3 (b, x, completed, 3) c1 pass 0.125; r4 (a,
+    # x, running, 4).
     con = _warehouse(tmp_path)
     for run_id, suite, label, status, day in (
         ("r1", "a", "x", "completed", 1), ("r2", "a", "y", "failed", 2),
@@ -1904,7 +1905,7 @@ def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path)
         )
     for run_id, case, ok, cost, cached, error in (
         ("r1", "c1", True, 0.25, False, None), ("r1", "c2", False, 0.5, True, "boom"),
-        ("r3", "c1", True, 0.125, False, None),
+        ("r1", "c3", True, 0.125, False, None), ("r3", "c1", True, 0.125, False, None),
     ):  # fmt: skip
         _costed_answer(con, run_id, case, {}, ok, cost, cached, error)
 
@@ -1920,7 +1921,7 @@ def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path)
         ).to_pylist()
     }
     assert list(everything) == ["r4", "r3", "r2", "r1"]
-    assert everything["r1"] == (2, 1, 1, 0.5, 0.25)
+    assert everything["r1"] == (3, 2, 1, pytest.approx(2 / 3), 0.375)
     assert everything["r2"] == (0, 0, 0, None, 0)
     assert runs(limit=2) == ["r4", "r3"]
     assert runs(suite="a") == ["r4", "r2", "r1"]
@@ -1932,19 +1933,24 @@ def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path)
 
 def test_slices_count_errors_and_only_the_uncached_cost(tmp_path: Path) -> None:
     # bugs: errors counted as the answers without one, the cached cost counted instead of the
-    # rest, a slice with no uncached cost given 1. Slice k=a: c1 pass 0.25, c2 errored 0.5
-    # cached; slice k=b: c3 pass 0.125 cached (no uncached cost: 0).
+    # rest, a slice with no uncached cost given 1, a pass-rate upper bound not clamped to 1.
+    # Slice k=a: c1 pass 0.25, c2 errored 0.5 cached, c4 pass 0.125; slice k=b: c3 pass 0.125
+    # cached (no uncached cost: 0); slice k=c: 11 passes (unclamped: 1 + 2^-52).
     con = _warehouse(tmp_path)
     for case, k, ok, cost, cached, error in (
         ("c1", "a", True, 0.25, False, None), ("c2", "a", False, 0.5, True, "boom"),
-        ("c3", "b", True, 0.125, True, None),
+        ("c4", "a", True, 0.125, False, None), ("c3", "b", True, 0.125, True, None),
+        *((f"d{i}", "c", True, 0.0, False, None) for i in range(11)),
     ):  # fmt: skip
         _costed_answer(con, "r", case, {"k": k}, ok, cost, cached, error)
     rows = queries.run_query(con, "slice", run_id="r", keys=["k"]).to_pylist()
     got = {(r["slice"], r["variant"]): (r["n"], r["n_errors"], r["cost_usd"]) for r in rows}
     assert got == {
-        ("k=a", None): (2, 1, 0.25),
-        ("k=a", "v"): (2, 1, 0.25),
+        ("k=a", None): (3, 1, 0.375),
+        ("k=a", "v"): (3, 1, 0.375),
         ("k=b", None): (1, 0, 0),
         ("k=b", "v"): (1, 0, 0),
+        ("k=c", None): (11, 0, 0),
+        ("k=c", "v"): (11, 0, 0),
     }
+    assert [r["pass_rate_hi"] for r in rows if r["slice"] == "k=c"] == [1.0, 1.0]
