@@ -623,6 +623,8 @@ def test_summary_matrix_by_hand(tmp_path: Path) -> None:
         ("r", "m2", "c1", True, None, False, 50, None, None, None),
         ("s", "m1", "c1", False, "x", True, 1, 1, 1, 1.0),
     ]
+    # cell v × m3: 11 of 11 pass, where the unclamped Wilson upper bound is 1 + 2^-52
+    rows += [("r", "m3", f"c{i}", True, None, False, 10, 1, 1, 0.0) for i in range(11)]
     for run, model, case, passed, error, cached, latency, tin, tout, cost in rows:
         con.execute(
             "INSERT INTO cases (run_id, variant, model, case_id, repeat, error, cached, "
@@ -630,7 +632,8 @@ def test_summary_matrix_by_hand(tmp_path: Path) -> None:
             "cost_usd, created_at) VALUES (?, 'v', ?, ?, 0, ?, ?, 'x', 1, ?, ?, ?, ?, ?, ?, now())",
             [run, model, case, error, cached, passed, float(passed), latency, tin, tout, cost],
         )
-    m1, m2 = queries.run_query(con, "summary", run_id="r").to_pylist()
+    m1, m2, m3 = queries.run_query(con, "summary", run_id="r").to_pylist()
+    assert (m3["model"], m3["n_cases"], m3["pass_rate_hi"]) == ("m3", 11, 1.0)
     assert (m1["model"], m1["n"], m1["n_passed"], m1["n_errors"], m1["n_cached"]) == (
         "m1",
         5,
