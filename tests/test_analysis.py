@@ -356,6 +356,8 @@ def test_pass_at_k_and_pass_hat_k_match_math_comb(store: Warehouse) -> None:
         at_k = statistics.mean(1 - math.comb(n - c, k) / math.comb(n, k) for n, c in cases)
         hat_k = statistics.mean(math.comb(c, k) / math.comb(n, k) for n, c in cases)
         assert row["n_cases"] == len(cases)
+        # k 1..3 take y (3 samples) with the x cases (5): the fewest and most repeats
+        assert (row["min_repeats"], row["max_repeats"]) == (min(cases)[0], max(cases)[0])
         assert row["pass_at_k"] == pytest.approx(at_k, abs=1e-12)
         assert row["pass_hat_k"] == pytest.approx(hat_k, abs=1e-12)
     assert rows[1]["pass_at_k"] == pytest.approx(7 / 15)  # k=1: the mean of per-case pass rates

@@ -8,6 +8,7 @@ in floating point, whatever tolerance the comparison allows.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -213,3 +214,19 @@ def test_cached_rows_cost_nothing_in_the_cost_rule(tmp_path: Path) -> None:
         con.execute("UPDATE cases SET cached = true WHERE case_id = 'c1'")
     ((_, _, got, passed),) = _verdicts(Warehouse(path), "C", {"max_cost_usd": 0.0625})
     assert (got, passed) == (pytest.approx(0.0625), True)
+
+
+def test_a_regression_drop_interval_is_the_delta_interval_negated(store: Warehouse) -> None:
+    # bug: a sign of drop_lo / drop_hi flipped (0 + x for 0 - x) or 1 - x. Per case B - A:
+    # pass [0, 0, -1, 0]: delta -0.25, sd 0.5, se 0.25, t(0.975, 3) = 3.18245: the interval
+    # [-1.045 -> clamped -1, 0.5456], so the drop's is [-0.5456, 1]; score [0, -0.5, -0.5, 0]:
+    # delta -0.25, se sqrt(1/12) / 2, interval [-0.7093, 0.2093], the drop's [-0.2093, 0.7093].
+    t3 = 3.182446305284263
+    block = {"max_drop_pass_rate": 0.5, "max_drop_score": 0.5}
+    result = judge(store, "B", {"thresholds": {"regression": block}}, baseline="A")
+    rows = {r["metric"]: r for r in result.rules if r["kind"] == "regression"}
+    half = {"pass_rate": t3 * 0.25, "score": t3 * math.sqrt(1 / 12) / 2}
+    assert rows["pass_rate_drop"]["drop_lo"] == pytest.approx(-(-0.25 + half["pass_rate"]))
+    assert rows["pass_rate_drop"]["drop_hi"] == 1.0
+    assert rows["score_drop"]["drop_lo"] == pytest.approx(-(-0.25 + half["score"]))
+    assert rows["score_drop"]["drop_hi"] == pytest.approx(0.25 + half["score"])

@@ -245,6 +245,8 @@ def test_criteria_summary_matches_hand_counts_and_wilson(tmp_path: Path) -> None
         ("r", "a", i, i < 5, i / 10, "boom" if i == 9 else None, i != 3, 2.0) for i in range(10)
     ]
     rows += [("r", "b", i, True, 1.0, None, True, 1.0) for i in range(4)]
+    # 'c': 11 of 11 pass, where the unclamped upper bound is 1 + 2^-52: clamped to exactly 1
+    rows += [("r", "c", i, True, 1.0, None, True, 1.0) for i in range(11)]
     rows += [("s", "a", i, False, 0.0, "x", True, 1.0) for i in range(3)]
     for run, criterion, i, passed, score, error, required, weight in rows:
         con.execute(
@@ -255,7 +257,8 @@ def test_criteria_summary_matches_hand_counts_and_wilson(tmp_path: Path) -> None
         )
     got = {r["criterion"]: r for r in queries.run_query(con, "criteria", run_id="r").to_pylist()}
     a, b = got["a"], got["b"]
-    assert sorted(got) == ["a", "b"]
+    assert sorted(got) == ["a", "b", "c"]
+    assert (got["c"]["n_cases"], got["c"]["pass_rate"], got["c"]["pass_rate_hi"]) == (11, 1.0, 1.0)
     assert (a["scorer"], a["weight"], a["required"]) == ("exact", 2.0, False)
     assert (a["n"], a["n_passed"], a["n_errors"]) == (10, 5, 1)
     assert a["pass_rate"] == 0.5 and a["mean_score"] == pytest.approx(0.45)
@@ -620,6 +623,8 @@ def test_summary_matrix_by_hand(tmp_path: Path) -> None:
         ("r", "m2", "c1", True, None, False, 50, None, None, None),
         ("s", "m1", "c1", False, "x", True, 1, 1, 1, 1.0),
     ]
+    # cell v × m3: 11 of 11 pass, where the unclamped Wilson upper bound is 1 + 2^-52
+    rows += [("r", "m3", f"c{i}", True, None, False, 10, 1, 1, 0.0) for i in range(11)]
     for run, model, case, passed, error, cached, latency, tin, tout, cost in rows:
         con.execute(
             "INSERT INTO cases (run_id, variant, model, case_id, repeat, error, cached, "
@@ -627,7 +632,8 @@ def test_summary_matrix_by_hand(tmp_path: Path) -> None:
             "cost_usd, created_at) VALUES (?, 'v', ?, ?, 0, ?, ?, 'x', 1, ?, ?, ?, ?, ?, ?, now())",
             [run, model, case, error, cached, passed, float(passed), latency, tin, tout, cost],
         )
-    m1, m2 = queries.run_query(con, "summary", run_id="r").to_pylist()
+    m1, m2, m3 = queries.run_query(con, "summary", run_id="r").to_pylist()
+    assert (m3["model"], m3["n_cases"], m3["pass_rate_hi"]) == ("m3", 11, 1.0)
     assert (m1["model"], m1["n"], m1["n_passed"], m1["n_errors"], m1["n_cached"]) == (
         "m1",
         5,
@@ -683,24 +689,32 @@ def test_compare_of_runs_with_more_than_55_thousand_cases_does_not_overflow(
 
 
 # -- survivors of the full SQL mutation run (tests/mutation/sql_mutants.py, 2026-11-30) -------
-def _pair_votes(con: duckdb.DuckDBPyConnection, case: str, votes: list[str], lang: str) -> None:
-    """One eligible pair per repeat of `case`, the judge's verdict in each."""
+def _pair_votes(
+    con: duckdb.DuckDBPyConnection,
+    case: str,
+    votes: list[str],
+    lang: str,
+    comparison: str = "c",
+    eligible: bool = True,
+) -> None:
+    """One pair per repeat of `case` (eligible unless told), the judge's verdict in each."""
     for repeat, verdict in enumerate(votes):
         con.execute(
             "INSERT INTO pairs (run_id, comparison, case_id, repeat, baseline_variant, "
             "baseline_model, candidate_variant, candidate_model, judge, judge_model, verdict, "
             "flipped, eligible, baseline_ok, candidate_ok, metadata, created_at) VALUES "
-            "('r', 'c', ?, ?, 'v', 'a', 'v', 'b', 'j', 'jm', ?, false, true, true, true, ?, "
-            "now())",
-            [case, repeat, verdict, json.dumps({"lang": lang})],
+            "('r', ?, ?, ?, 'v', 'a', 'v', 'b', 'j', 'jm', ?, false, ?, true, true, ?, now())",
+            [comparison, case, repeat, verdict, eligible, json.dumps({"lang": lang})],
         )
 
 
-def _pairwise_label(con: duckdb.DuckDBPyConnection, case: str, prefer: str) -> None:
+def _pairwise_label(
+    con: duckdb.DuckDBPyConnection, case: str, prefer: str, comparison: str = "c"
+) -> None:
     con.execute(
         "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
-        "VALUES ('r', 'pairwise', 'c', ?, ?)",
-        [case, prefer],
+        "VALUES ('r', 'pairwise', ?, ?, ?)",
+        [comparison, case, prefer],
     )
 
 
@@ -1106,6 +1120,12 @@ def test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom(
                 lo, hi = max(-1.0, lo), min(1.0, hi)
             assert row[f"{metric}_lo"] == pytest.approx(lo, rel=1e-7, abs=1e-9), (k, metric)
             assert row[f"{metric}_hi"] == pytest.approx(hi, rel=1e-7, abs=1e-9), (k, metric)
+        if k > 30:
+            # the quantile itself, read back from the cost interval (no clamp there): the
+            # expansion is within 3e-8 of scipy at 31 df; 0.1 more on its last coefficient is 0.1 / 31^4
+            # = 1.1e-7 more
+            cost = (row["cost_usd_hi"] - row["cost_usd_delta"]) / row["cost_usd_se"]
+            assert cost == pytest.approx(q, abs=5e-8), k
 
 
 def test_compare_averages_cost_and_latency_over_a_cases_repeats(tmp_path: Path) -> None:
@@ -1260,3 +1280,680 @@ def test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests(tmp_pat
         down = sum(1 for j in scored if j % 3 == 0)
         assert row["score_p"] == pytest.approx(_sign_test_p(up, down), rel=1e-9), n
     assert True in differs  # some slices tell each metric's degrees of freedom apart
+
+
+# One cell per verdict branch of sql/compare.sql, each on the near side of its boundary:
+# (variant, model) -> the answers (run, case, repeat, passed, score) are built below.
+VERDICT_CELLS = {
+    # 6 cases broken, none fixed: sign test 2 / 2^6 = 0.03125 < 0.05, delta -1
+    ("a", "worse-pass"): "worse",
+    # 5 cases broken: 2 / 2^5 = 0.0625, not below 0.05 (nor is 5 fixed)
+    ("a", "noise-down"): "within noise",
+    ("a", "noise-up"): "within noise",
+    # 7 fixed of 8 (one passes both): 2 / 2^7, delta 7/8: better though below 1
+    ("a", "better-pass"): "better",
+    # verdicts unchanged, every score -0.4 (6 cases): interval [-0.4, -0.4], sign test 0.03125
+    ("a", "worse-score"): "worse",
+    ("a", "better-score"): "better",
+    # 5 scores moved: 0.0625
+    ("a", "noise-score-down"): "within noise",
+    ("a", "noise-score-up"): "within noise",
+    # 7 scores up (sign test 2 / 2^7) but spread so wide the interval holds 0
+    ("a", "noise-score-wide"): "within noise",
+    # 11 cases passing both times, no scores
+    ("a", "same"): "same",
+    # 1 case fixed (+1) and 8 cases answered 8 times, broken once each (-1/8): delta exactly 0,
+    # sign test 2 * 9 / 2^9 = 0.035 < 0.05: neither better nor worse
+    ("a", "zero-delta"): "same",
+    ("b", "no-pairs"): "no pairs",
+    ("b", "only-a"): "only in A",
+    ("b", "only-b"): "only in B",
+    # one pair: fixed, score 0.2 -> 0.6; its sign tests are 2 * 1/2 capped at 1
+    ("b", "single"): "within noise",
+}
+
+
+def _verdict_answers() -> list[tuple[str, str, str, str, int, bool, float | None]]:
+    """(run, variant, model, case, repeat, passed, score) of every answer of VERDICT_CELLS."""
+    rows: list[tuple[str, str, str, str, int, bool, float | None]] = []
+
+    def both(
+        model: str, n: int, a: tuple[bool, float | None], b: tuple[bool, float | None]
+    ) -> None:
+        for j in range(n):
+            rows.append(("A", "a", model, f"c{j}", 0, *a))
+            rows.append(("B", "a", model, f"c{j}", 0, *b))
+
+    both("worse-pass", 6, (True, 0.5), (False, 0.5))
+    both("noise-down", 5, (True, 0.5), (False, 0.5))
+    both("noise-up", 5, (False, 0.5), (True, 0.5))
+    both("better-pass", 7, (False, 0.5), (True, 0.5))
+    rows += [("A", "a", "better-pass", "c7", 0, True, 0.5)]
+    rows += [("B", "a", "better-pass", "c7", 0, True, 0.5)]
+    for model, n, score_a, score_b in (
+        ("worse-score", 6, 0.9, 0.5),
+        ("better-score", 6, 0.5, 0.9),
+        ("noise-score-down", 5, 0.9, 0.5),
+        ("noise-score-up", 5, 0.5, 0.9),
+    ):
+        for j in range(n):  # verdicts unchanged: every other case passes
+            rows += [("A", "a", model, f"c{j}", 0, j % 2 == 0, score_a)]
+            rows += [("B", "a", model, f"c{j}", 0, j % 2 == 0, score_b)]
+    for j in range(7):
+        rows += [("A", "a", "noise-score-wide", f"c{j}", 0, True, 0.5)]
+        rows += [("B", "a", "noise-score-wide", f"c{j}", 0, True, 0.95 if j == 6 else 0.5 + 1 / 64)]
+    both("same", 11, (True, None), (True, None))
+    rows += [("A", "a", "zero-delta", "u0", 0, False, None)]
+    rows += [("B", "a", "zero-delta", "u0", 0, True, None)]
+    for j in range(1, 9):
+        for repeat in range(8):
+            rows += [("A", "a", "zero-delta", f"u{j}", repeat, True, None)]
+            rows += [("B", "a", "zero-delta", f"u{j}", repeat, repeat != j - 1, None)]
+    rows += [("A", "b", "no-pairs", "x1", 0, True, 0.5), ("B", "b", "no-pairs", "x2", 0, True, 0.5)]
+    rows += [("A", "b", "only-a", "c0", 0, True, 0.5), ("B", "b", "only-b", "c0", 0, False, 0.5)]
+    rows += [("A", "b", "single", "c0", 0, False, 0.2), ("B", "b", "single", "c0", 0, True, 0.6)]
+    return rows
+
+
+def test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand(tmp_path: Path) -> None:
+    # bugs: any operator or constant of the verdict CASE moved (each cell of VERDICT_CELLS sits
+    # next to one boundary: a sign test of 0.03125 or 0.0625, a delta of exactly 0 with a
+    # sign test below 0.05, a score interval holding 0, a cell with no pairs or one pair);
+    # the per-side Wilson bounds (statsmodels' as the reference, clamped to exactly 0 and 1:
+    # at n = 11 the unclamped upper bound of 11/11 is 1 + 2^-52); n_pairs of a cell only one
+    # run has; the sign tests of a single pair; the documented row order (run, cells by
+    # variant then model, criteria, then slices, each worst first).
+    from statsmodels.stats.proportion import proportion_confint
+
+    con = _warehouse(tmp_path)
+    for run, variant, model, case, repeat, passed, score in _verdict_answers():
+        meta = json.dumps({"g": "lo" if model == "worse-pass" else "hi"})
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, score, cost_usd, latency_ms, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, false, 'x', 1, ?, ?, 0.01, 100, now())",
+            [run, variant, model, case, repeat, meta, passed, score],
+        )
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required) VALUES (?, ?, ?, ?, ?, 'k', 'x', ?, ?, 1, true)",
+            [run, variant, model, case, repeat, float(passed) if score is None else score, passed],
+        )
+    rows = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False, scopes=None
+    ).to_pylist()
+    cells = {(r["variant"], r["model"]): r for r in rows if r["scope"] == "cell"}
+    assert {cell: r["verdict"] for cell, r in cells.items()} == VERDICT_CELLS
+    zero = cells[("a", "zero-delta")]
+    assert (zero["pass_rate_delta"], zero["n_fixed"], zero["n_broken"]) == (0.0, 1, 8)
+    assert zero["pass_rate_p"] == pytest.approx(_sign_test_p(1, 8)) and zero["pass_rate_p"] < 0.05
+    assert cells[("a", "worse-pass")]["pass_rate_p"] == pytest.approx(0.03125)
+    assert cells[("a", "noise-down")]["pass_rate_p"] == pytest.approx(0.0625)
+    wide = cells[("a", "noise-score-wide")]
+    assert wide["score_p"] == pytest.approx(2 / 2**7) and wide["score_lo"] < 0 < wide["score_hi"]
+    single = cells[("b", "single")]
+    assert (single["n"], single["pass_rate_p"], single["score_p"]) == (1, 1.0, 1.0)
+    # presence: answers a side, pairs
+    presence = {
+        cell: (cells[cell]["n_a"], cells[cell]["n_b"], cells[cell]["n"], cells[cell]["n_pairs"])
+        for cell in [("b", "no-pairs"), ("b", "only-a"), ("b", "only-b"), ("a", "zero-delta")]
+    }
+    assert presence == {
+        ("b", "no-pairs"): (1, 1, 0, 0),
+        ("b", "only-a"): (1, 0, 0, 0),
+        ("b", "only-b"): (0, 1, 0, 0),
+        ("a", "zero-delta"): (65, 65, 9, 65),
+    }
+    # Wilson bounds of each side's pass rate over the n paired cases
+    for r in rows:
+        if not r["n"]:
+            continue
+        for side in ("a", "b"):
+            n, p = r["n"], r[f"pass_rate_{side}"]
+            lo, hi = proportion_confint(round(p * n), n, alpha=0.05, method="wilson")
+            got = (r[f"pass_rate_{side}_lo"], r[f"pass_rate_{side}_hi"])
+            assert got == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12)), (r, side)
+            assert got[0] == 0.0 if p == 0 else got[0] > 0, (r["target"], side)
+            assert got[1] == 1.0 if p == 1 else got[1] < 1, (r["target"], side)
+    same = cells[("a", "same")]
+    assert (same["n"], same["pass_rate_a_hi"], same["pass_rate_b_hi"]) == (11, 1.0, 1.0)
+    # the row order
+    order = [(r["scope"], r["target"]) for r in rows]
+    assert order == [
+        ("run", "run"),
+        *[("cell", f"{v} × {m}") for v, m in sorted(VERDICT_CELLS)],
+        ("criterion", "k"),
+        ("slice", "g=lo"),
+        ("slice", "g=hi"),
+    ]
+    assert next(r["pass_rate_delta"] for r in rows if r["scope"] == "slice") == -1.0
+    assert rows[-3]["pass_rate_delta"] > -1.0  # the criterion sorts before a worse slice
+
+
+def test_gate_values_exactly_on_their_limit_pass_and_a_rule_matching_nothing_fails(
+    tmp_path: Path,
+) -> None:
+    # bugs: '>=' as '>' and '<=' as '<' (the gate's own tests go through judge(), whose
+    # tolerance is above 0, so a value on its limit passes either way: here the tolerance is
+    # 0 and then 0.125); n off by one at each scope; a rule whose target has no rows dropped
+    # (inner join), passed, or given n 1. Run r, cell v × m, criterion k: c1, c2, c4 pass,
+    # c3 fails; scores mirror the verdicts: pass rate and score 3/4 over 4 cases, no errors.
+    con = _warehouse(tmp_path)
+    for case, ok in (("c1", True), ("c2", True), ("c3", False), ("c4", True)):
+        _answer(con, "r", case, 0, ok)
+
+    def gate(rules: list[tuple[str, str, str, str, float]], tolerance: float) -> list[Any]:
+        keys = ("scope", "target", "metric", "op", "limit")
+        rows = queries.run_query(
+            con,
+            "gate",
+            run_id="r",
+            rules=json.dumps([dict(zip(keys, r, strict=True)) for r in rules]),
+            tolerance=tolerance,
+        ).to_pylist()
+        return [
+            (g["scope"], g["target"], g["metric"], g["value"], g["n"], g["passed"]) for g in rows
+        ]
+
+    on_limit = [
+        ("run", "run", "pass_rate", ">=", 0.75),
+        ("run", "run", "error_rate", "<=", 0.0),
+        ("cell", "v × m", "score", ">=", 0.75),
+        ("criterion", "k", "pass_rate", ">=", 0.75),
+        ("cell", "w × x", "pass_rate", ">=", 0.5),  # no such cell
+    ]
+    assert gate(on_limit, 0.0) == [
+        ("cell", "w × x", "pass_rate", None, 0, False),
+        ("cell", "v × m", "score", 0.75, 4, True),
+        ("criterion", "k", "pass_rate", 0.75, 4, True),
+        ("run", "run", "error_rate", 0.0, 4, True),
+        ("run", "run", "pass_rate", 0.75, 4, True),
+    ]
+    # one tolerance past the limit: still on it; a step further: fails
+    past = [
+        ("run", "run", "pass_rate", ">=", 0.875),
+        ("run", "run", "error_rate", "<=", -0.125),
+        ("run", "run", "score", ">=", 0.875 + 1 / 64),
+    ]
+    assert [g[-1] for g in gate(past, 0.125)] == [False, True, True]
+    assert [g[2] for g in gate(past, 0.125)] == ["score", "error_rate", "pass_rate"]
+
+
+def test_flaky_cases_equally_split_come_by_score_spread_widest_first(tmp_path: Path) -> None:
+    # bug: the score sd sorted ascending. z1 and a1 both pass 1 of 2 answers; z1's scores
+    # (0.9, 0.1) spread wider than a1's (0.6, 0.4): z1 first, before the case_id order.
+    con = _warehouse(tmp_path)
+    for case, repeat, ok, score in (
+        ("a1", 0, True, 0.6), ("a1", 1, False, 0.4), ("z1", 0, True, 0.9), ("z1", 1, False, 0.1),
+    ):  # fmt: skip
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, score, passed, created_at) "
+            "VALUES ('r', 'v', 'm', ?, ?, '{}', false, 'h', 1, ?, ?, now())",
+            [case, repeat, score, ok],
+        )
+    rows = queries.run_query(con, "flaky", run_id="r").to_pylist()
+    assert [(r["case_id"], r["pass_rate"]) for r in rows] == [("z1", 0.5), ("a1", 0.5)]
+    assert rows[0]["score_sd"] > rows[1]["score_sd"]
+
+
+# Hand-made rows of sql/compare.sql for sql/gate_regression.sql, one cell per target:
+# target: (n, pass delta, pass lo, pass hi, pass p, score n, score delta, lo, hi, score p)
+REGRESSION_DELTAS: dict[str, tuple[Any, ...]] = {
+    # both drops 0.25, significant (p 0.03125, the score interval below 0)
+    "t1": (8, -0.25, -0.5, -0.125, 0.03125, 8, -0.25, -0.5, -0.125, 0.03125),
+    # the same drops, sign tests 0.0625: not significant
+    "t2": (8, -0.25, -0.5, -0.125, 0.0625, 8, -0.25, -0.5, -0.125, 0.0625),
+    # no drop with a sign test below 0.05 (one case +1, eight -1/8); a score interval that
+    # holds 0 with a sign test below 0.05
+    "t3": (9, 0.0, -0.5, 0.5, 0.03515625, 9, 0.0, -0.5, 0.5, 0.03125),
+    # a cell only in the baseline: no pairs
+    "t4": (0, None, None, None, None, None, None, None, None, None),
+    # one pair
+    "t5": (1, -1.0, None, None, 1.0, 1, -0.5, None, None, 1.0),
+    # clustered into one cluster: no interval (significance unknown) but sign tests below 0.05
+    "t6": (6, -1.0, None, None, 0.03125, 6, -0.5, None, None, 0.03125),
+    # a score interval ending exactly at 0: it does not exclude 0
+    "t7": (6, 0.0, -0.25, 0.25, 1.0, 6, -0.25, -0.5, 0.0, 0.03125),
+}
+
+
+def test_regression_gate_rules_on_hand_made_deltas(tmp_path: Path) -> None:
+    # bugs: the significance tests of sql/gate_regression.sql with a bound or a constant moved
+    # (t2: p 0.0625; t3: no drop; t7: an interval ending at 0), the drop interval's signs, a
+    # drop exactly on its limit failing, '*' reaching cells without pairs (t4) or missing one
+    # pair (t5), a rule naming no target dropped or passed, an unknown significance (t6)
+    # read as significant, significant_only defaulting to true.
+    import pyarrow as pa
+
+    names = ["n", "pass_rate_delta", "pass_rate_lo", "pass_rate_hi", "pass_rate_p"]
+    names += ["score_n", "score_delta", "score_lo", "score_hi", "score_p"]
+    columns: dict[str, Any] = {"scope": ["cell"] * len(REGRESSION_DELTAS)}
+    columns["target"] = list(REGRESSION_DELTAS)
+    for i, name in enumerate(names):
+        values = [row[i] for row in REGRESSION_DELTAS.values()]
+        columns[name] = pa.array(values, pa.int64() if name.endswith("n") else pa.float64())
+    for side in ("a", "b"):
+        columns[f"pass_rate_{side}"] = columns[f"score_{side}"] = [0.5] * len(REGRESSION_DELTAS)
+    con = duckdb.connect()
+    con.register("deltas", pa.table(columns))
+
+    def gate(*rules: tuple[str, str, float, bool | None]) -> dict[tuple[str, str], Any]:
+        keys = ("target", "metric", "limit", "significant_only")
+        rows = queries.run_query(
+            con,
+            "gate_regression",
+            rules=json.dumps([{"scope": "cell", **dict(zip(keys, r, strict=True))} for r in rules]),
+            tolerance=0.0,
+        ).to_pylist()
+        return {
+            (r["metric"], r["target"]): (
+                r["value"], r["n"], r["drop_lo"], r["drop_hi"], r["significant"],
+                r["significant_only"], r["passed"],
+            )
+            for r in rows
+        }  # fmt: skip
+
+    assert gate(("*", "pass_rate", 0.125, True)) == {
+        ("pass_rate_drop", "t1"): (0.25, 8, 0.125, 0.5, True, True, False),
+        ("pass_rate_drop", "t2"): (0.25, 8, 0.125, 0.5, False, True, True),
+        ("pass_rate_drop", "t3"): (0.0, 9, -0.5, 0.5, False, True, True),
+        ("pass_rate_drop", "t5"): (1.0, 1, None, None, False, True, True),
+        ("pass_rate_drop", "t6"): (1.0, 6, None, None, True, True, False),
+        ("pass_rate_drop", "t7"): (0.0, 6, -0.25, 0.25, False, True, True),
+    }
+    assert gate(("*", "score", 0.125, True)) == {
+        ("score_drop", "t1"): (0.25, 8, 0.125, 0.5, True, True, False),
+        ("score_drop", "t2"): (0.25, 8, 0.125, 0.5, False, True, True),
+        ("score_drop", "t3"): (0.0, 9, -0.5, 0.5, False, True, True),
+        ("score_drop", "t5"): (0.5, 1, None, None, False, True, True),
+        ("score_drop", "t6"): (0.5, 6, None, None, False, True, True),
+        ("score_drop", "t7"): (0.25, 6, 0.0, 0.5, False, True, True),
+    }
+    # a drop exactly on its limit passes; significant_only left out is false; no such target
+    assert gate(("t1", "score", 0.25, None), ("nope", "pass_rate", 0.5, None)) == {
+        ("score_drop", "t1"): (0.25, 8, 0.125, 0.5, True, False, True),
+        ("pass_rate_drop", "nope"): (None, 0, None, None, False, False, False),
+    }
+    assert gate(("t1", "score", 0.25 - 1 / 64, None))[("score_drop", "t1")][-1] is False
+
+
+def test_metadata_keys_count_distinct_values_and_the_rows_carrying_each(tmp_path: Path) -> None:
+    # bugs: a row more per metadata object, values counted per object instead of distinct.
+    # Run r: {lang en, doc d1} twice, {lang en, doc d2} once, {lang fr} once; run s must not
+    # count. lang: 2 values (en, fr) on 4 rows (3 objects); doc: 2 values on 3 rows.
+    con = _warehouse(tmp_path)
+    metas = [{"lang": "en", "doc": "d1"}] * 2 + [{"lang": "en", "doc": "d2"}, {"lang": "fr"}]
+    for run, i, meta in [*(("r", i, m) for i, m in enumerate(metas)), ("s", 0, {"x": "1"})]:
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, created_at) "
+            "VALUES (?, 'v', 'm', ?, 0, ?, false, 'h', 1, true, now())",
+            [run, f"c{i}", json.dumps(meta)],
+        )
+    rows = queries.run_query(con, "metadata_keys", run_ids=["r"]).to_pylist()
+    assert [(r["key"], r["n_values"], r["n"]) for r in rows] == [("doc", 2, 3), ("lang", 2, 4)]
+
+
+def test_pair_sides_list_every_answer_with_only_this_runs_passed_criteria(tmp_path: Path) -> None:
+    # bugs: criteria read from another run's scores; an answer without score rows (an error)
+    # dropped by an inner join. Run r: c1 passed k1, failed k2; c2 errored (no scores). Run s:
+    # c1 passed k3.
+    con = _warehouse(tmp_path)
+    for run, case, error in (("r", "c1", None), ("r", "c2", "boom"), ("s", "c1", None)):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, error, created_at) "
+            "VALUES (?, 'v', 'm', ?, 0, '{}', false, 'h', 1, ?, ?, now())",
+            [run, case, error is None, error],
+        )
+    for run, criterion, ok in (("r", "k1", True), ("r", "k2", False), ("s", "k3", True)):
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required) VALUES (?, 'v', 'm', 'c1', 0, ?, 'x', 1, ?, 1, true)",
+            [run, criterion, ok],
+        )
+    rows = queries.run_query(con, "pair_sides", run_id="r").to_pylist()
+    got = sorted((r["case_id"], r["error"], r["criteria_passed"]) for r in rows)
+    assert got == [("c1", None, ["k1"]), ("c2", "boom", [])]
+
+
+def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -> None:
+    # bugs: the side names listed once per pair (DISTINCT dropped), cases counted per pair, a
+    # pair too many, ineligible pairs counted as baseline wins or ties, a judge cost of 1 with
+    # no cost, the majority verdict or the base rate taken with min(), a tie at three top
+    # verdicts, another run's labels read. Comparison c, eligible pairs: k1 candidate x2,
+    # baseline x1 -> candidate; k2 candidate, baseline -> tie; k3 candidate x2, baseline, tie
+    # -> candidate; k4 candidate (labelled in run s only). Ineligible: k5 baseline, k5 tie.
+    # Labels candidate, tie, candidate: n_labels 3, agreement 1, base rate 2/3. A chance
+    # agreement of 1 / n^2 when the two sides share no class, or no row at all.
+    con = _warehouse(tmp_path)
+    _pair_votes(con, "k1", ["candidate", "candidate", "baseline"], "en")
+    _pair_votes(con, "k2", ["candidate", "baseline"], "en")
+    _pair_votes(con, "k3", ["candidate", "baseline", "candidate", "tie"], "en")
+    _pair_votes(con, "k4", ["candidate"], "en")
+    _pair_votes(con, "k5", ["baseline", "tie"], "en", eligible=False)
+    for case, prefer in (("k1", "candidate"), ("k2", "tie"), ("k3", "candidate")):
+        _pairwise_label(con, case, prefer)
+    con.execute(
+        "INSERT INTO labels (run_id, kind, comparison, case_id, prefer) "
+        "VALUES ('s', 'pairwise', 'c', 'k4', 'baseline')"
+    )
+    # comparison d: the judge says candidate where the human says baseline (m1, m2): no class
+    # in common, so no chance agreement at all: 0, and kappa (0 - 0) / (1 - 0) = 0
+    for case in ("m1", "m2"):
+        _pair_votes(con, case, ["candidate"], "en", comparison="d")
+        _pairwise_label(con, case, "baseline", comparison="d")
+    row, other = queries.run_query(
+        con, "pairwise", run_id="r", min_kappa=0.4, min_labels=1, max_flip_rate=0.5
+    ).to_pylist()
+    assert (other["comparison"], other["n_labels"], other["agreement"]) == ("d", 2, 0.0)
+    assert (other["chance_agreement"], other["kappa"]) == (0.0, 0.0)
+    assert (row["baseline"], row["candidate"]) == ("v × a", "v × b")
+    assert (row["n_pairs"], row["n"], row["n_cases"], row["n_excluded"]) == (12, 10, 4, 2)
+    assert (row["candidate_wins"], row["baseline_wins"], row["ties"]) == (6, 3, 1)
+    assert row["judge_cost_usd"] == 0
+    assert (row["baseline_pass_rate"], row["candidate_pass_rate"]) == (1.0, 1.0)
+    assert (row["n_labels"], row["agreement"]) == (3, 1.0)
+    assert row["base_rate"] == pytest.approx(2 / 3)
+
+
+def test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero(
+    tmp_path: Path,
+) -> None:
+    # bugs: 'score_hi < 0' as '<= 0' (and 'score_lo > 0' as '>= 0'). Clustered on doc, each
+    # cluster's score differences sum to 0 (+5/8 once, -1/8 five times: exact in binary), so
+    # the mean difference and the CR1 standard error are exactly 0: the interval is [0, 0].
+    # The sign test on 2 up and 10 down: 2 * (1 + 12 + 66) / 2^12 = 0.0386 < 0.05. Verdicts
+    # unchanged: 'same', not worse (nor better).
+    con = _warehouse(tmp_path)
+    for doc in ("d1", "d2"):
+        for j in range(6):
+            a, b = (0.25, 0.875) if j == 0 else (0.5, 0.375)
+            for run, score in (("A", a), ("B", b)):
+                con.execute(
+                    "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, "
+                    "cached, request_hash, attempts, passed, score, created_at) "
+                    "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, true, ?, now())",
+                    [run, f"{doc}-{j}", json.dumps({"doc": doc}), score],
+                )
+    rows = queries.run_query(
+        con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False,
+        scopes=["cell"],
+    ).to_pylist()  # fmt: skip
+    (cell,) = rows
+    assert (cell["score_delta"], cell["score_se"], cell["score_lo"], cell["score_hi"]) == (
+        0.0, 0.0, 0.0, 0.0,
+    )  # fmt: skip
+    assert cell["score_p"] == pytest.approx(2 * (1 + 12 + 66) / 2**12)
+    assert cell["verdict"] == "same"
+
+
+# comparison -> (kappa band, confusion counts human x judge: (cand, cand), (cand, base),
+# (base, cand), (base, base)), found by search so that kappa = (agreement - chance) /
+# (1 - chance), computed in doubles as the query does, lands exactly on each band's edge or
+# inside the next tenth
+KAPPA_BANDS = {
+    "at-0": ("slight", (0, 0, 1, 1)),  # kappa exactly 0
+    "at-0.2": ("slight", (1, 0, 2, 1)),
+    "at-0.25": ("fair", (1, 0, 3, 4)),
+    "at-0.4": ("fair", (1, 0, 2, 6)),
+    "at-0.46": ("moderate", (2, 0, 2, 3)),
+    "at-0.6": ("moderate", (1, 0, 1, 6)),
+    "at-0.67": ("substantial", (2, 0, 1, 3)),
+    "at-0.8": ("substantial", (4, 0, 1, 5)),
+    "at-0.82": ("almost perfect", (4, 0, 1, 7)),
+    "below-0": ("poor", (0, 1, 1, 0)),
+}
+
+
+def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
+    tmp_path: Path,
+) -> None:
+    # bugs: a Landis-Koch band edge moved ('<=' as '<', 0.20 as 0.30, ...; '< 0' as '<= 0');
+    # a comparison without labels (n_labels 0, not 1) or without eligible pairs (no win-rate
+    # interval) dropped by an inner join or given bounds; the win-rate interval of one case
+    # missing, or its upper bound not clamped to 1; calibration and the flip flag with their
+    # limits moved ('>=' as '>', '>' as '>=').
+    con = _warehouse(tmp_path)
+    for comparison, (_, cells) in KAPPA_BANDS.items():
+        pairs = [("candidate", "candidate"), ("candidate", "baseline")]
+        pairs += [("baseline", "candidate"), ("baseline", "baseline")]
+        i = 0
+        for (human, judge), count in zip(pairs, cells, strict=True):
+            for _ in range(count):
+                i += 1
+                _pair_votes(con, f"x{i}", [judge], "en", comparison=comparison)
+                _pairwise_label(con, f"x{i}", human, comparison=comparison)
+    for i in range(11):  # won 11 of 11: the unclamped upper bound is 1 + 2^-52
+        _pair_votes(con, f"y{i}", ["candidate"], "en", comparison="unlabelled")
+    _pair_votes(con, "y1", ["candidate"], "en", comparison="one-case")
+    _pair_votes(con, "y2", ["candidate"], "en", comparison="ineligible", eligible=False)
+    # 5 of at-0.8's 10 pairs flipped: a flip rate exactly at the limit of 0.5
+    con.execute(
+        "UPDATE pairs SET flipped = true WHERE comparison = 'at-0.8' "
+        "AND case_id IN ('x1', 'x2', 'x3', 'x4', 'x5')"
+    )
+    rows = {
+        r["comparison"]: r
+        for r in queries.run_query(
+            con, "pairwise", run_id="r", min_kappa=0.4, min_labels=9, max_flip_rate=0.5
+        ).to_pylist()
+    }
+    # calibrated: kappa and the label count each at least their minimum (at-0.4: exactly
+    # 0.4 on exactly 9 labels); at-0.8 flips at exactly the limit: not flagged
+    assert {c for c, r in rows.items() if r["calibrated"]} == {"at-0.4", "at-0.8", "at-0.82"}
+    assert {c for c, r in rows.items() if r["headline_eligible"]} == {"at-0.4", "at-0.8", "at-0.82"}
+    assert (rows["at-0.8"]["flip_rate"], rows["at-0.8"]["flip_flagged"]) == (0.5, False)
+    assert rows["ineligible"]["flip_flagged"] is False  # no eligible pair: no flip rate
+    assert {c: r["kappa_band"] for c, r in rows.items() if c in KAPPA_BANDS} == {
+        c: band for c, (band, _) in KAPPA_BANDS.items()
+    }
+    for edge in ("0", "0.2", "0.4", "0.6", "0.8"):
+        assert rows[f"at-{edge}"]["kappa"] == float(edge), edge
+    unlabelled, ineligible = rows["unlabelled"], rows["ineligible"]
+    assert (unlabelled["n_labels"], unlabelled["kappa_band"], unlabelled["win_rate"]) == (
+        0,
+        "undefined",
+        1.0,
+    )
+    assert (unlabelled["n_cases"], unlabelled["win_rate_hi"]) == (11, 1.0)
+    z2 = 1.959963984540054**2
+    assert unlabelled["win_rate_lo"] == pytest.approx(11 / (11 + z2))  # Wilson at p = 1
+    one = rows["one-case"]
+    assert (one["n_cases"], one["win_rate_lo"], one["win_rate_hi"]) == (
+        1,
+        pytest.approx(1 / (1 + z2)),
+        1.0,
+    )
+    assert (ineligible["n_cases"], ineligible["win_rate_lo"], ineligible["win_rate_hi"]) == (
+        0,
+        None,
+        None,
+    )
+
+
+def test_a_run_reference_ranks_an_exact_id_then_baselines_then_labels(tmp_path: Path) -> None:
+    # bugs: an exact id ranked with the baseline names (how 1: the newer baseline's run would
+    # win), a baseline ranked with labels, a label ranked with id prefixes (how 3: two runs of
+    # one label would read as an ambiguous prefix instead of the newest), a baseline joined to
+    # the other runs or read under other names, runs started in the same second not newest id
+    # first. Runs r-old and r-new labelled nightly, r-mid labelled weekly, t-a and t-b
+    # labelled twin and started together; the baseline r-old is pinned to r-new, weekly to
+    # r-old.
+    from evalwh.warehouse.store import Warehouse
+
+    con = _warehouse(tmp_path)
+    for run_id, label, day in (
+        ("r-old", "nightly", 1), ("r-new", "nightly", 2), ("r-mid", "weekly", 3),
+        ("t-a", "twin", 4), ("t-b", "twin", 4),
+    ):  # fmt: skip
+        con.execute(
+            "INSERT INTO runs (run_id, label, suite, status, config_hash, dataset_hash, "
+            "n_planned, started_at, evalwh_version) "
+            "VALUES (?, ?, 's', 'completed', 'h', 'd', 1, ?, 't')",
+            [run_id, label, f"2026-01-0{day} 00:00:00+00"],
+        )
+    con.execute(
+        "INSERT INTO baselines VALUES ('r-old', 'r-new', now()), ('weekly', 'r-old', now())"
+    )
+
+    def found(ref: str) -> list[tuple[str, int]]:
+        rows = queries.run_query(con, "resolve_run", ref=ref).to_pylist()
+        return [(r["run_id"], r["how"]) for r in rows]
+
+    assert found("r-old") == [("r-old", 0), ("r-new", 1)]
+    assert found("weekly") == [("r-old", 1), ("r-mid", 2)]
+    assert found("nightly") == [("r-new", 2), ("r-old", 2)]
+    assert found("twin") == [("t-b", 2), ("t-a", 2)]
+    assert found("r-") == [("r-mid", 3), ("r-new", 3), ("r-old", 3)]
+    con.close()
+    store = Warehouse(tmp_path / "w.duckdb")
+    resolved = [store.resolve(ref) for ref in ("r-old", "weekly", "nightly", "twin")]
+    assert resolved == ["r-old", "r-old", "r-new", "t-b"]
+
+
+def test_run_totals_by_hand_and_an_empty_run(tmp_path: Path) -> None:
+    # bugs: another run's cases or pairs counted, the cached cost counted instead of the
+    # rest, a sum over no rows given as 1, the pairs' judge cost subtracted, a case too many,
+    # the Wilson interval with another z or any operator moved (statsmodels as the
+    # reference), an interval for a run without answers. Run r: c1 answered twice (pass,
+    # fail) -> 0.5, c2 pass, c3 fail (errored): pass rate (0.5 + 1 + 0) / 3 over 3 cases.
+    from statsmodels.stats.proportion import proportion_confint
+
+    con = _warehouse(tmp_path)
+    for run, case, repeat, ok, cost, cached, tokens, judge in (
+        ("r", "c1", 0, True, 0.25, False, 10, 0.0625),
+        ("r", "c1", 1, False, 0.125, True, 20, None),
+        ("r", "c2", 0, True, 0.5, False, 30, None),
+        ("r", "c3", 0, False, None, False, None, None),
+        ("s", "c4", 0, True, 8.0, False, 1000, 1.0),
+    ):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+            "request_hash, attempts, passed, score, cost_usd, input_tokens, output_tokens, "
+            "judge_cost_usd, error, created_at) "
+            "VALUES (?, 'v', 'm', ?, ?, '{}', ?, 'h', 1, ?, ?, ?, ?, ?, ?, ?, now())",
+            [run, case, repeat, cached, ok, float(ok), cost, tokens,
+             None if tokens is None else tokens // 10, judge, None if tokens else "boom"],
+        )  # fmt: skip
+    _pair_votes(con, "p1", ["candidate"], "en")
+    _pair_votes(con, "p2", ["candidate"], "en")
+    con.execute("UPDATE pairs SET cost_usd = 0.03125")
+    con.execute("UPDATE pairs SET run_id = 's', cost_usd = 2.0 WHERE case_id = 'p2'")
+    (t,) = queries.run_query(con, "run_totals", run_id="r").to_pylist()
+    assert (t["n"], t["n_cases"], t["n_passed"], t["n_errors"], t["n_cached"]) == (4, 3, 2, 1, 1)
+    assert (t["pass_rate"], t["error_rate"], t["mean_score"]) == (0.5, 0.25, 0.5)
+    lo, hi = proportion_confint(1.5, 3, alpha=0.05, method="wilson")
+    assert (t["pass_rate_lo"], t["pass_rate_hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert (t["cost_usd"], t["cost_uncached_usd"]) == (0.75, 0.875)
+    assert (t["input_tokens"], t["output_tokens"]) == (60, 6)
+    assert t["judge_cost_usd"] == 0.0625 + 0.03125
+    (empty,) = queries.run_query(con, "run_totals", run_id="none").to_pylist()
+    assert (empty["n"], empty["n_cases"], empty["pass_rate"]) == (0, 0, None)
+    assert (empty["pass_rate_lo"], empty["pass_rate_hi"]) == (None, None)
+    sums = ("cost_usd", "cost_uncached_usd", "input_tokens", "output_tokens", "judge_cost_usd")
+    assert [empty[k] for k in sums] == [0, 0, 0, 0, 0]
+    (other,) = queries.run_query(con, "run_totals", run_id="s").to_pylist()
+    assert (other["cost_usd"], other["judge_cost_usd"]) == (8.0, 3.0)
+    # one case passed: Wilson [1 / (1 + z^2), 1]; 11 of 11: the upper bound clamped to exactly 1
+    z2 = 1.959963984540054**2
+    assert (other["n_cases"], other["pass_rate_lo"], other["pass_rate_hi"]) == (
+        1,
+        pytest.approx(1 / (1 + z2)),
+        1.0,
+    )
+    for i in range(11):
+        _answer(con, "all", f"c{i}", 0, True)
+    (every,) = queries.run_query(con, "run_totals", run_id="all").to_pylist()
+    assert (every["n_cases"], every["pass_rate_hi"]) == (11, 1.0)
+    assert every["pass_rate_lo"] == pytest.approx(11 / (11 + z2))
+
+
+def _costed_answer(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    case: str,
+    metadata: dict[str, str],
+    ok: bool,
+    cost: float,
+    cached: bool,
+    error: str | None,
+) -> None:
+    """One answer of cell v x m with its cost, whether it came from the cache, and its error."""
+    con.execute(
+        "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached, "
+        "request_hash, attempts, passed, cost_usd, error, created_at) "
+        "VALUES (?, 'v', 'm', ?, 0, ?, ?, 'h', 1, ?, ?, ?, now())",
+        [run_id, case, json.dumps(metadata), cached, ok, cost, error],
+    )
+
+
+def test_runs_filter_on_each_parameter_and_list_newest_ids_first(tmp_path: Path) -> None:
+    # bugs: a filter inverted or or-ed with the others, the time window's ends moved (since
+    # is in, until is out), the oldest runs listed, a run without answers given 1 answer or
+    # dropped, the cached cost counted, an answer too many. Runs (suite, label, status,
+    # day): r1 (a, x, completed, 1) answered c1 pass 0.25, c2 errored 0.5 cached, c3 pass
+    # 0.125; r2 (a, y, failed, 2) no answers; r3 (b, x, completed, 3) c1 pass 0.125; r4 (a,
+    # x, running, 4).
+    con = _warehouse(tmp_path)
+    for run_id, suite, label, status, day in (
+        ("r1", "a", "x", "completed", 1), ("r2", "a", "y", "failed", 2),
+        ("r3", "b", "x", "completed", 3), ("r4", "a", "x", "running", 4),
+    ):  # fmt: skip
+        con.execute(
+            "INSERT INTO runs (run_id, label, suite, status, config_hash, dataset_hash, "
+            "n_planned, started_at, evalwh_version) VALUES (?, ?, ?, ?, 'h', 'd', 1, ?, 't')",
+            [run_id, label, suite, status, f"2026-01-0{day} 00:00:00+00"],
+        )
+    for run_id, case, ok, cost, cached, error in (
+        ("r1", "c1", True, 0.25, False, None), ("r1", "c2", False, 0.5, True, "boom"),
+        ("r1", "c3", True, 0.125, False, None), ("r3", "c1", True, 0.125, False, None),
+    ):  # fmt: skip
+        _costed_answer(con, run_id, case, {}, ok, cost, cached, error)
+
+    def runs(limit: int = 10, **filters: str) -> list[str]:
+        params = {k: filters.get(k) for k in ("suite", "label", "status", "since", "until")}
+        rows = queries.run_query(con, "runs", limit=limit, **params).to_pylist()
+        return [r["run_id"] for r in rows]
+
+    everything = {
+        r["run_id"]: (r["n"], r["n_passed"], r["n_errors"], r["pass_rate"], r["cost_usd"])
+        for r in queries.run_query(
+            con, "runs", limit=10, suite=None, label=None, status=None, since=None, until=None
+        ).to_pylist()
+    }
+    assert list(everything) == ["r4", "r3", "r2", "r1"]
+    assert everything["r1"] == (3, 2, 1, pytest.approx(2 / 3), 0.375)
+    assert everything["r2"] == (0, 0, 0, None, 0)
+    assert runs(limit=2) == ["r4", "r3"]
+    assert runs(suite="a") == ["r4", "r2", "r1"]
+    assert runs(label="x") == ["r4", "r3", "r1"]
+    assert runs(status="completed") == ["r3", "r1"]
+    window = {"since": "2026-01-02 00:00:00+00", "until": "2026-01-04 00:00:00+00"}
+    assert runs(**window) == ["r3", "r2"]
+
+
+def test_slices_count_errors_and_only_the_uncached_cost(tmp_path: Path) -> None:
+    # bugs: errors counted as the answers without one, the cached cost counted instead of the
+    # rest, a slice with no uncached cost given 1, a pass-rate upper bound not clamped to 1.
+    # Slice k=a: c1 pass 0.25, c2 errored 0.5 cached, c4 pass 0.125; slice k=b: c3 pass 0.125
+    # cached (no uncached cost: 0); slice k=c: 11 passes (unclamped: 1 + 2^-52).
+    con = _warehouse(tmp_path)
+    for case, k, ok, cost, cached, error in (
+        ("c1", "a", True, 0.25, False, None), ("c2", "a", False, 0.5, True, "boom"),
+        ("c4", "a", True, 0.125, False, None), ("c3", "b", True, 0.125, True, None),
+        *((f"d{i}", "c", True, 0.0, False, None) for i in range(11)),
+    ):  # fmt: skip
+        _costed_answer(con, "r", case, {"k": k}, ok, cost, cached, error)
+    rows = queries.run_query(con, "slice", run_id="r", keys=["k"]).to_pylist()
+    got = {(r["slice"], r["variant"]): (r["n"], r["n_errors"], r["cost_usd"]) for r in rows}
+    assert got == {
+        ("k=a", None): (3, 1, 0.375),
+        ("k=a", "v"): (3, 1, 0.375),
+        ("k=b", None): (1, 0, 0),
+        ("k=b", "v"): (1, 0, 0),
+        ("k=c", None): (11, 0, 0),
+        ("k=c", "v"): (11, 0, 0),
+    }
+    assert [r["pass_rate_hi"] for r in rows if r["slice"] == "k=c"] == [1.0, 1.0]

@@ -93,6 +93,8 @@ TESTS: dict[str, list[str]] = {
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
     ],
     "compare": [
+        "tests/test_queries.py::test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand",
+        "tests/test_queries.py::test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero",
         "tests/test_queries.py::test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests",
         "tests/test_queries.py::test_compare_averages_cost_and_latency_over_a_cases_repeats",
         "tests/test_queries.py::test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom",
@@ -119,6 +121,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "criteria": [
         "tests/test_queries.py::test_criteria_summary_matches_hand_counts_and_wilson",
+        "tests/test_queries.py::test_criteria_and_gate_average_repeats_first_and_read_single_answers_as_cases",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
         "tests/test_briefs.py::test_judge_runs_carry_the_calibration_flags",
         "tests/test_structured.py::test_criteria_table_shows_the_mode",
@@ -137,16 +140,20 @@ TESTS: dict[str, list[str]] = {
         "tests/test_exports.py::test_json_export_is_the_whole_run",
     ],
     "flaky": [
+        "tests/test_queries.py::test_flaky_cases_equally_split_come_by_score_spread_widest_first",
         "tests/test_analysis.py::test_flaky_cases_and_their_spread",
         "tests/test_analysis.py::test_compare_scales_by_filtering_runs_first",
     ],
     "gate": [
+        "tests/test_queries.py::test_gate_values_exactly_on_their_limit_pass_and_a_rule_matching_nothing_fails",
         "tests/test_boundaries.py",
         "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
     ],
     "gate_regression": [
         "tests/test_queries_hand.py::test_gate_regression_judges_each_drop_at_its_limit_significance_and_missing_rows",
+        "tests/test_queries.py::test_regression_gate_rules_on_hand_made_deltas",
+        "tests/test_boundaries.py::test_a_regression_drop_interval_is_the_delta_interval_negated",
         "tests/test_boundaries.py::test_a_drop_exactly_at_max_drop_passes",
         "tests/test_gate.py::test_significant_only_and_rule_building",
     ],
@@ -156,6 +163,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "metadata_keys": [
         "tests/test_queries_hand.py::test_metadata_keys_count_distinct_values_and_case_rows_of_the_given_runs",
+        "tests/test_queries.py::test_metadata_keys_count_distinct_values_and_the_rows_carrying_each",
         "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
         "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
         "tests/test_analysis.py::test_compare_movers_and_verdicts",
@@ -166,9 +174,12 @@ TESTS: dict[str, list[str]] = {
     "pair_sides": [
         "tests/test_queries_hand.py::test_pair_sides_keep_failed_cells_and_only_this_runs_passed_criteria",
         "tests/test_judging.py::test_judge_calls_are_cached_and_costed_apart",
+        "tests/test_queries.py::test_pair_sides_list_every_answer_with_only_this_runs_passed_criteria",
     ],
     "pairwise": [
         "tests/test_queries_hand.py::test_pairwise_counts_majority_verdicts_kappa_bands_and_headline_boundaries",
+        "tests/test_queries.py::test_pairwise_counts_wins_and_labels_once_per_case_by_hand",
+        "tests/test_queries.py::test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels",
         "tests/test_judging.py::test_kappa_matches_the_textbook_example",
         "tests/test_judging.py::test_undefined_kappa_is_not_a_headline",
         "tests/test_judging.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
@@ -194,6 +205,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "resolve_run": [
         "tests/test_queries_hand.py::test_resolve_run_ranks_exact_id_then_latest_or_baseline_then_label_then_prefix",
+        "tests/test_queries.py::test_a_run_reference_ranks_an_exact_id_then_baselines_then_labels",
         "tests/test_warehouse.py::test_run_references",
     ],
     "rows_since": [
@@ -208,6 +220,7 @@ TESTS: dict[str, list[str]] = {
     "run_totals": [
         "tests/test_queries_hand.py::test_run_totals_by_hand_with_cached_errored_and_judged_answers",
         "tests/test_queries_hand.py::test_run_totals_of_an_empty_run_and_of_a_single_case",
+        "tests/test_queries.py::test_run_totals_by_hand_and_an_empty_run",
         "tests/test_warehouse.py::test_summary_matches_a_hand_count",
         "tests/test_engine.py::test_failures_are_recorded_and_the_run_goes_on",
         "tests/test_survivors.py::test_show_json_has_every_documented_key_even_when_empty",
@@ -215,9 +228,11 @@ TESTS: dict[str, list[str]] = {
     "runs": [
         "tests/test_queries_hand.py::test_runs_filter_each_parameter_at_its_bounds_newest_first",
         "tests/test_briefs.py::test_paging_drill_down_compare_and_query",
+        "tests/test_queries.py::test_runs_filter_on_each_parameter_and_list_newest_ids_first",
     ],
     "slice": [
         "tests/test_queries_hand.py::test_slices_by_two_keys_average_repeats_per_case_and_cell",
+        "tests/test_queries.py::test_slices_count_errors_and_only_the_uncached_cost",
         "tests/test_analysis.py::test_slices_carry_n_per_slice_and_cell",
         "tests/test_analysis.py::test_wilson_intervals_in_slices_and_compare",
         "tests/test_analysis.py::test_criteria_and_slices_come_worst_first",
