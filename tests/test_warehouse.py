@@ -440,3 +440,17 @@ def test_the_engine_waits_for_the_writer_once_a_batch_is_pending(
     # a worker checks after storing its answer, so the others' answers in flight may land too
     assert max(seen) <= 10 + 4, max(seen)
     assert max(seen) >= 10  # the engine did race ahead of the slow writer up to the bound
+
+
+def test_a_second_connection_from_the_thread_holding_the_write_one_is_refused_not_awaited(
+    tmp_path: Path,
+) -> None:
+    """A write connection attaches the file, which one connection of a process may do at a
+    time: a second open from the same thread would wait for itself forever (wait_s=None)."""
+    path = tmp_path / "w.duckdb"
+    with connect.write_connection(path):
+        for read_only in (True, False):
+            with pytest.raises(WarehouseError, match="holds a write connection"):
+                connect.open_connection(path, read_only=read_only, wait_s=None)
+    with connect.read_connection(path, wait_s=None) as con:  # released with the block
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)

@@ -48,6 +48,10 @@ _MEMORY_LIMIT = "2GB"
 # same size, since a checkpoint merges row groups smaller than its own size.
 ROW_GROUP_SIZE = 16_384
 ATTACHED_AS = "warehouse"  # the file's catalog name in a write connection
+# The files this thread holds a write connection on. A second connection to one of them from
+# the same thread (a write attaches the file, which DuckDB lets one connection of a process do
+# at a time) would wait for itself forever: it is refused at once instead.
+_WRITING = threading.local()
 T = TypeVar("T")
 # Lakes this process has seen at this code's schema version (each check costs catalog trips).
 _CURRENT: set[LakeTarget] = set()
@@ -94,6 +98,11 @@ def open_connection(
         )
     if isinstance(path, LakeTarget):  # no file lock: DuckLake serialises commits itself
         return lake.cursor(path, read_only=read_only, memory_limit=_MEMORY_LIMIT)
+    if os.path.abspath(path) in _writing():
+        raise WarehouseError(
+            f"cannot open the warehouse {path} again while this thread holds a write "
+            "connection on it: use that connection (or a shared_connection block)"
+        )
     deadline = None if wait_s is None else time.monotonic() + wait_s
     delay, warned_at = 0.01, time.monotonic()
     while True:
@@ -380,11 +389,22 @@ def write_connection(
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         con = open_connection(path, read_only=False, wait_s=wait_s)
+        key = os.path.abspath(path)
+        _writing().add(key)
         try:
             migrate(con, path)
             yield con
         finally:
+            _writing().discard(key)
             con.close()
+
+
+def _writing() -> set[str]:
+    """The files this thread holds a write connection on (``_WRITING``)."""
+    held: set[str] | None = getattr(_WRITING, "paths", None)
+    if held is None:
+        held = _WRITING.paths = set()
+    return held
 
 
 def write_transaction(
