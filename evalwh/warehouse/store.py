@@ -383,8 +383,8 @@ class Warehouse:
 
 @contextmanager
 def _memory_limit(con: Any, limit: str) -> Iterator[None]:
-    """The connection's DuckDB memory_limit for the block, then back (it may be shared; after
-    an error it is closed instead)."""
+    """The connection's DuckDB memory_limit for the block, then back, errors included (the
+    connection may be shared, and a query refused for memory is run again on it)."""
     con.execute(f"SET memory_limit = '{limit}'")
     try:
         yield
@@ -394,8 +394,8 @@ def _memory_limit(con: Any, limit: str) -> Iterator[None]:
 
 @contextmanager
 def _one_thread(con: Any) -> Iterator[None]:
-    """One DuckDB thread for the block (the export: one writer, rows in stored order), then
-    the connection's count back (it may be shared)."""
+    """One DuckDB thread for the block (the export: rows in stored order; a run's closing
+    queries: less memory), then the connection's count back (it may be shared)."""
     (threads,) = con.execute("SELECT current_setting('threads')").fetchone()
     con.execute("SET threads = 1")
     try:
