@@ -20,7 +20,7 @@ import pytest
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring import SCORERS, build_scorer
-from evalwh.scoring.similarity import lcs_length, rouge_l, sentence_bleu, tokenize
+from evalwh.scoring.similarity import lcs_length, rouge_l, sentence_bleu, tokenize, tokenize_13a
 
 FILE = "eval.yaml"
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "evalwh" / "config" / "eval.schema.json"
@@ -587,3 +587,80 @@ def test_schema_accepts_similarity_criteria(criterion):
 )
 def test_schema_rejects_bad_similarity_criteria(criterion):
     assert schema_errors(criterion)
+
+
+# --- survivors of the mutmut run (issue 21): the 13a tokeniser, the option checks and the
+# --- edges of sentence_bleu that the sacrebleu tables above do not reach ----------------
+
+MARKUP = [
+    "A-\nB <skipped>C",
+    "&quot;x&quot; &amp; &lt;y&gt;",
+    "line one\nline two",
+    'Hello, World! "Quoted" (3.5) 1,000 & more',
+    "no entities here",
+]
+
+
+@pytest.mark.parametrize("text", MARKUP)
+def test_tokenize_13a_agrees_with_sacrebleu_on_markup_and_line_breaks(text: str) -> None:
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    reference = Tokenizer13a()
+    assert tokenize_13a(text) == reference(text).split()  # case kept by default
+    assert tokenize_13a(text, lowercase=True) == reference(text.lower()).split()
+
+
+def test_bleu_explicit_13a_tokenizer_and_its_lowercase_option_match_sacrebleu() -> None:
+    from sacrebleu.metrics import BLEU
+
+    hyp, ref = "The value is 3.5, not 4.", "the value is 3.5 , or 4 ."
+    expected = BLEU(lowercase=True, effective_order=True).sentence_score(hyp, [ref]).score
+    result = run(crit("bleu", tokenizer="13a", lowercase=True), hyp, expect(ref))
+    assert result.score == pytest.approx(expected / 100)
+    assert result.details["hyp_len"] == 8  # "3.5" one token: the unicode tokenizer makes three
+
+
+@pytest.mark.parametrize(
+    ("type_", "option"),
+    [("bleu", "keep_punctuation"), ("rouge-l", "lowercase"), ("rouge-l", "keep_punctuation")],
+)
+def test_unicode_only_options_on_the_reference_tokenizer_are_config_errors(
+    type_: str, option: str
+) -> None:
+    err = build_error(crit(type_, **{option: True}))
+    assert err.where == f"scorecard[0].{option}"
+    assert f"'{option}' applies to the unicode tokenizer" in err.message
+    assert "add `tokenizer: unicode`" in err.fix
+
+
+def test_sentence_bleu_defaults_are_sacrebleus() -> None:
+    from sacrebleu.metrics import BLEU
+
+    hyp, refs = H3[0], H3[1]
+    value, _ = sentence_bleu(tokenize_13a(hyp), [tokenize_13a(r) for r in refs])
+    expected = BLEU(effective_order=True).sentence_score(hyp, refs).score / 100
+    assert value == pytest.approx(expected)
+    # a 2-token hypothesis: effective order (the default) scores the orders it has
+    assert sentence_bleu(["a", "b"], [["a", "b"]])[0] == pytest.approx(1.0)
+
+
+def test_sentence_bleu_reference_length_and_brevity_penalty_edges() -> None:
+    # hypothesis 3 tokens, references of 1 and 4: 4 is closer (a sum instead of a difference,
+    # or no key at all, would pick 1)
+    assert sentence_bleu(["a", "b", "c"], [["a"], ["a", "b", "c", "d"]])[1]["ref_len"] == 4
+    one = sentence_bleu(["a"], [["a", "b"]])[1]
+    assert one["brevity_penalty"] == pytest.approx(math.exp(1 - 2))  # one token still counts
+    empty = sentence_bleu([], [["a"]])
+    assert empty == (0.0, {"precisions": [], "brevity_penalty": 0.0, "hyp_len": 0, "ref_len": 1})
+    assert sentence_bleu(["a"], [])[1]["ref_len"] == 0
+
+
+def test_sentence_bleu_without_effective_order_stops_at_the_missing_order() -> None:
+    value, details = sentence_bleu(["a", "b"], [["a", "b"]], effective_order=False)
+    assert value == 0.0
+    assert details["precisions"] == [1.0, 1.0]  # unigrams and bigrams, then no trigram
+
+
+def test_sentence_bleu_unknown_smoothing_names_it() -> None:
+    with pytest.raises(ValueError, match="unknown smoothing 'bogus'"):
+        sentence_bleu(["a"], [["a"]], smoothing="bogus")

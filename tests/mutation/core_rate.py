@@ -1,0 +1,88 @@
+"""The kill rate of mutmut's last run on the core, per module and in total.
+
+``uv run mutmut run`` keeps one result per mutant in ``mutants/**/*.py.meta`` and prints a row
+of emoji counts; this reads those results and prints what the issue's target is stated in::
+
+    uv run mutmut run                                         # the run (hours on 2 cores)
+    uv run python tests/mutation/core_rate.py                 # kill rate per module and total
+    uv run python tests/mutation/core_rate.py --min-rate 90   # exit 1 below 90 % killed
+
+Killed means a test failed (or timed out) on the mutant, or ``mypy --strict`` rejected it
+(``type_check_command``: such a change could never pass ``.ci/run``). Survived counts the
+survivors and the mutants no selected test runs ("no tests"): both are bugs the suite would let
+through. Mutants mutmut has not checked yet are reported apart and left out of the rate, so a
+partial run says how partial it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from mutmut.stats import status_by_exit_code
+
+KILLED = {"killed", "timeout", "caught by type check"}
+SURVIVED = {"survived", "no tests"}
+
+
+def tally(mutants: Path) -> dict[str, Counter[str]]:
+    """Status counts per module, from mutmut's ``.meta`` files under ``mutants``."""
+    by_module: dict[str, Counter[str]] = defaultdict(Counter)
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        module = meta.relative_to(mutants).as_posix().removesuffix(".py.meta").replace("/", ".")
+        codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
+        for code in codes.values():
+            by_module[module][_kind(status_by_exit_code[code])] += 1
+    return by_module
+
+
+def _kind(status: str) -> str:
+    if status in KILLED:
+        return "killed"
+    if status in SURVIVED:
+        return "survived"
+    if status == "not checked":
+        return "unchecked"
+    return "other"  # suspicious, segfault, skipped, interrupted: reported, counted as not killed
+
+
+def rate(counts: Counter[str]) -> float:
+    tested = counts["killed"] + counts["survived"] + counts["other"]
+    return 100.0 * counts["killed"] / tested if tested else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mutants", type=Path, default=Path("mutants"), help="mutmut's folder")
+    parser.add_argument("--min-rate", type=float, default=None, help="fail below this %% killed")
+    opts = parser.parse_args(argv)
+    by_module = tally(opts.mutants)
+    if not by_module:
+        print(f"no mutmut results under {opts.mutants}/: run `uv run mutmut run` first")
+        return 2
+    total: Counter[str] = Counter()
+    for module, counts in sorted(by_module.items()):
+        total += counts
+        if counts["killed"] + counts["survived"] + counts["other"] == 0:
+            continue
+        print(
+            f"{module}: {counts['killed']} killed, {counts['survived']} survived"
+            + (f", {counts['other']} other" if counts["other"] else "")
+            + (f", {counts['unchecked']} not checked" if counts["unchecked"] else "")
+            + f"; {rate(counts):.1f}%"
+        )
+    print(
+        f"core: {total['killed']} killed, {total['survived']} survived, {total['other']} other"
+        f" (suspicious, segfault, skipped), {total['unchecked']} not checked yet;"
+        f" kill rate {rate(total):.1f}%"
+    )
+    if opts.min_rate is not None and (rate(total) < opts.min_rate or total["unchecked"]):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
