@@ -10,14 +10,18 @@ of emoji counts; this reads those results and prints what the issue's target is 
 Killed means a test failed (or timed out) on the mutant, or ``mypy --strict`` rejected it
 (``type_check_command``: such a change could never pass ``.ci/run``). Survived counts the
 survivors and the mutants no selected test runs ("no tests"): both are bugs the suite would let
-through. Mutants mutmut has not checked yet are reported apart and left out of the rate, so a
-partial run says how partial it is.
+through. A survivor listed with its reason in ``equivalent_core.md`` (it cannot change anything
+evalwh does) is counted apart and left out of the rate, as the SQL script does; a listed mutant
+that is no longer a survivor is printed as stale (killed since, or renumbered by an edit of its
+function: review the entry). Mutants mutmut has not checked yet are reported apart and left out
+of the rate, so a partial run says how partial it is.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -26,17 +30,35 @@ from mutmut.stats import status_by_exit_code
 
 KILLED = {"killed", "timeout", "caught by type check"}
 SURVIVED = {"survived", "no tests"}
+EQUIVALENT = Path(__file__).with_name("equivalent_core.md")
+_ROW = re.compile(r"^\|\s*`(evalwh\.[\w.]+__mutmut_\d+)`\s*\|")
 
 
-def tally(mutants: Path) -> dict[str, Counter[str]]:
-    """Status counts per module, from mutmut's ``.meta`` files under ``mutants``."""
+def equivalents(path: Path = EQUIVALENT) -> set[str]:
+    """The mutant names listed in the equivalents table (first column, in backticks)."""
+    if not path.exists():
+        return set()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {m.group(1) for line in lines if (m := _ROW.match(line))}
+
+
+def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set[str]]:
+    """Status counts per module, from mutmut's ``.meta`` files under ``mutants``, and the
+    listed equivalents that mutmut checked and did not find alive, or does not make at all
+    (stale entries)."""
     by_module: dict[str, Counter[str]] = defaultdict(Counter)
+    used: set[str] = set()
     for meta in sorted(mutants.rglob("*.py.meta")):
         module = meta.relative_to(mutants).as_posix().removesuffix(".py.meta").replace("/", ".")
         codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
-        for code in codes.values():
-            by_module[module][_kind(status_by_exit_code[code])] += 1
-    return by_module
+        for name, code in codes.items():
+            kind = _kind(status_by_exit_code[code])
+            if kind == "survived" and name in listed:
+                kind = "equivalent"
+            if kind in ("equivalent", "unchecked"):
+                used.add(name)
+            by_module[module][kind] += 1
+    return by_module, listed - used
 
 
 def _kind(status: str) -> str:
@@ -58,8 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mutants", type=Path, default=Path("mutants"), help="mutmut's folder")
     parser.add_argument("--min-rate", type=float, default=None, help="fail below this %% killed")
+    parser.add_argument(
+        "--equivalent", type=Path, default=EQUIVALENT, help="the reviewed equivalents table"
+    )
     opts = parser.parse_args(argv)
-    by_module = tally(opts.mutants)
+    by_module, stale = tally(opts.mutants, equivalents(opts.equivalent))
     if not by_module:
         print(f"no mutmut results under {opts.mutants}/: run `uv run mutmut run` first")
         return 2
@@ -70,14 +95,18 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(
             f"{module}: {counts['killed']} killed, {counts['survived']} survived"
+            + (f", {counts['equivalent']} equivalent" if counts["equivalent"] else "")
             + (f", {counts['other']} other" if counts["other"] else "")
             + (f", {counts['unchecked']} not checked" if counts["unchecked"] else "")
             + f"; {rate(counts):.1f}%"
         )
+    for name in sorted(stale):
+        print(f"stale entry in {opts.equivalent.name}: {name} is not a survivor")
     print(
-        f"core: {total['killed']} killed, {total['survived']} survived, {total['other']} other"
+        f"core: {total['killed']} killed, {total['survived']} survived,"
+        f" {total['equivalent']} equivalent, {total['other']} other"
         f" (suspicious, segfault, skipped), {total['unchecked']} not checked yet;"
-        f" kill rate {rate(total):.1f}%"
+        f" kill rate {rate(total):.1f}% (equivalent left out)"
     )
     if opts.min_rate is not None and (rate(total) < opts.min_rate or total["unchecked"]):
         return 1
