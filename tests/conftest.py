@@ -13,13 +13,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "examples" / "quickstart"
 
-if "MUTANT_UNDER_TEST" in os.environ:
-    # Under mutmut (docs/testing.md) every call of the core passes through a trampoline, about
-    # three frames where there was one: the YAML depth bound (200 levels) would otherwise meet
-    # Python's recursion limit first and take its fallback message. Not much higher: the
-    # 5,000-deep JSON line must still stop json.loads at the limit.
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 3_000))
-
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
