@@ -64,7 +64,8 @@ def test_listed_equivalents_leave_the_rate_and_stale_entries_are_named(tmp_path:
         "| `evalwh.a.x_f__mutmut_4` | `<` -> `<=` | equal lengths swap nothing |\n"
         "| `evalwh.a.x_f__mutmut_1` | `0` -> `1` | (killed now) |\n"
         "| `evalwh.b.x_f__mutmut_1` | `0` -> `1` | (not checked yet) |\n"
-        "| `evalwh.c.x_g__mutmut_9` | `0` -> `1` | (no such mutant any more) |\n",
+        "| `evalwh.a.x_g__mutmut_9` | `0` -> `1` | (no such mutant any more) |\n"
+        "| `evalwh.zz.x_g__mutmut_1` | `0` -> `1` | (a module this run did not mutate) |\n",
         encoding="utf-8",
     )
     out = _run(tmp_path, "--equivalent", str(table))
@@ -73,7 +74,8 @@ def test_listed_equivalents_leave_the_rate_and_stale_entries_are_named(tmp_path:
     assert "stale entry in equivalent_core.md: evalwh.a.x_f__mutmut_1 is not a survivor" in (
         out.stdout
     )
-    assert "evalwh.c.x_g__mutmut_9 is not a survivor" in out.stdout
+    assert "evalwh.a.x_g__mutmut_9 is not a survivor" in out.stdout
+    assert "evalwh.zz" not in out.stdout
     assert "evalwh.b.x_f__mutmut_1" not in out.stdout
     assert "kill rate 75.0% (equivalent left out)" in out.stdout
     (tmp_path / "evalwh" / "b.py.meta").unlink()  # the run finished: the gate can pass

@@ -58,7 +58,9 @@ def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set
             if kind in ("equivalent", "unchecked"):
                 used.add(name)
             by_module[module][kind] += 1
-    return by_module, listed - used
+    # an entry of a module this run did not mutate at all (a one-module run) is not stale
+    stale = {n for n in listed - used if n.split(".x")[0] in by_module}
+    return by_module, stale
 
 
 def _kind(status: str) -> str:
