@@ -5,6 +5,7 @@ why (with n); an improvement exits 0; `evalwh gate` judges stored runs the same 
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import subprocess
 from pathlib import Path
@@ -14,9 +15,13 @@ import pytest
 
 import evalwh
 from evalwh.analysis.gate import judge, regression_rules
+from evalwh.analysis.judging import report
+from evalwh.analysis.runinfo import snapshot
+from evalwh.warehouse.connect import write_connection
 from evalwh.warehouse.store import Warehouse
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 from tests.inprocess import evalwh_inprocess
+from tests.test_boundaries import ROWS, add_run
 
 TERSE_RULE = '          rate: 0.3\n          reply: "The answer is {{ expected }}."'
 REGRESSION = """\
@@ -169,3 +174,116 @@ def test_run_with_an_unknown_baseline_is_a_usage_error(quickstart: Path, tmp_pat
     assert len(evalwh.open_warehouse(out / "warehouse.duckdb").runs()) == 1  # nothing ran
     no_pin = run_cli("show", "baseline", "-o", str(out))
     assert no_pin.returncode == 2 and "no baseline is pinned yet" in no_pin.stderr
+
+
+# -- judge()'s result, verdict by verdict: stored runs, no eval run ----------------------------
+# The keys only a regression verdict fills, empty (None) on every other verdict.
+NOT_REGRESSION = {
+    "baseline": None,
+    "baseline_value": None,
+    "run_value": None,
+    "drop_lo": None,
+    "drop_hi": None,
+    "p_value": None,
+    "significant": None,
+    "significant_only": None,
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    """Run G of test_boundaries (pass rate 6/8); baseline A passes all 4 cases of cell v × m1,
+    run B passes 2 of them (a pass-rate drop of 0.5)."""
+    path = tmp_path_factory.mktemp("gate") / "w.duckdb"
+    with write_connection(path) as con:
+        add_run(con, "G", ROWS)
+        add_run(con, "A", [("m1", case, True, 1.0, None) for _, case, *_ in ROWS[4:]])
+        add_run(con, "B", ROWS[:4])
+    return Warehouse(path)
+
+
+def test_an_absolute_verdict_is_a_whole_row_and_no_baseline_is_sought(runs: Warehouse) -> None:
+    # bugs: the verdict's kind misspelt (`evalwh gate --json` readers filter on it); a missing
+    # baseline reported as "" instead of null; with no regression limit and no --baseline,
+    # a baseline looked up all the same (a "regression thresholds skipped" note for nothing)
+    result = judge(runs, "G", {"thresholds": {"min_pass_rate": 0.5}})
+    assert result.to_dict() == {
+        "run_id": "G",
+        "baseline_id": None,
+        "passed": True,
+        "rules": [
+            {
+                "kind": "absolute",
+                "scope": "run",
+                "target": "run",
+                "metric": "pass_rate",
+                "op": ">=",
+                "limit": 0.5,
+                "value": 0.75,
+                "n": 8,
+                "passed": True,
+                **NOT_REGRESSION,
+            }
+        ],
+        "notes": [],
+    }
+
+
+def test_a_baseline_given_without_regression_limits_says_nothing_was_judged(
+    runs: Warehouse,
+) -> None:
+    result = judge(runs, "B", {"thresholds": {"min_pass_rate": 0.5}}, baseline="A")
+    assert result.baseline_id == "A"
+    assert [(r["kind"], r["value"], r["passed"]) for r in result.rules] == [("absolute", 0.5, True)]
+    assert result.notes == [
+        "baseline A given, but thresholds.regression sets no limit: nothing was judged against it"
+    ]
+
+
+def test_regression_verdicts_follow_the_absolute_ones(runs: Warehouse) -> None:
+    # bug: the regression verdicts replace the absolute ones instead of joining them, so a
+    # run under its min_pass_rate passes the gate as soon as a regression limit is set
+    thresholds = {"min_pass_rate": 0.75, "regression": {"max_drop_pass_rate": 0.1}}
+    result = judge(runs, "B", {"thresholds": thresholds}, baseline="A")
+    assert [(r["kind"], r["metric"], r["value"], r["baseline"]) for r in result.rules] == [
+        ("absolute", "pass_rate", 0.5, None),
+        ("regression", "pass_rate_drop", 0.5, "A"),
+    ]
+    assert result.passed is False and result.failed == result.rules
+    assert result.notes == []
+
+
+def test_a_judge_below_its_calibration_floor_fails_the_gate_only_when_told_to(
+    tmp_path: Path,
+) -> None:
+    # bug: the gate reads the wrong key (or none) of `pairwise` / `calibration.on_below_floor`,
+    # so an uncalibrated judge's win rate passes a gate set to fail it, or fails one set to flag
+    example = ROOT / "examples" / "pairwise"
+    shutil.copytree(example, tmp_path / "pairwise", ignore=shutil.ignore_patterns(".evalwh"))
+    run = evalwh.run_eval(tmp_path / "pairwise" / "eval.yaml", output_dir=tmp_path / "out")
+    store = Warehouse(tmp_path / "out" / "warehouse.duckdb")
+    config = snapshot(store, run.run_id)
+    assert config["calibration"]["on_below_floor"] == "flag"
+    assert judge(store, run.run_id, config).rules == []  # flagged in the report, not gated
+    (comparison,) = report(store, run.run_id, config)["comparisons"]
+    assert comparison["kappa"] < 0.6 and comparison["n_labels"] == 24
+
+    config["calibration"]["on_below_floor"] = "fail"
+    result = judge(store, run.run_id, config)
+    assert result.rules == [
+        {
+            "kind": "calibration",
+            "scope": "pairwise",
+            "target": "large-vs-small",
+            "metric": "kappa",
+            "op": ">=",
+            "limit": 0.6,
+            "value": comparison["kappa"],
+            "n": 24,
+            "passed": False,
+            **NOT_REGRESSION,
+        }
+    ]
+    assert result.passed is False
+    del config["pairwise"]  # a config without pairwise judging has no judge to calibrate
+    assert judge(store, run.run_id, config).rules == []
