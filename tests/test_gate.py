@@ -5,16 +5,19 @@ why (with n); an improvement exits 0; `evalwh gate` judges stored runs the same 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import statistics
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
 import evalwh
-from evalwh.analysis.gate import judge, regression_rules
+from evalwh.analysis.baselines import set_baseline
+from evalwh.analysis.gate import judge, log_notes, regression_rules
 from evalwh.analysis.judging import report
 from evalwh.analysis.runinfo import snapshot
 from evalwh.warehouse.connect import write_connection
@@ -287,3 +290,91 @@ def test_a_judge_below_its_calibration_floor_fails_the_gate_only_when_told_to(
     assert result.passed is False
     del config["pairwise"]  # a config without pairwise judging has no judge to calibrate
     assert judge(store, run.run_id, config).rules == []
+
+
+def test_the_baseline_is_the_pin_named_in_the_config_of_the_same_suite(tmp_path: Path) -> None:
+    # bugs: `regression.baseline` not read (the default pin used whatever the config names),
+    # or a pin of another suite compared with; each skip says why and how to fix it
+    path = tmp_path / "w.duckdb"
+    with write_connection(path) as con:
+        add_run(con, "A", [("m1", case, True, 1.0, None) for _, case, *_ in ROWS[4:]])
+        add_run(con, "B", ROWS[:4])
+        add_run(con, "O", ROWS[:4])
+        con.execute("UPDATE runs SET suite = 'other' WHERE run_id = 'O'")
+    store = Warehouse(path)
+    named = {"thresholds": {"regression": {"baseline": "prod", "max_drop_pass_rate": 0.1}}}
+    default = {"thresholds": {"regression": {"max_drop_pass_rate": 0.1}}}
+    skipped = "regression thresholds skipped: "
+    result = judge(store, "B", named)
+    assert (result.baseline_id, result.rules) == (None, [])
+    assert result.notes == [
+        skipped
+        + "no baseline pinned as 'prod' (pin one with `evalwh baseline set RUN --name prod`)"
+    ]
+    assert judge(store, "B", default).notes == [
+        skipped + "no baseline pinned as 'baseline' (pin one with `evalwh baseline set RUN`)"
+    ]
+
+    set_baseline(store, "A", "prod")
+    result = judge(store, "B", named)
+    assert result.baseline_id == "A" and result.notes == []
+    assert [(r["kind"], r["value"], r["passed"]) for r in result.rules] == [
+        ("regression", 0.5, False)
+    ]
+    assert judge(store, "B", default).baseline_id is None  # "baseline" itself is not pinned
+
+    set_baseline(store, "O", "prod")
+    result = judge(store, "B", named)
+    assert (result.baseline_id, result.rules) == (None, [])
+    assert result.notes == [
+        skipped + "the baseline 'prod' is run O of suite 'other', not 's' "
+        "(pass --baseline to use it anyway)"
+    ]
+
+
+def test_regression_intervals_follow_the_configs_cluster_key(tmp_path: Path) -> None:
+    # bugs: `analysis.cluster` not passed on (cells of one cluster counted as independent,
+    # an interval too narrow: significant_only then fails runs on noise), or a missing key
+    # made an error instead of a note. Per case B - A (pass): [0, 0, -1, -1], mean -0.5;
+    # unclustered: se sqrt(1/3) / 2, t(0.975, 3) = 3.18245, the drop's interval [-0.4187, 1];
+    # clustered by g (c1, c2 | c3, c4): cluster means [0, -1], t(0.975, 1) = 12.706: [-1, 1].
+    path = tmp_path / "w.duckdb"
+    with write_connection(path) as con:
+        add_run(con, "A", [("m1", case, True, 1.0, None) for _, case, *_ in ROWS[4:]])
+        add_run(con, "B", ROWS[:4])
+        con.execute(
+            "UPDATE cases SET metadata = CASE WHEN case_id IN ('c1', 'c2') "
+            """THEN '{"g": "x"}' ELSE '{"g": "y"}' END"""
+        )
+    store = Warehouse(path)
+    half = 3.182446305284263 * (1 / 3) ** 0.5 / 2
+
+    def drop(cluster: str | None) -> tuple[list[Any], list[str]]:
+        config: dict[str, Any] = {"thresholds": {"regression": {"max_drop_pass_rate": 0.1}}}
+        if cluster:
+            config["analysis"] = {"cluster": cluster}
+        result = judge(store, "B", config, baseline="A")
+        (row,) = result.rules
+        return [row["value"], row["drop_lo"], row["drop_hi"], row["passed"]], result.notes
+
+    assert drop(None) == ([0.5, pytest.approx(-(-0.5 + half)), 1.0, False], [])
+    assert drop("g") == ([0.5, -1.0, 1.0, False], [])
+    assert drop("nope") == (
+        drop(None)[0],
+        [
+            "cluster key 'nope' is in no case's metadata (use a metadata key, or 'case_id' to "
+            "cluster the cells of a case); every case is its own cluster"
+        ],
+    )
+
+
+def test_a_run_judged_against_itself_says_every_drop_is_zero(
+    runs: Warehouse, caplog: pytest.LogCaptureFixture
+) -> None:
+    thresholds = {"regression": {"max_drop_pass_rate": 0.1}}
+    result = judge(runs, "B", {"thresholds": thresholds}, baseline="B")
+    assert [(r["value"], r["drop_lo"], r["drop_hi"]) for r in result.rules] == [(0.0, 0.0, 0.0)]
+    assert result.notes == ["the baseline is this run itself: every drop is 0"]
+    with caplog.at_level(logging.WARNING, logger="evalwh.analysis.thresholds"):
+        log_notes(result)  # how `evalwh run` and `evalwh gate` show the notes
+    assert caplog.messages == ["the baseline is this run itself: every drop is 0"]
