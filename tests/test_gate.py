@@ -272,8 +272,12 @@ def test_a_judge_below_its_calibration_floor_fails_the_gate_only_when_told_to(
     assert comparison["kappa"] < 0.6 and comparison["n_labels"] == 24
 
     config["calibration"]["on_below_floor"] = "fail"
+    config["thresholds"] = {"max_error_rate": 0.0}  # an absolute rule: it stays, first
     result = judge(store, run.run_id, config)
-    assert result.rules == [
+    assert [(r["kind"], r["metric"], r["passed"]) for r in result.rules[:1]] == [
+        ("absolute", "error_rate", True)
+    ]
+    assert result.rules[1:] == [
         {
             "kind": "calibration",
             "scope": "pairwise",
@@ -289,7 +293,7 @@ def test_a_judge_below_its_calibration_floor_fails_the_gate_only_when_told_to(
     ]
     assert result.passed is False
     del config["pairwise"]  # a config without pairwise judging has no judge to calibrate
-    assert judge(store, run.run_id, config).rules == []
+    assert [r["kind"] for r in judge(store, run.run_id, config).rules] == ["absolute"]
 
 
 def test_the_baseline_is_the_pin_named_in_the_config_of_the_same_suite(tmp_path: Path) -> None:
