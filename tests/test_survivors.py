@@ -261,6 +261,14 @@ def _axes(plan: Plan) -> tuple[list[str], list[str], list[str]]:
     )
 
 
+def test_a_runs_filters_are_recorded_without_empty_axes_and_with_the_shard_count() -> None:
+    # what runs.filters holds (`evalwh show`, and the check that a resumed shard belongs to
+    # the same split): the patterns given, and n of a k-of-n shard (each shard stores its k)
+    assert Filters().to_dict() == {}
+    filters = Filters(models=("a",), cases=("c1*", "c2"), shard=(2, 3))
+    assert filters.to_dict() == {"models": ["a"], "cases": ["c1*", "c2"], "shards": 3}
+
+
 def test_filters_select_by_glob_in_config_order(tmp_path: Path) -> None:
     cfg = _plan_config(tmp_path)
     whole = build_plan(cfg, Filters())
