@@ -413,6 +413,9 @@ def test_the_request_hash_is_pinned() -> None:
         '"role":"user"}]'
     )
     assert body == json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # a long conversation: json's C encoder hands the text back in several chunks
+    long = [{"role": "user", "content": f"turn {i}"} for i in range(20000)]
+    assert request_body(long) == json.dumps(long, sort_keys=True, separators=(",", ":"))
     identity = '{"model":"m","provider":"p"}'
     expected = hashlib.sha256(f"{identity}\x00{body}\x00\x002".encode()).hexdigest()
     assert request_hash(identity, messages, 2) == expected
