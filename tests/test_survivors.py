@@ -430,3 +430,20 @@ def test_a_request_scope_separates_mock_cases_and_output_schemas() -> None:
     other = ModelSpec(id="o", provider="openai", model="gpt")
     assert request_scope(mock, "v", "c1") == "v\x00c1"
     assert request_scope(other, "v", "c1") == ""
+
+
+def test_the_request_body_encoder_writes_what_json_dumps_writes() -> None:
+    """plan._body_encoder() builds the encoder once at import; called here directly so a
+    mutant of it is live (mutmut switches mutants after import)."""
+    import json as _json
+
+    from evalwh.engine.plan import _body_encoder
+
+    encode = _body_encoder()
+    messages = [
+        {"role": "user", "content": 'Grüße — 日本語 "quoted" \\ back\nline', "b": 1, "a": None},
+        {"z": [1, 2.5, True, False], "m": {"y": "2", "x": [{"k": "v"}]}},
+    ]
+    expected = _json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert encode(messages) == expected
+    assert encode({"b": 1, "a": 2}) == '{"a":2,"b":1}'
