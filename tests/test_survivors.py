@@ -447,3 +447,15 @@ def test_the_request_body_encoder_writes_what_json_dumps_writes() -> None:
     expected = _json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert encode(messages) == expected
     assert encode({"b": 1, "a": 2}) == '{"a":2,"b":1}'
+    # a long conversation comes out of the C encoder in several pieces, joined with nothing
+    long = [{"role": "user", "content": "x" * 10}] * 20_000
+    assert encode(long) == _json.dumps(long, sort_keys=True, separators=(",", ":"))
+
+
+def test_a_cases_shard_is_pinned_across_versions() -> None:
+    """Shards are assigned from sha256 of the id: a change would move cases between the
+    processes of a sharded run resumed after an upgrade."""
+    from evalwh.engine.plan import shard_of
+
+    assert [shard_of(f"case-{i}", 7) for i in range(10)] == [1, 1, 3, 3, 4, 2, 7, 6, 3, 4]
+    assert [shard_of(f"case-{i}", 1000) for i in range(4)] == [808, 967, 520, 732]
