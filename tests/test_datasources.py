@@ -183,12 +183,22 @@ def test_build_plan_refuses_a_shard_of_a_datasource_config(tmp_path: Path, sourc
     cfg = load_config(
         write(
             tmp_path / "eval.yaml",
-            HEAD + 'cases: [{source: "mysources:Counting", params: {n: 5, page: 2}}]\n',
+            HEAD
+            + "cases:\n"
+            + '  - {source: "mysources:Counting", params: {n: 5, page: 2}}\n'
+            + '  - {source: "mysources:Broken"}\n',
         )
     )
     assert build_plan(cfg, Filters()).streaming is False  # no reads opened: nothing streams
-    with pytest.raises(UsageError, match="mysources:Counting"):
+    with pytest.raises(UsageError) as info:
         build_plan(cfg, Filters(shard=(1, 2)))
+    assert str(info.value) == (
+        f"{cfg.path}: --shard cannot split a run whose cases come from a datasource "
+        "(mysources:Counting, mysources:Broken): every shard would read the whole source "
+        "again, and a shard started again would resume it, which a datasource run never "
+        "does. Run it unsharded, or export the source to a case file (file: cases.jsonl) "
+        "and shard that"
+    )
     with pytest.raises(UsageError, match="--shard cannot split"):
         build_plan(cfg, Filters(shard=(1, 1)), sources=["opened"])
 

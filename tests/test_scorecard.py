@@ -155,5 +155,56 @@ def test_a_request_that_errored_scores_0_and_fails() -> None:
 
 
 def test_one_scorer_per_criterion() -> None:
-    with pytest.raises(ValueError, match="one scorer per criterion"):
+    with pytest.raises(ValueError, match="^one scorer per criterion$"):
         Scorecard([crit("a"), crit("b")], [lambda o, c: ScoreResult(1.0)])
+
+
+def test_a_score_exactly_the_tolerance_below_its_threshold_passes_and_below_that_fails() -> None:
+    from evalwh.scoring.tolerance import TOLERANCE
+
+    at_edge = 0.5 - TOLERANCE  # a sum of float weights may land this far below 0.5
+    assert one(ScoreResult(at_edge), threshold=0.5).passed is True
+    assert one(ScoreResult(math.nextafter(at_edge, 0.0)), threshold=0.5).passed is False
+
+
+def test_judged_lists_the_judge_criteria_with_their_judge_ids() -> None:
+    def judge(output: str, case: Case) -> ScoreResult:
+        return ScoreResult(1.0)
+
+    def anonymous_judge(output: str, case: Case) -> ScoreResult:
+        return ScoreResult(1.0)
+
+    judge.is_judge = True  # type: ignore[attr-defined]
+    judge.judge_id = "j1"  # type: ignore[attr-defined]
+    anonymous_judge.is_judge = True  # type: ignore[attr-defined]
+    plain = ScoreResult(1.0)
+    scorecard = card((crit("a"), plain), (crit("b"), judge), (crit("c"), anonymous_judge))
+    assert scorecard.judged == [("b", "j1"), ("c", "")]
+
+
+def test_build_scorecard_errors_say_where_and_how_to_fix(tmp_path: Any) -> None:
+    from evalwh.errors import ConfigError
+    from evalwh.scoring.scorecard import build_scorecard
+
+    with pytest.raises(ConfigError) as empty:
+        build_scorecard([], tmp_path, "eval.yaml")
+    assert (empty.value.message, empty.value.file, empty.value.where, empty.value.fix) == (
+        "the scorecard has no criteria",
+        "eval.yaml",
+        "scorecard",
+        "add at least one criterion under `scorecard:`",
+    )
+    first = Criterion(name="x", type="exact", where="scorecard[0]")
+    for second, also, where in (
+        (Criterion(name="x", type="exact", where="scorecard[1]"), "scorecard[0]", "scorecard[1]"),
+        (Criterion(name="x", type="exact"), "scorecard[0]", "scorecard"),
+    ):
+        with pytest.raises(ConfigError) as dup:
+            build_scorecard([first, second], tmp_path, "eval.yaml")
+        assert dup.value.message == f"duplicate criterion name 'x' (also at {also})"
+        assert (dup.value.file, dup.value.where) == ("eval.yaml", where)
+        assert dup.value.fix == "give every criterion a unique name"
+    unplaced = [Criterion(name="x", type="exact"), Criterion(name="x", type="exact")]
+    with pytest.raises(ConfigError) as anon:
+        build_scorecard(unplaced, tmp_path, "eval.yaml")
+    assert anon.value.message == "duplicate criterion name 'x' (also at another entry)"

@@ -20,7 +20,7 @@ import pytest
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring import SCORERS, build_scorer
-from evalwh.scoring.similarity import lcs_length, rouge_l, sentence_bleu, tokenize
+from evalwh.scoring.similarity import lcs_length, rouge_l, sentence_bleu, tokenize, tokenize_13a
 
 FILE = "eval.yaml"
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "evalwh" / "config" / "eval.schema.json"
@@ -417,6 +417,19 @@ def ragged(texts):
 
 def not_a_list(texts):
     return 3
+
+
+def rounding(texts):
+    # the cosine of this vector with itself computes to 1.0000000000000002
+    return [[0.02834747652200631, 0.8357651039198697, 0.43276706790505337] for _ in texts]
+
+
+def empty_vectors(texts):
+    return [[] for _ in texts]
+
+
+def nan_vectors(texts):
+    return [[float("nan"), 1.0] for _ in texts]
 """
 
 
@@ -587,3 +600,245 @@ def test_schema_accepts_similarity_criteria(criterion):
 )
 def test_schema_rejects_bad_similarity_criteria(criterion):
     assert schema_errors(criterion)
+
+
+# --- survivors of the mutmut run (issue 21): the 13a tokeniser, the option checks and the
+# --- edges of sentence_bleu that the sacrebleu tables above do not reach ----------------
+
+MARKUP = [
+    "A-\nB <skipped>C",
+    "&quot;x&quot; &amp; &lt;y&gt;",
+    "line one\nline two",
+    'Hello, World! "Quoted" (3.5) 1,000 & more',
+    "no entities here",
+]
+
+
+@pytest.mark.parametrize("text", MARKUP)
+def test_tokenize_13a_agrees_with_sacrebleu_on_markup_and_line_breaks(text: str) -> None:
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    reference = Tokenizer13a()
+    assert tokenize_13a(text) == reference(text).split()  # case kept by default
+    assert tokenize_13a(text, lowercase=True) == reference(text.lower()).split()
+
+
+def test_bleu_explicit_13a_tokenizer_and_its_lowercase_option_match_sacrebleu() -> None:
+    from sacrebleu.metrics import BLEU
+
+    hyp, ref = "The value is 3.5, not 4.", "the value is 3.5 , or 4 ."
+    expected = BLEU(lowercase=True, effective_order=True).sentence_score(hyp, [ref]).score
+    result = run(crit("bleu", tokenizer="13a", lowercase=True), hyp, expect(ref))
+    assert result.score == pytest.approx(expected / 100)
+    assert result.details["hyp_len"] == 8  # "3.5" one token: the unicode tokenizer makes three
+
+
+@pytest.mark.parametrize(
+    ("type_", "option"),
+    [("bleu", "keep_punctuation"), ("rouge-l", "lowercase"), ("rouge-l", "keep_punctuation")],
+)
+def test_unicode_only_options_on_the_reference_tokenizer_are_config_errors(
+    type_: str, option: str
+) -> None:
+    err = build_error(crit(type_, **{option: True}))
+    assert err.where == f"scorecard[0].{option}"
+    assert f"'{option}' applies to the unicode tokenizer" in err.message
+    assert "add `tokenizer: unicode`" in err.fix
+
+
+def test_sentence_bleu_defaults_are_sacrebleus() -> None:
+    from sacrebleu.metrics import BLEU
+
+    hyp, refs = H3[0], H3[1]
+    value, _ = sentence_bleu(tokenize_13a(hyp), [tokenize_13a(r) for r in refs])
+    expected = BLEU(effective_order=True).sentence_score(hyp, refs).score / 100
+    assert value == pytest.approx(expected)
+    # a 2-token hypothesis: effective order (the default) scores the orders it has
+    assert sentence_bleu(["a", "b"], [["a", "b"]])[0] == pytest.approx(1.0)
+
+
+def test_sentence_bleu_reference_length_and_brevity_penalty_edges() -> None:
+    # hypothesis 3 tokens, references of 1 and 4: 4 is closer (a sum instead of a difference,
+    # or no key at all, would pick 1)
+    assert sentence_bleu(["a", "b", "c"], [["a"], ["a", "b", "c", "d"]])[1]["ref_len"] == 4
+    one = sentence_bleu(["a"], [["a", "b"]])[1]
+    assert one["brevity_penalty"] == pytest.approx(math.exp(1 - 2))  # one token still counts
+    empty = sentence_bleu([], [["a"]])
+    assert empty == (0.0, {"precisions": [], "brevity_penalty": 0.0, "hyp_len": 0, "ref_len": 1})
+    assert sentence_bleu(["a"], [])[1]["ref_len"] == 0
+
+
+def test_sentence_bleu_without_effective_order_stops_at_the_missing_order() -> None:
+    value, details = sentence_bleu(["a", "b"], [["a", "b"]], effective_order=False)
+    assert value == 0.0
+    assert details["precisions"] == [1.0, 1.0]  # unigrams and bigrams, then no trigram
+
+
+def test_sentence_bleu_unknown_smoothing_names_it() -> None:
+    with pytest.raises(ValueError, match="unknown smoothing 'bogus'"):
+        sentence_bleu(["a"], [["a"]], smoothing="bogus")
+
+
+ERRORS = [
+    (
+        "bleu",
+        {"tokenizer": "bogus"},
+        "tokenizer",
+        "unknown tokenizer 'bogus'",
+        "use `tokenizer: 13a` (the default) or `tokenizer: unicode` (any script)",
+    ),
+    (
+        "bleu",
+        {"keep_punctuation": True},
+        "keep_punctuation",
+        "'keep_punctuation' applies to the unicode tokenizer, not '13a'",
+        "add `tokenizer: unicode`, or remove `keep_punctuation` to keep the 13a tokenizer",
+    ),
+    (
+        "bleu",
+        {"reference": []},
+        "reference",
+        "'reference' must be a string or a non-empty list of strings, got []",
+        "write `reference: text` or `reference: [one, two]`, or remove it to use the case's "
+        "expected value",
+    ),
+    (
+        "bleu",
+        {"max_n": 0},
+        "max_n",
+        "'max_n' must be a whole number of at least 1, got 0",
+        "write e.g. `max_n: 4` (up to 4-grams, the usual BLEU) or `max_n: 2`",
+    ),
+    (
+        "bleu",
+        {"smoothing": "bogus"},
+        "smoothing",
+        "unknown smoothing 'bogus'",
+        "use one of: exp, floor, add-k, none",
+    ),
+    (
+        "bleu",
+        {"smoothing": "exp", "smooth_value": 0.1},
+        "smooth_value",
+        "'smooth_value' has no effect with smoothing 'exp'",
+        "use it with `smoothing: floor` or `smoothing: add-k`, or remove it",
+    ),
+    (
+        "bleu",
+        {"smoothing": "floor", "smooth_value": "1"},
+        "smooth_value",
+        "'smooth_value' must be a number above 0, got '1'",
+        "write e.g. `smooth_value: 0.1`",
+    ),
+    (
+        "rouge-l",
+        {"beta": 0},
+        "beta",
+        "'beta' must be a number above 0, got 0",
+        "write e.g. `beta: 1` (F1) or `beta: 2`",
+    ),
+    (
+        "semantic",
+        {},
+        "embedder",
+        "'embedder' is required",
+        "write `embedder: module:function` or `embedder: path/to/file.py:function`, a "
+        "function taking a list of strings and returning one vector per string",
+    ),
+    (
+        "semantic",
+        {"embedder": "no_colon"},
+        "embedder",
+        "'embedder' must look like module:function or path/to/file.py:function, got 'no_colon'",
+        "write e.g. `embedder: scorers:check_answer` or `embedder: scorers.py:check_answer`",
+    ),
+]
+
+
+@pytest.mark.parametrize(("type_", "options", "option", "message", "fix"), ERRORS)
+def test_option_errors_name_the_file_the_option_the_problem_and_the_fix(
+    tmp_path: Path, type_: str, options: dict[str, object], option: str, message: str, fix: str
+) -> None:
+    err = build_error(crit(type_, **options), root=tmp_path)
+    assert (err.file, err.where) == (FILE, f"scorecard[0].{option}")
+    assert err.message == f"criterion 'c' ({type_}): {message}"
+    assert err.fix == fix
+
+
+def test_an_embedder_naming_a_missing_function_is_told_the_embedder_signature(
+    tmp_path: Path, embed_module: str
+) -> None:
+    err = build_error(crit("semantic", embedder=f"{embed_module}:nope"), root=tmp_path)
+    assert err.fix == f"define `def nope(texts): ...` in {embed_module}, or fix the name"
+
+
+def test_bleu_max_n_of_one_is_unigram_precision() -> None:
+    result = run(crit("bleu", max_n=1), "a b x", expect("a b c"))
+    assert result.score == pytest.approx(2 / 3)
+    assert result.details["precisions"] == [pytest.approx(2 / 3)]
+
+
+def test_bleu_unicode_tokenizer_keeps_punctuation_by_default() -> None:
+    unicode = crit("bleu", tokenizer="unicode", max_n=1)
+    assert run(unicode, "hello world", expect("hello, world")).details["ref_len"] == 3
+
+
+@pytest.mark.parametrize("options", [{}, {"tokenizer": "rouge"}])
+def test_rouge_l_reference_tokenizer_drops_what_rouge_score_drops(
+    options: dict[str, str],
+) -> None:
+    from rouge_score import rouge_scorer
+
+    hyp, ref = "snake_case cafe costs 3.50", "snake case cafe costs 3 50"
+    expected = rouge_scorer.RougeScorer(["rougeL"]).score(ref, hyp)["rougeL"].fmeasure
+    assert expected == pytest.approx(1.0)  # rouge-score drops "_" and "."; unicode would not
+    assert run(crit("rouge-l", **options), hyp, expect(ref)).score == pytest.approx(expected)
+
+
+def test_rouge_l_unicode_tokenizer_lowercases_and_drops_punctuation_by_default() -> None:
+    result = run(crit("rouge-l", tokenizer="unicode"), "The Cat!", expect("the cat"))
+    assert result.score == pytest.approx(1.0)
+
+
+def test_rouge_l_default_beta_is_f1() -> None:
+    # precision 1/2, recall 1/3: F1 = 0.4 (beta 2 would weigh recall: 0.357)
+    assert rouge_l(["a", "b"], ["a", "c", "d"])[0] == pytest.approx(0.4)
+
+
+def test_rouge_l_reports_the_first_best_reference_and_only_among_several() -> None:
+    one = run(crit("rouge-l"), "a b c", expect("a b"))
+    assert "reference" not in one.details
+    # F of "a b c" against: "a x" 0.4, "a b x y" 0.571 (precision 0.667 > "a b x y z"'s F)
+    refs = ["a x", "a b x y", "a b x y", "c"]
+    assert run(crit("rouge-l"), "a b c", expect(refs)).details["reference"] == 1
+    # "c" has the higher precision (1.0 against 0.667) but the lower F: F decides
+    assert run(crit("rouge-l"), "a b c", expect(["a b x y", "c"])).details["reference"] == 0
+    # "a b" (F 0.8, precision 0.667) beats "a b c x y" (F 0.75): F against F, not precision
+    assert run(crit("rouge-l"), "a b c", expect(["a b", "a b c x y"])).details["reference"] == 0
+
+
+def test_semantic_reports_the_first_best_reference_and_only_among_several(
+    tmp_path: Path, embed_module: str
+) -> None:
+    c = crit("semantic", embedder=f"{embed_module}:letters")
+    assert run(c, "ab", expect(["ab", "ab"]), root=tmp_path).details["reference"] == 0
+    assert "reference" not in run(c, "ab", expect("ab"), root=tmp_path).details
+
+
+def test_semantic_cosine_rounding_above_one_is_clamped(tmp_path: Path, embed_module: str) -> None:
+    c = crit("semantic", embedder=f"{embed_module}:rounding")
+    result = run(c, "x", expect("y"), root=tmp_path)
+    assert result.details["cosine"] > 1.0
+    assert result.score == 1.0
+
+
+@pytest.mark.parametrize("embedder", ["empty_vectors", "nan_vectors"])
+def test_semantic_empty_or_non_finite_vectors_are_error_results(
+    tmp_path: Path, embed_module: str, embedder: str
+) -> None:
+    result = run(
+        crit("semantic", embedder=f"{embed_module}:{embedder}"), "x", expect("y"), root=tmp_path
+    )
+    assert result.error == (
+        f"embedder {embed_module}:{embedder}: vector 0 is not a non-empty list of finite numbers"
+    )

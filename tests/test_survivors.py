@@ -5,6 +5,8 @@ test_boundaries.py.
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -15,12 +17,21 @@ import pytest
 
 import evalwh
 from evalwh import load_config, providers
-from evalwh.config.model import ModelSpec
-from evalwh.engine.plan import model_identity, request_hash
-from evalwh.errors import ConfigError
+from evalwh.config.model import EvalConfig, ModelSpec
+from evalwh.engine.plan import (
+    Filters,
+    Plan,
+    build_plan,
+    model_identity,
+    request_body,
+    request_hash,
+    request_scope,
+    shard_of,
+)
+from evalwh.errors import ConfigError, UsageError
 from evalwh.providers.base import Completion, ProviderError, Request
 from evalwh.warehouse import connect, queries
-from tests.conftest import ROOT
+from tests.conftest import ROOT, write
 from tests.inprocess import evalwh_inprocess
 from tests.test_engine import config
 
@@ -223,3 +234,228 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     assert n["n_numeric"] == 5
     assert n["exact_agreement"] == pytest.approx(0.6)
     assert n["within_1_agreement"] == pytest.approx(0.8)
+
+
+# -- engine/plan.py: what a run sets out to do, and the key of the cache ----------------------
+def _plan_config(tmp_path: Path) -> EvalConfig:
+    """Variants v1, v2; models a, b; 25 cases c00..c24 (more than the 20 an error names)."""
+    cases = "\n".join(f"  - {{id: c{i:02d}, vars: {{q: '{i}'}}}}" for i in range(25))
+    return load_config(
+        write(
+            tmp_path / "eval.yaml",
+            "models: [{id: a, provider: mock}, {id: b, provider: mock}]\n"
+            "variants:\n"
+            '  - {id: v1, messages: [{role: user, content: "{{ q }}"}]}\n'
+            '  - {id: v2, messages: [{role: user, content: "Say {{ q }}"}]}\n'
+            f"cases:\n{cases}\n"
+            "scorecard: [{name: exact, type: exact}]\n",
+        )
+    )
+
+
+def _axes(plan: Plan) -> tuple[list[str], list[str], list[str]]:
+    return (
+        [v.variant.id for v in plan.variants],
+        [m.id for m in plan.models],
+        [c.id for c in plan.cases],
+    )
+
+
+def test_a_runs_filters_are_recorded_without_empty_axes_and_with_the_shard_count() -> None:
+    # what runs.filters holds (`evalwh show`, and the check that a resumed shard belongs to
+    # the same split): the patterns given, and n of a k-of-n shard (each shard stores its k)
+    assert Filters().to_dict() == {}
+    filters = Filters(models=("a",), cases=("c1*", "c2"), shard=(2, 3))
+    assert filters.to_dict() == {"models": ["a"], "cases": ["c1*", "c2"], "shards": 3}
+
+
+def test_filters_select_by_glob_in_config_order(tmp_path: Path) -> None:
+    cfg = _plan_config(tmp_path)
+    whole = build_plan(cfg, Filters())
+    assert _axes(whole) == (["v1", "v2"], ["a", "b"], [f"c{i:02d}" for i in range(25)])
+    assert (whole.repeats, whole.size, whole.planned, whole.run_size) == (1, 100, 100, None)
+    assert (whole.skip, whole.only, whole.sources, whole.streaming) == (set(), None, [], False)
+    assert whole.config is cfg and whole.case_patterns == ()
+
+    filters = Filters(models=("b", "a"), variants=("v2",), cases=("c2?", "c03"))
+    plan = build_plan(cfg, filters, 3)
+    # the config's order, not the filter's; a pattern is a glob, matched case by case
+    assert _axes(plan) == (["v2"], ["a", "b"], ["c03", "c20", "c21", "c22", "c23", "c24"])
+    assert (plan.repeats, plan.size, plan.planned) == (3, 36, 36)
+    assert plan.case_patterns == ("c2?", "c03")
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        (
+            Filters(models=("a", "B", "z*")),
+            "--model B, z* matches no model in the config (known: a, b)",
+        ),
+        (
+            Filters(variants=("v3",)),
+            "--variant v3 matches no variant in the config (known: v1, v2)",
+        ),
+        (
+            Filters(cases=("c0*", "C01", "x")),
+            "--case C01, x matches no case in the config (known: "
+            + ", ".join(f"c{i:02d}" for i in range(20))
+            + ")",
+        ),
+    ],
+)
+def test_a_filter_matching_nothing_names_it_and_the_known_ids(
+    tmp_path: Path, filters: Filters, message: str
+) -> None:
+    # bugs: the known list empty or cut at 21; a glob matched without case (C01 is not c01)
+    with pytest.raises(UsageError) as info:
+        build_plan(_plan_config(tmp_path), filters)
+    assert str(info.value) == message
+
+
+def test_a_case_filter_waits_for_a_datasources_cases(tmp_path: Path) -> None:
+    # with a datasource opened, a --case pattern may match cases still to come: no error here,
+    # and the pattern goes with the plan to be applied as they come
+    plan = build_plan(_plan_config(tmp_path), Filters(cases=("s-*", "c1?")), sources=["opened"])
+    assert [c.id for c in plan.cases] == [f"c1{i}" for i in range(10)]
+    assert plan.case_patterns == ("s-*", "c1?") and plan.sources == ["opened"]
+    assert plan.streaming is True
+
+
+def test_repeat_must_be_at_least_one(tmp_path: Path) -> None:
+    cfg = _plan_config(tmp_path)
+    assert build_plan(cfg, Filters(), 1).repeats == 1
+    with pytest.raises(UsageError) as info:
+        build_plan(cfg, Filters(), 0)
+    assert str(info.value) == "--repeat must be at least 1"
+
+
+def test_a_shard_plans_its_own_cases_and_counts_the_whole_run(tmp_path: Path) -> None:
+    # bugs: the run's size computed from the shard's cases (a resumed shard then thinks the
+    # run is done), or the shard keeps the other shards' cases
+    cfg = _plan_config(tmp_path)
+    seen: list[str] = []
+    for k in (1, 2, 3):
+        plan = build_plan(cfg, Filters(shard=(k, 3)), 2)
+        ids = [c.id for c in plan.cases]
+        assert ids == [c.id for c in cfg.cases if shard_of(c.id, 3) == k] and ids
+        assert (plan.run_size, plan.planned, plan.size) == (200, 200, 2 * 2 * len(ids) * 2)
+        seen += ids
+    assert sorted(seen) == [c.id for c in cfg.cases]
+
+
+def test_a_plan_yields_one_models_cells_case_major_minus_skip_and_only(tmp_path: Path) -> None:
+    cfg = _plan_config(tmp_path)
+    skip = {("v1", "a", "c00", 1), ("v2", "b", "c00", 0)}
+    plan = build_plan(cfg, Filters(cases=("c00", "c01")), 2, skip=skip)
+    model_a, model_b = plan.models
+    cells = [(v.variant.id, c.id, r) for v, c, r in plan.cells(model_a)]
+    assert cells == [
+        ("v1", "c00", 0),
+        ("v2", "c00", 0),
+        ("v2", "c00", 1),
+        ("v1", "c01", 0),
+        ("v1", "c01", 1),
+        ("v2", "c01", 0),
+        ("v2", "c01", 1),
+    ]
+    # `only` (retrying the errors) keeps just its cells, and a stored one is still skipped
+    only = {("v2", "b", "c01", 1), ("v2", "b", "c00", 0), ("v1", "a", "c00", 0)}
+    plan = build_plan(cfg, Filters(cases=("c00", "c01")), 2, skip=skip, only=only)
+    assert [(v.variant.id, c.id, r) for v, c, r in plan.cells(model_b)] == [("v2", "c01", 1)]
+    assert plan.wanted(("v1", "a", "c00", 0)) and not plan.wanted(("v1", "a", "c01", 0))
+
+
+def test_a_request_identity_is_canonical_json_of_what_is_asked() -> None:
+    # bugs: headers or the key's variable name in the identity (a rotated key empties the
+    # cache), or a real option left out; keys unsorted; a YAML date in options fails
+    model = ModelSpec(
+        id="name-only",
+        provider="openai",
+        model="gpt-4o",
+        params={"temperature": 0.5, "max_tokens": 10},
+        options={
+            "headers": {"X-Org": "o"},
+            "api_key_env": "K",
+            "base_url": "http://127.0.0.1:9",
+            "since": datetime.date(2026, 1, 2),
+        },
+    )
+    assert model_identity(model) == (
+        '{"model":"gpt-4o","options":{"base_url":"http://127.0.0.1:9","since":"2026-01-02"},'
+        '"params":{"max_tokens":10,"temperature":0.5},"provider":"openai"}'
+    )
+
+
+def test_the_request_hash_is_pinned() -> None:
+    # The cache and resume key on this hash: any change to how it is computed silently
+    # re-asks every stored request (and bills it). Pinned: sha256 of identity, NUL, the
+    # messages as sorted compact JSON (UTF-8, not escaped), NUL NUL repeat, NUL scope.
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": 'Quelle est la capitale ? "Paris" é'},
+                {
+                    "type": "image",
+                    "name": "p.png",
+                    "sha256": "ab",
+                    "media_type": "image/png",
+                    "bytes": 3,
+                },
+            ],
+        }
+    ]
+    body = request_body(messages)
+    assert body == (
+        '[{"content":[{"text":"Quelle est la capitale ? \\"Paris\\" é","type":"text"},'
+        '{"bytes":3,"media_type":"image/png","name":"p.png","sha256":"ab","type":"image"}],'
+        '"role":"user"}]'
+    )
+    assert body == json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # a long conversation: json's C encoder hands the text back in several chunks
+    long = [{"role": "user", "content": f"turn {i}"} for i in range(20000)]
+    assert request_body(long) == json.dumps(long, sort_keys=True, separators=(",", ":"))
+    identity = '{"model":"m","provider":"p"}'
+    expected = hashlib.sha256(f"{identity}\x00{body}\x00\x002".encode()).hexdigest()
+    assert request_hash(identity, messages, 2) == expected
+    assert expected == "36d7f42219579629d830e82df5332250a386d6c57050611bd63a553b71e909b6"
+    scoped = hashlib.sha256(f"{identity}\x00{body}\x00\x002\x00s".encode()).hexdigest()
+    assert request_hash(identity, messages, 2, scope="s") == scoped
+    assert request_hash(identity, messages, 2, body=body, scope="s") == scoped
+
+
+def test_a_request_scope_separates_mock_cases_and_output_schemas() -> None:
+    mock = ModelSpec(id="m", provider="mock", model="mock")
+    other = ModelSpec(id="o", provider="openai", model="gpt")
+    assert request_scope(mock, "v", "c1") == "v\x00c1"
+    assert request_scope(other, "v", "c1") == ""
+
+
+def test_the_request_body_encoder_writes_what_json_dumps_writes() -> None:
+    """plan._body_encoder() builds the encoder once at import; called here directly so a
+    mutant of it is live (mutmut switches mutants after import)."""
+    import json as _json
+
+    from evalwh.engine.plan import _body_encoder
+
+    encode = _body_encoder()
+    messages = [
+        {"role": "user", "content": 'Grüße — 日本語 "quoted" \\ back\nline', "b": 1, "a": None},
+        {"z": [1, 2.5, True, False], "m": {"y": "2", "x": [{"k": "v"}]}},
+    ]
+    expected = _json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert encode(messages) == expected
+    assert encode({"b": 1, "a": 2}) == '{"a":2,"b":1}'
+    # a long conversation comes out of the C encoder in several pieces, joined with nothing
+    long = [{"role": "user", "content": "x" * 10}] * 20_000
+    assert encode(long) == _json.dumps(long, sort_keys=True, separators=(",", ":"))
+
+
+def test_a_cases_shard_is_pinned_across_versions() -> None:
+    """Shards are assigned from sha256 of the id: a change would move cases between the
+    processes of a sharded run resumed after an upgrade."""
+    from evalwh.engine.plan import shard_of
+
+    assert [shard_of(f"case-{i}", 7) for i in range(10)] == [1, 1, 3, 3, 4, 2, 7, 6, 3, 4]
+    assert [shard_of(f"case-{i}", 1000) for i in range(4)] == [808, 967, 520, 732]
