@@ -155,7 +155,7 @@ def test_a_request_that_errored_scores_0_and_fails() -> None:
 
 
 def test_one_scorer_per_criterion() -> None:
-    with pytest.raises(ValueError, match="^one scorer per criterion$"):
+    with pytest.raises(ValueError, match=r"^one scorer per criterion$"):
         Scorecard([crit("a"), crit("b")], [lambda o, c: ScoreResult(1.0)])
 
 
