@@ -393,3 +393,61 @@ def test_compare_scales_by_filtering_runs_first() -> None:
         for table in ("cases", "scores"):
             for chunk in sql.split(f"FROM {table}")[1:]:
                 assert re.search(r"WHERE (\w+\.)?run_id (= \$run|IN)", chunk[:300]), (name, chunk)
+
+
+# -- survivors of mutmut on evalwh/analysis/compare.py (issue 21) ------------------------
+
+
+def test_a_cluster_key_no_case_carries_is_named_with_the_fix(store: Warehouse) -> None:
+    from evalwh.analysis.compare import check_cluster
+
+    message = (
+        "cluster key 'nope' is in no case's metadata (use a metadata key, or 'case_id' "
+        "to cluster the cells of a case)"
+    )
+    assert check_cluster(store, ["A", "B"], "nope", strict=False) == [
+        message + "; every case is its own cluster"
+    ]
+    with pytest.raises(UsageError) as info:
+        check_cluster(store, ["A", "B"], "nope", strict=True)
+    assert info.value.args[0] == message
+    for fine in (None, "", "case_id", "doc"):
+        assert check_cluster(store, ["A", "B"], fine, strict=True) == []
+
+
+def test_compare_arguments_are_checked_with_exact_messages(store: Warehouse) -> None:
+    with pytest.raises(UsageError) as scope:
+        deltas(store, "A", "B", scopes=("run", "case"))
+    assert (
+        scope.value.args[0] == "unknown compare scope(s) ['case']: use run, cell, criterion, slice"
+    )
+    with pytest.raises(UsageError) as movers:
+        compare(store, "A", "B", movers=-1)
+    assert movers.value.args[0] == "--movers must be 0 or more"
+    assert compare(store, "A", "B", movers=0).movers.num_rows == 0  # 0 is allowed
+
+
+def test_compare_defaults_to_the_latest_run_and_separate_slice_keys(store: Warehouse) -> None:
+    latest = compare(store, "A", movers=0)
+    assert latest.to_dict()["b"]["run_id"] == store.resolve("latest")
+    separate = deltas(store, "A", "B", keys=["doc", "lang"]).to_pylist()
+    assert separate == deltas(store, "A", "B", keys=["doc", "lang"], combine=False).to_pylist()
+    assert separate != deltas(store, "A", "B", keys=["doc", "lang"], combine=True).to_pylist()
+
+
+def test_compare_notes_name_what_cannot_be_trusted(store: Warehouse) -> None:
+    nothing = compare(store, "R", "W", movers=0)
+    assert nothing.notes == ["the runs share no (variant, model, case_id, repeat): nothing to pair"]
+    by_doc = compare(store, "A", "B", cluster="doc", movers=0)
+    assert by_doc.to_dict()["cluster"] == "doc"
+    n = by_doc.overall["n_clusters"]
+    assert 0 < n < 10
+    assert by_doc.notes == [
+        f"only {n} cluster(s) of 'doc': cluster-robust standard errors need more (say 10+) "
+        "to be trusted"
+    ]
+    # exactly 10 clusters (W has 10 cases, each its own cluster) is enough: no note
+    ten = compare(store, "W", "W", cluster="case_id", movers=0)
+    assert ten.overall["n_clusters"] == 10
+    assert ten.notes == ["both references name the same run: every delta is 0"]
+    assert ten.to_dict()["no_look"] is False
