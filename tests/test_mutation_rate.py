@@ -58,6 +58,7 @@ def test_killed_timeouts_and_type_check_count_as_killed_no_tests_as_survived(
 def test_listed_equivalents_leave_the_rate_and_stale_entries_are_named(tmp_path: Path) -> None:
     _meta(tmp_path, "evalwh.a", [1, 1, 1, 0, 0])  # mutants 4 and 5 survive
     _meta(tmp_path, "evalwh.b", [None])  # listed but not checked yet: not stale
+    _meta(tmp_path, "evalwh.xb.__init__", [None])  # a package: mutants named evalwh.xb.x_...
     table = tmp_path / "equivalent_core.md"
     table.write_text(
         "| mutant | mutation | reason |\n|---|---|---|\n"
@@ -65,7 +66,8 @@ def test_listed_equivalents_leave_the_rate_and_stale_entries_are_named(tmp_path:
         "| `evalwh.a.x_f__mutmut_1` | `0` -> `1` | (killed now) |\n"
         "| `evalwh.b.x_f__mutmut_1` | `0` -> `1` | (not checked yet) |\n"
         "| `evalwh.a.x_g__mutmut_9` | `0` -> `1` | (no such mutant any more) |\n"
-        "| `evalwh.zz.x_g__mutmut_1` | `0` -> `1` | (a module this run did not mutate) |\n",
+        "| `evalwh.zz.x_g__mutmut_1` | `0` -> `1` | (a module this run did not mutate) |\n"
+        "| `evalwh.xb.x_g__mutmut_7` | `0` -> `1` | (a package's mutant that is gone) |\n",
         encoding="utf-8",
     )
     out = _run(tmp_path, "--equivalent", str(table))
@@ -76,9 +78,11 @@ def test_listed_equivalents_leave_the_rate_and_stale_entries_are_named(tmp_path:
     )
     assert "evalwh.a.x_g__mutmut_9 is not a survivor" in out.stdout
     assert "evalwh.zz" not in out.stdout
+    assert "evalwh.xb.x_g__mutmut_7 is not a survivor" in out.stdout
     assert "evalwh.b.x_f__mutmut_1" not in out.stdout
     assert "kill rate 75.0% (equivalent left out)" in out.stdout
     (tmp_path / "evalwh" / "b.py.meta").unlink()  # the run finished: the gate can pass
+    (tmp_path / "evalwh" / "xb" / "__init__.py.meta").unlink()
     assert _run(tmp_path, "--equivalent", str(table), "--min-rate", "75").returncode == 0
     assert _run(tmp_path, "--min-rate", "75").returncode == 1  # without the table: 60 %
 

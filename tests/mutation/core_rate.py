@@ -49,7 +49,9 @@ def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set
     by_module: dict[str, Counter[str]] = defaultdict(Counter)
     used: set[str] = set()
     for meta in sorted(mutants.rglob("*.py.meta")):
-        module = meta.relative_to(mutants).as_posix().removesuffix(".py.meta").replace("/", ".")
+        path = meta.relative_to(mutants).as_posix().removesuffix(".py.meta")
+        # mutmut names a package's mutants after the package, not its __init__
+        module = path.removesuffix("/__init__").replace("/", ".")
         codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
         for name, code in codes.items():
             kind = _kind(status_by_exit_code[code])
@@ -58,8 +60,9 @@ def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set
             if kind in ("equivalent", "unchecked"):
                 used.add(name)
             by_module[module][kind] += 1
-    # an entry of a module this run did not mutate at all (a one-module run) is not stale
-    stale = {n for n in listed - used if n.split(".x")[0] in by_module}
+    # an entry of a module this run did not mutate at all (a one-module run) is not stale; a
+    # mutant's name is its module, a dot, and the mutated function (no dots)
+    stale = {n for n in listed - used if n.rsplit(".", 1)[0] in by_module}
     return by_module, stale
 
 
