@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from evalwh.analysis.compare import compare, deltas
+from evalwh.analysis.nolook import NOTICE
 from evalwh.analysis.slices import slice_run
 from evalwh.errors import UsageError
 from evalwh.warehouse.connect import write_connection
@@ -451,3 +452,37 @@ def test_compare_notes_name_what_cannot_be_trusted(store: Warehouse) -> None:
     assert ten.overall["n_clusters"] == 10
     assert ten.notes == ["both references name the same run: every delta is 0"]
     assert ten.to_dict()["no_look"] is False
+
+
+def test_a_cluster_key_and_a_no_look_side_count_from_either_run(tmp_path: Any) -> None:
+    """Run B has no ``analysis.cluster`` but run A has: A's key is used. Only B is no-look:
+    the comparison is no-look all the same, and its movers lose both sides' outputs."""
+    path = tmp_path / "w.duckdb"
+    rows = [
+        {"case_id": f"c{i}", "passed": i % 2 == 0, "score": 0.5, "metadata": {"doc": f"d{i}"}}
+        for i in range(4)
+    ]
+    flipped = [{**r, "passed": not r["passed"]} for r in rows]
+    with write_connection(path) as con:
+        add_run(con, "A", rows)
+        add_run(con, "B", flipped)
+        con.execute(
+            "UPDATE runs SET config_snapshot = ? WHERE run_id = 'A'",
+            [json.dumps({"analysis": {"cluster": "doc"}})],
+        )
+        con.execute("UPDATE runs SET no_look = true WHERE run_id = 'B'")
+    store = Warehouse(path)
+    result = compare(store, "A", "B")
+    assert result.to_dict()["cluster"] == "doc"
+    assert result.to_dict()["no_look"] is True
+    assert NOTICE in result.notes
+    assert result.movers.num_rows == 4
+    assert "output_a" not in result.movers.column_names
+    assert "output_b" not in result.movers.column_names
+    assert {"case_id", "passed_a", "passed_b"} <= set(result.movers.column_names)
+    # neither side no-look: outputs are shown, and no notice
+    with write_connection(path) as con:
+        con.execute("UPDATE runs SET no_look = false")
+    seen = compare(store, "A", "B")
+    assert seen.to_dict()["no_look"] is False
+    assert "output_a" in seen.movers.column_names and NOTICE not in seen.notes
