@@ -8,6 +8,7 @@ as killed, that "no tests" counts as survived, and that a partial run cannot pas
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,29 @@ def test_no_results_says_what_to_run(tmp_path: Path, make: bool) -> None:
     out = _run(folder)
     assert out.returncode == 2
     assert "run `uv run mutmut run` first" in out.stdout
+
+
+def test_run_cli_runs_in_this_process_under_mutmut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under mutmut (MUTANT_UNDER_TEST set) `run_cli` runs the command here, where mutmut's
+    mutants live: a change made in this process shows in its output. ``process=True`` and a
+    plain run still start a real process, and the in-process run leaves the working folder,
+    the environment and the global options as they were."""
+    import evalwh.cli.main as cli_main
+    from evalwh.cli import state
+    from tests.conftest import run_cli
+
+    monkeypatch.setattr(cli_main, "__version__", "0.0.0-in-this-process")
+    real = run_cli("--version")
+    assert real.returncode == 0 and "in-this-process" not in real.stdout
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")
+    before = (os.getcwd(), dict(os.environ), state.STATE.json)
+    here = run_cli("--version", cwd=tmp_path, env={"EVALWH_PROBE": "1"})
+    assert (here.returncode, here.stdout) == (0, "evalwh 0.0.0-in-this-process\n")
+    assert (os.getcwd(), dict(os.environ), state.STATE.json) == before
+    assert "in-this-process" not in run_cli("--version", process=True).stdout
+    # exit codes and standard error come back as a process's would
+    refused = run_cli("show", "no-such-run", "--json", cwd=tmp_path)
+    assert refused.returncode != 0 and refused.stderr + refused.stdout
+    assert state.STATE.json is False
