@@ -122,6 +122,7 @@ def test_run_cli_runs_in_this_process_under_mutmut(
     from tests.conftest import run_cli
 
     monkeypatch.setattr(cli_main, "__version__", "0.0.0-in-this-process")
+    monkeypatch.delenv("MUTANT_UNDER_TEST", raising=False)  # (this test runs under mutmut too)
     real = run_cli("--version")
     assert real.returncode == 0 and "in-this-process" not in real.stdout
     monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")
