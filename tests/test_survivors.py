@@ -459,3 +459,53 @@ def test_a_cases_shard_is_pinned_across_versions() -> None:
 
     assert [shard_of(f"case-{i}", 7) for i in range(10)] == [1, 1, 3, 3, 4, 2, 7, 6, 3, 4]
     assert [shard_of(f"case-{i}", 1000) for i in range(4)] == [808, 967, 520, 732]
+
+
+def test_the_warehouse_json_encoder_writes_what_json_dumps_writes() -> None:
+    """writer._json_encoder() builds the encoder once at import; called here directly so a
+    mutant of it is live (mutmut switches mutants after import)."""
+    from evalwh.warehouse.writer import _json_encoder
+
+    encode = _json_encoder()
+    when = datetime.date(2026, 1, 2)
+    value = {"b": [1, 2.5, True, None], "a": 'Grüße "q" \\ 日本\n', "when": when, "n": {"x": {}}}
+    assert encode(value) == json.dumps(value, ensure_ascii=False, default=str)
+    assert encode(value) == (
+        '{"b": [1, 2.5, true, null], "a": "Grüße \\"q\\" \\\\ 日本\\n", '
+        '"when": "2026-01-02", "n": {"x": {}}}'
+    )  # insertion order kept, ", " and ": " separators, non-ASCII as is, str() for the rest
+    assert encode("plain\t") == '"plain\\t"' and encode(3) == "3" and encode(None) == "null"
+    long = [{"k": "x" * 10}] * 20_000  # several chunks from the C encoder, joined with nothing
+    assert encode(long) == json.dumps(long, ensure_ascii=False)
+
+
+def test_a_query_file_header_is_parsed_from_its_leading_comments() -> None:
+    """queries._parse() runs once per file, before mutmut switches mutants: called here."""
+    from evalwh.warehouse.queries import _parse, _strip_comments, registry
+
+    text = (
+        "-- title:  Pass rate  \n"
+        "--description: per cell\n"
+        "-- params: run_id, limit ,\n"
+        "\n"
+        "-- a note: $ignored here\n"
+        "SELECT * FROM cases WHERE run_id = $run_id -- not $this\n"
+        "LIMIT $limit  -- title: not a header after SQL\n"
+    )
+    query = _parse("demo", text)
+    assert (query.name, query.title, query.description) == ("demo", "Pass rate", "per cell")
+    assert query.params == ("run_id", "limit") and query.sql == text
+    assert _strip_comments("a -- b\n-- c\nd") == "a \n\nd"
+    with pytest.raises(ValueError) as missing:
+        _parse("bare", "-- title: t\nSELECT 1\n-- description: too late\n")
+    assert str(missing.value) == (
+        "sql/bare.sql must start with '-- title:' and '-- description:' lines"
+    )
+    with pytest.raises(ValueError) as undeclared:
+        _parse("p", "-- title: t\n-- description: d\nSELECT $a, $b\n")
+    assert str(undeclared.value) == "sql/p.sql declares params () but uses ('a', 'b')"
+    with pytest.raises(ValueError, match=r"declares params \('a', 'c'\) but uses \('a',\)"):
+        _parse("p", "-- title: t\n-- description: d\n-- params: a, c\nSELECT $a, $a\n")
+    # every shipped query parses to what the registry holds
+    for name, held in registry().items():
+        assert _parse(name, held.sql) == held
