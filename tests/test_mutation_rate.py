@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +136,61 @@ def test_run_cli_runs_in_this_process_under_mutmut(
     refused = run_cli("show", "no-such-run", "--json", cwd=tmp_path)
     assert refused.returncode != 0 and refused.stderr + refused.stdout
     assert state.STATE.json is False
+
+
+def _stats_in_parts() -> Any:
+    import importlib.util
+
+    path = ROOT / "tests" / "mutation" / "stats_in_parts.py"
+    spec = importlib.util.spec_from_file_location("stats_in_parts", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_stats_parts_cover_every_file_once_in_order() -> None:
+    split = _stats_in_parts().split
+    files = [f"t{i}" for i in range(10)]
+    assert split(files, 3) == [["t0", "t1", "t2", "t3"], ["t4", "t5", "t6"], ["t7", "t8", "t9"]]
+    assert split(files, 1) == [files]
+    assert split(files[:2], 5) == [["t0"], ["t1"]]  # never an empty part
+    assert split(files, 10) == [[f] for f in files]
+    with pytest.raises(ValueError, match="--parts must be 1 or more"):
+        split(files, 0)
+
+
+def test_a_crashed_stats_part_runs_again_and_a_failed_one_stops(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module = _stats_in_parts()
+    assert [module.crashed(c) for c in (-11, -6, 139, 134, 0, 1, 2)] == [
+        True, True, True, True, False, False, False,
+    ]  # fmt: skip
+    codes = {"a": [-11, 0], "b": [0]}
+    seen: list[str] = []
+
+    def run(part: list[str]) -> int:
+        seen.append(part[0])
+        return codes[part[0]].pop(0)
+
+    assert module.run_parts([["a"], ["b"]], run, retries=1) == 0
+    assert seen == ["a", "a", "b"]
+    assert "part 1 crashed (exit -11); running it again" in capsys.readouterr().out
+    # more crashes than retries allowed, or a failing test: stop with exit 1, naming the part
+    codes = {"a": [-11, -11], "b": [0]}
+    assert module.run_parts([["a"], ["b"]], run, retries=1) == 1
+    assert "part 1 crashed (exit -11); stopping" in capsys.readouterr().err
+    codes = {"a": [1], "b": [0]}
+    seen.clear()
+    assert module.run_parts([["a"], ["b"]], run, retries=3) == 1
+    assert seen == ["a"]
+    assert "part 1 failed (exit 1); stopping" in capsys.readouterr().err
+
+
+def test_stats_in_parts_needs_the_generated_mutants(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _stats_in_parts().main([]) == 1
+    assert "no mutants/ folder: run `mutmut run` first" in capsys.readouterr().err

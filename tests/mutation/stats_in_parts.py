@@ -1,0 +1,102 @@
+"""Collect mutmut's stats (which tests reach which function) part by part, each part of the
+test files in a fresh process, and run a part again when its process crashed.
+
+mutmut collects them in one process that runs the whole selection. On the 2-core machine
+evalwh is developed on, that process died of a segmentation fault at a random place in most
+runs, with or without mutmut's process titles (docs/testing.md). When `mutmut run` stops that
+way, its mutants are already generated: run this, then `mutmut run` again, which loads these
+stats and goes on to the mutants.
+
+    uv run python tests/mutation/stats_in_parts.py [--parts 8] [--retries 3] [--fresh]
+
+Exit 0 when every part passed; 1 when a part failed (a test failed, or it crashed more often
+than --retries allows): the output of that part names why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+STATS = Path("mutants") / "mutmut-stats.json"
+
+
+def split(files: Sequence[str], parts: int) -> list[list[str]]:
+    """``files`` in order, cut into at most ``parts`` runs of near-equal length (none empty)."""
+    if parts < 1:
+        raise ValueError("--parts must be 1 or more")
+    size, extra = divmod(len(files), parts)
+    out, start = [], 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        if end > start:
+            out.append(list(files[start:end]))
+        start = end
+    return out
+
+
+def crashed(returncode: int) -> bool:
+    """A process ended by a signal (a segmentation fault, an abort), not by a failing test."""
+    return returncode < 0 or returncode in (128 + 6, 128 + 11)
+
+
+def run_parts(
+    parts: Sequence[Sequence[str]], run: Callable[[Sequence[str]], int], retries: int
+) -> int:
+    """Run each part until it passes, again after a crash (at most ``retries`` times)."""
+    for number, part in enumerate(parts, 1):
+        attempt = 0
+        while True:
+            attempt += 1
+            print(f"part {number}/{len(parts)}, try {attempt}: {' '.join(part)}", flush=True)
+            code = run(part)
+            if code == 0:
+                break
+            if crashed(code) and attempt <= retries:
+                print(f"part {number} crashed (exit {code}); running it again", flush=True)
+                continue
+            why = "crashed" if crashed(code) else "failed"
+            print(f"part {number} {why} (exit {code}); stopping", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _child(tests: Sequence[str]) -> None:
+    """One part, in this process: mutmut's own stats pass over these test files, added to the
+    stats already saved."""
+    from mutmut import __main__ as mutmut_main
+    from mutmut.stats import load_stats
+
+    mutmut_main.setup_source_paths()
+    load_stats()
+    mutmut_main.run_stats_collection(mutmut_main.get_mutant_runner(1), tests=list(tests))
+
+
+def _run_child(tests: Sequence[str]) -> int:
+    return subprocess.run([sys.executable, __file__, "--child", *tests], check=False).returncode
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--parts", type=int, default=8)
+    parser.add_argument("--retries", type=int, default=3)
+    parser.add_argument("--fresh", action="store_true", help="drop the stats saved before")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(args.child)
+        return 0
+    if not Path("mutants").is_dir():
+        print("no mutants/ folder: run `mutmut run` first (it generates them)", file=sys.stderr)
+        return 1
+    if args.fresh:
+        STATS.unlink(missing_ok=True)
+    files = sorted(p.as_posix() for p in Path("tests").glob("test_*.py"))
+    return run_parts(split(files, args.parts), _run_child, args.retries)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
