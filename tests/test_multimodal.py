@@ -952,3 +952,40 @@ def test_a_faked_model_is_checked_and_estimated_as_its_provider(tmp_path: Path) 
         validate(refused, fake=True)
     mock = config(tmp_path / "m", 'audio: "{{ files.voice }}"', "{voice: media/hello.wav}")
     assert validate(mock, fake=True).requests == 1  # the mock itself still takes anything
+
+
+def test_a_directory_source_direct_defaults_limit_and_errors(tmp_path: Path) -> None:
+    """folders.directory_cases itself: the defaults (every file, attached as ``file``), the
+    limit, the source line, and both errors with their file, place and fix."""
+    from evalwh.config.folders import directory_cases
+
+    folder = tmp_path / "pics"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("b.png", "a.png", "sub/c.png"):
+        (folder / name).write_bytes(media.png(2, 2))
+    cases = directory_cases({"dir": "pics/"}, tmp_path, "cases[1]", "e.yaml")
+    assert [c.id for c in cases] == ["a.png", "b.png"]  # "*": this folder only
+    assert [list(c.files) for c in cases] == [["file"], ["file"]]
+    assert cases[0].source == "pics/a.png" and cases[0].metadata == {"folder": "."}
+    limited = directory_cases(
+        {"dir": "pics", "glob": "**/*.png", "as": "img", "limit": 2}, tmp_path, "cases[1]", "e.yaml"
+    )
+    assert [c.id for c in limited] == ["a.png", "b.png"] and list(limited[0].files) == ["img"]
+    everything = directory_cases({"dir": "pics", "glob": "**/*.png"}, tmp_path, "w", "e.yaml")
+    assert [c.id for c in everything] == ["a.png", "b.png", "sub/c.png"]
+    with pytest.raises(ConfigError) as missing:
+        directory_cases({"dir": "nope"}, tmp_path, "cases[1]", "e.yaml")
+    assert (missing.value.message, missing.value.file, missing.value.where, missing.value.fix) == (
+        f"case folder not found: {(tmp_path / 'nope').resolve()}",
+        "e.yaml",
+        "cases[1].dir",
+        "check the path; it is relative to the config file's folder",
+    )
+    with pytest.raises(ConfigError) as empty:
+        directory_cases({"dir": "pics", "glob": "*.gif"}, tmp_path, "cases[1]", "e.yaml")
+    assert (empty.value.message, empty.value.file, empty.value.where, empty.value.fix) == (
+        f"no file in {folder.resolve()} matches '*.gif'",
+        "e.yaml",
+        "cases[1].glob",
+        "check the folder and the pattern (e.g. glob: '*.jpg', or '**/*.png' for subfolders)",
+    )
