@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -352,6 +353,55 @@ def test_unparseable_schema_file_is_a_config_error(tmp_path: Path):
     err = build_error(crit("json-schema", schema_file="bad.yaml"), root=tmp_path)
     assert err.where == "scorecard[0].schema_file"
     assert "is not valid YAML" in err.message
+
+
+def test_schema_file_errors_are_exact(tmp_path: Path):
+    """Every refusal of a schema file: its message, place and fix (the path is resolved)."""
+    named = "criterion 'c' (json-schema): "
+
+    def error(name: object) -> tuple[str, str, str | None, str | None]:
+        err = build_error(crit("json-schema", schema_file=name), root=tmp_path)
+        assert err.message.startswith(named), err.message
+        return err.message[len(named) :], err.where, err.fix, err.file
+
+    relative = "give the path of a JSON or YAML schema, relative to the config file's folder"
+    for bad in ("", 3):
+        got = error(bad)
+        assert got == (f"'schema_file' must be a path, got {bad!r}", "scorecard[0].schema_file",
+                       relative, FILE)  # fmt: skip
+    assert error("nope.json") == (
+        f"schema file not found: {(tmp_path / 'nope.json').resolve()}",
+        "scorecard[0].schema_file",
+        "check the path; it is relative to the config file's folder",
+        FILE,
+    )
+    (tmp_path / "latin.json").write_bytes(b'{"title": "caf\xe9"}')
+    message, _, fix, _ = error("latin.json")
+    assert message.startswith(f"cannot read schema file {(tmp_path / 'latin.json').resolve()}: ")
+    assert "codec can't decode" in message
+    assert fix == "make the schema file a readable UTF-8 JSON or YAML file"
+    (tmp_path / "bad.JSON").write_text('{"type": \n')
+    assert error("bad.JSON") == (
+        f"schema file {(tmp_path / 'bad.JSON').resolve()} is not valid JSON: Expecting value "
+        "(line 2, column 1)",
+        "scorecard[0].schema_file",
+        "fix the JSON syntax of the schema file",
+        FILE,
+    )
+    (tmp_path / "bad.yaml").write_text("type: [object\n")
+    message, where, fix, _ = error("bad.yaml")
+    assert message.startswith(
+        f"schema file {(tmp_path / 'bad.yaml').resolve()} is not valid YAML: "
+    )
+    assert re.search(r"\(line \d+, column \d+\)$", message), message
+    assert where == "scorecard[0].schema_file" and fix
+    (tmp_path / "dup.yml").write_text("type: object\ntype: array\n")
+    message, _, fix, _ = error("dup.yml")
+    assert "duplicate key 'type'" in message and "(line 2, column 1)" in message
+    assert fix and fix != "fix the YAML syntax of the schema file (or write it as .json)"
+    (tmp_path / "ok.yml").write_text("type: object\nrequired: [a]\n")
+    run_ok = run(crit("json-schema", schema_file="ok.yml"), '{"a": 1}', root=tmp_path)
+    assert run_ok.score == 1.0 and run_ok.error is None
 
 
 def test_schema_and_schema_file_together_is_a_config_error():
