@@ -448,3 +448,61 @@ def test_a_case_folder_may_not_link_outside_itself(tmp_path: Path) -> None:
     cfg = write(tmp_path / "eval.yaml", BASE + "cases:\n  - {file: shards}\n")
     with pytest.raises(ConfigError, match="outside"):
         evalwh.load_config(cfg)
+
+
+def test_a_folder_source_directly_format_limit_order_and_errors(tmp_path: Path) -> None:
+    """datasets.load_file_source on a folder: only case files (of ``format`` when given), in
+    name order, ``limit`` over the whole folder, and each refusal with its place and fix."""
+    import os
+    from typing import Any
+
+    from evalwh.config.datasets import load_file_source
+    from evalwh.errors import ConfigError
+    from tests.conftest import write
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    write(shards / "b.jsonl", '{"id": "b1"}\n{"id": "b2"}\n')
+    write(shards / "a.CSV", "id\na1\na2\n")
+    write(shards / "c.ndjson", '{"id": "c1"}\n')
+    write(shards / "notes.txt", "not cases\n")
+    (shards / "sub.jsonl").mkdir()  # a folder with a case file's name is no case file
+
+    def ids(**spec: Any) -> list[str]:
+        cases = load_file_source({"file": "shards", **spec}, tmp_path, "cases[0]", "e.yaml")
+        return [c.id for c in cases]
+
+    assert ids() == ["a1", "a2", "b1", "b2", "c1"]
+    assert ids(format="jsonl") == ["b1", "b2", "c1"]
+    assert ids(limit=3) == ["a1", "a2", "b1"]
+    assert ids(limit=2) == ["a1", "a2"]  # the next file is not read
+    assert ids(format="jsonl", limit=1) == ["b1"]
+
+    def refusal(**spec: Any) -> tuple[str, str | None, str | None, str | None]:
+        with pytest.raises(ConfigError) as info:
+            load_file_source({"file": "shards", **spec}, tmp_path, "cases[0]", "e.yaml")
+        return info.value.message, info.value.file, info.value.where, info.value.fix
+
+    folder = shards.resolve()
+    fix = "point file: at a folder of .csv, .jsonl or .parquet files, or at one file"
+    assert refusal(format="parquet") == (
+        f"the folder {folder} holds no case files (parquet)",
+        "e.yaml",
+        "cases[0].file",
+        fix,
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError) as info:
+        load_file_source({"file": "empty"}, tmp_path, "cases[0]", "e.yaml")
+    assert info.value.message == (
+        f"the folder {empty.resolve()} holds no case files (.csv, .jsonl, .ndjson, .parquet, .pq)"
+    )
+    outside = write(tmp_path / "outside.jsonl", '{"id": "x"}\n')
+    os.symlink(outside, shards / "d.jsonl")
+    assert refusal() == (
+        f"d.jsonl in the case folder resolves to {outside.resolve()}, outside {folder}",
+        "e.yaml",
+        "cases[0].file",
+        "copy the file into the folder instead of linking it",
+    )
