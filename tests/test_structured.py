@@ -489,3 +489,50 @@ def test_a_schema_gemini_cannot_take_is_refused_at_validation(
     assert "mode: prompted" in (exc.value.fix or "")
     prompted = config(tmp_path / "p", model, output + "      mode: prompted\n")
     evalwh.validate(prompted)  # asked by prompt: the schema is never sent as responseSchema
+
+
+def test_an_output_schema_file_is_read_as_json_or_yaml_and_refused_with_its_place(
+    tmp_path: Path,
+) -> None:
+    from evalwh.config.outputs import read_schema_file
+
+    write(tmp_path / "s.json", json.dumps(SCHEMA))
+    write(tmp_path / "s.yaml", "type: object\nrequired: [city]\n")
+    assert read_schema_file("s.json", tmp_path, "w", "e.yaml") == SCHEMA
+    assert read_schema_file("s.yaml", tmp_path, "w", "e.yaml") == {
+        "type": "object", "required": ["city"],
+    }  # fmt: skip
+
+    def refused(name: str) -> tuple[str, str | None, str | None, str | None]:
+        with pytest.raises(ConfigError) as exc:
+            read_schema_file(name, tmp_path, "variants[0].output_schema.schema_file", "e.yaml")
+        return exc.value.message, exc.value.file, exc.value.where, exc.value.fix
+
+    at = ("e.yaml", "variants[0].output_schema.schema_file")
+    assert refused("gone.json") == (
+        f"schema file not found: {(tmp_path / 'gone.json').resolve()}", *at,
+        "check the path; it is relative to the config file's folder",
+    )  # fmt: skip
+    write(tmp_path / "bad.JSON", '{"type": ')
+    assert refused("bad.JSON") == (
+        f"schema file {(tmp_path / 'bad.JSON').resolve()} is not valid JSON: Expecting value",
+        *at, "fix the JSON syntax of the schema file",
+    )  # fmt: skip
+    (tmp_path / "latin.json").write_bytes(b'{"title": "caf\xe9"}')  # not UTF-8: an error, no crash
+    message, *where, fix = refused("latin.json")
+    assert message.startswith(f"cannot read schema file {(tmp_path / 'latin.json').resolve()}: ")
+    assert (tuple(where), fix) == (at, "make the schema file a readable UTF-8 JSON or YAML file")
+    # in a config: a variant's own schema_file, and a criterion's that asks with `request:`
+    write(tmp_path / "cfg" / "place.json", json.dumps(SCHEMA))
+    own = config(
+        tmp_path / "cfg",
+        "{id: m, provider: mock}",
+        "    output_schema: {schema_file: place.json}\n",
+    )
+    assert evalwh.load_config(own).variants[0].output.schema == SCHEMA
+    asked = config(
+        tmp_path / "cfg", "{id: m, provider: mock}", "",
+        scorecard_extra=""", request: native}\n  - {name: f, type: json-schema, schema_file: place.json, request: native""",
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="more than one json-schema criterion has `request:`"):
+        evalwh.load_config(asked)

@@ -113,7 +113,15 @@ def read_schema_file(name: Any, root: Path, where: str, file: str) -> Any:
             where=where,
             fix="check the path; it is relative to the config file's folder",
         )
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"cannot read schema file {path}: {exc}",
+            file=file,
+            where=where,
+            fix="make the schema file a readable UTF-8 JSON or YAML file",
+        ) from None
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text)
