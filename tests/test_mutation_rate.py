@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,11 @@ def test_stats_in_parts_needs_the_generated_mutants(
     monkeypatch.chdir(tmp_path)
     assert _stats_in_parts().main([]) == 1
     assert "no mutants/ folder: run `mutmut run` first" in capsys.readouterr().err
+
+
+def test_a_stats_part_that_hangs_is_killed_and_counts_as_crashed() -> None:
+    run_bounded = _stats_in_parts().run_bounded
+    started = time.monotonic()
+    assert run_bounded([sys.executable, "-c", "import time; time.sleep(30)"], 0.5) == -9
+    assert time.monotonic() - started < 10
+    assert run_bounded([sys.executable, "-c", "raise SystemExit(3)"], 30) == 3

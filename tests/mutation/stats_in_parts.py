@@ -8,6 +8,7 @@ way, its mutants are already generated: run this, then `mutmut run` again, which
 stats and goes on to the mutants.
 
     uv run python tests/mutation/stats_in_parts.py [--parts 8] [--retries 3] [--fresh]
+        [--part-timeout 3600]
 
 Exit 0 when every part passed; 1 when a part failed (a test failed, or it crashed more often
 than --retries allows): the output of that part names why.
@@ -75,8 +76,13 @@ def _child(tests: Sequence[str]) -> None:
     mutmut_main.run_stats_collection(mutmut_main.get_mutant_runner(1), tests=list(tests))
 
 
-def _run_child(tests: Sequence[str]) -> int:
-    return subprocess.run([sys.executable, __file__, "--child", *tests], check=False).returncode
+def run_bounded(command: Sequence[str], timeout_s: float) -> int:
+    """The exit code of ``command``; a process still running after ``timeout_s`` is killed
+    and counts as crashed (-9), so a hung part is tried again instead of waiting forever."""
+    try:
+        return subprocess.run(list(command), check=False, timeout=timeout_s).returncode
+    except subprocess.TimeoutExpired:
+        return -9
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parts", type=int, default=8)
     parser.add_argument("--retries", type=int, default=3)
     parser.add_argument("--fresh", action="store_true", help="drop the stats saved before")
+    parser.add_argument(
+        "--part-timeout", type=float, default=3600.0, help="seconds a part may run (then: crash)"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -95,7 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.fresh:
         STATS.unlink(missing_ok=True)
     files = sorted(p.as_posix() for p in Path("tests").glob("test_*.py"))
-    return run_parts(split(files, args.parts), _run_child, args.retries)
+
+    def run_child(tests: Sequence[str]) -> int:
+        return run_bounded([sys.executable, __file__, "--child", *tests], args.part_timeout)
+
+    return run_parts(split(files, args.parts), run_child, args.retries)
 
 
 if __name__ == "__main__":
