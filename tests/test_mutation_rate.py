@@ -58,6 +58,18 @@ def test_killed_timeouts_and_type_check_count_as_killed_no_tests_as_survived(
     )
 
 
+def test_survivors_are_listed_for_a_second_run_without_the_listed_equivalents(
+    tmp_path: Path,
+) -> None:
+    _meta(tmp_path, "evalwh.a", [1, 0, 33, 0, None, 36])  # 2 and 4 survive, 3 has no tests
+    _meta(tmp_path, "evalwh.b", [0])
+    table = tmp_path / "equivalent_core.md"
+    table.write_text("| `evalwh.a.x_f__mutmut_4` | `<` -> `<=` | same |\n", encoding="utf-8")
+    out = _run(tmp_path, "--survivors", "--equivalent", str(table))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["evalwh.a.x_f__mutmut_2", "evalwh.b.x_f__mutmut_1"]
+
+
 def test_listed_equivalents_leave_the_rate_and_stale_entries_are_named(tmp_path: Path) -> None:
     _meta(tmp_path, "evalwh.a", [1, 1, 1, 0, 0])  # mutants 4 and 5 survive
     _meta(tmp_path, "evalwh.b", [None])  # listed but not checked yet: not stale
@@ -139,15 +151,20 @@ def test_run_cli_runs_in_this_process_under_mutmut(
     assert state.STATE.json is False
 
 
-def _stats_in_parts() -> Any:
+def _script(name: str) -> Any:
+    """A script of tests/mutation/, loaded as a module."""
     import importlib.util
 
-    path = ROOT / "tests" / "mutation" / "stats_in_parts.py"
-    spec = importlib.util.spec_from_file_location("stats_in_parts", path)
+    path = ROOT / "tests" / "mutation" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"mutation_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _stats_in_parts() -> Any:
+    return _script("stats_in_parts")
 
 
 def test_stats_parts_cover_every_file_once_in_order() -> None:
@@ -203,3 +220,211 @@ def test_a_stats_part_that_hangs_is_killed_and_counts_as_crashed() -> None:
     assert run_bounded([sys.executable, "-c", "import time; time.sleep(30)"], 0.5) == -9
     assert time.monotonic() - started < 10
     assert run_bounded([sys.executable, "-c", "raise SystemExit(3)"], 30) == 3
+
+
+# tests/mutation/budget.py: the plugin mutmut's runs load (-p tests.mutation.budget).
+
+
+def _budget() -> Any:
+    return _script("budget")
+
+
+def test_a_mutant_meets_its_cheapest_tests_first_within_the_budget() -> None:
+    select = _budget().select
+    durations = {"a": 3.0, "b": 0.5, "c": 1.0, "d": 0.5}
+    tests = ["a", "b", "c", "d", "new"]
+    # cheapest first (ties keep mutmut's order), an unmeasured test last; no budget: all run
+    assert select(tests, durations, 0) == ["b", "d", "c", "a", "new"]
+    assert select(tests, durations, -1) == ["b", "d", "c", "a", "new"]
+    # a test that fits exactly still runs; the next one would pass the limit
+    assert select(tests, durations, 2.0) == ["b", "d", "c"]
+    assert select(tests, durations, 1.99) == ["b", "d"]
+    # the cheapest test always runs, even when it alone is over the limit
+    assert select(["a", "new"], durations, 0.1) == ["a"]
+    assert select(["new"], durations, 0.1) == ["new"]
+    assert select([], durations, 5) == []
+
+
+def test_the_budget_comes_from_the_environment_and_a_bad_value_says_how_to_fix_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = _budget()
+    monkeypatch.delenv("EVALWH_MUTATION_BUDGET", raising=False)
+    assert module.budget() == module.DEFAULT_BUDGET == 10.0
+    monkeypatch.setenv("EVALWH_MUTATION_BUDGET", "2.5")
+    assert module.budget() == 2.5
+    monkeypatch.setenv("EVALWH_MUTATION_BUDGET", "ten")
+    with pytest.raises(pytest.UsageError, match=r"EVALWH_MUTATION_BUDGET='ten': give seconds"):
+        module.budget()
+    for value, expected in (("stats", None), ("fail", None), ("", None)):
+        monkeypatch.setenv("MUTANT_UNDER_TEST", value)
+        assert module.mutant_under_test() is expected
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "evalwh.a.x_f__mutmut_3")
+    assert module.mutant_under_test() == "evalwh.a.x_f__mutmut_3"
+
+
+def test_measured_durations_add_up_over_parts_and_win_over_mutmuts_call_time(
+    tmp_path: Path,
+) -> None:
+    module = _budget()
+    assert module.load_durations(tmp_path) == {}
+    stats = {"duration_by_test": {"t::a": 0.1, "t::b": 0.2}}
+    (tmp_path / "mutmut-stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    assert module.load_durations(tmp_path) == {"t::a": 0.1, "t::b": 0.2}
+    module.save_durations(tmp_path, {"t::a": 2.0})
+    module.save_durations(tmp_path, {"t::c": 1.0})  # a second part keeps the first's figures
+    assert module.load_durations(tmp_path) == {"t::a": 2.0, "t::b": 0.2, "t::c": 1.0}
+
+
+def test_preload_imports_all_of_evalwh() -> None:
+    assert _budget().preload() == []  # every extra is installed where the suite runs
+    for name in ("evalwh.warehouse.connect", "evalwh.reports.html", "evalwh.mcp.server"):
+        assert name in sys.modules, name
+
+
+PROBE_TESTS = """
+import os, time
+import pytest
+
+LOG = os.environ["PROBE_LOG"]
+
+def note(name):
+    with open(LOG, "a") as f:
+        f.write(name + "\\n")
+
+@pytest.fixture
+def slow_setup():
+    time.sleep(0.3)
+
+def test_slow(slow_setup):
+    note("slow")
+
+def test_fast():
+    note("fast")
+
+def test_middle():
+    note("middle")
+
+def test_new():
+    note("new")
+"""
+
+
+def _probe(tmp_path: Path, mutant: str, budget: str) -> tuple[list[str], str]:
+    (tmp_path / "test_probe.py").write_text(PROBE_TESTS, encoding="utf-8")
+    log = tmp_path / "log.txt"
+    log.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PROBE_LOG": str(log),
+        "MUTANT_UNDER_TEST": mutant,
+        "EVALWH_MUTATION_BUDGET": budget,
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.mutation.budget", "-p", "no:cacheprovider",
+         "-q", "test_probe.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    return log.read_text(encoding="utf-8").split(), out.stdout
+
+
+def test_the_stats_pass_measures_setup_too_and_a_mutant_runs_its_cheapest_tests_first(
+    tmp_path: Path,
+) -> None:
+    # the stats pass: every test runs in file order, and each one's setup + call + teardown
+    # is saved (test_slow's time is in its fixture, which mutmut's call-only figure misses)
+    ran, _ = _probe(tmp_path, "stats", "")
+    assert ran == ["slow", "fast", "middle", "new"]
+    measured = json.loads((tmp_path / "evalwh-test-durations.json").read_text(encoding="utf-8"))
+    assert set(measured) == {f"test_probe.py::test_{n}" for n in ("slow", "fast", "middle", "new")}
+    assert measured["test_probe.py::test_slow"] >= 0.3
+    # a mutant: cheapest first, the unmeasured test last, then cut at the budget
+    measured = {
+        "test_probe.py::test_slow": 5.0,
+        "test_probe.py::test_fast": 0.01,
+        "test_probe.py::test_middle": 0.5,
+    }
+    (tmp_path / "evalwh-test-durations.json").write_text(json.dumps(measured), encoding="utf-8")
+    ran, _ = _probe(tmp_path, "evalwh.a.x_f__mutmut_1", "0")
+    assert ran == ["fast", "middle", "slow", "new"]
+    ran, stdout = _probe(tmp_path, "evalwh.a.x_f__mutmut_1", "1")
+    assert ran == ["fast", "middle"]
+    assert "2 passed, 2 deselected" in stdout
+    # outside a mutant (mutmut's forced-failure check) nothing is reordered or left out
+    ran, _ = _probe(tmp_path, "fail", "1")
+    assert ran == ["slow", "fast", "middle", "new"]
+
+
+def _run_core() -> Any:
+    return _script("run_core")
+
+
+def test_the_whole_run_collects_stats_in_parts_after_a_crash_and_rechecks_survivors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module = _run_core()
+    calls: list[tuple[list[str], dict[str, str]]] = []
+    codes = [-11, 0, 0]  # mutmut stops in its stats pass, then runs; then the survivors
+
+    def run(command: list[str], env: dict[str, str]) -> int:
+        calls.append((list(command), env))
+        return codes.pop(0)
+
+    parts: list[str] = []
+    assert module.mutation_run(
+        max_children=3, budget=7.5, run=run,
+        collect_stats=lambda: parts.append("stats") or 0,
+        survivors=lambda: ["evalwh.a.x_f__mutmut_2", "evalwh.b.x_g__mutmut_1"],
+    ) == 0  # fmt: skip
+    mutmut = ["mutmut", "run", "--max-children", "3"]
+    assert parts == ["stats"]
+    assert calls == [
+        (mutmut, {"EVALWH_MUTATION_BUDGET": "7.5"}),
+        (mutmut, {"EVALWH_MUTATION_BUDGET": "7.5"}),
+        ([*mutmut, "evalwh.a.x_f__mutmut_2", "evalwh.b.x_g__mutmut_1"],
+         {"EVALWH_MUTATION_BUDGET": "0"}),
+    ]  # fmt: skip
+    assert "2 survivors: running them again with no budget" in capsys.readouterr().out
+
+
+def test_the_whole_run_stops_with_1_when_a_step_fails_and_skips_an_empty_recheck(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module = _run_core()
+    calls: list[list[str]] = []
+
+    def runner(codes: list[int]) -> Any:
+        def run(command: list[str], env: dict[str, str]) -> int:
+            calls.append(list(command))
+            return codes.pop(0)
+
+        return run
+
+    # no survivors: no second pass (a bare `mutmut run` would mean every mutant)
+    assert module.mutation_run(
+        max_children=2, budget=10, run=runner([0]), collect_stats=lambda: 0,
+        survivors=lambda: [],
+    ) == 0  # fmt: skip
+    assert len(calls) == 1
+    # the stats in parts fail, or mutmut fails again after them: exit 1, saying so
+    for codes, stats in (([1], 1), ([1, 1], 0)):
+        assert module.mutation_run(
+            max_children=2, budget=10, run=runner(codes), collect_stats=lambda s=stats: s,
+            survivors=lambda: ["x"],
+        ) == 1  # fmt: skip
+        assert "the mutation run did not finish" in capsys.readouterr().err
+    # budget 0: the first pass already ran every test, no recheck
+    calls.clear()
+    assert module.mutation_run(
+        max_children=2, budget=0, run=runner([0]), collect_stats=lambda: 0,
+        survivors=lambda: ["x"],
+    ) == 0  # fmt: skip
+    assert calls == [["mutmut", "run", "--max-children", "2"]]
+    # a recheck that does not finish
+    assert module.mutation_run(
+        max_children=2, budget=5, run=runner([0, 2]), collect_stats=lambda: 0,
+        survivors=lambda: ["x"],
+    ) == 1  # fmt: skip
+    assert "the run of the survivors did not finish" in capsys.readouterr().err

@@ -6,6 +6,11 @@ of emoji counts; this reads those results and prints what the issue's target is 
     uv run mutmut run                                         # the run (hours on 2 cores)
     uv run python tests/mutation/core_rate.py                 # kill rate per module and total
     uv run python tests/mutation/core_rate.py --min-rate 90   # exit 1 below 90 % killed
+    uv run python tests/mutation/core_rate.py --survivors     # their names, one per line
+
+A run under a test budget (``EVALWH_MUTATION_BUDGET``, tests/mutation/budget.py) leaves
+survivors that a slower test might still kill: ``mutmut run $(... --survivors)`` with the
+budget off runs exactly those again against all of their tests.
 
 Killed means a test failed (or timed out) on the mutant, or ``mypy --strict`` rejected it
 (``type_check_command``: such a change could never pass ``.ci/run``). Survived counts the
@@ -66,6 +71,16 @@ def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set
     return by_module, stale
 
 
+def survivors(mutants: Path, listed: set[str]) -> list[str]:
+    """The mutants a test reached and none killed, less the listed equivalents ("no tests"
+    ones are left out: running them again cannot change their result)."""
+    names = []
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
+        names += [n for n, c in codes.items() if status_by_exit_code[c] == "survived"]
+    return sorted(set(names) - listed)
+
+
 def _kind(status: str) -> str:
     if status in KILLED:
         return "killed"
@@ -88,7 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--equivalent", type=Path, default=EQUIVALENT, help="the reviewed equivalents table"
     )
+    parser.add_argument(
+        "--survivors", action="store_true", help="print the survivors' names, one per line"
+    )
     opts = parser.parse_args(argv)
+    if opts.survivors:
+        print("\n".join(survivors(opts.mutants, equivalents(opts.equivalent))))
+        return 0
     by_module, stale = tally(opts.mutants, equivalents(opts.equivalent))
     if not by_module:
         print(f"no mutmut results under {opts.mutants}/: run `uv run mutmut run` first")

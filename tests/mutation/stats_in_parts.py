@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 STATS = Path("mutants") / "mutmut-stats.json"
+DURATIONS = Path("mutants") / "evalwh-test-durations.json"  # tests/mutation/budget.py writes it
 
 
 def split(files: Sequence[str], parts: int) -> list[list[str]]:
@@ -103,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.fresh:
         STATS.unlink(missing_ok=True)
+        DURATIONS.unlink(missing_ok=True)
     files = sorted(p.as_posix() for p in Path("tests").glob("test_*.py"))
 
     def run_child(tests: Sequence[str]) -> int:

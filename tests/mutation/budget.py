@@ -1,0 +1,157 @@
+"""A pytest plugin for mutation runs only: `[tool.mutmut] pytest_add_cli_args` loads it with
+``-p tests.mutation.budget`` (docs/testing.md, "Mutation testing").
+
+mutmut runs each mutant against every test that reached the mutated function, in a child it
+forks from a warmed-up server, stopping at the first failure. Three things made that slow here,
+and this plugin removes them:
+
+- **Lazy imports in each child.** A module the tests import only when they need it was
+  imported, and compiled from source (these machines set ``PYTHONDONTWRITEBYTECODE``), once
+  per mutant. The server now imports all of ``evalwh`` before it forks, and writes bytecode.
+- **Slow tests first.** mutmut hands the tests over in no useful order, so a mutant the first
+  cheap test kills could wait for a ten-second end-to-end run. Each child now runs its tests
+  cheapest first; the cost of a test is what the stats pass measured: setup, call and teardown
+  (mutmut's own figure counts the call alone and misses a two-second fixture).
+- **No bound on a survivor.** A surviving mutant of the warehouse's connection code ran 380
+  tests (about four minutes). ``EVALWH_MUTATION_BUDGET`` (seconds of measured test time, at
+  least one test) bounds the tests a mutant meets. A mutant a budgeted run kills is killed:
+  the test that failed is one of its own tests. One it does not kill is only a candidate:
+  ``EVALWH_MUTATION_BUDGET=0 mutmut run $(python tests/mutation/core_rate.py --survivors)``
+  runs the survivors again against all of their tests, and the rate is then the rate of a
+  run with no budget at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import pkgutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BUDGET_ENV = "EVALWH_MUTATION_BUDGET"
+DEFAULT_BUDGET = 10.0
+# In mutmut's working folder (mutants/), next to its own mutmut-stats.json.
+DURATIONS_FILE = Path("evalwh-test-durations.json")
+MUTMUT_STATS = Path("mutmut-stats.json")
+# Libraries that evalwh imports inside functions, so that the first call pays for them.
+HEAVY = ("duckdb", "pyarrow", "pyarrow.parquet", "polars", "jinja2", "jsonschema", "httpx")
+
+_measured: dict[str, float] = {}
+
+
+def mutant_under_test() -> str | None:
+    """The mutant this process runs (mutmut names it in ``MUTANT_UNDER_TEST``), or None in
+    the stats pass, the forced-failure check and the fork server's warm-up."""
+    name = os.environ.get("MUTANT_UNDER_TEST", "")
+    return name if "__mutmut_" in name else None
+
+
+def budget() -> float:
+    """Seconds of measured test time one mutant may use; 0 or less means no bound."""
+    raw = os.environ.get(BUDGET_ENV, "")
+    if not raw:
+        return DEFAULT_BUDGET
+    try:
+        return float(raw)
+    except ValueError:
+        raise pytest.UsageError(
+            f"{BUDGET_ENV}={raw!r}: give seconds, e.g. 10 (0: no budget)"
+        ) from None
+
+
+def preload() -> list[str]:
+    """Import every module of ``evalwh`` (and the libraries it imports late), so that the
+    children mutmut forks inherit them instead of compiling each again. A module whose
+    optional dependency is missing is left out. Returns the modules that could not load."""
+    import evalwh
+
+    missing = []
+    names = [info.name for info in pkgutil.walk_packages(evalwh.__path__, "evalwh.")]
+    for name in [*HEAVY, *names]:
+        if name.rsplit(".", 1)[-1] == "__main__":
+            continue
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
+def select(nodeids: list[str], durations: dict[str, float], limit: float) -> list[str]:
+    """The tests one mutant runs: cheapest first; with a positive limit, as many as fit in it
+    (always the cheapest one). A test with no measured time goes last."""
+    ordered = sorted(nodeids, key=lambda nodeid: durations.get(nodeid, math.inf))
+    if limit <= 0:
+        return ordered
+    chosen: list[str] = []
+    spent = 0.0
+    for nodeid in ordered:
+        cost = durations.get(nodeid, math.inf)
+        if chosen and spent + cost > limit:
+            break
+        chosen.append(nodeid)
+        spent += cost
+    return chosen
+
+
+def load_durations(folder: Path) -> dict[str, float]:
+    """Measured seconds per test: this plugin's figures, else mutmut's call-only ones."""
+    durations: dict[str, float] = {}
+    stats = folder / MUTMUT_STATS
+    if stats.is_file():
+        durations.update(json.loads(stats.read_text(encoding="utf-8")).get("duration_by_test", {}))
+    ours = folder / DURATIONS_FILE
+    if ours.is_file():
+        durations.update(json.loads(ours.read_text(encoding="utf-8")))
+    return durations
+
+
+def save_durations(folder: Path, measured: dict[str, float]) -> None:
+    """Add this session's figures to the file (the stats pass may run in parts)."""
+    path = folder / DURATIONS_FILE
+    known: dict[str, float] = {}
+    if path.is_file():
+        known = json.loads(path.read_text(encoding="utf-8"))
+    known.update(measured)
+    path.write_text(json.dumps(known, sort_keys=True, indent=0), encoding="utf-8")
+
+
+def _nodeid(nodeid: str) -> str:
+    return nodeid.removeprefix("mutants/")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if mutant_under_test() is None:
+        sys.dont_write_bytecode = False
+        preload()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+        nodeid = _nodeid(report.nodeid)
+        _measured[nodeid] = _measured.get(nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _measured:
+        save_durations(Path.cwd(), _measured)
+        _measured.clear()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:
+    if mutant_under_test() is None or not items:
+        return
+    by_id = {_nodeid(item.nodeid): item for item in items}
+    chosen = select(list(by_id), load_durations(Path.cwd()), budget())
+    keep = set(chosen)
+    dropped = [item for nodeid, item in by_id.items() if nodeid not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = [by_id[nodeid] for nodeid in chosen]

@@ -1,0 +1,80 @@
+"""The whole mutation run on the core, in one command, ending with the kill rate.
+
+    uv run python tests/mutation/run_core.py [--max-children 2] [--budget 10] [--min-rate 90]
+
+1. ``mutmut run`` under the test budget (tests/mutation/budget.py): every mutant meets its
+   cheapest tests, up to ``--budget`` seconds of them. When mutmut stops in its stats pass
+   (segmentation faults, docs/testing.md), the stats are collected part by part
+   (stats_in_parts.py) and ``mutmut run`` goes on from there.
+2. The survivors of that pass run again with no budget, against all of their tests: a
+   mutant only a slow test kills is killed here, so the rate equals a run without a budget.
+3. core_rate.py prints the rate per module and in total; exit 1 below ``--min-rate`` or when
+   mutants are left unchecked.
+
+mutmut keeps its results in ``mutants/``: run again after a stop and it goes on where it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import core_rate
+import stats_in_parts
+
+Run = Callable[[Sequence[str], dict[str, str]], int]
+
+
+def _run(command: Sequence[str], env: dict[str, str]) -> int:
+    print("$", " ".join(command[:8]) + (" ..." if len(command) > 8 else ""), flush=True)
+    return subprocess.run(list(command), env={**os.environ, **env}, check=False).returncode
+
+
+def mutation_run(
+    *,
+    max_children: int,
+    budget: float,
+    run: Run = _run,
+    collect_stats: Callable[[], int] = lambda: stats_in_parts.main(["--fresh"]),
+    survivors: Callable[[], list[str]] = lambda: core_rate.survivors(
+        Path("mutants"), core_rate.equivalents()
+    ),
+) -> int:
+    """Steps 1 and 2; 0 when both ran to their end."""
+    mutmut = ["mutmut", "run", "--max-children", str(max_children)]
+    budgeted = {"EVALWH_MUTATION_BUDGET": str(budget)}
+    if run(mutmut, budgeted) != 0:
+        print("mutmut stopped (in its stats pass?): collecting the stats part by part", flush=True)
+        if collect_stats() != 0 or run(mutmut, budgeted) != 0:
+            print("the mutation run did not finish: see the output above", file=sys.stderr)
+            return 1
+    if budget > 0:
+        names = survivors()
+        print(f"{len(names)} survivors: running them again with no budget", flush=True)
+        if names and run([*mutmut, *names], {"EVALWH_MUTATION_BUDGET": "0"}) != 0:
+            print("the run of the survivors did not finish", file=sys.stderr)
+            return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--budget", type=float, default=10.0, help="seconds of tests per mutant in the first pass"
+    )
+    parser.add_argument("--min-rate", type=float, default=90.0)
+    args = parser.parse_args(argv)
+    if mutation_run(max_children=args.max_children, budget=args.budget) != 0:
+        return 1
+    return core_rate.main(["--min-rate", str(args.min_rate)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
