@@ -493,3 +493,12 @@ def test_unknown_key_that_cannot_be_quoted_points_at_its_mapping(tmp_path: Path)
     error = _schema_error(tmp_path, BASE + "    pattern: a\n    it's: 1\n")
     assert error.message == "unknown key '?'"
     assert (error.where, error.line, error.column) == ("scorecard[0]", 8, 5)
+
+
+def test_a_variant_that_is_not_a_mapping_is_a_type_error(tmp_path: Path) -> None:
+    """A variant written as a string says it must be an object, not that it needs messages or
+    prompt (the variant's one-of rule), at its line."""
+    text = BASE.replace("  - {id: v, messages: [{role: user, content: hi}]}", "  - hello")
+    error = _schema_error(tmp_path, text)
+    assert error.message == "expected object, got a string"
+    assert (error.where, error.line, error.column) == ("variants[0]", 4, 5)
