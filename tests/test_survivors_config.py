@@ -487,10 +487,18 @@ def test_unknown_criterion_key_is_named_not_a_known_key_whose_value_is_bad(
     assert (error.where, error.line, error.column) == ("scorecard[0]", 11, 5)
 
 
-def test_unknown_key_that_cannot_be_quoted_points_at_its_mapping(tmp_path: Path) -> None:
-    """A key holding an apostrophe is not found in the schema's message: the error says
-    '?' and points at the mapping that holds it."""
+def test_unknown_key_with_an_apostrophe_is_named_at_its_line(tmp_path: Path) -> None:
+    """jsonschema quotes such a key with double quotes ("it's"): the error still names it and
+    its line (it used to say unknown key '?')."""
     error = _schema_error(tmp_path, BASE + "    pattern: a\n    it's: 1\n")
+    assert error.message == "unknown key 'it's'"
+    assert (error.where, error.line, error.column) == ("scorecard[0]", 11, 5)
+
+
+def test_unknown_key_that_is_not_text_points_at_its_mapping(tmp_path: Path) -> None:
+    """A number as a key is not quoted in the schema's message: the error says '?' and points
+    at the mapping that holds it."""
+    error = _schema_error(tmp_path, BASE + "    pattern: a\n    1: x\n")
     assert error.message == "unknown key '?'"
     assert (error.where, error.line, error.column) == ("scorecard[0]", 8, 5)
 
