@@ -82,7 +82,9 @@ def _to_config_error(error: Any, node: yaml.Node | None, file: str) -> ConfigErr
     where = format_path(path)
     line, column = locate(node, path)
     if error.validator in ("additionalProperties", "unevaluatedProperties"):
-        unexpected = re.findall(r"'([^']+)'", error.message)
+        # the keys as jsonschema quotes them: 'key', or "key's" when it holds an apostrophe
+        quoted = re.findall(r"'([^']+)'|\"([^\"]+)\"", error.message)
+        unexpected = [single or double for single, double in quoted]
         allowed = _allowed_keys(error)
         extra = [k for k in unexpected if k not in allowed] or unexpected
         key = extra[0] if extra else "?"
