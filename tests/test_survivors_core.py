@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import locale
 import logging
@@ -199,11 +200,11 @@ def test_a_function_with_options_gets_the_case(tmp_path: Path) -> None:
 
 
 def serve(frames: list[Any]) -> list[Any]:
-    buffer = __import__("io").BytesIO()
+    buffer = io.BytesIO()
     for frame in frames:
         _send(buffer, frame)
-    replies = __import__("io").BytesIO()
-    _serve(__import__("io").BytesIO(buffer.getvalue()), replies)
+    replies = io.BytesIO()
+    _serve(io.BytesIO(buffer.getvalue()), replies)
     replies.seek(0)
     out = []
     while True:
@@ -537,7 +538,7 @@ def test_a_git_that_hangs_is_stopped_at_the_time_bound(
 ) -> None:
     from evalwh.warehouse import refs
 
-    fake_git(tmp_path, monkeypatch, "sleep 5\necho deadbeef\n")
+    fake_git(tmp_path, monkeypatch, "exec sleep 5\n")
     monkeypatch.setattr(refs, "GIT_TIMEOUT_S", 0.3)
     with pytest.raises(UsageError) as info:
         refs.git_ancestors("main", tmp_path)
