@@ -134,7 +134,17 @@ def load_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
 
 def parse_yaml(text: str, file: str) -> tuple[Any, yaml.Node | None]:
     """Parse YAML text (from ``file``, for errors) with the bounds of :class:`BoundedLoader`."""
-    loader = BoundedLoader(text, file)
+    try:  # the reader checks the characters as it is made: a control character fails here
+        loader = BoundedLoader(text, file)
+    except yaml.reader.ReaderError as exc:
+        pos = exc.position
+        raise ConfigError(
+            f"malformed YAML: unacceptable character #x{exc.character:04x} ({exc.reason})",
+            file=file,
+            line=text.count("\n", 0, pos) + 1,
+            column=pos - (text.rfind("\n", 0, pos) + 1) + 1,
+            fix="remove the character, or write it as an escape (\\x01) in a double-quoted string",
+        ) from None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
