@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import locale
 import logging
@@ -22,9 +21,9 @@ from evalwh.config.model import Case, Criterion, ModelSpec
 from evalwh.errors import ConfigError, RunNotFoundError, UsageError
 from evalwh.providers.base import ProviderError
 from evalwh.scoring.base import ScoreResult
-from evalwh.scoring.pyworker import _receive, _send, _serve
 from evalwh.scoring.userfunc import call_function, load_function
 from tests.conftest import write
+from tests.test_pyworker import serve
 
 FILE = "eval.yaml"
 NAMED = "criterion 'py' (python): "
@@ -197,21 +196,6 @@ def test_a_function_with_options_gets_the_case(tmp_path: Path) -> None:
 
 
 # -- scoring/pyworker.py: the worker loop ------------------------------------------------------
-
-
-def serve(frames: list[Any]) -> list[Any]:
-    buffer = io.BytesIO()
-    for frame in frames:
-        _send(buffer, frame)
-    replies = io.BytesIO()
-    _serve(io.BytesIO(buffer.getvalue()), replies)
-    replies.seek(0)
-    out = []
-    while True:
-        try:
-            out.append(_receive(replies))
-        except EOFError:
-            return out
 
 
 def test_a_call_before_any_load_is_a_raised_reply_naming_no_function(tmp_path: Path) -> None:

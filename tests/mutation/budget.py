@@ -67,8 +67,11 @@ def budget() -> float:
 
 def preload() -> list[str]:
     """Import every module of ``evalwh`` (and the libraries it imports late), so that the
-    children mutmut forks inherit them instead of compiling each again. A module whose
-    optional dependency is missing is left out. Returns the modules that could not load."""
+    children mutmut forks inherit them instead of compiling each again. Only imports: no
+    test runs here, so no library starts the worker threads that make a fork unsafe. A
+    module that cannot load (an optional dependency missing; under mutmut's forced-failure
+    check, any module that calls its own functions at import) is left for the test that
+    imports it, and returned."""
     import evalwh
 
     missing = []
@@ -78,7 +81,7 @@ def preload() -> list[str]:
             continue
         try:
             importlib.import_module(name)
-        except ImportError:
+        except Exception:  # a test that imports it meets the error where it can report it
             missing.append(name)
     return missing
 
@@ -127,7 +130,7 @@ def _nodeid(nodeid: str) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if mutant_under_test() is None:
+    if mutant_under_test() is None and os.environ.get("MUTANT_UNDER_TEST") != "fail":
         sys.dont_write_bytecode = False
         preload()
 
