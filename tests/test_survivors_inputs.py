@@ -15,6 +15,7 @@ from evalwh.config.outputs import read_schema_file
 from evalwh.config.prompts import CompiledVariant, messages_from_config, sandbox_error
 from evalwh.errors import ConfigError
 from tests.conftest import write
+from tests.test_config_errors import BASE
 
 # ---- attachments: an MP3 is recognised from its first frame header, not its name -----------
 
@@ -229,23 +230,7 @@ def test_a_sandbox_violation_without_a_template_line_names_none(line: int | None
 
 # ---- EvalConfig.locate_error: only the config's own errors get its lines ----------------------
 
-CONFIG = """\
-models:
-  - id: m
-    provider: mock
-variants:
-  - id: v
-    messages:
-      - role: user
-        content: "{{ question }}"
-cases:
-  - id: c1
-    vars: {question: "hi"}
-    expected: "hi"
-scorecard:
-  - name: ok
-    type: exact
-"""
+CONFIG = BASE  # the minimal config of test_config_errors.py
 
 
 def test_an_error_about_the_config_gets_the_line_of_the_place_it_names(tmp_path: Path) -> None:
