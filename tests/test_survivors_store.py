@@ -1,0 +1,270 @@
+"""Tests that kill mutants mutmut found alive in the warehouse's label store, the engine's
+fake-model overrides and the lake settings (issue 21); each test names the user-visible
+behaviour it pins."""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import evalwh
+from evalwh import api
+from evalwh.config.loader import load_config
+from evalwh.config.model import Label, PointLabel, Price
+from evalwh.config.settings import resolve_settings
+from evalwh.engine.overrides import fake_models, fake_spec
+from evalwh.errors import ConfigError
+from evalwh.warehouse.lake import LakeTarget
+from tests.conftest import write
+
+# -- Warehouse.replace_labels ------------------------------------------------------------------
+
+
+def stored_labels(store: Any) -> list[tuple[Any, ...]]:
+    table = store.sql(
+        "SELECT run_id, kind, comparison, case_id, prefer, label, note, labelled_by FROM labels "
+        "ORDER BY run_id, kind, comparison, case_id"
+    )
+    return [tuple(row.values()) for row in table.to_pylist()]
+
+
+def lake_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("EVALWH_LAKE", json.dumps({"data_path": str(tmp_path / "data")}))
+    return api.open_warehouse(f"ducklake:{tmp_path / 'meta.ducklake'}").store
+
+
+def file_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    return api.open_warehouse(tmp_path / "warehouse.duckdb").store
+
+
+@pytest.mark.parametrize("opener", [file_store, lake_store], ids=["file", "lake"])
+def test_stored_labels_replace_only_their_own_keys_and_count_them(
+    opener: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evalwh labels import` twice: the second import replaces exactly the labels with the
+    same run, kind, comparison (or criterion) and case, says how many it replaced, and leaves
+    every other label (another case, criterion, kind or run) as it was."""
+    store = opener(tmp_path, monkeypatch)
+    first = [
+        PointLabel("judged", "q01", "pass"),
+        PointLabel("judged", "q02", "fail"),
+        PointLabel("tone", "q01", 0.5),
+        Label("a-vs-b", "q01", "candidate"),
+    ]
+    assert store.replace_labels("r1", first, by="ann") == 0
+    assert store.replace_labels("r2", [PointLabel("judged", "q01", "fail")], by="bob") == 0
+    again = [
+        PointLabel("judged", "q01", "fail", note="on second look"),
+        Label("a-vs-b", "q01", "tie"),
+    ]
+    assert store.replace_labels("r1", again, by="cy") == 2
+    assert stored_labels(store) == [
+        ("r1", "pairwise", "a-vs-b", "q01", "tie", None, None, "cy"),
+        ("r1", "pointwise", "judged", "q01", None, '"fail"', "on second look", "cy"),
+        ("r1", "pointwise", "judged", "q02", None, '"fail"', None, "ann"),
+        ("r1", "pointwise", "tone", "q01", None, "0.5", None, "ann"),
+        ("r2", "pointwise", "judged", "q01", None, '"fail"', None, "bob"),
+    ]
+    # a new key replaces nothing; an empty import replaces nothing and changes nothing
+    assert store.replace_labels("r1", [PointLabel("judged", "q03", "pass")]) == 0
+    before = stored_labels(store)
+    assert store.replace_labels("r1", []) == 0
+    assert stored_labels(store) == before and len(before) == 6
+    # the temporary key table is gone with its transaction: the next import works the same
+    assert store.replace_labels("r1", [PointLabel("judged", "q03", "fail")]) == 1
+
+
+def test_a_label_import_that_lost_a_lake_race_is_retried_and_logged_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two writers on one lake: the import whose commit lost the race is retried whole, and
+    the debug log (`evalwh -v`) names what was retried: storing the labels of that run."""
+    from evalwh.warehouse import connect
+
+    store = lake_store(tmp_path, monkeypatch)
+    assert store.replace_labels("r1", [PointLabel("judged", "q01", "pass")]) == 0
+    real, tries = connect.transaction, []
+
+    @contextmanager
+    def loses_once(con: Any) -> Any:
+        tries.append(1)
+        if len(tries) == 1:
+            raise duckdb.TransactionException("Transaction conflict: another writer committed")
+        with real(con):
+            yield
+
+    monkeypatch.setattr(connect, "transaction", loses_once)
+    with caplog.at_level(logging.DEBUG, logger="evalwh.warehouse"):
+        assert store.replace_labels("r1", [PointLabel("judged", "q01", "fail")]) == 1
+    assert len(tries) == 2
+    retried = [r.getMessage() for r in caplog.records if "DuckLake conflict" in r.getMessage()]
+    assert len(retried) == 1
+    assert retried[0].startswith("store labels of run r1: DuckLake conflict (try 1), retrying")
+    assert [row[5] for row in stored_labels(store)] == ['"fail"']
+
+
+# -- fake_models / fake_spec (--fake) ------------------------------------------------------------
+
+
+FAKE_CONFIG = """\
+models:
+  - id: big
+    provider: anthropic
+    model: claude-sonnet-4-5
+    price: {input_per_mtok: 1.0, output_per_mtok: 2.0}
+    timeout_s: 45
+    max_retries: 6
+    params: {max_tokens: 100}
+  - {id: small, provider: openai, model: gpt-4o-mini, params: {max_tokens: 100}}
+variants:
+  - id: v
+    messages:
+      - {role: user, content: "{{ q }}"}
+cases:
+  - {id: c1, vars: {q: "what is 2+2"}, expected: "4"}
+judges:
+  - id: j
+    rubric: The answer is the number four.
+    scale: {min: 1, max: 5}
+    messages:
+      - {role: user, content: "Grade {{ output }} against {{ rubric }}"}
+    model:
+      id: j
+      provider: anthropic
+      model: claude-sonnet-4-5
+      timeout_s: 90
+      max_retries: 4
+scorecard:
+  - {name: judged, type: llm-judge, judge: j}
+"""
+
+
+def test_fake_keeps_each_judge_as_written_but_answered_by_the_mock(tmp_path: Path) -> None:
+    """`--fake` answers a judge with the mock, and keeps the judge's rubric, custom prompt,
+    scale and place in eval.yaml (its prompt errors still name judges[0])."""
+    config = load_config(write(tmp_path / "eval.yaml", FAKE_CONFIG))
+    (real,) = config.judges
+    (faked,) = fake_models(config).judges
+    assert faked.model.provider == "mock" and faked.model.options == {"faked_provider": "anthropic"}
+    assert faked.rubric == "The answer is the number four."
+    assert faked.messages == real.messages and faked.messages is not None
+    assert faked.scale == (1.0, 5.0)
+    assert faked.where == real.where == "judges[0]"
+    assert faked == replace(real, model=fake_spec(real.model))
+
+
+def test_fake_run_stores_a_snapshot_saying_each_model_was_mocked(tmp_path: Path) -> None:
+    """The stored config snapshot of a `--fake` run: every model's provider is ``mock`` and
+    ``faked_provider`` names the provider it stands for, so the run is never mistaken for a
+    real one."""
+    config = load_config(write(tmp_path / "eval.yaml", FAKE_CONFIG))
+    raw = fake_models(config).raw
+    assert raw["fake"] is True
+    assert [(m["id"], m["provider"], m["faked_provider"]) for m in raw["models"]] == [
+        ("big", "mock", "anthropic"),
+        ("small", "mock", "openai"),
+    ]
+    assert "fake" not in config.raw and config.raw["models"][0]["provider"] == "anthropic"
+    result = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", fake=True)
+    snap = evalwh.open_warehouse(tmp_path / "out" / "warehouse.duckdb").run(result.run_id)
+    stored = json.loads(snap["config_snapshot"])
+    assert {m["id"]: m["provider"] for m in stored["models"]} == {"big": "mock", "small": "mock"}
+
+
+def test_a_faked_model_keeps_its_own_price_and_gets_a_short_timeout_and_no_retries(
+    tmp_path: Path,
+) -> None:
+    """`--fake`: a model's own ``price:`` beats the shipped table (the estimate is that of
+    the real run); the shipped price fills in when none is given; the mock answers at once,
+    so a faked model (or judge) gets a 10 s timeout and no retries whatever eval.yaml says."""
+    config = load_config(write(tmp_path / "eval.yaml", FAKE_CONFIG))
+    big, small = fake_models(config).models
+    assert big.price == Price(1.0, 2.0)  # the table says 3.0 / 15.0 for claude-sonnet-4-5
+    assert small.price == Price(0.15, 0.6)  # the table's price of gpt-4o-mini
+    for spec in (big, small, fake_models(config).judges[0].model):
+        assert (spec.timeout_s, spec.max_retries) == (10.0, 0)
+    assert (config.models[0].timeout_s, config.models[0].max_retries) == (45.0, 6)
+    # the estimate of the fake dry run prices `big` by its own price, not the table's
+    plan = evalwh.validate(tmp_path / "eval.yaml", fake=True)
+    real = evalwh.validate(tmp_path / "eval.yaml")
+    cost = {r["model"]: r["cost_usd"] for r in plan.estimate["by_model"]}
+    assert cost == {r["model"]: r["cost_usd"] for r in real.estimate["by_model"]}
+
+
+# -- EVALWH_LAKE -----------------------------------------------------------------------------
+
+
+def test_evalwh_lake_takes_data_path_s3_and_secret_together(tmp_path: Path) -> None:
+    """EVALWH_LAKE (a CI job's lake settings as JSON) may give all three of its keys at once,
+    and each reaches the DuckLake target."""
+    env = {
+        "EVALWH_WAREHOUSE": "ducklake:meta.ducklake",
+        "EVALWH_LAKE": json.dumps(
+            {
+                "data_path": "s3://bucket/evalwh/",
+                "s3": {"region": "eu-west-1"},
+                "secret": "ci_lake",
+            }
+        ),
+    }
+    target = resolve_settings(env=env, cwd=tmp_path).warehouse
+    assert isinstance(target, LakeTarget)
+    assert target.data_path == "s3://bucket/evalwh/"
+    assert target.s3 == (("region", "eu-west-1"),)
+    assert target.secret == "ci_lake"
+    assert target.catalog == str((tmp_path / "meta.ducklake").resolve())
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"s3": {"region": "eu-west-1"}},
+        {"secret": "ci_lake"},
+        {"data_path": "s3://bucket/evalwh/"},
+        {},
+    ],
+    ids=["s3", "secret", "data_path", "empty"],
+)
+def test_evalwh_lake_takes_any_of_its_keys_alone(value: dict[str, Any], tmp_path: Path) -> None:
+    env = {"EVALWH_WAREHOUSE": "ducklake:meta.ducklake", "EVALWH_LAKE": json.dumps(value)}
+    target = resolve_settings(env=env, cwd=tmp_path).warehouse
+    assert isinstance(target, LakeTarget)
+    assert target.secret == value.get("secret")
+    assert target.s3 == tuple(value.get("s3", {}).items())
+
+
+LAKE_FIX = (
+    'set EVALWH_LAKE to e.g. {"data_path": "s3://bucket/evalwh/", "s3": {"region": "us-east-1"}}'
+)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['{"data_path": "s3://b/", "bucket": "b"}', "not json", '["s3"]', '"s3"', "", "{"],
+    ids=["unknown-key", "not-json", "list", "string", "empty", "broken"],
+)
+def test_a_bad_evalwh_lake_names_the_variable_its_keys_and_an_example(
+    raw: str, tmp_path: Path
+) -> None:
+    """The error a user sees for a bad EVALWH_LAKE: the variable, the keys it may hold, and
+    a working example to copy."""
+    with pytest.raises(ConfigError) as caught:
+        resolve_settings(env={"EVALWH_LAKE": raw}, cwd=tmp_path)
+    error = caught.value
+    assert error.message == "EVALWH_LAKE is not a JSON object of data_path, s3, secret"
+    assert error.fix == LAKE_FIX
+    assert (
+        str(error)
+        == f"EVALWH_LAKE is not a JSON object of data_path, s3, secret\n  fix: {LAKE_FIX}"
+    )
+    # the example given is itself accepted
+    example = LAKE_FIX.removeprefix("set EVALWH_LAKE to e.g. ")
+    env = {"EVALWH_WAREHOUSE": "ducklake:meta.ducklake", "EVALWH_LAKE": example}
+    assert resolve_settings(env=env, cwd=tmp_path).warehouse.s3 == (("region", "us-east-1"),)
