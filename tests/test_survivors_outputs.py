@@ -28,6 +28,11 @@ def info_of(tmp_path: Path, name: str, data: bytes) -> dict[str, Any]:
     return dict(load(path, name).info)
 
 
+def write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
 def png(width: int, height: int) -> bytes:
     ihdr = struct.pack(">II", width, height) + bytes([8, 6, 0, 0, 0])
     return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + b"\0" * 4 + b"\0" * 32
@@ -82,11 +87,6 @@ def test_a_jpeg_is_sized_from_its_frame_header_even_with_ihdr_bytes_in_it(tmp_pa
     data = jpeg_with_ihdr_in_app1(800, 600)
     assert load(write_bytes(tmp_path / "photo.jpg", data), "photo").media_type == "image/jpeg"
     assert info_of(tmp_path, "photo2.jpg", data) == {"width": 800, "height": 600}
-
-
-def write_bytes(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
 
 
 def test_an_extended_webp_reports_its_size_not_the_next_chunks_bytes(tmp_path: Path) -> None:
@@ -146,6 +146,8 @@ def test_a_criterion_schema_file_that_is_a_string_is_refused_naming_its_type(
 
 
 def test_an_unknown_mode_is_refused_with_file_place_and_the_modes_to_use() -> None:
+    # a config file's mode is refused earlier by the config schema; this is the spec
+    # reader's own refusal, the one every other caller of parse_output_spec gets
     with pytest.raises(ConfigError) as err:
         parse_output_spec({"schema": {"type": "object"}, "mode": "sideways"}, "v.out", "e.yaml")
     e = err.value
