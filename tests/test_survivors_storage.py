@@ -27,6 +27,16 @@ def sha(data: bytes) -> str:
 
 # -- warehouse/ioerrors.py: storage_error -------------------------------------------------------
 
+CAUSES = {  # the OS's own words (Linux strerror), as the OSError carries them
+    errno.ENOSPC: "No space left on device",
+    errno.EDQUOT: "Disk quota exceeded",
+    errno.EFBIG: "File too large",
+    errno.EACCES: "Permission denied",
+    errno.EROFS: "Read-only file system",
+    errno.EISDIR: "Is a directory",
+    errno.ENOTDIR: "Not a directory",
+    errno.EPERM: "Operation not permitted",
+}
 FIXES = {
     errno.ENOSPC: "free space on that file system",
     errno.EDQUOT: "free space or raise the quota",
@@ -43,7 +53,7 @@ FIXES = {
 
 @pytest.mark.parametrize("code", sorted(FIXES), ids=errno.errorcode.get)
 def test_each_os_storage_failure_names_the_path_its_cause_and_its_own_fix(code: int) -> None:
-    cause = os.strerror(code)
+    cause = CAUSES[code]
     with pytest.raises(StorageError) as info, io_guard("/data/w.duckdb", "write the warehouse"):
         raise OSError(code, cause)
     assert str(info.value) == (
