@@ -6,7 +6,6 @@ import asyncio
 import os
 import signal
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.providers.base import ProviderError, Request
 from evalwh.providers.capabilities import estimate_tokens
 from evalwh.providers.command import _kill
+from tests.test_provider_command import script
 
 IMAGE = {"type": "image"}
 AUDIO = {"type": "audio"}
@@ -137,12 +137,6 @@ def test_pages_on_a_part_that_is_no_file_are_not_priced_as_pages() -> None:
 # ---- killing a command ----------------------------------------------------------------------
 
 
-def _script(tmp_path: Path, name: str, body: str) -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(body), encoding="utf-8")
-    return path
-
-
 @pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
 @pytest.mark.parametrize("posix", [True, False])
 def test_killing_a_command_that_has_already_exited_is_harmless(posix: bool) -> None:
@@ -177,7 +171,7 @@ def test_a_timeout_is_reported_as_such_when_the_group_kill_complains(
 
     monkeypatch.setattr(os, "killpg", killpg)
     marker = tmp_path / "child-finished"
-    child = _script(
+    child = script(
         tmp_path,
         "child.py",
         f"""
@@ -186,7 +180,7 @@ def test_a_timeout_is_reported_as_such_when_the_group_kill_complains(
         open({str(marker)!r}, "w").write("done")
         """,
     )
-    parent = _script(
+    parent = script(
         tmp_path,
         "parent.py",
         f"""

@@ -131,7 +131,8 @@ def _nodeid(nodeid: str) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     if mutant_under_test() is None and os.environ.get("MUTANT_UNDER_TEST") != "fail":
-        sys.dont_write_bytecode = False
+        if Path.cwd().name == "mutants":  # mutmut's copy, which no one edits during a run
+            sys.dont_write_bytecode = False
         preload()
 
 
