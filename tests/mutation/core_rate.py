@@ -29,6 +29,7 @@ import json
 import re
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from mutmut.stats import status_by_exit_code
@@ -47,24 +48,31 @@ def equivalents(path: Path = EQUIVALENT) -> set[str]:
     return {m.group(1) for line in lines if (m := _ROW.match(line))}
 
 
-def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set[str]]:
-    """Status counts per module, from mutmut's ``.meta`` files under ``mutants``, and the
-    listed equivalents that mutmut checked and did not find alive, or does not make at all
-    (stale entries)."""
-    by_module: dict[str, Counter[str]] = defaultdict(Counter)
-    used: set[str] = set()
+def results(mutants: Path) -> Iterator[tuple[str, str, str]]:
+    """(module, mutant name, mutmut status) of every mutant in the ``.meta`` files under
+    ``mutants``."""
     for meta in sorted(mutants.rglob("*.py.meta")):
         path = meta.relative_to(mutants).as_posix().removesuffix(".py.meta")
         # mutmut names a package's mutants after the package, not its __init__
         module = path.removesuffix("/__init__").replace("/", ".")
         codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
         for name, code in codes.items():
-            kind = _kind(status_by_exit_code[code])
-            if kind == "survived" and name in listed:
-                kind = "equivalent"
-            if kind in ("equivalent", "unchecked"):
-                used.add(name)
-            by_module[module][kind] += 1
+            yield module, name, status_by_exit_code[code]
+
+
+def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set[str]]:
+    """Status counts per module, from mutmut's ``.meta`` files under ``mutants``, and the
+    listed equivalents that mutmut checked and did not find alive, or does not make at all
+    (stale entries)."""
+    by_module: dict[str, Counter[str]] = defaultdict(Counter)
+    used: set[str] = set()
+    for module, name, status in results(mutants):
+        kind = _kind(status)
+        if kind == "survived" and name in listed:
+            kind = "equivalent"
+        if kind in ("equivalent", "unchecked"):
+            used.add(name)
+        by_module[module][kind] += 1
     # an entry of a module this run did not mutate at all (a one-module run) is not stale; a
     # mutant's name is its module, a dot, and the mutated function (no dots)
     stale = {n for n in listed - used if n.rsplit(".", 1)[0] in by_module}
@@ -74,11 +82,8 @@ def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set
 def survivors(mutants: Path, listed: set[str]) -> list[str]:
     """The mutants a test reached and none killed, less the listed equivalents ("no tests"
     ones are left out: running them again cannot change their result)."""
-    names = []
-    for meta in sorted(mutants.rglob("*.py.meta")):
-        codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
-        names += [n for n, c in codes.items() if status_by_exit_code[c] == "survived"]
-    return sorted(set(names) - listed)
+    names = {name for _, name, status in results(mutants) if status == "survived"}
+    return sorted(names - listed)
 
 
 def _kind(status: str) -> str:
