@@ -428,3 +428,49 @@ def test_the_whole_run_stops_with_1_when_a_step_fails_and_skips_an_empty_recheck
         survivors=lambda: ["x"],
     ) == 1  # fmt: skip
     assert "the run of the survivors did not finish" in capsys.readouterr().err
+
+
+def test_the_recheck_is_skipped_only_when_the_budgeted_lower_bound_meets_the_target(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module = _run_core()
+    calls: list[list[str]] = []
+
+    def run(command: list[str], env: dict[str, str]) -> int:
+        calls.append(list(command))
+        return 0
+
+    def whole(rate: float, min_rate: float | None) -> int:
+        calls.clear()
+        return int(
+            module.mutation_run(
+                max_children=2, budget=10, min_rate=min_rate, run=run,
+                collect_stats=lambda: 0, survivors=lambda: ["evalwh.a.x_f__mutmut_1"],
+                kill_rate=lambda: rate,
+            )
+        )  # fmt: skip
+
+    # exactly at the target: a lower bound that meets it needs no recheck
+    assert whole(90.0, 90.0) == 0
+    assert calls == [["mutmut", "run", "--max-children", "2"]]
+    out = capsys.readouterr().out
+    assert "90.0% killed within a budget of 10 s" in out and "no recheck" in out
+    # just below it: the survivors run again with no budget
+    assert whole(89.9, 90.0) == 0
+    assert calls[1] == ["mutmut", "run", "--max-children", "2", "evalwh.a.x_f__mutmut_1"]
+    # no target (--recheck): always rechecked, whatever the rate
+    assert whole(99.0, None) == 0
+    assert len(calls) == 2
+
+
+def test_the_total_rate_leaves_out_equivalents_and_unchecked_mutants(tmp_path: Path) -> None:
+    module = _script("core_rate")
+    meta = tmp_path / "evalwh" / "engine" / "plan.py.meta"
+    meta.parent.mkdir(parents=True)
+    # mutmut's exit codes: 1 killed, 0 survived, None not checked
+    codes = {"evalwh.engine.plan.x_f__mutmut_1": 1, "evalwh.engine.plan.x_f__mutmut_2": 1,
+             "evalwh.engine.plan.x_f__mutmut_3": 1, "evalwh.engine.plan.x_f__mutmut_4": 0,
+             "evalwh.engine.plan.x_f__mutmut_5": 0, "evalwh.engine.plan.x_f__mutmut_6": None}  # fmt: skip
+    meta.write_text(json.dumps({"exit_code_by_key": codes}), encoding="utf-8")
+    assert module.total_rate(tmp_path, set()) == pytest.approx(60.0)
+    assert module.total_rate(tmp_path, {"evalwh.engine.plan.x_f__mutmut_5"}) == pytest.approx(75.0)

@@ -79,6 +79,12 @@ def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set
     return by_module, stale
 
 
+def total_rate(mutants: Path, listed: set[str]) -> float:
+    """The kill rate of the whole core (equivalents and unchecked mutants left out)."""
+    by_module, _ = tally(mutants, listed)
+    return rate(sum(by_module.values(), Counter()))
+
+
 def survivors(mutants: Path, listed: set[str]) -> list[str]:
     """The mutants a test reached and none killed, less the listed equivalents ("no tests"
     ones are left out: running them again cannot change their result)."""
