@@ -267,6 +267,18 @@ def test_anthropic_wire_format(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("url", ["HTTPS://example.invalid/Cat.jpg", "Http://example.invalid/x.png"])
+def test_a_url_scheme_in_any_case_is_a_url_not_a_path(tmp_path: Path, url: str) -> None:
+    # RFC 3986: schemes are case-insensitive. Read as a path, HTTPS://h/x failed as a missing
+    # file; MCP's confinement (which skips URLs the same way) takes it too.
+    from evalwh.config.confinement import load_confined
+
+    cfg = config(tmp_path, f"image: {url}")
+    assert rendered(cfg)[0]["content"] == [{"type": "image", "url": url}]
+    assert load_confined(cfg, tmp_path, allow_code=False).variants[0].id == "v"
+    assert not attachments.is_url("file://x.png") and not attachments.is_url("https:/x")
+
+
 def test_openai_wire_format(tmp_path: Path) -> None:
     with FakeLLMServer() as server:
         cfg = config(

@@ -33,10 +33,17 @@ from evalwh.errors import ConfigError
 
 KINDS = ("image", "file", "audio", "video")  # the binary part types
 REF_PREFIX = "attachment://"
+URL_SCHEMES = ("http://", "https://")
 FILE_PREFIX = "file://"  # a case-file value that names a file
 CHUNK = 1 << 20
 PDF_PAGE_SCAN_LIMIT = 64 * 1024 * 1024  # pages are counted (for estimates) up to this size
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+
+
+def is_url(value: str) -> bool:
+    """A part's value that names a URL, not a file: an http(s) scheme, in any case (RFC 3986
+    makes schemes case-insensitive, so ``HTTPS://`` is one too)."""
+    return value.lower().startswith(URL_SCHEMES)
 
 
 @dataclass(frozen=True)

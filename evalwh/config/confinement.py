@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evalwh.config.model import EvalConfig
 
-from evalwh.config.attachments import KINDS
+from evalwh.config.attachments import KINDS, is_url
 from evalwh.errors import UsageError
 
 ALLOW_CODE_FLAG = "--allow-code"
@@ -79,11 +79,7 @@ def _parts_paths(messages: Any, key: str) -> Iterator[tuple[str, str]]:
 
 
 def _static_path(value: Any) -> bool:
-    return (
-        isinstance(value, str)
-        and "{" not in value
-        and not value.startswith(("http://", "https://"))
-    )
+    return isinstance(value, str) and "{" not in value and not is_url(value)
 
 
 def _command_paths(command: Any, key: str) -> Iterator[tuple[str, str]]:

@@ -34,7 +34,7 @@ import jinja2.meta
 import jinja2.sandbox
 from jinja2.exceptions import SecurityError
 
-from evalwh.config.attachments import KINDS, REF_PREFIX, load
+from evalwh.config.attachments import KINDS, REF_PREFIX, is_url, load
 from evalwh.config.model import Case, Message, Part, Variant
 from evalwh.errors import ConfigError
 
@@ -240,7 +240,7 @@ class CompiledVariant:
         file, so only a prompt's literal paths are read as paths."""
         kind = item["type"]
         where = f"{self.variant.where}.messages[{i}].content[{j}]"
-        if value.startswith(("http://", "https://")):
+        if is_url(value):
             return {**item, "url": value}
         if value.startswith(REF_PREFIX):
             name = value[len(REF_PREFIX) :]
