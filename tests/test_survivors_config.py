@@ -495,6 +495,23 @@ def test_unknown_key_with_an_apostrophe_is_named_at_its_line(tmp_path: Path) -> 
     assert (error.where, error.line, error.column) == ("scorecard[0]", 11, 5)
 
 
+def test_a_known_key_with_a_bad_value_in_a_conditional_block_names_its_value(
+    tmp_path: Path,
+) -> None:
+    """`request:` of a json-schema criterion is checked in the schema's `if type: json-schema`
+    block; a bad value there failed the block, so jsonschema reported the key itself as
+    unevaluated, and the error read "unknown key 'request'", "did you mean 'request'?"."""
+    text = BASE.replace("type: regex\n", "type: json-schema\n    schema: {type: object}\n")
+    error = _schema_error(tmp_path, text + "    request: natve\n")
+    assert error.message == '"natve" is not allowed'
+    assert error.fix == 'did you mean \'native\'? use one of: "auto", "native", "prompted"'
+    assert (error.where, error.line, error.column) == ("scorecard[0].request", 11, 14)
+    # a key that is truly unknown beside it is still reported as one
+    error = _schema_error(tmp_path, text + "    request: auto\n    sceham: 1\n")
+    assert error.message == "unknown key 'sceham'"
+    assert error.fix is not None and error.fix.startswith("did you mean 'schema'?")
+
+
 def test_unknown_key_that_is_not_text_points_at_its_mapping(tmp_path: Path) -> None:
     """A number as a key is not quoted in the schema's message: the error says '?' and points
     at the mapping that holds it."""

@@ -16,6 +16,7 @@ from evalwh.config.yamlpos import format_path, key_location, locate
 from evalwh.errors import ConfigError
 
 SCHEMA_DOC = "docs/configuration.md"
+UNKNOWN_KEY_VALIDATORS = ("additionalProperties", "unevaluatedProperties")
 
 
 @lru_cache(maxsize=1)
@@ -51,12 +52,33 @@ def validate_document(
     from jsonschema.exceptions import best_match
 
     validator = _validator(definition)
-    error = best_match(validator.iter_errors(data))
+    errors = list(validator.iter_errors(data))
+    error = best_match(errors)
+    if error is not None and error.validator in UNKNOWN_KEY_VALIDATORS:
+        # a known key whose value failed a conditional block (`request: bogus` under a
+        # json-schema criterion) is "unevaluated" too: its own error says what is wrong
+        unexpected, allowed = _unexpected_keys(error)
+        if unexpected and set(unexpected) <= set(allowed):
+            path = list(error.absolute_path)
+            below = [
+                e
+                for e in errors
+                if list(e.absolute_path)[: len(path)] == path
+                and e.absolute_path != error.absolute_path
+            ]
+            error = best_match(below) or error
     if error is None:
         if key is not None:
             remember_valid(key)
         return
     raise _to_config_error(error, node, file)
+
+
+def _unexpected_keys(error: Any) -> tuple[list[str], list[str]]:
+    """The keys an unknown-key error names, and the keys allowed where it stands."""
+    # the keys as jsonschema quotes them: 'key', or "key's" when it holds an apostrophe
+    quoted = re.findall(r"'([^']+)'|\"([^\"]+)\"", error.message)
+    return [single or double for single, double in quoted], _allowed_keys(error)
 
 
 def _allowed_keys(error: Any) -> list[str]:
@@ -81,11 +103,8 @@ def _to_config_error(error: Any, node: yaml.Node | None, file: str) -> ConfigErr
     path = list(error.absolute_path)
     where = format_path(path)
     line, column = locate(node, path)
-    if error.validator in ("additionalProperties", "unevaluatedProperties"):
-        # the keys as jsonschema quotes them: 'key', or "key's" when it holds an apostrophe
-        quoted = re.findall(r"'([^']+)'|\"([^\"]+)\"", error.message)
-        unexpected = [single or double for single, double in quoted]
-        allowed = _allowed_keys(error)
+    if error.validator in UNKNOWN_KEY_VALIDATORS:
+        unexpected, allowed = _unexpected_keys(error)
         extra = [k for k in unexpected if k not in allowed] or unexpected
         key = extra[0] if extra else "?"
         line, column = key_location(node, path, key)
