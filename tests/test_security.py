@@ -126,6 +126,23 @@ def test_template_attribute_from_data_is_refused_when_rendered(tmp_path: Path) -
     assert "c1" in info.value.message
 
 
+@pytest.mark.parametrize(
+    ("attribute", "expected"),
+    [("__class__", "sandbox violation"), ("nmae", "has no attribute 'nmae'")],
+)
+def test_an_undefined_value_inside_a_printed_list_is_an_error(
+    tmp_path: Path, attribute: str, expected: str
+) -> None:
+    # `map(attribute=...)` hands back undefined values in a list; printed, Jinja showed them
+    # as "[Undefined]" in the prompt (an unsafe attribute and a typo alike), with no error
+    path = config(tmp_path, prompt=f"\"{{{{ [case] | map(attribute='{attribute}') | list }}}}\"")
+    with pytest.raises(ConfigError, match=expected) as info:
+        api.render_prompt(path, "v", "c1")
+    assert "c1" in info.value.message
+    good = config(tmp_path / "ok", prompt="\"{{ [case, case] | map(attribute='id') | list }}\"")
+    assert "['c1', 'c1']" in json.dumps(api.render_prompt(good, "v", "c1"))
+
+
 def test_template_payload_in_mcp_render_prompt_is_refused(tmp_path: Path) -> None:
     from evalwh.mcp import tools
     from evalwh.mcp.agent import Agent

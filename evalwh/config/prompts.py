@@ -47,7 +47,8 @@ class Template(jinja2.Template):
     A template made only of literal text and ``{{ name }}`` expressions (the common prompt
     shape) keeps a *plan*: literal pieces and variable names. Rendering it with a dict that
     holds every name joins the pieces, each value through ``str()``, which is exactly what
-    Jinja's compiled code yields for such a template (no autoescape, no finalize). Anything
+    Jinja's compiled code yields for such a template (no autoescape; :func:`_defined`
+    returns case data unchanged). Anything
     else (a missing name, a global, keyword arguments, a template with filters, tags or
     attribute access) takes Jinja's own path, so errors and semantics stay Jinja's.
     """
@@ -98,12 +99,33 @@ def environment() -> jinja2.Environment:
     """The one template environment: sandboxed, immutable, StrictUndefined."""
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(
         undefined=jinja2.StrictUndefined,
+        finalize=_defined,
         autoescape=False,
         keep_trailing_newline=True,
         auto_reload=False,
     )
     env.template_class = Template
     return env
+
+
+def _defined(value: Any) -> Any:
+    """What ``{{ ... }}`` prints, checked: a list or mapping that holds an undefined value
+    (``{{ xs | map(attribute="nmae") | list }}``, or an unsafe ``__class__``) raises that
+    value's own error, as a bare undefined value does; Jinja printed it as ``[Undefined]``.
+    Anything else passes unchanged (case data never holds an undefined value, so the fast
+    path of :class:`Template` stays equal to this)."""
+    if not isinstance(value, (list, tuple, dict)):
+        return value
+    stack: list[Any] = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, jinja2.Undefined):
+            str(item)  # StrictUndefined: raises UndefinedError, or the sandbox's SecurityError
+        elif isinstance(item, (list, tuple, dict)) and id(item) not in seen:
+            seen.add(id(item))
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return value
 
 
 def compile_template(text: str, *, file: str, where: str) -> jinja2.Template:
