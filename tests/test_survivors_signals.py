@@ -1,0 +1,142 @@
+"""Tests that kill mutants of the engine's signal handling (evalwh/engine/signals.py) that
+mutmut found with no tests (issue 21): tests/test_reliability.py signals a run in a
+subprocess, where mutmut cannot see, so these signal this process. Each test names the
+behaviour it pins."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from evalwh.engine import signals
+
+
+@pytest.fixture
+def net() -> Iterator[list[int]]:
+    """A Python handler under the test's own (so a handler that is not installed records
+    the signal instead of ending pytest), put back afterwards."""
+    got: list[int] = []
+    before = {sig: signal.getsignal(sig) for sig in signals.SIGNALS}
+    for sig in signals.SIGNALS:
+        signal.signal(sig, lambda number, frame: got.append(number))
+    yield got
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+async def _sleeper() -> None:
+    await asyncio.sleep(30)
+
+
+def _run(scenario: Any) -> Any:
+    return asyncio.run(scenario())
+
+
+def test_the_first_signal_stops_and_cancels_the_run_after_the_grace(
+    net: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(signals, "GRACE_S", 0.3)
+
+    async def scenario() -> tuple[list[str], int, bool, float]:
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(_sleeper())
+        stopped: list[int] = []
+        caught: list[str] = []
+        with signals.stop_on_signals(task, lambda: stopped.append(1), caught):
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(0.1)
+            still_running = not task.done()  # in the grace, requests in flight go on
+            start = loop.time()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            waited = loop.time() - start
+        return caught, len(stopped), still_running, waited
+
+    caught, stops, still_running, waited = _run(scenario)
+    assert caught == ["SIGTERM"] and stops == 1
+    assert still_running
+    assert 0.1 <= waited < 5  # the rest of the 0.3 s grace, not the 30 s of work
+    assert net == []  # the run's handler took it, not the one under it
+
+
+def test_a_second_signal_cancels_at_once(net: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(signals, "GRACE_S", 60.0)
+
+    async def scenario() -> tuple[list[str], int, float]:
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(_sleeper())
+        stopped: list[int] = []
+        caught: list[str] = []
+        start = loop.time()
+        with signals.stop_on_signals(task, lambda: stopped.append(1), caught):
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(0.05)
+            assert not task.done()
+            os.kill(os.getpid(), signal.SIGTERM)
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        return caught, len(stopped), loop.time() - start
+
+    caught, stops, elapsed = _run(scenario)
+    assert caught == ["SIGINT", "SIGTERM"]
+    assert stops == 1  # stop() once; the second signal only cancels
+    assert elapsed < 30  # not the 60 s grace
+
+
+def test_the_handlers_are_removed_when_the_run_ends(net: list[int]) -> None:
+    async def scenario() -> None:
+        task = asyncio.ensure_future(_sleeper())
+        with signals.stop_on_signals(task, lambda: None, []):
+            pass
+        task.cancel()
+
+    _run(scenario)
+    # asyncio puts the default back on removal: a later SIGTERM is no longer the run's
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) == signal.default_int_handler
+
+
+def test_outside_the_main_thread_nothing_is_installed() -> None:
+    # a run started from a worker thread (a notebook's executor, the MCP server) cannot take
+    # signals; it must still run, without an error
+    result: list[Any] = []
+
+    def in_thread() -> None:
+        async def scenario() -> list[str]:
+            task = asyncio.ensure_future(_sleeper())
+            caught: list[str] = []
+            with signals.stop_on_signals(task, lambda: None, caught):
+                await asyncio.sleep(0)
+            task.cancel()
+            return caught
+
+        try:
+            result.append(asyncio.run(scenario()))
+        except Exception as exc:  # the assertion below shows it
+            result.append(exc)
+
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join(10)
+    assert result == [[]]
+
+
+def test_the_interruption_error_carries_the_run_and_the_signal() -> None:
+    error = signals.RunInterrupted("stopped", run_id="r-1", signal_name="SIGTERM")
+    assert error.exit_code == 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+    assert (error.run_id, error.signal_name, str(error)) == ("r-1", "SIGTERM", "stopped")
+    described = error.to_dict()
+    assert described["run_id"] == "r-1" and described["signal"] == "SIGTERM"
+    assert described["message"] == "stopped"
+
+
+def test_the_grace_is_the_documented_ten_seconds() -> None:
+    # docs/troubleshooting.md: "requests in flight get up to 10 s to finish"
+    assert signals.GRACE_S == 10.0
+    assert signals.SIGNALS == (signal.SIGINT, signal.SIGTERM)
