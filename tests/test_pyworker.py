@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ import pytest
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult
-from evalwh.scoring.pyworker import _receive, _send, _serve
+from evalwh.scoring.pyworker import _receive, _send, _serve, main
 from evalwh.scoring.userfunc import RETURN_HINT, call_function, convert, load_function
 
 FILE = "eval.yaml"
@@ -62,6 +63,14 @@ def unsendable(output, case):
 
 
 NOT_CALLABLE = 3
+
+
+def noisy(output, case):
+    import os
+
+    print("printed by the scorer")  # Python-level stdout
+    os.write(1, b"written to fd 1\\n")  # what a C library or a child process would do
+    return os.read(0, 16) == b""  # stdin is /dev/null: the protocol is not readable
 """
 
 
@@ -363,3 +372,35 @@ def test_details_that_are_not_json_are_an_error_wherever_they_come_from() -> Non
         assert converted.error is not None
         assert converted.error.startswith("python scorer m:f: details are not JSON-serialisable: ")
         assert "Opaque" in converted.error
+
+
+def test_main_keeps_the_protocol_on_the_original_stdout_and_prints_off_it(
+    tmp_path: Path, scorers: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The worker's entry point, in this process with its descriptors swapped for files: the
+    frames arrive on fd 0 and the replies leave on fd 1, while a scorer's print() and a raw
+    write to fd 1 both land on stderr (fd 2), and the scorer reads an empty stdin. A print
+    that reached the reply stream would corrupt the next frame."""
+    requests, replies, stderr = (tmp_path / n for n in ("requests", "replies", "stderr"))
+    with requests.open("wb") as out:
+        _send(out, load(criterion(f"{scorers}:noisy"), tmp_path))
+        _send(out, ("call", "x", Case(id="a")))
+    saved = {fd: os.dup(fd) for fd in (0, 1, 2)}
+    python_stdout = sys.stdout
+    try:
+        with requests.open("rb") as r, replies.open("wb") as w, stderr.open("wb") as e:
+            for fd, file in ((0, r), (1, w), (2, e)):
+                os.dup2(file.fileno(), fd)
+            main()
+            assert sys.stdout is sys.stderr  # print() goes where stderr goes
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        sys.stdout = python_stdout
+    with replies.open("rb") as got:
+        assert _receive(got) == ("loaded", f"{scorers}:noisy")
+        assert _receive(got) == ("result", ScoreResult(1.0, passed=True))
+        assert got.read() == b""  # nothing else on the protocol stream
+    assert stderr.read_bytes() == b"written to fd 1\n"
+    assert capsys.readouterr().err == "printed by the scorer\n"
