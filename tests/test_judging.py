@@ -380,6 +380,30 @@ def test_a_label_preferring_no_side_is_an_error_naming_the_sides(tmp_path: Path)
         )
 
 
+def test_a_label_preferring_a_side_of_another_comparison_lists_this_ones_sides(
+    tmp_path: Path,
+) -> None:
+    from evalwh.config.loader import load_config
+    from evalwh.config.model import Side
+    from evalwh.errors import ConfigError
+
+    cfg = _labelled(tmp_path, "  - {case: q01, comparison: large-vs-small, prefer: plain}\n")
+    second = (
+        "  - name: by-variant\n    judge: fair\n"
+        "    baseline: {variant: plain, model: small}\n    candidate: {variant: plain, model: large}\n"
+    )
+    text = cfg.read_text().replace("\ncalibration:", second + "\ncalibration:", 1)
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        load_config(cfg)  # 'plain' is a side of by-variant only
+    assert exc.value.message == "prefer 'plain' names neither side of pairwise 'large-vs-small'"
+    assert exc.value.fix == (
+        "use A, B, tie, baseline, candidate, or a side's id: small (baseline), large (candidate)"
+    )
+    assert Side(model="large", variant="plain").describe() == "plain × large"
+    assert Side(variant="plain").describe() == "plain"
+
+
 # --- numeric pointwise labels: exact, within-N, weighted kappa, per slice ---------------------
 
 ORDINAL = [  # case, human label, judge score, topic

@@ -694,6 +694,15 @@ def test_redaction_masks_a_four_character_secret_but_not_a_shorter_one() -> None
     assert lakemod.redact("abcd xyz", target) == "*** xyz"
 
 
+def test_a_lake_target_is_not_a_file_path() -> None:
+    # a DuckLake URI handed to open() or Path() would create a stray local file
+    target = lakemod.LakeTarget(catalog="postgres:dbname=e", credentials=())
+    with pytest.raises(
+        TypeError, match=r"^ducklake:postgres:dbname=e is a DuckLake target, not a file path$"
+    ):
+        os.fspath(target)
+
+
 def test_only_a_commit_conflict_is_retried() -> None:
     assert lakemod.is_conflict(duckdb.TransactionException("Transaction conflict - x"))
     assert lakemod.is_conflict(duckdb.TransactionException("could not serialize access"))

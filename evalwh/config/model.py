@@ -223,6 +223,3 @@ class EvalConfig:
         entries = self.raw.get("cases") or []
         kept = [e for e in entries if isinstance(e, dict) and ("file" in e or "source" in e)]
         return {**self.raw, "cases": kept, "inline_cases_stripped": len(entries) - len(kept)}
-
-    def model(self, model_id: str) -> ModelSpec:
-        return next(m for m in self.models if m.id == model_id)

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import jinja2.meta
 import jinja2.sandbox
 from jinja2.exceptions import SecurityError
 
@@ -181,11 +180,6 @@ def _unsafe_access(tree: Any) -> tuple[str, int] | None:
         if isinstance(name, str) and name.startswith("_"):
             return name, node.lineno
     return None
-
-
-def template_variables(text: str) -> set[str]:
-    """Top-level names a template reads (for cheap checks before rendering)."""
-    return set(jinja2.meta.find_undeclared_variables(environment().parse(text)))
 
 
 @dataclass(frozen=True)
@@ -347,15 +341,6 @@ def _undefined(
         fix=f"fix the spelling or add the variable to the case's vars ({case.source}); "
         f"available: {available}",
     )
-
-
-def render_all(variants: Sequence[Variant], cases: Sequence[Case]) -> int:
-    """Render every variant for every case (validation); return how many prompts rendered."""
-    compiled = [CompiledVariant(v) for v in variants]
-    for cv in compiled:
-        for case in cases:
-            cv.render(case)
-    return len(compiled) * len(cases)
 
 
 def messages_from_config(raw: Sequence[dict[str, Any]]) -> tuple[Message, ...]:

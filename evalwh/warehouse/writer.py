@@ -123,9 +123,10 @@ CASES_SCHEMA = pa.schema(CASE_COLUMNS)
 SCORES_SCHEMA = pa.schema(SCORE_COLUMNS)
 
 
-# Rows detached from the buffers (cases, scores, cache, pairs); flush() turns them into Arrow.
-Batch = tuple[list[Sequence[Any]], list[Sequence[Any]], list[Sequence[Any]], list[Sequence[Any]]]
-Tables = tuple["pa.Table | None", "pa.Table | None", "pa.Table | None", "pa.Table | None"]
+# Rows detached from the buffers (cases, scores, cache); flush() turns them into Arrow. Pairwise
+# verdicts are not buffered: they come after the cells, all at once (write_pairs).
+Batch = tuple[list[Sequence[Any]], list[Sequence[Any]], list[Sequence[Any]]]
+Tables = tuple["pa.Table | None", "pa.Table | None", "pa.Table | None"]
 
 
 def _json_encoder() -> Any:
@@ -233,7 +234,6 @@ class RunWriter:
         self._cases = _Columns(CASE_COLUMNS)
         self._scores = _Columns(SCORE_COLUMNS)
         self._cache = _Columns(CACHE_COLUMNS)
-        self._pairs = _Columns(PAIR_COLUMNS)
         self.refresh_cache = refresh_cache
         self.replace = replace  # retrying errors: the new rows replace the stored ones
         self._lock = threading.Lock()
@@ -250,9 +250,6 @@ class RunWriter:
 
     def add_cache(self, row: Sequence[Any]) -> None:
         self._cache.append(row)
-
-    def add_pair(self, row: Sequence[Any]) -> None:
-        self._pairs.append(row)
 
     @property
     def pending(self) -> int:
@@ -275,7 +272,6 @@ class RunWriter:
             self._cases.take_rows(),
             self._scores.take_rows(),
             self._cache.take_rows(),
-            self._pairs.take_rows(),
         )
 
     def write_pairs(self, rows: list[list[Any]], comparisons: list[str]) -> None:
@@ -335,18 +331,17 @@ class RunWriter:
         self.write(self.tables(batch))
 
     def tables(self, batch: Batch) -> Tables:
-        """A batch's rows as Arrow tables (cases, scores, cache, pairs; None when empty)."""
+        """A batch's rows as Arrow tables (cases, scores, cache; None when empty)."""
         return (
             self._cases.table(batch[0]),
             self._scores.table(batch[1]),
             self._cache.table(batch[2]),
-            self._pairs.table(batch[3]),
         )
 
     def write(self, tables: Tables) -> None:
         """Insert Arrow tables in one transaction on a short-lived connection."""
-        cases, scores, cache, pairs = tables
-        empty = cases is None and scores is None and cache is None and pairs is None
+        cases, scores, cache = tables
+        empty = cases is None and scores is None and cache is None
         if empty and not self.beat_due():
             return
 
@@ -367,8 +362,6 @@ class RunWriter:
                 _append(con, "cases", cases)
             if scores is not None:
                 _append(con, "scores", scores)
-            if pairs is not None:
-                _append(con, "pairs", pairs)
             if cache is not None and self.cache_path is None:
                 # Two runs may fetch the same answer at once: see _insert_cache.
                 _insert_cache(con, cache, replace=self.refresh_cache)
