@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -477,6 +478,29 @@ def test_the_warehouse_json_encoder_writes_what_json_dumps_writes() -> None:
     assert encode("plain\t") == '"plain\\t"' and encode(3) == "3" and encode(None) == "null"
     long = [{"k": "x" * 10}] * 20_000  # several chunks from the C encoder, joined with nothing
     assert encode(long) == json.dumps(long, ensure_ascii=False)
+    # json.dumps's checks are kept: NaN and infinities as JSON5 words, a cycle and a key
+    # that is no JSON key are errors (a scorer's details can hold any of these)
+    assert encode([math.nan, math.inf, -math.inf]) == "[NaN, Infinity, -Infinity]"
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match=r"^Circular reference detected$"):
+        encode(cycle)
+    with pytest.raises(TypeError, match="keys must be str, int, float, bool or None"):
+        encode({(1, 2): "tuple key"})
+
+
+def test_the_warehouse_json_encoder_without_the_c_accelerator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Python built without _json gets json's own encoder, with the same output."""
+    import json.encoder
+
+    from evalwh.warehouse.writer import _json_encoder
+
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    encode = _json_encoder()
+    value = {"a": "Grüße 日本", "when": datetime.date(2026, 1, 2), "n": [1, None]}
+    assert encode(value) == '{"a": "Grüße 日本", "when": "2026-01-02", "n": [1, null]}'
 
 
 def test_a_query_file_header_is_parsed_from_its_leading_comments() -> None:
@@ -496,6 +520,10 @@ def test_a_query_file_header_is_parsed_from_its_leading_comments() -> None:
     assert (query.name, query.title, query.description) == ("demo", "Pass rate", "per cell")
     assert query.params == ("run_id", "limit") and query.sql == text
     assert _strip_comments("a -- b\n-- c\nd") == "a \n\nd"
+    assert _strip_comments("a -- b -- c") == "a "  # from the first "--" on
+    # a blank line or another comment between the header lines does not end the header
+    spaced = _parse("s", "-- title: t\n\n-- a note\n-- description: d\nSELECT 1\n")
+    assert (spaced.title, spaced.description) == ("t", "d")
     with pytest.raises(ValueError) as missing:
         _parse("bare", "-- title: t\nSELECT 1\n-- description: too late\n")
     assert str(missing.value) == (
