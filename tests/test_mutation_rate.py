@@ -263,6 +263,16 @@ def test_the_budget_comes_from_the_environment_and_a_bad_value_says_how_to_fix_i
     assert module.mutant_under_test() == "evalwh.a.x_f__mutmut_3"
 
 
+def test_a_tests_cost_in_a_child_counts_the_shared_fixtures_it_needs() -> None:
+    costs = _budget().child_costs(
+        {"m::first": 3.1, "m::second": 0.1, "m::alone": 0.5},
+        {"m::first": 3.0},  # it started the module's server (2 s) and its database (1 s)
+        {"m::server": 2.0, "s::database": 1.0},
+        {"m::first": ["m::server", "s::database"], "m::second": ["m::server"]},
+    )
+    assert costs == pytest.approx({"m::first": 3.1, "m::second": 2.1, "m::alone": 0.5})
+
+
 def test_measured_durations_add_up_over_parts_and_win_over_mutmuts_call_time(
     tmp_path: Path,
 ) -> None:
@@ -296,8 +306,22 @@ def note(name):
 def slow_setup():
     time.sleep(0.3)
 
+@pytest.fixture(scope="session")
+def server_base():
+    time.sleep(0.2)
+
+@pytest.fixture(scope="module")
+def server(server_base):
+    time.sleep(0.4)
+
 def test_slow(slow_setup):
     note("slow")
+
+def test_starts_server(server):
+    note("starts")
+
+def test_shares_server(server):
+    note("shares")
 
 def test_fast():
     note("fast")
@@ -336,10 +360,17 @@ def test_the_stats_pass_measures_setup_too_and_a_mutant_runs_its_cheapest_tests_
     # the stats pass: every test runs in file order, and each one's setup + call + teardown
     # is saved (test_slow's time is in its fixture, which mutmut's call-only figure misses)
     ran, _ = _probe(tmp_path, "stats", "")
-    assert ran == ["slow", "fast", "middle", "new"]
+    assert ran == ["slow", "starts", "shares", "fast", "middle", "new"]
     measured = json.loads((tmp_path / "evalwh-test-durations.json").read_text(encoding="utf-8"))
-    assert set(measured) == {f"test_probe.py::test_{n}" for n in ("slow", "fast", "middle", "new")}
+    names = ("slow", "starts_server", "shares_server", "fast", "middle", "new")
+    assert set(measured) == {f"test_probe.py::test_{n}" for n in names}
     assert measured["test_probe.py::test_slow"] >= 0.3
+    assert measured["test_probe.py::test_fast"] < 0.2
+    # the shared fixtures' 0.6 s are what each of their users costs in a child of its own,
+    # though the first one alone started them in the stats pass; counted once, not twice
+    for user in ("starts_server", "shares_server"):
+        assert 0.6 <= measured[f"test_probe.py::test_{user}"] < 1.1, measured
+    assert list(tmp_path.glob(".evalwh-test-durations.json.*")) == []  # written whole
     # a mutant: cheapest first, the unmeasured test last, then cut at the budget
     measured = {
         "test_probe.py::test_slow": 5.0,
@@ -348,13 +379,13 @@ def test_the_stats_pass_measures_setup_too_and_a_mutant_runs_its_cheapest_tests_
     }
     (tmp_path / "evalwh-test-durations.json").write_text(json.dumps(measured), encoding="utf-8")
     ran, _ = _probe(tmp_path, "evalwh.a.x_f__mutmut_1", "0")
-    assert ran == ["fast", "middle", "slow", "new"]
+    assert ran[:3] == ["fast", "middle", "slow"] and set(ran[3:]) == {"new", "starts", "shares"}
     ran, stdout = _probe(tmp_path, "evalwh.a.x_f__mutmut_1", "1")
     assert ran == ["fast", "middle"]
-    assert "2 passed, 2 deselected" in stdout
+    assert "2 passed, 4 deselected" in stdout
     # outside a mutant (mutmut's forced-failure check) nothing is reordered or left out
     ran, _ = _probe(tmp_path, "fail", "1")
-    assert ran == ["slow", "fast", "middle", "new"]
+    assert ran == ["slow", "starts", "shares", "fast", "middle", "new"]
 
 
 def _run_core() -> Any:

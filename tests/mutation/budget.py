@@ -12,6 +12,12 @@ and this plugin removes them:
   cheap test kills could wait for a ten-second end-to-end run. Each child now runs its tests
   cheapest first; the cost of a test is what the stats pass measured: setup, call and teardown
   (mutmut's own figure counts the call alone and misses a two-second fixture).
+- **Shared fixtures hidden in one test.** A module or session fixture (a PostgreSQL server
+  and an S3 endpoint for the lake tests, a whole eval run once per module) is set up in the
+  stats pass by the first test that needs it, so every later test of the module looked cheap:
+  0.1 s for a test whose child then started PostgreSQL and moto first. Each test's figure is
+  now its own time plus the setup of every module, class, package or session fixture it uses,
+  which is what it costs in a child of its own.
 - **No bound on a survivor.** A surviving mutant of the warehouse's connection code ran 380
   tests (about four minutes). ``EVALWH_MUTATION_BUDGET`` (seconds of measured test time, at
   least one test) bounds the tests a mutant meets. A mutant a budgeted run kills is killed:
@@ -29,6 +35,8 @@ import math
 import os
 import pkgutil
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +50,12 @@ MUTMUT_STATS = Path("mutmut-stats.json")
 # Libraries that evalwh imports inside functions, so that the first call pays for them.
 HEAVY = ("duckdb", "pyarrow", "pyarrow.parquet", "polars", "jinja2", "jsonschema", "httpx")
 
-_measured: dict[str, float] = {}
+_measured: dict[str, float] = {}  # test -> setup + call + teardown, as reported
+_shared_setup: dict[str, float] = {}  # shared fixture -> its own setup time (not its deps')
+_shared_in_test: dict[str, float] = {}  # test -> time its setup spent starting shared fixtures
+_uses: dict[str, list[str]] = {}  # test -> the shared fixtures it needs
+_open: list[float] = []  # per shared fixture being set up: time spent in the ones it needs
+_current: list[str] = [""]  # the test being set up
 
 
 def mutant_under_test() -> str | None:
@@ -122,11 +135,70 @@ def save_durations(folder: Path, measured: dict[str, float]) -> None:
     if path.is_file():
         known = json.loads(path.read_text(encoding="utf-8"))
     known.update(measured)
-    path.write_text(json.dumps(known, sort_keys=True, indent=0), encoding="utf-8")
+    # children read the file while a later part writes it: replace it whole, never half
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(json.dumps(known, sort_keys=True, indent=0), encoding="utf-8")
+    partial.replace(path)
 
 
 def _nodeid(nodeid: str) -> str:
     return nodeid.removeprefix("mutants/")
+
+
+def _stats_pass() -> bool:
+    return os.environ.get("MUTANT_UNDER_TEST") == "stats"
+
+
+def _fixture_key(fixturedef: Any) -> str:
+    return f"{fixturedef.baseid}::{fixturedef.argname}"
+
+
+def child_costs(
+    measured: dict[str, float],
+    shared_in_test: dict[str, float],
+    shared_setup: dict[str, float],
+    uses: dict[str, list[str]],
+) -> dict[str, float]:
+    """What each test costs in a child of its own: its reported time, less the shared
+    fixtures it happened to start in the stats pass, plus the setup of every shared fixture
+    it needs (a child starts them all again)."""
+    return {
+        test: max(seconds - shared_in_test.get(test, 0.0), 0.0)
+        + sum(shared_setup.get(key, 0.0) for key in uses.get(test, ()))
+        for test, seconds in measured.items()
+    }
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: Any) -> Iterator[None]:
+    if not _stats_pass() or fixturedef.scope == "function":
+        yield
+        return
+    _open.append(0.0)
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        spent = time.perf_counter() - start
+        inner = _open.pop()
+        key = _fixture_key(fixturedef)
+        _shared_setup[key] = max(_shared_setup.get(key, 0.0), spent - inner)
+        if _open:
+            _open[-1] += spent
+        else:
+            nodeid = _current[0]
+            _shared_in_test[nodeid] = _shared_in_test.get(nodeid, 0.0) + spent
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures are set up
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _stats_pass():
+        _current[0] = _nodeid(item.nodeid)
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        _uses[_nodeid(item.nodeid)] = sorted(
+            {_fixture_key(d[-1]) for d in defs if d and d[-1].scope != "function"}
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -137,15 +209,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    if _stats_pass():
         nodeid = _nodeid(report.nodeid)
         _measured[nodeid] = _measured.get(nodeid, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _measured:
-        save_durations(Path.cwd(), _measured)
-        _measured.clear()
+        save_durations(Path.cwd(), child_costs(_measured, _shared_in_test, _shared_setup, _uses))
+        for figures in (_measured, _shared_in_test, _shared_setup, _uses):
+            figures.clear()
 
 
 @pytest.hookimpl(trylast=True)
