@@ -56,8 +56,13 @@ def test_another_config_dataset_privacy_or_a_finished_run_is_refused_by_run_id()
     assert _refusal(_found(dataset_hash="d2")).startswith(
         "run r-7 was started from another dataset (dataset_hash differs)"
     )
-    assert _refusal(_found(no_look=True)).startswith(
-        "run r-7 was started as a no-look run and this shard is not:"
+    assert _refusal(_found(no_look=True)) == (
+        "run r-7 was started as a no-look run and this shard is not: give every shard the "
+        "same privacy.no_look (and --no-look)"
+    )
+    assert _refusal(_found(), {**ROW, "no_look": True}) == (
+        "run r-7 was not started as a no-look run and this shard is: give every shard the "
+        "same privacy.no_look (and --no-look)"
     )
     assert _refusal(_found(status="completed")) == (
         "run r-7 is already completed: a finished run takes no more shards (start a new run "

@@ -10,6 +10,8 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -140,3 +142,47 @@ def test_the_grace_is_the_documented_ten_seconds() -> None:
     # docs/troubleshooting.md: "requests in flight get up to 10 s to finish"
     assert signals.GRACE_S == 10.0
     assert signals.SIGNALS == (signal.SIGINT, signal.SIGTERM)
+
+
+def test_a_signal_mid_run_stops_new_cells_and_resume_finishes_the_rest(
+    tmp_path: Path, net: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the engine's stop(), in this process: after SIGTERM no new cell starts, so far fewer
+    # than the 120 cells are stored (without it, the 10 s grace would let all of them run)
+    import duckdb
+
+    import evalwh
+    from tests.conftest import write
+
+    real = signals.stop_on_signals
+
+    @contextmanager
+    def signalled_once_installed(*args: Any) -> Iterator[None]:
+        with real(*args):
+            asyncio.get_running_loop().call_later(0.3, os.kill, os.getpid(), signal.SIGTERM)
+            yield
+
+    monkeypatch.setattr(signals, "stop_on_signals", signalled_once_installed)
+    cfg = write(
+        tmp_path / "eval.yaml",
+        "models:\n  - {id: m, provider: mock, mock: {latency_ms: 40}}\n"
+        "variants:\n  - {id: v, messages: [{role: user, content: '{{ q }}'}]}\n"
+        "cases:\n"
+        + "".join(f"  - {{id: c{i}, vars: {{q: q{i}}}, expected: x}}\n" for i in range(120))
+        + "scorecard:\n  - {name: r, type: contains, value: x}\n"
+        "settings:\n  concurrency: 2\n",
+    )
+    with pytest.raises(signals.RunInterrupted) as stopped:
+        evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert stopped.value.signal_name == "SIGTERM" and stopped.value.exit_code == 130
+    db = str(tmp_path / "o" / "warehouse.duckdb")
+    with duckdb.connect(db, read_only=True) as con:
+        status, stored = con.execute(
+            "SELECT status, (SELECT count(*) FROM cases) FROM runs"
+        ).fetchone() or (None, None)
+    assert status == "interrupted"
+    assert 0 < stored < 60, stored  # 0.3 s of 2 x 40 ms cells, give or take
+    assert net == []
+    monkeypatch.setattr(signals, "stop_on_signals", real)
+    resumed = evalwh.run_eval(cfg, output_dir=tmp_path / "o", resume=stopped.value.run_id)
+    assert resumed.totals["n"] == 120
