@@ -162,6 +162,19 @@ def test_a_configured_header_replaces_the_anthropic_key_and_version_not_adds_a_s
         "anthropic-version": "2024-01-01",
         "x-api-key": "gw-survivor-secret",
     }
+    # names in another case replace them too: a header sent twice (both values) was the bug
+    prov = claude(headers={"Anthropic-Version": "2024-01-01", "X-Api-Key": "${GATEWAY_KEY}"})
+    assert prov._resolve_headers() == {
+        **AGENT,
+        "Anthropic-Version": "2024-01-01",
+        "X-Api-Key": "gw-survivor-secret",
+    }
+    prov = claude(headers={"User-Agent": "gateway-probe"})
+    assert prov._resolve_headers() == {
+        "User-Agent": "gateway-probe",
+        "anthropic-version": "2023-06-01",
+        "x-api-key": ANTHROPIC_KEY,
+    }
 
 
 # ---- no-look: criteria ---------------------------------------------------------------------

@@ -253,7 +253,12 @@ class HttpProvider:
         if self.key_env:
             headers.update(self.auth_headers(self._secret(self.key_env)))
         for key, value in (self.spec.options.get("headers") or {}).items():
-            headers[str(key)] = SECRET_REF.sub(lambda m: self._secret(m.group(1)), str(value))
+            name = str(key)
+            # header names are case-insensitive: `X-Api-Key` replaces our `x-api-key`, it is
+            # not sent beside it
+            for same in [k for k in headers if k.lower() == name.lower()]:
+                del headers[same]
+            headers[name] = SECRET_REF.sub(lambda m: self._secret(m.group(1)), str(value))
         return headers
 
     def _client_for_loop(self) -> httpx.AsyncClient:
