@@ -8,6 +8,7 @@ as killed, that "no tests" counts as survived, and that a partial run cannot pas
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -386,6 +387,55 @@ def test_the_stats_pass_measures_setup_too_and_a_mutant_runs_its_cheapest_tests_
     # outside a mutant (mutmut's forced-failure check) nothing is reordered or left out
     ran, _ = _probe(tmp_path, "fail", "1")
     assert ran == ["slow", "starts", "shares", "fast", "middle", "new"]
+
+
+HANGING_TESTS = """
+import time
+
+def test_quick():
+    pass
+
+def test_hangs():
+    time.sleep(60)  # a mutant that made a loop endless
+"""
+
+
+def test_a_mutants_test_that_outlives_its_deadline_ends_the_child_as_mutmuts_timeout(
+    tmp_path: Path,
+) -> None:
+    module = _budget()
+    assert module.test_deadline(2.0) == 5.0 * 2.0 + 10.0
+    assert module.test_deadline(None) is None and module.test_deadline(math.inf) is None
+    (tmp_path / "test_hang.py").write_text(HANGING_TESTS, encoding="utf-8")
+    # the slack made short for this check (10 s in a mutation run)
+    (tmp_path / "conftest.py").write_text(
+        "import tests.mutation.budget as b\nb.TIMEOUT_SLACK = 0.5\n", encoding="utf-8"
+    )
+    measured = {"test_hang.py::test_quick": 0.01, "test_hang.py::test_hangs": 0.05}
+    (tmp_path / "evalwh-test-durations.json").write_text(json.dumps(measured), encoding="utf-8")
+
+    def child(mutant: str, *tests: str) -> tuple[int, float]:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "MUTANT_UNDER_TEST": mutant}
+        start = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "tests.mutation.budget", "-p", "no:cacheprovider",
+             "-q", *tests],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        return out.returncode, time.perf_counter() - start
+
+    code, seconds = child("evalwh.a.x_f__mutmut_1", "test_hang.py")
+    assert code == module.TIMEOUT_EXIT_CODE == 36  # mutmut's "timeout"
+    assert seconds < 30, seconds  # 5 x 0.05 + 0.5 s, not the 60 s the test sleeps
+    # a test within its deadline passes as before; outside a mutant no watchdog runs
+    assert child("evalwh.a.x_f__mutmut_1", "test_hang.py::test_quick")[0] == 0
+    measured["test_hang.py::test_hangs"] = 100.0  # a slow test is given its time
+    (tmp_path / "evalwh-test-durations.json").write_text(json.dumps(measured), encoding="utf-8")
+    (tmp_path / "test_hang.py").write_text(HANGING_TESTS.replace("60", "1.5"), encoding="utf-8")
+    assert child("evalwh.a.x_f__mutmut_1", "test_hang.py")[0] == 0
+    measured["test_hang.py::test_hangs"] = 0.05
+    (tmp_path / "evalwh-test-durations.json").write_text(json.dumps(measured), encoding="utf-8")
+    assert child("stats", "test_hang.py")[0] == 0  # the stats pass: no deadline
 
 
 def _run_core() -> Any:

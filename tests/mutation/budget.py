@@ -25,6 +25,12 @@ and this plugin removes them:
   ``EVALWH_MUTATION_BUDGET=0 mutmut run $(python tests/mutation/core_rate.py --survivors)``
   runs the survivors again against all of their tests, and the rate is then the rate of a
   run with no budget at all.
+- **A hang held a child for minutes.** mutmut's wall limit for a mutant is 15 times (1 s + the
+  time of *all* its tests): a mutant that turns a loop endless (a retry that never gives up, a
+  lease that is never released) with 44 s of tests held its child for eleven minutes, though
+  the budget let it run ten seconds of them. A watchdog now ends the child with mutmut's own
+  timeout code (36) once one test has run ``TIMEOUT_FACTOR`` times its measured cost plus
+  ``TIMEOUT_SLACK`` seconds: the mutant counts as a timeout, as it would have after the wait.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import math
 import os
 import pkgutil
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +55,11 @@ DEFAULT_BUDGET = 10.0
 DURATIONS_FILE = Path("evalwh-test-durations.json")
 MUTMUT_STATS = Path("mutmut-stats.json")
 # Libraries that evalwh imports inside functions, so that the first call pays for them.
+# A test of a mutant that runs longer than this (its measured cost in seconds, from the stats
+# pass) ends the child as a timeout: exit code 36 is the one mutmut records as "timeout".
+TIMEOUT_FACTOR = 5.0
+TIMEOUT_SLACK = 10.0
+TIMEOUT_EXIT_CODE = 36
 HEAVY = ("duckdb", "pyarrow", "pyarrow.parquet", "polars", "jinja2", "jsonschema", "httpx")
 
 _measured: dict[str, float] = {}  # test -> setup + call + teardown, as reported
@@ -114,6 +126,18 @@ def select(nodeids: list[str], durations: dict[str, float], limit: float) -> lis
         chosen.append(nodeid)
         spent += cost
     return chosen
+
+
+def test_deadline(cost: float | None) -> float | None:
+    """Seconds one test of a mutant may run (setup, call and teardown) before the child ends
+    as a timeout; None for a test the stats pass did not measure (mutmut's own limit holds)."""
+    if cost is None or not math.isfinite(cost):
+        return None
+    return TIMEOUT_FACTOR * cost + TIMEOUT_SLACK
+
+
+def _time_out() -> None:
+    os._exit(TIMEOUT_EXIT_CODE)  # mutmut's children write nowhere: the code says it all
 
 
 def load_durations(folder: Path) -> dict[str, float]:
@@ -221,12 +245,41 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             figures.clear()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """In a mutant's child, a watchdog thread (a signal would wait for a main thread stuck in
+    C code) ends the process as a timeout when this test outlives its deadline."""
+    seconds = None
+    if mutant_under_test() is not None:
+        seconds = test_deadline(_durations().get(_nodeid(item.nodeid)))
+    if seconds is None:
+        yield
+        return
+    watchdog = threading.Timer(seconds, _time_out)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        yield
+    finally:
+        watchdog.cancel()
+
+
+_loaded: list[dict[str, float]] = []
+
+
+def _durations() -> dict[str, float]:
+    """This child's figures, read once."""
+    if not _loaded:
+        _loaded.append(load_durations(Path.cwd()))
+    return _loaded[0]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:
     if mutant_under_test() is None or not items:
         return
     by_id = {_nodeid(item.nodeid): item for item in items}
-    chosen = select(list(by_id), load_durations(Path.cwd()), budget())
+    chosen = select(list(by_id), _durations(), budget())
     keep = set(chosen)
     dropped = [item for nodeid, item in by_id.items() if nodeid not in keep]
     if dropped:
