@@ -246,6 +246,41 @@ def test_a_mutant_meets_its_cheapest_tests_first_within_the_budget() -> None:
     assert select([], durations, 5) == []
 
 
+def test_tests_that_killed_mutants_of_the_same_function_then_module_come_first(
+    tmp_path: Path,
+) -> None:
+    module = _budget()
+    assert module.load_killers(tmp_path, "evalwh.a.x_f__mutmut_1") == {}  # nothing noted yet
+    kills = [
+        ("evalwh.a.x_f__mutmut_1", "t_f"),
+        ("evalwh.a.x_f__mutmut_2", "t_f"),
+        ("evalwh.a.xǁCǁm__mutmut_1", "t_m"),  # a method: same module, other function
+        ("evalwh.a.xǁCǁm__mutmut_2", "t_m"),
+        ("evalwh.a.xǁCǁm__mutmut_3", "t_m"),
+        ("evalwh.a.x_f__mutmut_3", "t_m"),
+        ("evalwh.ab.x_f__mutmut_1", "t_other"),  # another module with the same prefix
+        ("evalwh.a.x_g__mutmut_1", "t_g"),
+    ]
+    for mutant, test in kills:
+        module.record_kill(tmp_path, mutant, test)
+    with (tmp_path / module.KILLERS_FILE).open("a", encoding="utf-8") as out:
+        out.write("evalwh.a.x_f")  # a line another child has not finished
+    ranked = module.load_killers(tmp_path, "evalwh.a.x_f__mutmut_9")
+    assert set(ranked) == {"t_f", "t_m", "t_g"}
+    # two kills in the function outrank three elsewhere in the module
+    assert ranked["t_f"] > ranked["t_m"] > ranked["t_g"] > 0
+    durations = {"t_f": 5.0, "t_m": 4.0, "t_g": 3.0, "cheap": 0.1, "t_other": 0.2}
+    tests = ["cheap", "t_other", "t_g", "t_m", "t_f"]
+    assert module.select(tests, durations, 0, ranked) == ["t_f", "t_m", "t_g", "cheap", "t_other"]
+    # the budget cuts the same order; the likeliest killer runs even when it alone is over it
+    assert module.select(tests, durations, 9.0, ranked) == ["t_f", "t_m"]
+    assert module.select(tests, durations, 1.0, ranked) == ["t_f"]
+    assert module.select(tests, durations, 1.0) == ["cheap", "t_other"]  # no kills noted
+    # a method's mutants: its own function first
+    by_method = module.load_killers(tmp_path, "evalwh.a.xǁCǁm__mutmut_7")
+    assert by_method["t_m"] > by_method["t_f"]
+
+
 def test_the_budget_comes_from_the_environment_and_a_bad_value_says_how_to_fix_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -384,6 +419,42 @@ def test_the_stats_pass_measures_setup_too_and_a_mutant_runs_its_cheapest_tests_
     ran, stdout = _probe(tmp_path, "evalwh.a.x_f__mutmut_1", "1")
     assert ran == ["fast", "middle"]
     assert "2 passed, 4 deselected" in stdout
+    assert not (tmp_path / "evalwh-killers.tsv").exists()  # nothing failed, nothing noted
+    # a test that fails in a mutant's child is noted, and the next mutant of the function
+    # meets it first though it is the dearest
+    (tmp_path / "test_probe.py").write_text(
+        PROBE_TESTS + "\ndef test_kills():\n    note('kills')\n    assert False\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "evalwh-test-durations.json").write_text(
+        json.dumps({**measured, "test_probe.py::test_kills": 4.0}), encoding="utf-8"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PROBE_LOG": str(tmp_path / "log.txt"),
+        "MUTANT_UNDER_TEST": "evalwh.a.x_f__mutmut_2",
+        "EVALWH_MUTATION_BUDGET": "0",
+    }
+    first = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.mutation.budget", "-p", "no:cacheprovider",
+         "-q", "-x", "test_probe.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert first.returncode == 1, first.stdout
+    assert (tmp_path / "evalwh-killers.tsv").read_text(encoding="utf-8") == (
+        "evalwh.a.x_f\ttest_probe.py::test_kills\n"
+    )
+    (tmp_path / "log.txt").unlink()
+    second = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.mutation.budget", "-p", "no:cacheprovider",
+         "-q", "-x", "test_probe.py"],
+        cwd=tmp_path, env={**env, "MUTANT_UNDER_TEST": "evalwh.a.x_f__mutmut_3"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert second.returncode == 1
+    assert (tmp_path / "log.txt").read_text(encoding="utf-8").split() == ["kills"]
+    (tmp_path / "test_probe.py").write_text(PROBE_TESTS, encoding="utf-8")
     # outside a mutant (mutmut's forced-failure check) nothing is reordered or left out
     ran, _ = _probe(tmp_path, "fail", "1")
     assert ran == ["slow", "starts", "shares", "fast", "middle", "new"]

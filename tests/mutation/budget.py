@@ -12,6 +12,11 @@ and this plugin removes them:
   cheap test kills could wait for a ten-second end-to-end run. Each child now runs its tests
   cheapest first; the cost of a test is what the stats pass measured: setup, call and teardown
   (mutmut's own figure counts the call alone and misses a two-second fixture).
+- **The killing test found again for each mutant.** Most mutants of one function die on the
+  same test, but each child searched for it from the cheapest test up, often to the end of
+  its budget. Each test that fails in a child is now noted (``evalwh-killers.tsv``), and a
+  mutant meets first the tests that killed others of its function, then those that killed
+  others of its module, then the rest cheapest first.
 - **Shared fixtures hidden in one test.** A module or session fixture (a PostgreSQL server
   and an S3 endpoint for the lake tests, a whole eval run once per module) is set up in the
   stats pass by the first test that needs it, so every later test of the module looked cheap:
@@ -54,6 +59,8 @@ DEFAULT_BUDGET = 10.0
 # In mutmut's working folder (mutants/), next to its own mutmut-stats.json.
 DURATIONS_FILE = Path("evalwh-test-durations.json")
 MUTMUT_STATS = Path("mutmut-stats.json")
+# Which test killed which mutant, one "function<TAB>test" line per kill, in the same folder.
+KILLERS_FILE = Path("evalwh-killers.tsv")
 # Libraries that evalwh imports inside functions, so that the first call pays for them.
 # A test of a mutant that runs longer than this (its measured cost in seconds, from the stats
 # pass) ends the child as a timeout: exit code 36 is the one mutmut records as "timeout".
@@ -111,10 +118,20 @@ def preload() -> list[str]:
     return missing
 
 
-def select(nodeids: list[str], durations: dict[str, float], limit: float) -> list[str]:
-    """The tests one mutant runs: cheapest first; with a positive limit, as many as fit in it
-    (always the cheapest one). A test with no measured time goes last."""
-    ordered = sorted(nodeids, key=lambda nodeid: durations.get(nodeid, math.inf))
+def select(
+    nodeids: list[str],
+    durations: dict[str, float],
+    limit: float,
+    killers: dict[str, int] | None = None,
+) -> list[str]:
+    """The tests one mutant runs: first those that killed other mutants of its function or
+    module (``killers``: test -> how many it killed, most first), then the rest cheapest
+    first; with a positive limit, as many as fit in it (always the first one). A test with
+    no measured time goes last."""
+    kills = killers or {}
+    ordered = sorted(
+        nodeids, key=lambda nodeid: (-kills.get(nodeid, 0), durations.get(nodeid, math.inf))
+    )
     if limit <= 0:
         return ordered
     chosen: list[str] = []
@@ -126,6 +143,48 @@ def select(nodeids: list[str], durations: dict[str, float], limit: float) -> lis
         chosen.append(nodeid)
         spent += cost
     return chosen
+
+
+def _scope(mutant: str) -> tuple[str, str]:
+    """The function a mutant belongs to (its name without ``__mutmut_N``) and its module
+    (the dotted name before mutmut's mangled ``x_``/``xǁ`` part)."""
+    function = mutant.rsplit("__mutmut_", 1)[0]
+    parts = function.split(".")
+    module = ".".join(part for part in parts if not part.startswith(("x_", "xǁ")))
+    return function, module
+
+
+def record_kill(folder: Path, mutant: str, nodeid: str) -> None:
+    """Note that ``nodeid`` killed ``mutant``: one short line appended to one file (an
+    O_APPEND write this small is not interleaved with the other children's)."""
+    line = f"{_scope(mutant)[0]}\t{nodeid}\n"
+    with (folder / KILLERS_FILE).open("a", encoding="utf-8") as out:
+        out.write(line)
+
+
+def load_killers(folder: Path, mutant: str) -> dict[str, int]:
+    """Tests that killed mutants of this mutant's function, ranked above those that killed
+    mutants elsewhere in its module: the test likeliest to fail comes first."""
+    path = folder / KILLERS_FILE
+    if not path.is_file():
+        return {}
+    function, module = _scope(mutant)
+    in_function: dict[str, int] = {}
+    in_module: dict[str, int] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        killed, _, nodeid = line.partition("\t")
+        if not nodeid:
+            continue  # a line another child is still writing
+        if killed == function:
+            in_function[nodeid] = in_function.get(nodeid, 0) + 1
+        elif _scope(killed)[1] == module:
+            in_module[nodeid] = in_module.get(nodeid, 0) + 1
+    # any kill inside the function outranks every kill elsewhere in the module
+    weight = 1 + max(in_module.values(), default=0)
+    ranked = dict(in_module)
+    for nodeid, count in in_function.items():
+        ranked[nodeid] = count * weight + in_module.get(nodeid, 0)
+    return ranked
 
 
 def test_deadline(cost: float | None) -> float | None:
@@ -233,6 +292,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    mutant = mutant_under_test()
+    if mutant is not None and report.failed:
+        record_kill(Path.cwd(), mutant, _nodeid(report.nodeid))
     if _stats_pass():
         nodeid = _nodeid(report.nodeid)
         _measured[nodeid] = _measured.get(nodeid, 0.0) + report.duration
@@ -276,10 +338,11 @@ def _durations() -> dict[str, float]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:
-    if mutant_under_test() is None or not items:
+    mutant = mutant_under_test()
+    if mutant is None or not items:
         return
     by_id = {_nodeid(item.nodeid): item for item in items}
-    chosen = select(list(by_id), _durations(), budget())
+    chosen = select(list(by_id), _durations(), budget(), load_killers(Path.cwd(), mutant))
     keep = set(chosen)
     dropped = [item for nodeid, item in by_id.items() if nodeid not in keep]
     if dropped:
