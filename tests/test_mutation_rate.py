@@ -370,6 +370,17 @@ def test_new():
 """
 
 
+# fails after leaving the working folder (as a test that chdirs into its tmp_path does): the
+# kill is still noted in the folder the session started in
+KILLING_TEST = """
+def test_kills():
+    note("kills")
+    os.makedirs("elsewhere", exist_ok=True)
+    os.chdir("elsewhere")
+    assert False
+"""
+
+
 def _probe(tmp_path: Path, mutant: str, budget: str) -> tuple[list[str], str]:
     (tmp_path / "test_probe.py").write_text(PROBE_TESTS, encoding="utf-8")
     log = tmp_path / "log.txt"
@@ -423,7 +434,7 @@ def test_the_stats_pass_measures_setup_too_and_a_mutant_runs_its_cheapest_tests_
     # a test that fails in a mutant's child is noted, and the next mutant of the function
     # meets it first though it is the dearest
     (tmp_path / "test_probe.py").write_text(
-        PROBE_TESTS + "\ndef test_kills():\n    note('kills')\n    assert False\n",
+        PROBE_TESTS + KILLING_TEST,
         encoding="utf-8",
     )
     (tmp_path / "evalwh-test-durations.json").write_text(

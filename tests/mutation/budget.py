@@ -75,6 +75,7 @@ _shared_in_test: dict[str, float] = {}  # test -> time its setup spent starting 
 _uses: dict[str, list[str]] = {}  # test -> the shared fixtures it needs
 _open: list[float] = []  # per shared fixture being set up: time spent in the ones it needs
 _current: list[str] = [""]  # the test being set up
+_home: list[Path] = []  # the working folder the session started in (mutants/)
 
 
 def mutant_under_test() -> str | None:
@@ -285,6 +286,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _home[:] = [Path.cwd()]  # mutmut's folder: a test may change the working folder later
     if mutant_under_test() is None and os.environ.get("MUTANT_UNDER_TEST") != "fail":
         if Path.cwd().name == "mutants":  # mutmut's copy, which no one edits during a run
             sys.dont_write_bytecode = False
@@ -294,7 +296,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     mutant = mutant_under_test()
     if mutant is not None and report.failed:
-        record_kill(Path.cwd(), mutant, _nodeid(report.nodeid))
+        record_kill(_folder(), mutant, _nodeid(report.nodeid))
     if _stats_pass():
         nodeid = _nodeid(report.nodeid)
         _measured[nodeid] = _measured.get(nodeid, 0.0) + report.duration
@@ -302,7 +304,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _measured:
-        save_durations(Path.cwd(), child_costs(_measured, _shared_in_test, _shared_setup, _uses))
+        save_durations(_folder(), child_costs(_measured, _shared_in_test, _shared_setup, _uses))
         for figures in (_measured, _shared_in_test, _shared_setup, _uses):
             figures.clear()
 
@@ -329,10 +331,14 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
 _loaded: list[dict[str, float]] = []
 
 
+def _folder() -> Path:
+    return _home[0] if _home else Path.cwd()
+
+
 def _durations() -> dict[str, float]:
     """This child's figures, read once."""
     if not _loaded:
-        _loaded.append(load_durations(Path.cwd()))
+        _loaded.append(load_durations(_folder()))
     return _loaded[0]
 
 
@@ -342,7 +348,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> No
     if mutant is None or not items:
         return
     by_id = {_nodeid(item.nodeid): item for item in items}
-    chosen = select(list(by_id), _durations(), budget(), load_killers(Path.cwd(), mutant))
+    chosen = select(list(by_id), _durations(), budget(), load_killers(_folder(), mutant))
     keep = set(chosen)
     dropped = [item for nodeid, item in by_id.items() if nodeid not in keep]
     if dropped:
