@@ -527,3 +527,70 @@ def test_a_variant_that_is_not_a_mapping_is_a_type_error(tmp_path: Path) -> None
     error = _schema_error(tmp_path, text)
     assert error.message == "expected object, got a string"
     assert (error.where, error.line, error.column) == ("variants[0]", 4, 5)
+
+
+# ---- labels: which pairwise comparison a label names, and where a bad one is -----------------
+
+
+def test_a_label_matches_a_comparison_only_when_every_side_it_names_is_that_sides() -> None:
+    """A label's baseline and candidate must both name the comparison's sides (each way
+    round when swapped); naming one right and one wrong, or only a wrong one, matches
+    nothing; naming neither matches every comparison."""
+    from evalwh.config.loader import _sides_match
+    from evalwh.config.model import Comparison, Side
+
+    c = Comparison("a-vs-b", "j", baseline=Side(model="a"), candidate=Side(model="b"))
+    assert _sides_match({"baseline": "a", "candidate": "b"}, c, swapped=False)
+    assert not _sides_match({"baseline": "x", "candidate": "b"}, c, swapped=False)
+    assert not _sides_match({"baseline": "a", "candidate": "x"}, c, swapped=False)
+    assert not _sides_match({"candidate": "x"}, c, swapped=False)  # baseline not named
+    assert _sides_match({"candidate": "b"}, c, swapped=False)
+    assert _sides_match({"baseline": "b", "candidate": "a"}, c, swapped=True)
+    assert not _sides_match({"baseline": "a", "candidate": "b"}, c, swapped=True)
+    assert _sides_match({}, c, swapped=False) and _sides_match({}, c, swapped=True)
+
+
+def test_a_prefer_that_names_neither_side_is_reported_at_its_line(tmp_path: Path) -> None:
+    from evalwh.config.loader import _prefer
+    from evalwh.config.model import Comparison, Side
+
+    c = Comparison("a-vs-b", "j", baseline=Side(model="a"), candidate=Side(model="b"))
+    where = {"file": "eval.yaml", "where": "labels[2].prefer", "line": 31, "column": 14}
+    with pytest.raises(ConfigError) as caught:
+        _prefer({"prefer": "zzz"}, c, where, flip=False)
+    error = caught.value
+    assert (error.file, error.where, error.line, error.column) == (
+        "eval.yaml",
+        "labels[2].prefer",
+        31,
+        14,
+    )
+    assert _prefer({"prefer": "A"}, c, where, flip=True) == "candidate"
+    assert _prefer({"prefer": "b"}, c, where, flip=True) == "candidate"  # an id is no letter
+
+
+# ---- YAML: an alias bomb hidden in mapping keys -------------------------------------------------
+
+
+def test_an_alias_bomb_through_mapping_keys_is_refused_as_one() -> None:
+    """Attack: the "billion laughs" written with complex keys (`[*a, 1]: 1`) instead of
+    values; what aliases expand to is counted in keys too, and the document is refused at
+    the alias that passes the bound."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    previous = "a"
+    for name in "bcdefgh":
+        keys = ", ".join(f"[*{previous}, {i}]: {i}" for i in range(9))
+        lines.append(f"{name}: &{name} {{{keys}}}")
+        previous = name
+    with pytest.raises(ConfigError) as caught:
+        load_yaml_text("\n".join(lines))
+    assert caught.value.message == (
+        "YAML aliases expand to more than 100,000 nodes (the alias *e and those before it)"
+    )
+    assert caught.value.line == 6
+
+
+def load_yaml_text(text: str) -> object:
+    from evalwh.config.yamlpos import parse_yaml
+
+    return parse_yaml(text, "eval.yaml")[0]

@@ -335,6 +335,36 @@ def test_the_response_cache_keeps_one_row_per_hash_without_a_key(
     assert _cache_keys(cache) == (0,)
 
 
+@pytest.mark.parametrize("where", ["warehouse", "cache file"])
+def test_the_pairwise_judges_answers_are_cached_and_refreshed_like_the_cells_answers(
+    tmp_path: Path, where: str
+) -> None:
+    """The pairwise judge's replies reach the response cache with the verdicts: a stored
+    answer wins; under --no-cache (refresh) the fresh answer replaces it, as for the cells
+    (it once stayed the old one, so the next cached run reused the answer the user had asked
+    to refresh)."""
+    from datetime import datetime, timezone
+
+    from evalwh.warehouse.writer import RunWriter
+
+    db, run_id = _one_run(tmp_path, n=1)
+    cache = db if where == "warehouse" else tmp_path / "cache" / "cache.duckdb"
+    kwargs = {} if where == "warehouse" else {"cache_path": cache}
+    now = datetime.now(timezone.utc)
+
+    def judge_pairs(refresh: bool, output: str) -> None:
+        writer = RunWriter(db, run_id, refresh_cache=refresh, **kwargs)  # type: ignore[arg-type]
+        writer.add_cache(["h1", "mock", "judge", output, 1, 1, 1.0, now, run_id])
+        writer.write_pairs([], ["a-vs-b"])
+
+    judge_pairs(False, "first")
+    assert _cached(cache) == [("h1", "first")]
+    judge_pairs(False, "second")  # another run asked the same: the stored answer stays
+    assert _cached(cache) == [("h1", "first")]
+    judge_pairs(True, "fresh")
+    assert _cached(cache) == [("h1", "fresh")]
+
+
 def test_migration_0009_keeps_the_cached_answers_and_drops_the_key(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     with duckdb.connect(str(db)) as con:

@@ -275,7 +275,9 @@ class RunWriter:
         )
 
     def write_pairs(self, rows: list[list[Any]], comparisons: list[str]) -> None:
-        """Replace a run's pairwise verdicts for these comparisons, in one transaction."""
+        """Replace a run's pairwise verdicts for these comparisons, in one transaction, with
+        the judge's new answers for the response cache (replacing cached ones under
+        ``--no-cache``, as :meth:`flush` does)."""
         buffer = _Columns(PAIR_COLUMNS)
         for row in rows:
             buffer.append(row)
@@ -291,12 +293,12 @@ class RunWriter:
             if table is not None:
                 _append(con, "pairs", table)
             if cache is not None and self.cache_path is None:
-                _insert_cache(con, cache, replace=False)
+                _insert_cache(con, cache, replace=self.refresh_cache)
 
         with self._lock:
             write_transaction(self.path, body, what=f"write pairs of run {self.run_id}")
         if cache is not None and self.cache_path is not None:
-            self._write_cache_file(cache, replace=False)
+            self._write_cache_file(cache, replace=self.refresh_cache)
 
     def _write_cache_file(self, cache: pa.Table, *, replace: bool) -> None:
         """Cache rows into the cache's own DuckDB file (``settings.cache_dir``), one
