@@ -1,7 +1,9 @@
 """Tests that kill mutants mutmut found alive in evalwh/engine/pairwise.py: the `require:`
 eligibility rule, the verdicts of pairs decided without the judge (with the reason stored in
 `pairs.excluded_reason`), and what a judged pair stores (question shown to the judge, cost,
-flip flag, timestamp). One mock run feeds every test; each names the behaviour it pins."""
+flip flag, timestamp). One mock run feeds those tests; each names the behaviour it pins.
+A second config, run twice with a priced judge, pins what a judged pair stores per order
+(side words, rationales), replies with no verdict, a failed judge call, and the judge cost."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import duckdb
 import pytest
 
 import evalwh
-from evalwh.engine.pairwise import _ok
+from evalwh.engine.pairwise import _ok, _side_word
 from tests.conftest import write
 
 # base / cand answer with their case's vars; criteria alpha and beta look for those words.
@@ -187,3 +189,198 @@ def test_ok_lists_every_missing_required_criterion_in_require_order() -> None:
     assert _ok(row, ("c", "b", "a")) == (False, "failed required criterion c, a")
     assert _ok(row, ("b",)) == (True, None)
     assert _ok(row, ()) == (True, None)
+
+
+def test_side_word_names_the_side_shown_first_for_a_and_the_other_side_for_b() -> None:
+    assert _side_word("A", first="baseline") == "baseline"
+    assert _side_word("B", first="baseline") == "candidate"
+    assert _side_word("A", first="candidate") == "candidate"
+    assert _side_word("B", first="candidate") == "baseline"
+    for first in ("baseline", "candidate"):
+        assert _side_word("tie", first=first) == "tie"
+        for other in ("invalid", "TIE", "a", "", "C"):
+            assert _side_word(other, first=first) == "invalid", (other, first)
+
+
+# Every pair here is eligible (nothing is required), so all are judged in both orders. The
+# judge's behaviour is set by the case's `mode`: "first" names Answer A whatever it is (a flip)
+# with the answer it saw first as rationale, "tie" ties, "garbage" replies with no verdict at
+# all (the first answer, then 200 characters of filler). It fails outright when Answer A is
+# "boom", i.e. in the baseline-first order of case g4. It costs 1000 $/Mtok of output and
+# nothing for input; the mock counts ceil(len / 4) tokens.
+PRICED_CONFIG = """\
+models:
+  - id: base
+    provider: mock
+    mock: {default: "{{ vars.base }}"}
+  - id: cand
+    provider: mock
+    mock: {default: "{{ vars.cand }}"}
+variants:
+  - id: v
+    messages: [{role: user, content: "{{ q }}"}]
+cases:
+  - {id: g1-flip, vars: {q: one, mode: first, base: apple, cand: pear}}
+  - {id: g2-tie, vars: {q: two, mode: tie, base: plum, cand: fig}}
+  - {id: g3-garbage, vars: {q: three, mode: garbage, base: kiwi, cand: lime}}
+  - {id: g4-fails-baseline-first, vars: {q: four, mode: first, base: boom, cand: date}}
+judges:
+  - id: j
+    model:
+      id: j
+      provider: mock
+      max_retries: 0
+      price: {input_per_mtok: 0, output_per_mtok: 1000}
+      mock:
+        rules:
+          - when: {prompt: "Answer A:\\\\s*boom"}
+            error: judge exploded
+        default: >-
+          {% set a = prompt.split("Answer A:")[1].split("Answer B:")[0] | trim %}{% if
+          vars.mode == "first" %}{"winner": "A", "rationale": "first shown: {{ a }}"}{% elif
+          vars.mode == "tie" %}{"winner": "tie", "rationale": "same"}{% else %}{{ a }}{{
+          " blah" * 40 }}{% endif %}
+scorecard:
+  - {name: any, type: contains, value: a, required: false}
+pairwise:
+  - name: cmp
+    judge: j
+    baseline: {model: base}
+    candidate: {model: cand}
+"""
+
+
+def _reply_cost(reply: str) -> float:
+    """What the priced mock judge charges for one reply: ceil(len / 4) tokens at $0.001."""
+    return (len(reply) + 3) // 4 * 1000 / 1e6
+
+
+def _first_reply(a: str) -> str:
+    return '{"winner": "A", "rationale": "first shown: ' + a + '"}'
+
+
+def _garbage_reply(a: str) -> str:
+    return a + " blah" * 40
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Rows, Rows]:
+    """Run the priced config twice into one warehouse; the pairs rows by case id of the first
+    run, and of the second (whose judge answers all come from the response cache, save the
+    failing call, which is never cached)."""
+    tmp = tmp_path_factory.mktemp("pairwise-priced")
+    cfg = write(tmp / "eval.yaml", PRICED_CONFIG)
+    first = evalwh.run_eval(cfg, output_dir=tmp / "out")
+    second = evalwh.run_eval(cfg, output_dir=tmp / "out")
+    runs: list[Rows] = []
+    with duckdb.connect(str(tmp / "out" / "warehouse.duckdb"), read_only=True) as con:
+        for run_id in (first.run_id, second.run_id):
+            cursor = con.execute(
+                "SELECT case_id, verdict, verdict_ab, verdict_ba, flipped, eligible, "
+                "excluded_reason, rationale_ab, rationale_ba, error, cost_usd FROM pairs "
+                "WHERE run_id = ?",
+                [run_id],
+            )
+            names = [d[0] for d in cursor.description]
+            rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+            runs.append({str(r["case_id"]): r for r in rows})
+    return runs[0], runs[1]
+
+
+@pytest.fixture
+def priced(judged: tuple[Rows, Rows]) -> Rows:
+    return judged[0]
+
+
+def test_a_judge_naming_whatever_comes_first_is_a_flip_stored_as_the_side_each_order_named(
+    priced: Rows,
+) -> None:
+    """A in baseline-first order is the baseline, A in candidate-first order the candidate:
+    the orders disagree, so the pair is a flipped tie, still eligible and error-free."""
+    row = priced["g1-flip"]
+    assert (row["verdict_ab"], row["verdict_ba"]) == ("baseline", "candidate")
+    assert (row["verdict"], row["flipped"]) == ("tie", True)
+    assert (row["eligible"], row["excluded_reason"], row["error"]) == (True, None, None)
+
+
+def test_each_order_stores_the_rationale_the_judge_gave_in_that_order(priced: Rows) -> None:
+    row = priced["g1-flip"]
+    assert (row["rationale_ab"], row["rationale_ba"]) == (
+        "first shown: apple",
+        "first shown: pear",
+    )
+    assert (priced["g2-tie"]["rationale_ab"], priced["g2-tie"]["rationale_ba"]) == (
+        "same",
+        "same",
+    )
+
+
+def test_a_tie_in_both_orders_is_stored_as_tie_for_each_order_and_is_no_flip(
+    priced: Rows,
+) -> None:
+    row = priced["g2-tie"]
+    assert (row["verdict_ab"], row["verdict_ba"], row["verdict"]) == ("tie", "tie", "tie")
+    assert row["flipped"] is False
+    assert (row["eligible"], row["excluded_reason"], row["error"]) == (True, None, None)
+
+
+def test_replies_without_a_verdict_are_invalid_and_excluded_quoting_160_chars_of_each(
+    priced: Rows,
+) -> None:
+    """Each order's reply is quoted (repr of its first 160 characters; the replies are 204
+    long), the two errors joined by "; ", and the pair leaves the win rate."""
+    row = priced["g3-garbage"]
+    assert (row["verdict_ab"], row["verdict_ba"], row["verdict"]) == (
+        "invalid",
+        "invalid",
+        "tie",
+    )
+    assert row["flipped"] is False
+    assert row["eligible"] is False
+    assert row["excluded_reason"] == "the judge gave no usable verdict"
+    assert row["error"] == (
+        f"judge reply has no usable verdict: {_garbage_reply('kiwi')[:160]!r}; "
+        f"judge reply has no usable verdict: {_garbage_reply('lime')[:160]!r}"
+    )
+    assert (row["rationale_ab"], row["rationale_ba"]) == (None, None)
+
+
+def test_a_failed_judge_call_in_one_order_keeps_the_other_orders_verdict_and_excludes_the_pair(
+    priced: Rows,
+) -> None:
+    """The baseline-first call fails; the candidate-first order is still judged and stored."""
+    row = priced["g4-fails-baseline-first"]
+    assert (row["verdict_ab"], row["verdict_ba"], row["verdict"]) == (
+        "invalid",
+        "candidate",
+        "tie",
+    )
+    assert (row["rationale_ab"], row["rationale_ba"]) == (None, "first shown: date")
+    assert row["flipped"] is False
+    assert row["error"] == "judge call failed: mock: judge exploded"
+    assert (row["eligible"], row["excluded_reason"]) == (
+        False,
+        "the judge gave no usable verdict",
+    )
+
+
+def test_a_priced_judge_costs_the_sum_of_both_orders_replies(priced: Rows) -> None:
+    expected = {
+        "g1-flip": _reply_cost(_first_reply("apple")) + _reply_cost(_first_reply("pear")),
+        "g2-tie": 2 * _reply_cost('{"winner": "tie", "rationale": "same"}'),
+        "g3-garbage": _reply_cost(_garbage_reply("kiwi")) + _reply_cost(_garbage_reply("lime")),
+        # the failed call costs nothing
+        "g4-fails-baseline-first": _reply_cost(_first_reply("date")),
+    }
+    assert {case: row["cost_usd"] for case, row in priced.items()} == pytest.approx(expected)
+
+
+def test_a_rerun_judged_from_the_response_cache_costs_nothing_and_stores_the_same_verdicts(
+    judged: tuple[Rows, Rows],
+) -> None:
+    first, second = judged
+    assert {case: row["cost_usd"] for case, row in second.items()} == {case: 0.0 for case in first}
+    strip = ("cost_usd",)
+    assert {c: {k: v for k, v in r.items() if k not in strip} for c, r in second.items()} == {
+        c: {k: v for k, v in r.items() if k not in strip} for c, r in first.items()
+    }
