@@ -55,8 +55,55 @@ def test_killed_timeouts_and_type_check_count_as_killed_no_tests_as_survived(
     assert lines[1] == "evalwh.b: 9 killed, 0 survived, 1 other; 90.0%"
     assert lines[2] == (
         "core: 13 killed, 2 survived, 0 equivalent, 1 other (suspicious, segfault, skipped),"
-        " 0 not checked yet; kill rate 81.2% (equivalent left out)"
+        " 0 not checked yet, 0 not run (tests never started: --not-run);"
+        " kill rate 81.2% (equivalent, unchecked and not run left out)"
     )
+
+
+def test_a_mutant_whose_tests_never_started_is_no_kill_and_is_listed_to_run_again(
+    tmp_path: Path,
+) -> None:
+    """mutmut files exit code 255 under "timeout", but its fork server's child exits 255 when
+    it raised before any test ran (pytest found no test by that id): 170 mutants of one run
+    were counted as kills that way. They are left out of the rate, fail the gate like an
+    unchecked mutant, and --not-run names them."""
+    _meta(tmp_path, "evalwh.a", [1, 255, 36, 0, 255])
+    out = _run(tmp_path, "--min-rate", "50")
+    assert out.stdout.splitlines()[0] == "evalwh.a: 2 killed, 1 survived, 2 not run; 66.7%"
+    assert "0 not checked yet, 2 not run (tests never started: --not-run)" in out.stdout
+    assert out.returncode == 1  # a rate over the target, but not every mutant ran
+    listed = _run(tmp_path, "--not-run")
+    assert listed.stdout.split() == ["evalwh.a.x_f__mutmut_2", "evalwh.a.x_f__mutmut_5"]
+    assert "evalwh.a.x_f__mutmut_2" not in _run(tmp_path, "--survivors").stdout
+
+
+def test_every_test_id_is_found_again_by_a_second_collection_in_one_process() -> None:
+    """mutmut's fork server collects the suite once, then each child selects its tests by id
+    in the same process: an id that changes on a second collection (pytest escapes what an
+    ids callable returns once more each time) is "not found" there, and the mutant's tests
+    never run."""
+    probe = (
+        "import sys, pytest\n"
+        "class Ids:\n"
+        "    def __init__(self): self.ids = []\n"
+        "    def pytest_collection_finish(self, session):\n"
+        "        self.ids = [item.nodeid for item in session.items]\n"
+        "args = ['--collect-only', '-qqq', '-p', 'no:cacheprovider', 'tests/']\n"
+        "first, second = Ids(), Ids()\n"
+        "pytest.main(args, plugins=[first]); pytest.main(args, plugins=[second])\n"
+        "changed = sorted(set(first.ids) - set(second.ids))\n"
+        "print(len(first.ids), changed)\n"
+        "sys.exit(0 if first.ids and not changed else 1)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
 
 
 def test_survivors_are_listed_for_a_second_run_without_the_listed_equivalents(
@@ -96,7 +143,7 @@ def test_listed_equivalents_leave_the_rate_and_stale_entries_are_named(tmp_path:
     assert "evalwh.zz" not in out.stdout
     assert "evalwh.xb.x_g__mutmut_7 is not a survivor" in out.stdout
     assert "evalwh.b.x_f__mutmut_1" not in out.stdout
-    assert "kill rate 75.0% (equivalent left out)" in out.stdout
+    assert "kill rate 75.0% (equivalent, unchecked and not run left out)" in out.stdout
     (tmp_path / "evalwh" / "b.py.meta").unlink()  # the run finished: the gate can pass
     (tmp_path / "evalwh" / "xb" / "__init__.py.meta").unlink()
     assert _run(tmp_path, "--equivalent", str(table), "--min-rate", "75").returncode == 0

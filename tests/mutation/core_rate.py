@@ -19,7 +19,10 @@ through. A survivor listed with its reason in ``equivalent_core.md`` (it cannot 
 evalwh does) is counted apart and left out of the rate, as the SQL script does; a listed mutant
 that is no longer a survivor is printed as stale (killed since, or renumbered by an edit of its
 function: review the entry). Mutants mutmut has not checked yet are reported apart and left out
-of the rate, so a partial run says how partial it is.
+of the rate, so a partial run says how partial it is. So are the mutants whose tests mutmut
+could not start (exit code 255, which mutmut files under "timeout"): in fork-server mode that is
+an exception in the child before any test ran, e.g. a test id pytest no longer finds. They are
+no kills; ``--not-run`` lists them for ``mutmut run <names>``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from mutmut.stats import status_by_exit_code
 KILLED = {"killed", "timeout", "caught by type check"}
 SURVIVED = {"survived", "no tests"}
 EQUIVALENT = Path(__file__).with_name("equivalent_core.md")
+# mutmut's "timeout" for 255 is, in its fork server, an exception raised before the tests ran
+NOT_RUN_CODES = {255, -1}
 _ROW = re.compile(r"^\|\s*`(evalwh\.[\w.]+__mutmut_\d+)`\s*\|")
 
 
@@ -57,7 +62,7 @@ def results(mutants: Path) -> Iterator[tuple[str, str, str]]:
         module = path.removesuffix("/__init__").replace("/", ".")
         codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
         for name, code in codes.items():
-            yield module, name, status_by_exit_code[code]
+            yield module, name, "not run" if code in NOT_RUN_CODES else status_by_exit_code[code]
 
 
 def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set[str]]:
@@ -70,7 +75,7 @@ def tally(mutants: Path, listed: set[str]) -> tuple[dict[str, Counter[str]], set
         kind = _kind(status)
         if kind == "survived" and name in listed:
             kind = "equivalent"
-        if kind in ("equivalent", "unchecked"):
+        if kind in ("equivalent", "unchecked", "not run"):
             used.add(name)
         by_module[module][kind] += 1
     # an entry of a module this run did not mutate at all (a one-module run) is not stale; a
@@ -99,6 +104,8 @@ def _kind(status: str) -> str:
         return "survived"
     if status == "not checked":
         return "unchecked"
+    if status == "not run":
+        return "not run"
     return "other"  # suspicious, segfault, skipped, interrupted: reported, counted as not killed
 
 
@@ -117,9 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--survivors", action="store_true", help="print the survivors' names, one per line"
     )
+    parser.add_argument(
+        "--not-run",
+        action="store_true",
+        help="print the names of the mutants whose tests mutmut could not start",
+    )
     opts = parser.parse_args(argv)
     if opts.survivors:
         print("\n".join(survivors(opts.mutants, equivalents(opts.equivalent))))
+        return 0
+    if opts.not_run:
+        print("\n".join(sorted(n for _, n, status in results(opts.mutants) if status == "not run")))
         return 0
     by_module, stale = tally(opts.mutants, equivalents(opts.equivalent))
     if not by_module:
@@ -135,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             + (f", {counts['equivalent']} equivalent" if counts["equivalent"] else "")
             + (f", {counts['other']} other" if counts["other"] else "")
             + (f", {counts['unchecked']} not checked" if counts["unchecked"] else "")
+            + (f", {counts['not run']} not run" if counts["not run"] else "")
             + f"; {rate(counts):.1f}%"
         )
     for name in sorted(stale):
@@ -142,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"core: {total['killed']} killed, {total['survived']} survived,"
         f" {total['equivalent']} equivalent, {total['other']} other"
-        f" (suspicious, segfault, skipped), {total['unchecked']} not checked yet;"
-        f" kill rate {rate(total):.1f}% (equivalent left out)"
+        f" (suspicious, segfault, skipped), {total['unchecked']} not checked yet,"
+        f" {total['not run']} not run (tests never started: --not-run);"
+        f" kill rate {rate(total):.1f}% (equivalent, unchecked and not run left out)"
     )
-    if opts.min_rate is not None and (rate(total) < opts.min_rate or total["unchecked"]):
+    incomplete = total["unchecked"] or total["not run"]
+    if opts.min_rate is not None and (rate(total) < opts.min_rate or incomplete):
         return 1
     return 0
 
