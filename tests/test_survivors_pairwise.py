@@ -114,37 +114,29 @@ def test_every_case_makes_one_pair(pairs: Rows) -> None:
     ]
 
 
-def test_a_baseline_missing_a_required_criterion_loses_to_a_passing_candidate_unjudged(
-    pairs: Rows,
+@pytest.mark.parametrize(
+    ("case", "verdict", "reason", "oks"),
+    [
+        # the baseline misses one required criterion: the candidate wins
+        ("c1-base-fails-alpha", "candidate", "baseline: failed required criterion alpha",
+         (False, True)),
+        # the candidate misses both: every missing one is listed, in `require` order
+        ("c2-cand-fails-both", "baseline", "candidate: failed required criterion alpha, beta",
+         (True, False)),
+        # both sides miss some: a tie, with both reasons joined by a semicolon
+        ("c3-both-fail", "tie", "baseline: failed required criterion beta; "
+         "candidate: failed required criterion alpha, beta", (False, False)),
+    ],
+)  # fmt: skip
+def test_a_side_missing_a_required_criterion_decides_the_pair_unjudged_saying_why(
+    pairs: Rows, case: str, verdict: str, reason: str, oks: tuple[bool, bool]
 ) -> None:
-    """verdict candidate, not judged (no per-order verdicts), reason names the criterion."""
-    row = pairs["c1-base-fails-alpha"]
-    assert row["verdict"] == "candidate"
+    """Not judged (no per-order verdicts); the verdict and the reason name the failing side."""
+    row = pairs[case]
+    assert row["verdict"] == verdict
     assert (row["verdict_ab"], row["verdict_ba"]) == (None, None)
-    assert row["excluded_reason"] == "baseline: failed required criterion alpha"
-    assert (row["eligible"], row["baseline_ok"], row["candidate_ok"]) == (False, False, True)
-
-
-def test_a_candidate_missing_required_criteria_loses_with_all_of_them_comma_joined(
-    pairs: Rows,
-) -> None:
-    """verdict baseline; the reason lists every missing criterion, in `require` order."""
-    row = pairs["c2-cand-fails-both"]
-    assert row["verdict"] == "baseline"
-    assert (row["verdict_ab"], row["verdict_ba"]) == (None, None)
-    assert row["excluded_reason"] == "candidate: failed required criterion alpha, beta"
-    assert (row["eligible"], row["baseline_ok"], row["candidate_ok"]) == (False, True, False)
-
-
-def test_two_ineligible_sides_tie_with_both_reasons_joined_by_a_semicolon(
-    pairs: Rows,
-) -> None:
-    row = pairs["c3-both-fail"]
-    assert row["verdict"] == "tie"
-    assert row["excluded_reason"] == (
-        "baseline: failed required criterion beta; candidate: failed required criterion alpha, beta"
-    )
-    assert (row["eligible"], row["baseline_ok"], row["candidate_ok"]) == (False, False, False)
+    assert row["excluded_reason"] == reason
+    assert (row["eligible"], row["baseline_ok"], row["candidate_ok"]) == (False, *oks)
 
 
 def test_pairs_decided_without_the_judge_are_not_flips_and_cost_nothing(

@@ -31,9 +31,10 @@ and this plugin removes them:
   runs the survivors again against all of their tests, and the rate is then the rate of a
   run with no budget at all.
 - **A hang held a child for minutes.** mutmut's wall limit for a mutant is 15 times (1 s + the
-  time of *all* its tests): a mutant that turns a loop endless (a retry that never gives up, a
-  lease that is never released) with 44 s of tests held its child for eleven minutes, though
-  the budget let it run ten seconds of them. A watchdog now ends the child with mutmut's own
+  time of *all* its tests): for a mutant that turns a loop endless (a retry that never gives
+  up, a lease that is never released) with the median 44 s of tests, eleven minutes (two
+  under the suite's ``--timeout=120``), though the budget lets it run ten seconds of them.
+  A watchdog now ends the child with mutmut's own
   timeout code (36) once one test has run ``TIMEOUT_FACTOR`` times its measured cost plus
   ``TIMEOUT_SLACK`` seconds: the mutant counts as a timeout, as it would have after the wait.
 """
@@ -61,12 +62,13 @@ DURATIONS_FILE = Path("evalwh-test-durations.json")
 MUTMUT_STATS = Path("mutmut-stats.json")
 # Which test killed which mutant, one "function<TAB>test" line per kill, in the same folder.
 KILLERS_FILE = Path("evalwh-killers.tsv")
-# Libraries that evalwh imports inside functions, so that the first call pays for them.
-# A test of a mutant that runs longer than this (its measured cost in seconds, from the stats
-# pass) ends the child as a timeout: exit code 36 is the one mutmut records as "timeout".
+# A test of a mutant that runs longer than TIMEOUT_FACTOR x its measured cost (seconds, from
+# the stats pass) + TIMEOUT_SLACK ends the child as a timeout: exit code 36 is the one mutmut
+# records as "timeout".
 TIMEOUT_FACTOR = 5.0
 TIMEOUT_SLACK = 10.0
 TIMEOUT_EXIT_CODE = 36
+# Libraries that evalwh imports inside functions, so that the first call pays for them.
 HEAVY = ("duckdb", "pyarrow", "pyarrow.parquet", "polars", "jinja2", "jsonschema", "httpx")
 
 _measured: dict[str, float] = {}  # test -> setup + call + teardown, as reported
@@ -76,6 +78,7 @@ _uses: dict[str, list[str]] = {}  # test -> the shared fixtures it needs
 _open: list[float] = []  # per shared fixture being set up: time spent in the ones it needs
 _current: list[str] = [""]  # the test being set up
 _home: list[Path] = []  # the working folder the session started in (mutants/)
+_loaded: list[dict[str, float]] = []  # a mutant's child: the measured durations, read once
 
 
 def mutant_under_test() -> str | None:
@@ -326,9 +329,6 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         yield
     finally:
         watchdog.cancel()
-
-
-_loaded: list[dict[str, float]] = []
 
 
 def _folder() -> Path:
