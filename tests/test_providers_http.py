@@ -435,6 +435,17 @@ def test_key_from_project_secrets_file(
     assert server.last.header("x-api-key") == f"{ANTHROPIC_KEY}-file"
 
 
+def test_an_unreadable_secrets_file_is_an_auth_failure_that_is_not_retried(
+    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    Path(".evalwh.secrets.yaml").write_text("- a list, not NAME: value\n")
+    err = failure(make("anthropic", server.url))
+    assert "a secrets file must be a mapping of NAME: value" in str(err)
+    assert (err.kind, err.retryable) == ("auth", False)
+    assert server.count == 0
+
+
 def test_key_from_user_secrets_file(
     server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

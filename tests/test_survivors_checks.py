@@ -10,7 +10,7 @@ import pytest
 from evalwh.config.model import Comparison, Side
 from evalwh.engine import budget
 from evalwh.engine.limits import AdaptiveLimit
-from evalwh.engine.pairwise import _ok, _sides
+from evalwh.engine.pairwise import _matches, _ok, _side_word, _sides
 from evalwh.errors import ConfigError, UsageError
 from evalwh.scoring.checks import CAPTURE_BYTES, CheckSpec, _Capture, _scalar, parse_check
 
@@ -220,3 +220,23 @@ def test_a_baseline_cell_without_a_candidate_cell_makes_no_pair() -> None:
     assert list(_sides(comparison, lone)) == []
     both = {**lone, ("v", "b", "case1", 0): row()}
     assert list(_sides(comparison, both)) == [(("v", "a", "case1", 0), ("v", "b", "case1", 0))]
+
+
+def test_a_side_matches_a_cell_only_on_every_part_it_names() -> None:
+    """A side naming a model matches that model under any variant; naming a variant, that
+    variant under any model; naming both, only the cells that have both."""
+    assert _matches(Side(model="a"), "v1", "a") and _matches(Side(model="a"), "v2", "a")
+    assert not _matches(Side(model="a"), "v1", "b")
+    assert _matches(Side(variant="v1"), "v1", "a") and _matches(Side(variant="v1"), "v1", "b")
+    assert not _matches(Side(variant="v1"), "v2", "a")
+    both = Side(model="a", variant="v1")
+    assert _matches(both, "v1", "a")
+    assert not _matches(both, "v2", "a") and not _matches(both, "v1", "b")
+
+
+def test_each_orders_verdict_is_stored_as_the_side_it_names() -> None:
+    """In the AB order A is the baseline; in the BA order A is the candidate."""
+    words = {v: _side_word(v, first="baseline") for v in ("A", "B", "tie", "bogus")}
+    assert words == {"A": "baseline", "B": "candidate", "tie": "tie", "bogus": "invalid"}
+    assert _side_word("A", first="candidate") == "candidate"
+    assert _side_word("B", first="candidate") == "baseline"

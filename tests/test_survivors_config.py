@@ -594,3 +594,36 @@ def load_yaml_text(text: str) -> object:
     from evalwh.config.yamlpos import parse_yaml
 
     return parse_yaml(text, "eval.yaml")[0]
+
+
+# ---- labels and positions: a label for a case the config does not have -------------------------
+
+
+def test_a_label_for_an_unknown_case_is_reported_at_its_case_with_the_fix(tmp_path: Path) -> None:
+    import shutil
+
+    from evalwh.config.loader import load_config
+
+    example = Path(__file__).parent.parent / "examples" / "pairwise"
+    shutil.copytree(example, tmp_path / "pairwise")
+    path = tmp_path / "pairwise" / "eval.yaml"
+    text = path.read_text(encoding="utf-8")
+    line = text.splitlines().index("  - {case: q03, prefer: B}") + 1
+    path.write_text(text.replace("{case: q03,", "{case: nope,"), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    error = caught.value
+    assert error.message == "label for unknown case 'nope'"
+    assert (error.where, error.line, error.column) == ("labels[2].case", line, 12)
+    assert error.fix == "use a case id from `cases:`"
+
+
+def test_a_position_past_the_end_of_a_list_is_the_lists_own() -> None:
+    import yaml
+
+    from evalwh.config.yamlpos import locate
+
+    node = yaml.compose("cases:\n  - a\n  - b\n")
+    assert locate(node, ["cases", 1]) == (3, 5)
+    assert locate(node, ["cases", 2]) == locate(node, ["cases"])  # one past the last item
+    assert locate(node, ["cases", -1]) == locate(node, ["cases"])

@@ -81,15 +81,11 @@ def test_stored_labels_replace_only_their_own_keys_and_count_them(
     assert store.replace_labels("r1", [PointLabel("judged", "q03", "fail")]) == 1
 
 
-def test_a_label_import_that_lost_a_lake_race_is_retried_and_logged_by_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Two writers on one lake: the import whose commit lost the race is retried whole, and
-    the debug log (`evalwh -v`) names what was retried: storing the labels of that run."""
+def lose_the_first_commit(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The next transaction loses a race with another writer at its commit; the ones after
+    it commit. Returns the list of tries, one entry per transaction begun."""
     from evalwh.warehouse import connect
 
-    store = lake_store(tmp_path, monkeypatch)
-    assert store.replace_labels("r1", [PointLabel("judged", "q01", "pass")]) == 0
     real, tries = connect.transaction, []
 
     @contextmanager
@@ -101,6 +97,18 @@ def test_a_label_import_that_lost_a_lake_race_is_retried_and_logged_by_name(
             yield
 
     monkeypatch.setattr(connect, "transaction", loses_once)
+    return tries
+
+
+def test_a_label_import_that_lost_a_lake_race_is_retried_and_logged_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two writers on one lake: the import whose commit lost the race is retried whole, and
+    the debug log (`evalwh -v`) names what was retried: storing the labels of that run."""
+
+    store = lake_store(tmp_path, monkeypatch)
+    assert store.replace_labels("r1", [PointLabel("judged", "q01", "pass")]) == 0
+    tries = lose_the_first_commit(monkeypatch)
     with caplog.at_level(logging.DEBUG, logger="evalwh.warehouse"):
         assert store.replace_labels("r1", [PointLabel("judged", "q01", "fail")]) == 1
     assert len(tries) == 2
@@ -268,3 +276,27 @@ def test_a_bad_evalwh_lake_names_the_variable_its_keys_and_an_example(
     example = LAKE_FIX.removeprefix("set EVALWH_LAKE to e.g. ")
     env = {"EVALWH_WAREHOUSE": "ducklake:meta.ducklake", "EVALWH_LAKE": example}
     assert resolve_settings(env=env, cwd=tmp_path).warehouse.s3 == (("region", "us-east-1"),)
+
+
+def test_pairwise_verdicts_that_lost_a_lake_race_are_retried_and_logged_by_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same for a run's pairwise verdicts: the debug log names the run they belong to."""
+    from evalwh.warehouse import connect
+    from evalwh.warehouse.writer import RunWriter
+
+    store = lake_store(tmp_path, monkeypatch)
+    connect.write_transaction(
+        store.path,
+        lambda con: con.execute(
+            "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, n_planned, "
+            "started_at, evalwh_version) VALUES ('r1', 's', 'running', 'h', 'd', 1, now(), 't')"
+        ),
+    )
+    tries = lose_the_first_commit(monkeypatch)
+    with caplog.at_level(logging.DEBUG, logger="evalwh.warehouse"):
+        RunWriter(store.path, "r1").write_pairs([], ["a-vs-b"])
+    assert len(tries) == 2
+    retried = [r.getMessage() for r in caplog.records if "DuckLake conflict" in r.getMessage()]
+    assert len(retried) == 1
+    assert retried[0].startswith("write pairs of run r1: DuckLake conflict (try 1), retrying")
