@@ -599,6 +599,51 @@ def test_the_whole_run_collects_stats_in_parts_after_a_crash_and_rechecks_surviv
     assert "2 survivors: running them again with no budget" in capsys.readouterr().out
 
 
+def test_mutants_whose_tests_never_started_run_once_more_by_name_under_the_budget(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module = _run_core()
+    calls: list[tuple[list[str], dict[str, str]]] = []
+    codes = [0, 0]
+
+    def run(command: list[str], env: dict[str, str]) -> int:
+        calls.append((list(command), env))
+        return codes.pop(0)
+
+    assert module.mutation_run(
+        max_children=2, budget=10, min_rate=90, run=run, collect_stats=lambda: 0,
+        survivors=lambda: [], kill_rate=lambda: 95.0,
+        not_run=lambda: ["evalwh.a.x_f__mutmut_3", "evalwh.a.x_f__mutmut_4"],
+    ) == 0  # fmt: skip
+    mutmut = ["mutmut", "run", "--max-children", "2"]
+    assert calls == [
+        (mutmut, {"EVALWH_MUTATION_BUDGET": "10"}),
+        ([*mutmut, "evalwh.a.x_f__mutmut_3", "evalwh.a.x_f__mutmut_4"],
+         {"EVALWH_MUTATION_BUDGET": "10"}),
+    ]  # fmt: skip
+    assert "2 mutants whose tests never started: running them again" in capsys.readouterr().out
+    # that second try failing stops the run, saying so
+    codes[:] = [0, 1]
+    assert module.mutation_run(
+        max_children=2, budget=10, run=run, collect_stats=lambda: 0, survivors=lambda: [],
+        not_run=lambda: ["evalwh.a.x_f__mutmut_3"],
+    ) == 1  # fmt: skip
+    assert "the run of the mutants not run did not finish" in capsys.readouterr().err
+
+
+def test_core_rate_lists_the_mutants_not_run_by_name(tmp_path: Path) -> None:
+    module = _script("core_rate")
+    meta = tmp_path / "evalwh" / "engine" / "plan.py.meta"
+    meta.parent.mkdir(parents=True)
+    codes = {"evalwh.engine.plan.x_f__mutmut_1": 255, "evalwh.engine.plan.x_f__mutmut_2": 1,
+             "evalwh.engine.plan.x_f__mutmut_3": -1, "evalwh.engine.plan.x_f__mutmut_4": 0}  # fmt: skip
+    meta.write_text(json.dumps({"exit_code_by_key": codes}), encoding="utf-8")
+    assert module.not_run(tmp_path) == [
+        "evalwh.engine.plan.x_f__mutmut_1",
+        "evalwh.engine.plan.x_f__mutmut_3",
+    ]
+
+
 def test_the_whole_run_stops_with_1_when_a_step_fails_and_skips_an_empty_recheck(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -684,3 +729,34 @@ def test_the_total_rate_leaves_out_equivalents_and_unchecked_mutants(tmp_path: P
     meta.write_text(json.dumps({"exit_code_by_key": codes}), encoding="utf-8")
     assert module.total_rate(tmp_path, set()) == pytest.approx(60.0)
     assert module.total_rate(tmp_path, {"evalwh.engine.plan.x_f__mutmut_5"}) == pytest.approx(75.0)
+
+
+def test_the_weekly_workflow_runs_the_mutation_command_and_keeps_an_unfinished_runs_results() -> (
+    None
+):
+    """The job runs the documented command under a step time limit shorter than the job's,
+    so that its results are saved even when it runs out of time, and a later start of the
+    same commit restores them (mutmut goes on where it stopped); another commit starts
+    afresh."""
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "mutation.yml").read_text())
+    job = workflow["jobs"]["python"]
+    steps = {step.get("name", ""): step for step in job["steps"]}
+    run = steps["mutation run on the core"]
+    assert run["run"].startswith("uv run python tests/mutation/run_core.py ")
+    assert "--min-rate 90" in run["run"]
+    assert run["timeout-minutes"] < job["timeout-minutes"]
+    restore = steps["results of an unfinished run of this commit"]["with"]
+    save_step = steps["keep the results for the next start"]
+    assert save_step["if"] == "always()"
+    save = save_step["with"]
+    assert restore["path"] == save["path"] == "mutants"
+    assert save["key"].startswith(restore["restore-keys"])
+    assert restore["restore-keys"] == "mutmut-${{ github.sha }}-"
+    names = list(steps)
+    assert (
+        names.index("results of an unfinished run of this commit")
+        < names.index("mutation run on the core")
+        < names.index("keep the results for the next start")
+    )

@@ -97,6 +97,11 @@ def survivors(mutants: Path, listed: set[str]) -> list[str]:
     return sorted(names - listed)
 
 
+def not_run(mutants: Path) -> list[str]:
+    """The mutants whose tests mutmut could not start (no kill, no survivor: run them again)."""
+    return sorted(name for _, name, status in results(mutants) if status == "not run")
+
+
 def _kind(status: str) -> str:
     if status in KILLED:
         return "killed"
@@ -134,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(survivors(opts.mutants, equivalents(opts.equivalent))))
         return 0
     if opts.not_run:
-        print("\n".join(sorted(n for _, n, status in results(opts.mutants) if status == "not run")))
+        print("\n".join(not_run(opts.mutants)))
         return 0
     by_module, stale = tally(opts.mutants, equivalents(opts.equivalent))
     if not by_module:

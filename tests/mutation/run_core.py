@@ -7,6 +7,8 @@
    cheapest tests, up to ``--budget`` seconds of them. When mutmut stops in its stats pass
    (segmentation faults, docs/testing.md), the stats are collected part by part
    (stats_in_parts.py) and ``mutmut run`` goes on from there.
+   Mutants whose tests never started (mutmut's exit code 255: core_rate.py counts them as
+   "not run") run once more, by name.
 2. A survivor of that pass is only a candidate (a slower test of its own may kill it), so
    the rate after step 1 is a lower bound of the rate with no budget. When that lower bound
    already meets ``--min-rate`` the run stops there and says so; otherwise (or with
@@ -54,6 +56,7 @@ def mutation_run(
     kill_rate: Callable[[], float] = lambda: core_rate.total_rate(
         Path("mutants"), core_rate.equivalents()
     ),
+    not_run: Callable[[], list[str]] = lambda: core_rate.not_run(Path("mutants")),
 ) -> int:
     """Steps 1 and 2; 0 when both ran to their end. With ``min_rate`` the recheck of step 2
     runs only when the budgeted rate is below it; with None it always runs."""
@@ -63,6 +66,11 @@ def mutation_run(
         print("mutmut stopped (in its stats pass?): collecting the stats part by part", flush=True)
         if collect_stats() != 0 or run(mutmut, budgeted) != 0:
             print("the mutation run did not finish: see the output above", file=sys.stderr)
+            return 1
+    if names := not_run():
+        print(f"{len(names)} mutants whose tests never started: running them again", flush=True)
+        if run([*mutmut, *names], budgeted) != 0:
+            print("the run of the mutants not run did not finish", file=sys.stderr)
             return 1
     if budget > 0:
         if min_rate is not None and (lower := kill_rate()) >= min_rate:
