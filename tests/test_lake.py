@@ -555,6 +555,24 @@ def test_pushing_twice_copies_each_run_once_and_pull_brings_them_back(
     assert count(lake, "SELECT count(*) FROM cases") == (60,)  # compaction keeps every row
 
 
+def test_a_postgres_lake_exists_once_a_writer_created_it_and_asking_creates_nothing(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """Asking whether the lake is there (every read does, to say "no runs yet" rather than
+    fail) attaches its catalog read-only: a fresh database stays empty however often it is
+    asked. After the first write it exists, and stays so without another round trip."""
+    from evalwh import api
+    from evalwh.warehouse.connect import write_transaction
+
+    target = api.open_warehouse(lake.target).store.path
+    assert isinstance(target, lakemod.LakeTarget) and target.on_postgres
+    assert target.exists() is False
+    assert target.exists() is False  # the first look created no catalog
+    write_transaction(target, lambda con: None, what="create the lake")
+    assert target.exists() is True
+    assert target.exists() is True
+
+
 def test_lake_commands_on_a_file_warehouse_say_what_to_set(tmp_path: Path) -> None:
     done = run_cli("lake", "maintain", cwd=tmp_path)
     assert done.returncode == 2 and "ducklake:" in done.stderr

@@ -300,3 +300,30 @@ def test_pairwise_verdicts_that_lost_a_lake_race_are_retried_and_logged_by_run(
     retried = [r.getMessage() for r in caplog.records if "DuckLake conflict" in r.getMessage()]
     assert len(retried) == 1
     assert retried[0].startswith("write pairs of run r1: DuckLake conflict (try 1), retrying")
+
+
+def test_an_unpinning_that_lost_a_lake_race_is_retried_and_logged_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from evalwh.analysis.baselines import list_baselines, remove_baseline
+    from evalwh.warehouse import connect
+
+    store = lake_store(tmp_path, monkeypatch)
+
+    def pin(con: Any) -> None:
+        con.execute(
+            "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, n_planned, "
+            "started_at, evalwh_version) VALUES ('r1', 's', 'completed', 'h', 'd', 1, now(), 't')"
+        )
+        con.execute("INSERT INTO baselines VALUES ('nightly', 'r1', now())")
+
+    connect.write_transaction(store.path, pin)
+    tries = lose_the_first_commit(monkeypatch)
+    with caplog.at_level(logging.DEBUG, logger="evalwh.warehouse"):
+        assert remove_baseline(store, "nightly")["run_id"] == "r1"
+    assert len(tries) == 2 and list_baselines(store) == []
+    retried = [r.getMessage() for r in caplog.records if "DuckLake conflict" in r.getMessage()]
+    assert retried == [
+        "unpin baseline nightly: DuckLake conflict (try 1), retrying: "
+        "Transaction conflict: another writer committed"
+    ]
