@@ -27,6 +27,13 @@ PAIRWISE = ROOT / "examples" / "pairwise"
         ("Rating = 0.8", (0, 1), 0.8, 0.8),
         ("**Score:** 7 / 10", (0, 1), 0.7, 0.7),
         ('{"score": "5 (excellent)"}', (1, 5), 1.0, 5.0),
+        ('{"score": true}', (0, 1), 1.0, 1.0),
+        ('{"score": false}', (0, 1), 0.0, 0.0),
+        ('{"rating": 4}', (1, 5), 0.75, 4.0),
+        ('{"grade": 2}', (1, 5), 0.25, 2.0),
+        # a fraction on another scale is rescaled onto the judge's: 4/5 of 1..10 is 8.2
+        ("I would say 4/5 overall.", (1, 10), 0.8, 8.2),
+        ("Score: 3/4", (0, 10), 0.75, 7.5),
     ],
 )
 def test_score_replies_are_parsed_leniently(

@@ -461,3 +461,37 @@ scorecard: [{name: exact, type: exact}]
     with pytest.raises(UsageError, match="no-look"):
         evalwh.run_eval(cfg, output_dir=out, shard=(2, 8), run_id="seen", no_look=True)
     evalwh.run_eval(cfg, output_dir=out, shard=(2, 8), run_id="blind", no_look=True)  # joins
+
+
+def test_a_no_look_runs_exec_check_gets_no_answer_file_from_the_engine(tmp_path: Path) -> None:
+    """The engine hands no-look on to each case's check: the check's folder holds no
+    answer.txt and ANSWER is unset (the answer is in ANSWER_TEXT only), so the case passes;
+    the same run without no-look gets the file, and the same check fails. A check that
+    cannot judge (here: out of time) fails; its error is stored by an ordinary run only."""
+    import evalwh
+
+    cfg = write(
+        tmp_path / "eval.yaml",
+        """
+models: [{id: m, provider: mock, mock: {default: "the answer"}}]
+variants: [{id: v, messages: [{role: user, content: "q"}]}]
+cases:
+  - id: a
+    check: 'test ! -e answer.txt && test -z "${ANSWER+x}" && test "$ANSWER_TEXT" = "the answer"'
+  - id: b
+    check: {run: sleep 5, timeout_s: 0.5}
+scorecard: [{name: exact, type: exact, required: false}]
+""",
+    )
+
+    def checked(no_look: bool) -> list[tuple[Any, ...]]:
+        run = evalwh.run_eval(cfg, output_dir=tmp_path / "o", no_look=no_look, no_cache=True)
+        view = evalwh.open_warehouse(tmp_path / "o" / "warehouse.duckdb")
+        rows = view.sql(
+            "SELECT case_id, check_passed, check_error FROM cases "
+            f"WHERE run_id = '{run.run_id}' ORDER BY case_id"
+        )
+        return [tuple(r.values()) for r in rows.to_pylist()]
+
+    assert checked(no_look=True) == [("a", True, None), ("b", False, None)]
+    assert checked(no_look=False) == [("a", False, None), ("b", False, "timed out after 0.5 s")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalwh.scoring.judge import _normal, combine, parse_winner
+from evalwh.scoring.judge import _normal, combine, parse_score, parse_winner
 
 VERDICT_KEYS = ["winner", "verdict", "better", "preference", "choice"]
 RATIONALE_KEYS = ["rationale", "reasoning", "explanation", "reason", "justification"]
@@ -198,3 +198,16 @@ def test_an_invalid_or_unknown_verdict_in_either_order_is_a_tie_and_not_a_flip(
     ab: str, ba: str
 ) -> None:
     assert combine(ab, ba) == ("tie", False)
+
+
+# -- pointwise scores: the rationale (the scores themselves: test_judging.py) -----------------
+@pytest.mark.parametrize(
+    "key", ["rationale", "reasoning", "explanation", "reason", "justification"]
+)
+def test_a_scores_rationale_is_read_from_each_rationale_key(key: str) -> None:
+    result = parse_score(f'{{"score": 1, "{key}": "cites the source"}}', (0.0, 1.0))
+    assert (result.score, result.rationale) == (1.0, "cites the source")
+
+
+def test_a_score_without_a_rationale_has_none() -> None:
+    assert parse_score('{"score": 1, "notes": "x"}', (0.0, 1.0)).rationale is None
