@@ -120,3 +120,41 @@ def test_the_repeats_report_of_a_run_without_answers_is_zero_repeats_and_empty_l
         "stats": [],
         "flaky": [],
     }
+
+
+# --- slicing by metadata: what a missing or mistyped key says -------------------------------
+
+
+def test_slicing_by_no_key_says_how_to_name_one(warehouse: Path) -> None:
+    from evalwh.analysis.slices import slice_run
+
+    with pytest.raises(UsageError) as caught:
+        slice_run(Warehouse(warehouse), "r1", [])
+    assert str(caught.value) == "--by needs at least one metadata key, e.g. --by topic,difficulty"
+
+
+def test_unknown_slicing_keys_are_named_with_the_keys_the_cases_have(warehouse: Path) -> None:
+    import duckdb
+
+    from evalwh.analysis.slices import check_keys
+
+    store = Warehouse(warehouse)
+    with pytest.raises(UsageError) as bare:
+        check_keys(store, ["r1"], ["lang", "topic"])
+    assert str(bare.value) == (
+        "no case has the metadata key(s) 'lang', 'topic'"
+        " (known keys: none: the cases carry no metadata)"
+    )
+    con = duckdb.connect(str(warehouse))
+    con.execute(
+        "INSERT INTO cases (run_id, variant, model, case_id, repeat, metadata, cached,"
+        " request_hash, attempts, passed, created_at) VALUES"
+        " ('r1', 'v', 'm', 'c1', 0, '{\"lang\": \"en\", \"level\": 2}', false, 'h', 1, true, now())"
+    )
+    con.close()
+    check_keys(store, ["r1"], ["lang"])  # known: no error
+    with pytest.raises(UsageError) as typo:
+        check_keys(store, ["r1"], ["lang", "topik", "langs"])
+    assert str(typo.value) == (
+        "no case has the metadata key(s) 'topik', 'langs' (known keys: lang, level)"
+    )
