@@ -43,8 +43,10 @@ class Tab:
 
 
 def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
-    """A fresh context that opened the printed URL (so it has the token's cookie), then
-    ``path``; any request off the server is refused and recorded."""
+    """A fresh context that opened ``path`` with the token, as a link `evalwh serve` printed
+    would (the server sets the token's cookie and redirects to ``path`` without it); any
+    request off the server is refused and recorded. One navigation: a second one started
+    right after the first was seen aborted (net::ERR_ABORTED) on a loaded machine."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     tab = Tab(page, server.url)
@@ -59,9 +61,8 @@ def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
     context.route("**/*", route)
     page.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: tab.errors.append(str(e)))
-    page.goto(f"{server.url}/?token={TOKEN}")
-    if path != "/":
-        page.goto(server.url + path)
+    page.goto(f"{server.url}{path}{'&' if '?' in path else '?'}token={TOKEN}")
+    assert page.url == server.url + path  # the token left the address bar
     return tab
 
 
