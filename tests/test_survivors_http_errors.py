@@ -11,25 +11,15 @@ from typing import Any
 import httpx
 import pytest
 
-from evalwh import providers
-from evalwh.config.model import ModelSpec
 from evalwh.providers.base import ProviderError
 from evalwh.providers.http import DETAIL_CHARS
+from tests.test_providers_http import make
 
 KEY = "sk-ant-api03-" + "Q7eRrOrK3y" * 5
 
 
-def provider(name: str = "anthropic", **options: Any) -> Any:
-    spec = ModelSpec(
-        id=f"{name}-test",
-        provider=name,
-        model="m",
-        params={},
-        timeout_s=10.0,
-        options={"base_url": "http://127.0.0.1:9", **options},
-        where="models[0]",
-    )
-    return providers.create(spec)
+def provider(name: str = "anthropic") -> Any:
+    return make(name, "http://127.0.0.1:9")  # never contacted: errors are built from replies
 
 
 def failure(status: int, body: Any, prov: Any = None, **headers: str) -> ProviderError:
