@@ -1,0 +1,185 @@
+"""``evalwh sql``'s guard and its connection, pinned where mutation testing found them loose
+(docs/testing.md): the exact refusal for each way a text is not one read-only query, how the
+first word is read, the attach that waits out another process's lock (and only a lock), and
+the timer that bounds a query."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalwh.analysis import readonly
+from evalwh.analysis.readonly import QueryBounds, check_readonly, first_word
+from evalwh.errors import UsageError, WarehouseError
+from evalwh.warehouse import connect
+
+READ_ONLY_FIX = (
+    "refused; use SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW or SUMMARIZE "
+    "(open the file with duckdb yourself to change it)"
+)
+
+
+def refusal(text: str) -> str:
+    with pytest.raises(UsageError) as caught:
+        check_readonly(text)
+    return str(caught.value)
+
+
+def test_an_empty_text_is_refused_as_no_sql() -> None:
+    assert refusal("  \n ") == "no SQL given"
+
+
+def test_a_text_that_does_not_parse_says_so_with_duckdbs_reason() -> None:
+    message = refusal("SELEC 1")
+    assert message.startswith("SQL does not parse: ") and "syntax error" in message.lower()
+
+
+def test_two_statements_are_refused_with_the_pivot_hint() -> None:
+    assert refusal("SELECT 1; SELECT 2") == (
+        "evalwh sql runs one statement at a time; got 2 "
+        "(a PIVOT statement counts as two: write PIVOT inside a FROM clause instead)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        # DuckDB's statement type names the refusal ...
+        ("DROP TABLE runs", "DROP"),
+        ("WITH x AS (SELECT 1 AS a) INSERT INTO t SELECT * FROM x", "INSERT"),
+        # ... but a statement DuckDB runs as a SELECT is refused by its first word
+        ("PRAGMA version", "PRAGMA"),
+    ],
+)
+def test_a_refusal_names_the_statement_the_user_wrote(text: str, named: str) -> None:
+    assert refusal(text) == f"evalwh sql is read-only: {named} statements are {READ_ONLY_FIX}"
+
+
+@pytest.mark.parametrize(
+    ("text", "runs"),
+    [
+        ("SELECT 1;", "SELECT 1"),
+        ("SELECT 1 AS X;", "SELECT 1 AS X"),  # only semicolons go
+        ("  select 1 ;; \n", "select 1 "),  # lower case is read as SELECT
+        ("(SELECT 1)", "(SELECT 1)"),
+        ("-- a comment\n/* and\nanother */ FROM range(3)", None),
+    ],
+)
+def test_an_accepted_query_loses_its_outer_blanks_and_trailing_semicolons(
+    text: str, runs: str | None
+) -> None:
+    assert check_readonly(text) == (runs if runs is not None else text.strip())
+
+
+def test_the_first_word_skips_comments_reads_parentheses_and_cuts_other_text() -> None:
+    assert first_word("/* x */ -- y\n  select 1") == "SELECT"
+    assert first_word(" (SELECT 1)") == "("
+    assert first_word("1234567890123 and on") == "1234567890"
+
+
+def test_the_timer_thread_is_a_daemon_and_no_bound_reads_as_zero() -> None:
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        unbounded = readonly._Deadline(con, None)
+        assert unbounded.timeout_s == 0.0 and unbounded._timer is None
+        bounded = readonly._Deadline(con, 60.0)
+        assert bounded._timer is not None and bounded._timer.daemon  # never holds up an exit
+        bounded.cancel()
+    finally:
+        con.close()
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, duckdb
+    con = duckdb.connect(sys.argv[1])
+    print("held", flush=True)
+    sys.stdin.readline()
+    con.close()
+    """
+)
+
+
+@pytest.fixture
+def held(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
+    """A warehouse another process holds open for writing, until it reads a line."""
+    # a quote in the path is escaped in the ATTACH statement
+    path = tmp_path / "it's.duckdb"
+    with connect.write_connection(path):
+        pass
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield path, holder
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        holder.stdout.close()
+        if holder.stdin is not None and not holder.stdin.closed:
+            holder.stdin.close()
+
+
+def test_a_locked_warehouse_is_waited_for_with_doubling_sleeps_up_to_a_quarter_second(
+    held: tuple[Path, subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, holder = held
+    stdin = holder.stdin
+    assert stdin is not None
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 7:  # the other process lets go
+            stdin.write("\n")
+            stdin.close()
+            holder.wait()  # blocks in waitpid, without calling sleep
+
+    monkeypatch.setattr(readonly.time, "sleep", sleep)
+    con = readonly._attach(path, QueryBounds())
+    try:
+        assert slept == [0.01, 0.02, 0.04, 0.08, 0.16, 0.25, 0.25]
+        assert con.sql("SELECT current_database()").fetchone() == ("warehouse",)
+    finally:
+        con.close()
+
+
+def test_a_lock_that_stays_is_waited_for_30_seconds_then_reported(
+    held: tuple[Path, subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = held
+    clock = [1000.0]  # a clock that moves only by the sleeps
+    monkeypatch.setattr(readonly.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(readonly.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    with pytest.raises(WarehouseError) as caught:
+        readonly._attach(path, QueryBounds())
+    assert 30.0 < clock[0] - 1000.0 <= 30.25
+    assert str(caught.value).startswith(f"cannot open the warehouse {path}: ")
+    assert "lock" in str(caught.value)
+
+
+def test_a_file_that_is_no_warehouse_fails_at_once_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "notes.duckdb"
+    path.write_text("not a database\n" * 100)
+    slept: list[float] = []
+    monkeypatch.setattr(readonly.time, "sleep", slept.append)
+    with pytest.raises(WarehouseError) as caught:
+        readonly._attach(path, QueryBounds())
+    assert slept == []  # not a lock: nothing to wait for
+    assert str(caught.value).startswith(f"cannot open the warehouse {path}: ")
+    assert str(caught.value).endswith(f"\n  fix: {connect.OPEN_FIX}")
