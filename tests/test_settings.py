@@ -78,3 +78,42 @@ def test_a_bad_user_config_names_its_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown key 'concurency'") as exc:
         resolve_settings(env={"EVALWH_CONFIG_DIR": str(user)}, cwd=tmp_path)
     assert "config.yaml" in str(exc.value) and "did you mean 'concurrency'" in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        *[(raw, True) for raw in ("1", "true", "yes", "on", " TRUE ", "On")],
+        *[(raw, False) for raw in ("0", "false", "no", "off", " FALSE ", "Off")],
+    ],
+)
+def test_a_boolean_environment_value_takes_every_usual_spelling(
+    tmp_path: Path, raw: str, value: bool
+) -> None:
+    # the layer below says the opposite, so the variable is seen to decide
+    s = resolve_settings(
+        config_settings={"cache": not value}, env={"EVALWH_CACHE": raw}, cwd=tmp_path
+    )
+    assert s.cache is value and s.sources["cache"] == "environment"
+
+
+def test_a_zero_cost_cap_from_the_environment_is_a_cap_not_an_error(tmp_path: Path) -> None:
+    s = resolve_settings(env={"EVALWH_MAX_COST_USD": "0"}, cwd=tmp_path)
+    assert s.max_cost_usd == 0.0
+
+
+def test_a_setting_with_no_default_is_read_from_the_environment_as_text(tmp_path: Path) -> None:
+    s = resolve_settings(env={"EVALWH_CACHE_DIR": "responses"}, cwd=tmp_path)
+    assert s.cache_dir == (tmp_path / "responses").resolve()
+
+
+def test_settings_as_a_mapping_hold_text_paths_and_leave_out_where_each_came_from(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    s = resolve_settings(env={}, cwd=tmp_path)
+    out = s.to_dict()
+    assert "sources" not in out
+    assert out["warehouse"] == str(s.warehouse) and out["output_dir"] == str(s.output_dir)
+    assert json.loads(json.dumps(out)) == out  # plain JSON values only
