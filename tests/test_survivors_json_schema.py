@@ -3,6 +3,7 @@ each config error with its option, message and fix, and the errors an answer's s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,58 @@ def test_an_errors_message_is_cut_to_300_characters(tmp_path: Path) -> None:
     (error,) = score('"x"', CASE).details["errors"]
     assert error["path"] == "$"
     assert error["message"] == ("'" + "y" * 299) + "…"  # 300 characters and the cut mark
+
+
+def test_an_error_at_the_root_of_the_schema_names_no_place(tmp_path: Path) -> None:
+    # draft 4's meta-schema ties exclusiveMaximum to maximum at the schema's root ("$")
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMaximum": True}
+    error = config_error(tmp_path, schema=draft4)
+    assert error.message == (
+        "criterion 'js' (json-schema): invalid JSON schema: "
+        "'maximum' is a dependency of 'exclusiveMaximum'"
+    )
+
+
+def test_a_schema_too_deep_to_check_is_a_config_error_not_a_crash(tmp_path: Path) -> None:
+    # a schema file nested 400 levels deep: json reads it, jsonschema's check recurses past
+    # Python's limit; the RecursionError is reported at the option like any invalid schema
+    depth = 400
+    (tmp_path / "deep.json").write_text('{"items": ' * depth + "{}" + "}" * depth)
+    error = config_error(tmp_path, schema_file="deep.json")
+    assert error.message.startswith(
+        "criterion 'js' (json-schema): invalid JSON schema: RecursionError: maximum recursion"
+    )
+    assert error.where == "scorecard[1].schema_file"
+    assert error.fix == "fix the schema; it must be a valid JSON Schema"
+
+
+def test_an_answer_with_many_errors_is_read_only_to_the_first_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bound in time: the errors of an answer are produced one by one and read no further
+    than the one that says there are more (a million-item answer is not walked)."""
+    from jsonschema import validators
+    from jsonschema.exceptions import ValidationError
+
+    pulled: list[int] = []
+
+    class Counting:  # a validator class as the scorer uses one
+        @classmethod
+        def check_schema(cls, schema: Any) -> None:
+            pass
+
+        def __init__(self, schema: Any) -> None:
+            pass
+
+        def iter_errors(self, instance: Any) -> Iterator[ValidationError]:
+            for i in range(10_000):
+                pulled.append(i)
+                yield ValidationError(f"bad item {i}")
+
+    monkeypatch.setattr(validators, "validator_for", lambda schema, default=None: Counting)
+    score = json_schema(criterion(schema={"type": "array"}), tmp_path, FILE)
+    result = score("[1, 2, 3]", CASE)
+    assert len(pulled) == MAX_SCHEMA_ERRORS + 1
+    assert [e["message"] for e in result.details["errors"]] == [
+        f"bad item {i}" for i in range(MAX_SCHEMA_ERRORS)
+    ]
