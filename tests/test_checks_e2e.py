@@ -59,7 +59,10 @@ def test_checks_are_stored_fail_the_case_and_decide_pairs(tmp_path: Path) -> Non
         pairs = con.execute(
             "SELECT case_id, verdict, eligible, excluded_reason FROM pairs ORDER BY case_id"
         ).fetchall()
-        check_rows = con.execute("SELECT count(*) FROM scores WHERE criterion = 'check'").fetchone()
+        check_rows = con.execute(
+            "SELECT model, case_id, scorer, score, passed, weight, required, details, error "
+            "FROM scores WHERE criterion = 'check' ORDER BY model, case_id"
+        ).fetchall()
     assert rows == [
         ("bad", "plain", True, None, None),
         ("bad", "three", False, False, 1),
@@ -68,7 +71,13 @@ def test_checks_are_stored_fail_the_case_and_decide_pairs(tmp_path: Path) -> Non
         ("good", "three", True, True, 0),
         ("good", "two", True, True, 0),
     ]
-    assert check_rows == (4,)
+    # a check is a required criterion of weight 0: it decides passing, not the score
+    assert check_rows == [
+        ("bad", "three", "exec-check", 0.0, False, 0.0, True, '{"exit_code": 1}', None),
+        ("bad", "two", "exec-check", 0.0, False, 0.0, True, '{"exit_code": 1}', None),
+        ("good", "three", "exec-check", 1.0, True, 0.0, True, '{"exit_code": 0}', None),
+        ("good", "two", "exec-check", 1.0, True, 0.0, True, '{"exit_code": 0}', None),
+    ]
     # the judge always says "A" (position bias): without checks every pair would be a flip/tie
     assert pairs[1:] == [
         ("three", "candidate", False, "baseline: its exec check failed"),

@@ -253,6 +253,17 @@ def test_judge_calls_are_cached_and_costed_apart(pairwise_example: Path, tmp_pat
         second.pairwise["comparisons"][0]["candidate_wins"]
         == first.pairwise["comparisons"][0]["candidate_wins"]
     )
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        asked = con.execute(
+            "SELECT CAST(totals->>'judge_requests' AS INTEGER) FROM runs ORDER BY started_at"
+        ).fetchall()
+        (prompts,) = con.execute(  # what the judge is shown: the case and the answer
+            "SELECT count(DISTINCT (case_id, output)) FROM cases WHERE run_id = ?",
+            [first.run_id],
+        ).fetchone()  # type: ignore[misc]
+    # one judge request per distinct prompt (the same answer to a case hits the cache), none
+    # on the rerun
+    assert asked == [(prompts,), (0,)] and 0 < prompts < 48
 
 
 GARBAGE = """\
@@ -522,3 +533,81 @@ def test_the_report_calibrates_a_criterion_labelled_with_scores(tmp_path: Path) 
     assert enough is None
     strict, _ = flags("calibration: {min_labels: 6, min_kappa: 0.62}\n", "strict")
     assert strict == "UNCALIBRATED: weighted kappa 0.61 below 0.62"
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        # exactly at both floors: a headline
+        ({"kappa": 0.6, "n_labels": 20, "flip_flagged": False}, []),
+        (
+            {"kappa": 0.59, "n_labels": 19, "flip_flagged": True, "flip_rate": 0.35},
+            [
+                "UNCALIBRATED: kappa 0.59 below the floor 0.6",
+                "UNCALIBRATED: 19 label(s), fewer than 20",
+                "FLIPPY: flip rate 0.35 above 0.3",
+            ],
+        ),
+        (
+            {"kappa": None, "n_labels": 0, "flip_flagged": False},
+            [
+                "UNCALIBRATED: kappa undefined (n_labels=0)",
+                "UNCALIBRATED: 0 label(s), fewer than 20",
+            ],
+        ),
+    ],
+)
+def test_a_comparison_is_flagged_below_each_floor_and_not_at_it(
+    row: dict[str, object], expected: list[str]
+) -> None:
+    from evalwh.analysis.judging import flags
+
+    cal = {"min_kappa": 0.6, "min_labels": 20, "max_flip_rate": 0.3}
+    assert flags(row, cal) == expected
+
+
+FAILING_JUDGE = """\
+models:
+  - {id: m, provider: mock, mock: {default: "an answer"}}
+variants:
+  - id: v
+    messages: [{role: user, content: "{{ q }}"}]
+cases:
+  - {id: fine, vars: {q: one}}
+  - {id: broken, vars: {q: two}}
+judges:
+  - id: j
+    scale: {min: 1, max: 5}
+    model:
+      id: jm
+      provider: mock
+      max_retries: 0
+      mock:
+        rules:
+          - when: {case: broken}
+            error: judge exploded on the answer an answer
+        default: '{"score": 4}'
+scorecard:
+  - {name: judged, type: llm-judge, judge: j}
+"""
+
+
+@pytest.mark.parametrize(
+    ("privacy", "stored"),
+    [
+        ("", "judge 'j' failed: mock: judge exploded on the answer an answer"),
+        # a no-look run stores that a criterion erred, never the text (it may echo the answer)
+        ("privacy: {no_look: true}\n", "error"),
+    ],
+)
+def test_a_failed_judge_request_scores_zero_with_the_reason_and_the_run_goes_on(
+    tmp_path: Path, privacy: str, stored: str
+) -> None:
+    cfg = write(tmp_path / "eval.yaml", FAILING_JUDGE + privacy)
+    evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT case_id, score, error, judge_model, raw_score FROM scores "
+            "WHERE criterion = 'judged' ORDER BY case_id"
+        ).fetchall()
+    assert rows == [("broken", 0.0, stored, "jm", None), ("fine", 0.75, None, "jm", 4.0)]
