@@ -573,6 +573,37 @@ def test_a_postgres_lake_exists_once_a_writer_created_it_and_asking_creates_noth
     assert target.exists() is True
 
 
+def test_a_fresh_postgres_lake_read_says_nothing_was_written_and_reads_share_a_writers_attach(
+    lake: Lake,
+) -> None:
+    from evalwh import api
+
+    target = api.open_warehouse(lake.target).store.path
+    assert isinstance(target, lakemod.LakeTarget)
+    with pytest.raises(lakemod.LakeMissing) as caught:
+        lakemod.connect(target, read_only=True, memory_limit="256MB")
+    assert str(caught.value) == (
+        f"no warehouse at {target}: nothing has been written to this lake yet "
+        "(run `evalwh run` or `evalwh migrate` against it first)"
+    )
+    # a read after a write of this process uses the writable attach (no second second-long
+    # attach); a read alone attaches read-only
+    writer = lakemod.cursor(target, read_only=False, memory_limit="256MB")
+    reader = lakemod.cursor(target, read_only=True, memory_limit="256MB")
+    try:
+        assert [k for k in lakemod._INSTANCES if k[0] == target] == [(target, False)]
+    finally:
+        reader.close()
+        writer.close()
+        lakemod.release(target)
+    alone = lakemod.cursor(target, read_only=True, memory_limit="256MB")
+    try:
+        assert [k for k in lakemod._INSTANCES if k[0] == target] == [(target, True)]
+    finally:
+        alone.close()
+        lakemod.release(target)
+
+
 def test_lake_commands_on_a_file_warehouse_say_what_to_set(tmp_path: Path) -> None:
     done = run_cli("lake", "maintain", cwd=tmp_path)
     assert done.returncode == 2 and "ducklake:" in done.stderr

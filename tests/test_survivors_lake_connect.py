@@ -1,0 +1,225 @@
+"""Attaching a DuckLake warehouse and waiting out its races, pinned where mutation testing
+found them loose (docs/testing.md): which errors are another holder's lock, the backoff of a
+conflicting commit and of racing first writers, the lake variant of a migration, and an
+attach of a DuckDB-file catalog (no server) with its settings and failures."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from evalwh.errors import WarehouseError
+from evalwh.warehouse import connect as connectmod
+from evalwh.warehouse import lake as lakemod
+from evalwh.warehouse.lake import LakeTarget
+
+HELD = (
+    'IO Error: Could not set lock on file "/w/warehouse.duckdb": Conflicting lock is held in '
+    "/usr/bin/python3 (PID 550). See also https://duckdb.org/docs/stable/connect/concurrency"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "lock"),
+    [
+        (HELD, True),
+        ("IO Error: Could not set lock on file", True),  # either half of DuckDB's text
+        ("IO Error: Conflicting lock is held", True),
+        (
+            "Connection Error: Can't open a connection to same database file with a different "
+            "configuration than existing connections",
+            True,
+        ),
+        ('Binder Error: Unique file handle conflict: database "w" is already attached', True),
+        ("Catalog Error: Table with name lock does not exist!", False),  # "lock", no holder
+        ("TransactionContext Error: Conflicting write to the same row", False),  # no "lock"
+        ('IO Error: Cannot open file "/w/warehouse.duckdb": No such file or directory', False),
+    ],
+)
+def test_only_another_holders_lock_counts_as_a_lock(text: str, lock: bool) -> None:
+    assert connectmod._is_lock_error(Exception(text)) is lock
+
+
+def test_a_migration_loses_its_primary_keys_and_quotes_boolean_defaults_on_a_lake() -> None:
+    sql = "CREATE TABLE t (id VARCHAR primary  key, on_ BOOLEAN default TRUE, b BOOLEAN DEFAULT false)"
+    assert lakemod.lake_sql(sql) == (
+        "CREATE TABLE t (id VARCHAR, on_ BOOLEAN DEFAULT 'TRUE', b BOOLEAN DEFAULT 'false')"
+    )
+
+
+def conflict(text: str = "TransactionContext Error: Transaction conflict: cannot commit") -> Any:
+    return duckdb.TransactionException(text)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """lake's clock and sleep, faked: time passes only by the sleeps, which are recorded;
+    the jitter is fixed at 0.75 (random() = 0.25)."""
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 6))
+        now[0] += seconds
+
+    monkeypatch.setattr(lakemod.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(lakemod.time, "sleep", sleep)
+    monkeypatch.setattr(lakemod.random, "random", lambda: 0.25)
+    return slept
+
+
+def failing(times: int, error: Any) -> Any:
+    calls = [0]
+
+    def attempt() -> str:
+        calls[0] += 1
+        if calls[0] <= times:
+            raise error
+        return "committed"
+
+    return attempt
+
+
+def test_a_conflicting_commit_is_retried_with_doubling_jittered_waits_up_to_two_seconds(
+    clock: list[float], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="evalwh")
+    error = conflict()
+    assert lakemod.retry_conflicts(failing(7, error), what="write run r") == "committed"
+    # 0.05 s doubling to the 2 s cap, each x 0.75 (the jitter 0.5 + random())
+    assert clock == [0.0375, 0.075, 0.15, 0.3, 0.6, 1.2, 1.5]
+    tries = [r.getMessage() for r in caplog.records if "DuckLake conflict" in r.getMessage()]
+    assert tries == [
+        f"write run r: DuckLake conflict (try {n}), retrying: {error}" for n in range(1, 8)
+    ]
+
+
+def test_a_conflict_that_lasts_is_given_up_after_ten_minutes(clock: list[float]) -> None:
+    with pytest.raises(duckdb.TransactionException):
+        lakemod.retry_conflicts(failing(10**6, conflict()), what="w")
+    waited = sum(clock)
+    # the first failure after 600 s is raised: 2.3625 s of rising waits, then 1.5 s each
+    assert waited == pytest.approx(2.3625 + 1.5 * 399)
+
+
+def test_only_conflicts_and_the_named_texts_are_retried(clock: list[float]) -> None:
+    other = duckdb.CatalogException("Catalog Error: Table with name x does not exist!")
+    with pytest.raises(duckdb.CatalogException):
+        lakemod.retry_conflicts(failing(1, other), what="w")
+    assert clock == []
+    named = duckdb.IOException("IO Error: could not write the file (EAGAIN)")
+    assert lakemod.retry_conflicts(failing(1, named), what="w", also=("EAGAIN",)) == "committed"
+    assert clock == [0.0375]
+
+
+class Racing:
+    """A connection whose ATTACH fails ``times`` times with ``text``."""
+
+    def __init__(self, times: int, text: str) -> None:
+        self.times, self.text, self.calls = times, text, 0
+
+    def execute(self, statement: str) -> None:
+        self.calls += 1
+        if self.calls <= self.times:
+            raise duckdb.CatalogException(self.text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Catalog Error: Table with name "ducklake_metadata" already exists!',
+        'Constraint Error: duplicate key "0" violates primary key constraint',
+    ],
+)
+def test_first_writers_racing_for_a_fresh_catalog_attach_again_with_growing_waits(
+    clock: list[float], text: str
+) -> None:
+    con = Racing(7, text)
+    lakemod._attach(con, "ATTACH ...")  # type: ignore[arg-type]
+    assert con.calls == 8
+    # 0.1 s x the attempt's number, x 0.75
+    assert clock == [round(0.075 * n, 6) for n in range(1, 8)]
+
+
+def test_a_race_lost_eight_times_or_any_other_error_is_raised(clock: list[float]) -> None:
+    with pytest.raises(duckdb.CatalogException, match="already exists"):
+        lakemod._attach(Racing(8, "Catalog Error: x already exists"), "ATTACH ...")  # type: ignore[arg-type]
+    assert len(clock) == 7
+    clock.clear()
+    with pytest.raises(duckdb.CatalogException, match="does not exist"):
+        lakemod._attach(Racing(1, "Catalog Error: x does not exist"), "ATTACH ...")  # type: ignore[arg-type]
+    assert clock == []
+
+
+@pytest.fixture
+def file_lake(tmp_path: Path) -> Iterator[LakeTarget]:
+    target = lakemod.parse_target(
+        f"ducklake:{tmp_path / 'meta.ducklake'}",
+        None,  # no data path: DuckLake keeps the files beside the catalog
+        base=tmp_path,
+        where="w",
+        # a PostgreSQL password in the environment means nothing to a file catalog
+        secret={"EVALWH_PG_PASSWORD": "pg-secret"}.get,  # pragma: allowlist secret
+    )
+    yield target
+    lakemod.release(target)
+
+
+def test_a_file_catalog_attaches_without_options_and_loads_no_extension_on_its_own(
+    file_lake: LakeTarget,
+) -> None:
+    con = lakemod.connect(file_lake, read_only=False, memory_limit="256MB")
+    try:
+        settings = con.execute(
+            "SELECT current_setting('autoinstall_known_extensions'), "
+            "current_setting('autoload_known_extensions'), "
+            "(SELECT readonly FROM duckdb_databases() WHERE database_name = 'lake'), "
+            "(SELECT path FROM duckdb_databases() WHERE database_name = 'lake')"
+        ).fetchone()
+        assert settings == (False, False, False, file_lake.catalog)  # no password appended
+    finally:
+        con.close()
+    again = lakemod.connect(file_lake, read_only=True, memory_limit="256MB")
+    try:
+        assert again.execute(
+            "SELECT readonly FROM duckdb_databases() WHERE database_name = 'lake'"
+        ).fetchone() == (True,)
+    finally:
+        again.close()
+
+
+def test_a_catalog_that_is_not_a_database_is_reported_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "meta.ducklake").write_text("not a catalog\n" * 100)
+    target = LakeTarget(str(tmp_path / "meta.ducklake"))
+    for read_only in (True, False):
+        with pytest.raises(WarehouseError) as caught:
+            lakemod.connect(target, read_only=read_only, memory_limit="256MB")
+        assert type(caught.value) is WarehouseError  # not "nothing written yet"
+        message = str(caught.value)
+        assert message.startswith(f"cannot attach the DuckLake warehouse {target}: ")
+        assert "not a valid DuckDB database file" in message
+        assert message.endswith(
+            "\n  fix: check the catalog (is PostgreSQL reachable, does the database exist, is "
+            "EVALWH_PG_PASSWORD set?) and lake.data_path / lake.s3 (docs/scale-out.md)"
+        )
+
+
+def test_a_read_of_a_file_catalog_shares_the_writable_attach_of_the_process(
+    file_lake: LakeTarget,
+) -> None:
+    # a DuckDB file can be attached once per process: the first read attaches it writable
+    # and a later write uses that same attach
+    reader = lakemod.cursor(file_lake, read_only=True, memory_limit="256MB")
+    writer = lakemod.cursor(file_lake, read_only=False, memory_limit="256MB")
+    try:
+        writer.execute("CREATE TABLE t AS SELECT 1 AS x")
+        assert reader.execute("SELECT x FROM t").fetchall() == [(1,)]
+        assert [k for k in lakemod._INSTANCES if k[0] == file_lake] == [(file_lake, False)]
+    finally:
+        reader.close()
+        writer.close()
