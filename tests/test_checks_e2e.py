@@ -96,3 +96,31 @@ def test_checks_are_never_cached(tmp_path: Path) -> None:
     again = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     assert again.stats["requests"] == 0  # answers (and judge verdicts) came from the cache
     assert marker.read_text().count("x") == 4  # case `three` x 2 models, in both runs
+
+
+def test_a_check_that_times_out_fails_its_case_and_its_score_row_says_why(
+    tmp_path: Path,
+) -> None:
+    cfg = write(
+        tmp_path / "eval.yaml",
+        """\
+models:
+  - {id: m, provider: mock, mock: {default: "anything"}}
+variants:
+  - id: v
+    messages: [{role: user, content: "{{ q }}"}]
+cases:
+  - id: slow
+    vars: {q: one}
+    check: {run: "sleep 30", timeout_s: 0.5}
+scorecard:
+  - {name: any, type: contains, value: any}
+""",
+    )
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        row = con.execute(
+            "SELECT score, passed, error FROM scores WHERE criterion = 'check'"
+        ).fetchone()
+    assert row == (0.0, False, "timed out after 0.5 s")
+    assert result.totals["n_passed"] == 0

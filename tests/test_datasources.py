@@ -410,3 +410,26 @@ def test_an_export_that_does_not_fit_its_memory_limit_retries_with_more(
     monkeypatch.setattr(store, "EXPORT_MEMORY_RETRY", "1MB")
     with pytest.raises(Exception, match="Out of Memory"):
         evalwh.run_eval(cfg, output_dir=tmp_path / "o2")
+
+
+def test_a_run_stopped_at_its_cost_cap_reads_no_further_pages(tmp_path: Path, sources: Any) -> None:
+    priced = HEAD.replace(
+        'mock: {default: "{{ vars.q }}"}}',
+        "params: {max_tokens: 5}, price: {input_per_mtok: 1000, output_per_mtok: 1000}, "
+        'mock: {default: "{{ vars.q }}"}}',
+    )
+    cfg = write(
+        tmp_path / "eval.yaml",
+        priced
+        + """
+settings: {concurrency: 1, batch_size: 10, max_cost_usd: 0.05}
+cases: [{source: "mysources:Counting", params: {n: 600, page: 20}}]
+""",
+    )
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert result.status == "stopped"
+    run = evalwh.open_warehouse(tmp_path / "o" / "warehouse.duckdb").run(result.run_id)
+    (record,) = json.loads(run["datasources"])
+    # the page in hand and the one read ahead, not the other 28
+    assert record["complete"] is False and record["pages"] <= 3 and record["rows_read"] <= 60
+    assert len(sources.STATE["calls"]) == record["pages"]

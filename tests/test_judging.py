@@ -264,6 +264,17 @@ def test_judge_calls_are_cached_and_costed_apart(pairwise_example: Path, tmp_pat
     # one judge request per distinct prompt (the same answer to a case hits the cache), none
     # on the rerun
     assert asked == [(prompts,), (0,)] and 0 < prompts < 48
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        per_run = con.execute(
+            "SELECT r.run_id = ?, sum(c.judge_cost_usd), "
+            "(SELECT sum(s.cost_usd) FROM scores s WHERE s.run_id = r.run_id) "
+            "FROM runs r JOIN cases c USING (run_id) GROUP BY r.run_id ORDER BY 1 DESC",
+            [first.run_id],
+        ).fetchall()
+    # a case's judge cost is the sum of its judge calls' costs; a cached call costs nothing
+    (_, first_cases, first_scores), (_, second_cases, second_scores) = per_run
+    assert first_cases == pytest.approx(first_scores) and first_cases > 0
+    assert second_cases == 0 and second_scores is None
 
 
 GARBAGE = """\
@@ -611,3 +622,22 @@ def test_a_failed_judge_request_scores_zero_with_the_reason_and_the_run_goes_on(
             "WHERE criterion = 'judged' ORDER BY case_id"
         ).fetchall()
     assert rows == [("broken", 0.0, stored, "jm", None), ("fine", 0.75, None, "jm", 4.0)]
+
+
+def test_the_judge_is_shown_the_question_the_answer_was_given(tmp_path: Path) -> None:
+    # the judge scores 5 only when its prompt holds the case's question
+    cfg = write(
+        tmp_path / "eval.yaml",
+        FAILING_JUDGE.replace(
+            "          - when: {case: broken}\n"
+            "            error: judge exploded on the answer an answer\n",
+            "          - when: {prompt: 'what is two plus two'}\n"
+            "            reply: '{\"score\": 5}'\n",
+        ).replace("vars: {q: two}", "vars: {q: what is two plus two}"),
+    )
+    evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT case_id, raw_score FROM scores WHERE criterion = 'judged' ORDER BY case_id"
+        ).fetchall()
+    assert rows == [("broken", 5.0), ("fine", 4.0)]
