@@ -507,7 +507,9 @@ def test_numeric_labels_get_exact_within_n_and_weighted_kappa(tmp_path: Path) ->
 
 def test_calibrate_prints_kappa_per_task_and_slice(tmp_path: Path) -> None:
     cfg = _ordinal_config(tmp_path)
-    data = evalwh.api.calibrate(cfg, output_dir=tmp_path / "out", by="topic", within=0)
+    from evalwh.api import calibrate
+
+    data = calibrate(cfg, output_dir=tmp_path / "out", by="topic", within=0)
     [row] = data["ranking"]
     assert row["kind"] == "pointwise" and row["target"] == "judged"
     assert row["within"] == 0 and row["within_agreement"] == pytest.approx(3 / 6)  # = exact
@@ -517,6 +519,9 @@ def test_calibrate_prints_kappa_per_task_and_slice(tmp_path: Path) -> None:
         pairs = [(h, j) for _, h, j, t in ORDINAL if t == topic]
         assert by_slice[topic]["weighted_kappa"] == pytest.approx(quadratic_kappa(pairs))
         assert by_slice[topic]["n_numeric"] == 3
+        # --within 0 reaches the slices too: within agreement is exact agreement
+        assert by_slice[topic]["within"] == 0
+        assert by_slice[topic]["within_agreement"] == by_slice[topic]["exact_agreement"]
     done = run_cli(
         "calibrate", str(cfg), "--by", "topic", "--within", "2", "-q", "-o", str(tmp_path / "o2")
     )
@@ -641,3 +646,22 @@ def test_the_judge_is_shown_the_question_the_answer_was_given(tmp_path: Path) ->
             "SELECT case_id, raw_score FROM scores WHERE criterion = 'judged' ORDER BY case_id"
         ).fetchall()
     assert rows == [("broken", 5.0), ("fine", 4.0)]
+
+
+def test_calibrating_two_judges_slices_each_ones_own_pairs_and_flags_each_against_the_floor(
+    pairwise_example: Path, tmp_path: Path
+) -> None:
+    # a floor of 0.5 lies between the two judges' kappas (fair 0.54, referee 0.40)
+    pairwise_example.write_text(
+        pairwise_example.read_text().replace("min_kappa: 0.6", "min_kappa: 0.5")
+    )
+    from evalwh.api import calibrate
+
+    data = calibrate(pairwise_example, output_dir=tmp_path / "out", by="difficulty")
+    ranking = {r["judge"]: r for r in data["ranking"]}
+    assert ranking["fair"]["calibrated"] is True and ranking["referee"]["calibrated"] is False
+    for judge, row in ranking.items():
+        mine = [s for s in data["slices"] if s["judge"] == judge and s["kind"] == "pairwise"]
+        # the judges' runs share one warehouse: each judge's slices count its own run only
+        assert {s["slice"] for s in mine} == {"easy", "hard"}
+        assert sum(s["n"] for s in mine) == row["n_labels"] == 24
