@@ -149,3 +149,14 @@ def alias_bomb(indent: str = "") -> str:
         lines.append(f"{indent}{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
         previous = name
     return "\n".join(lines)
+
+
+@pytest.fixture(params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each HTTP transport in turn: aiohttp's pool (the default when httpx-aiohttp is
+    installed) and httpcore's sharded pools (EVALWH_HTTP_TRANSPORT=httpx)."""
+    if request.param == "httpx":
+        monkeypatch.setenv("EVALWH_HTTP_TRANSPORT", "httpx")
+    else:
+        monkeypatch.delenv("EVALWH_HTTP_TRANSPORT", raising=False)
+    return str(request.param)

@@ -42,15 +42,6 @@ async def _complete(base_url: str) -> tuple[object, str]:
         await provider.aclose()
 
 
-@pytest.fixture(params=["aiohttp", "httpx"])
-def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "httpx":
-        monkeypatch.setenv("EVALWH_HTTP_TRANSPORT", "httpx")
-    else:
-        monkeypatch.delenv("EVALWH_HTTP_TRANSPORT", raising=False)
-    return str(request.param)
-
-
 def test_the_switch_chooses_the_transport(transport: str) -> None:
     assert aio.available() is (transport == "aiohttp")
     with FakeLLMServer() as server:

@@ -36,15 +36,6 @@ from tests.fakes.servers import FakeLLMServer, raw, reply
 pytest.importorskip("httpx_aiohttp")
 
 
-@pytest.fixture(params=["aiohttp", "httpx"])
-def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "httpx":
-        monkeypatch.setenv("EVALWH_HTTP_TRANSPORT", "httpx")
-    else:
-        monkeypatch.delenv("EVALWH_HTTP_TRANSPORT", raising=False)
-    return str(request.param)
-
-
 def spec(base_url: str, **options: Any) -> ModelSpec:
     return ModelSpec(
         "m",
