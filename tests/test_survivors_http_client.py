@@ -234,6 +234,13 @@ def test_the_pool_is_one_aiohttp_pool_or_httpcore_shards_of_at_most_16(
             "header values must be strings",
             "quote the value",
         ),
+        (
+            {"base_url": "http://h/v1", "headers": {"X-Key": "sk-ant-api03-" + "a" * 40}},
+            "models[0].headers.X-Key",
+            "this header holds what looks like a anthropic API key",
+            'never put keys in a config: reference one as "${NAME}" and set NAME '
+            "in the environment or .evalwh.secrets.yaml",
+        ),
     ],
 )
 def test_a_bad_endpoint_entry_names_its_place_and_fix(
@@ -348,3 +355,25 @@ def test_aiohttp_is_used_only_where_no_proxy_from_the_environment_applies(
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     assert http_aiohttp.usable_for("http://llm.test/v1") is pool
+
+
+def test_a_key_referenced_by_name_in_a_header_is_accepted_and_extra_must_be_a_mapping() -> None:
+    fine = {"base_url": "http://h/v1", "headers": {"X-Key": "${TEAM_KEY}"}}
+    HttpProvider.check(ModelSpec("m", "openai-compatible", "local", options=fine), "eval.yaml")
+    model = ModelSpec(
+        "m",
+        "openai-compatible",
+        "local",
+        options={"base_url": "http://h/v1"},
+        params={"extra": ["top_k", 5]},
+        where="models[0]",
+    )
+    with pytest.raises(ConfigError) as caught:
+        HttpProvider.check(model, "eval.yaml")
+    error = caught.value
+    assert (error.file, error.where, error.message, error.fix) == (
+        "eval.yaml",
+        "models[0].params.extra",
+        "params.extra must be a mapping",
+        "write extra: {field: value}",
+    )
