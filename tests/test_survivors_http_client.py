@@ -19,6 +19,7 @@ import math
 import ssl
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -47,13 +48,17 @@ def spec(base_url: str, **options: Any) -> ModelSpec:
     )
 
 
+async def ask(provider: Any) -> Any:
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    return await provider.complete(
+        Request(model=provider.spec, messages=messages, case=Case("c"), variant="v", repeat=0)
+    )
+
+
 async def complete(model: ModelSpec) -> Any:
     provider = create(model)
-    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
     try:
-        return await provider.complete(
-            Request(model=provider.spec, messages=messages, case=Case("c"), variant="v", repeat=0)
-        )
+        return await ask(provider)
     finally:
         await provider.aclose()
 
@@ -184,8 +189,7 @@ def test_the_pool_is_one_aiohttp_pool_or_httpcore_shards_of_at_most_16(
     transport: str, max_concurrency: int | None
 ) -> None:
     size = max(DEFAULT_MAX_CONNECTIONS, max_concurrency or 0)
-    model = spec("http://127.0.0.1:9/v1")
-    model = ModelSpec(**{**model.__dict__, "max_concurrency": max_concurrency})
+    model = replace(spec("http://127.0.0.1:9/v1"), max_concurrency=max_concurrency)
 
     async def pool() -> tuple[int, int]:
         provider = create(model)
@@ -260,16 +264,9 @@ def test_the_pool_keeps_its_limits_its_keepalive_and_no_proxy_from_the_environme
     size = 300  # above the default of 100: the limit is ours, not the library's default
 
     async def pools() -> list[Any]:
-        provider = create(
-            ModelSpec(**{**spec(server.openai_url).__dict__, "max_concurrency": size})
-        )
-        messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+        provider = create(replace(spec(server.openai_url), max_concurrency=size))
         try:
-            await provider.complete(
-                Request(
-                    model=provider.spec, messages=messages, case=Case("c"), variant="v", repeat=0
-                )
-            )
+            await ask(provider)
             assert isinstance(provider, HttpProvider)
             clients = list(provider._clients)
             timeouts = {(c.timeout.read, c.timeout.pool) for c in clients}
@@ -305,12 +302,10 @@ def test_the_pool_keeps_its_limits_its_keepalive_and_no_proxy_from_the_environme
 def test_a_server_that_does_not_answer_in_timeout_s_is_given_up(transport: str) -> None:
     from tests.fakes.servers import slow
 
-    model = ModelSpec(**{**spec("").__dict__, "timeout_s": 0.3})
     with FakeLLMServer() as server:
         server.script(slow(3.0, "too late"))
-        model = ModelSpec(**{**model.__dict__, "options": {"base_url": server.openai_url}})
         with pytest.raises(ProviderError) as caught:
-            asyncio.run(complete(model))
+            asyncio.run(complete(replace(spec(server.openai_url), timeout_s=0.3)))
     assert caught.value.kind == "timeout" or "timed out" in str(caught.value).lower()
 
 

@@ -146,7 +146,7 @@ def test_a_locked_warehouse_is_waited_for_with_doubling_sleeps_up_to_a_quarter_s
         if len(slept) == 7:  # the other process lets go
             stdin.write("\n")
             stdin.close()
-            holder.wait()  # blocks in waitpid, without calling sleep
+            holder.wait()  # waitpid, no sleep (a timeout would poll with sleep); --timeout bounds it
 
     monkeypatch.setattr(readonly.time, "sleep", sleep)
     con = readonly._attach(path, QueryBounds())
