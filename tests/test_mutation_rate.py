@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -597,6 +598,36 @@ def test_the_whole_run_collects_stats_in_parts_after_a_crash_and_rechecks_surviv
          {"EVALWH_MUTATION_BUDGET": "0"}),
     ]  # fmt: skip
     assert "2 survivors: running them again with no budget" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("code", [-signal.SIGINT, -signal.SIGTERM, -signal.SIGKILL, 130, 137, 143])
+def test_a_mutmut_stopped_from_outside_ends_the_run_and_keeps_its_stats(
+    code: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the stats in parts start by deleting the saved stats: a Ctrl-C or a kill of mutmut (not a
+    # crash of its stats pass) must not lead there, or the next run starts its stats over
+    module = _run_core()
+    calls: list[list[str]] = []
+    parts: list[str] = []
+
+    def run(command: list[str], env: dict[str, str]) -> int:
+        calls.append(list(command))
+        return code
+
+    assert module.mutation_run(
+        max_children=2, budget=10, run=run, collect_stats=lambda: parts.append("stats") or 0,
+        survivors=lambda: ["x"],
+    ) == 1  # fmt: skip
+    assert parts == [] and len(calls) == 1
+    assert f"mutmut was stopped (exit {code}): run this again to go on" in capsys.readouterr().err
+    # a crash (SIGSEGV, SIGABRT, as the signal or through a shell) still collects them
+    for crash in (-signal.SIGSEGV, -signal.SIGABRT, 139, 134):
+        codes = [crash, 0]
+        assert module.mutation_run(
+            max_children=2, budget=0, run=lambda c, e, codes=codes: codes.pop(0),
+            collect_stats=lambda: parts.append("stats") or 0, survivors=lambda: [],
+        ) == 0  # fmt: skip
+    assert parts == ["stats"] * 4
 
 
 def test_mutants_whose_tests_never_started_run_once_more_by_name_under_the_budget(

@@ -19,12 +19,16 @@
    mutants are left unchecked.
 
 mutmut keeps its results in ``mutants/``: run again after a stop and it goes on where it was.
+A ``mutmut run`` stopped from outside (Ctrl-C, ``kill``: SIGINT, SIGTERM, SIGKILL) ends this
+command at once with exit 1. Only another failure is taken for the stats-pass crash of step 1,
+because collecting the stats part by part starts by deleting the stats saved before.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -36,6 +40,10 @@ import core_rate
 import stats_in_parts
 
 Run = Callable[[Sequence[str], dict[str, str]], int]
+# A child ended by one of these was stopped by someone (negative: the signal, as subprocess
+# reports it; 128 + the signal: as a shell in between reports it), not crashed.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+STOPPED = {code for sig in STOP_SIGNALS for code in (-sig, 128 + sig)}
 
 
 def _run(command: Sequence[str], env: dict[str, str]) -> int:
@@ -62,7 +70,10 @@ def mutation_run(
     runs only when the budgeted rate is below it; with None it always runs."""
     mutmut = ["mutmut", "run", "--max-children", str(max_children)]
     budgeted = {"EVALWH_MUTATION_BUDGET": str(budget)}
-    if run(mutmut, budgeted) != 0:
+    if (code := run(mutmut, budgeted)) in STOPPED:
+        print(f"mutmut was stopped (exit {code}): run this again to go on", file=sys.stderr)
+        return 1
+    if code != 0:
         print("mutmut stopped (in its stats pass?): collecting the stats part by part", flush=True)
         if collect_stats() != 0 or run(mutmut, budgeted) != 0:
             print("the mutation run did not finish: see the output above", file=sys.stderr)
