@@ -116,3 +116,15 @@ def test_an_unwritable_cache_only_means_validating_again(
     assert not verdicts.known_valid(
         verdicts.digest(validate._schema_text(), "settings", {"concurrency": 4}) or ""
     )
+
+
+def test_a_new_cache_folder_is_private_to_the_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # other users of the machine cannot list or read which documents this user validated
+    folder = tmp_path / "cache" / "evalwh"
+    monkeypatch.setenv("EVALWH_CACHE_DIR", str(folder))
+    verdicts._known.cache_clear()
+    verdicts.remember_valid("a" * 64)
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert (folder / verdicts.FILE).read_text(encoding="ascii") == "a" * 64 + "\n"
