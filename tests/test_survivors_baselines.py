@@ -1,5 +1,5 @@
-"""Pinning baselines (evalwh.analysis.baselines) called directly: the run a pin replaced, the
-refused names' message, and the label a pin's write carries.
+"""Pinning baselines (evalwh.analysis.baselines) called directly: the run a pin replaced and
+the refused names' message (the label of a pin's write: test_survivors_refs_labels.py).
 
 Written from mutants that survived the mutation run (docs/testing.md).
 """
@@ -7,14 +7,12 @@ Written from mutants that survived the mutation run (docs/testing.md).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from evalwh.analysis import baselines
 from evalwh.analysis.baselines import check_name, set_baseline
 from evalwh.errors import UsageError
-from evalwh.warehouse import connect
 from evalwh.warehouse.connect import write_connection
 from evalwh.warehouse.store import Warehouse
 from tests.test_boundaries import ROWS, add_run
@@ -51,21 +49,3 @@ def test_a_refused_name_says_what_a_name_may_hold(name: str) -> None:
         f"bad baseline name {name!r}: start with a letter, then letters, digits, '.', '_' or '-'"
         " (and not 'latest')"
     )
-
-
-def test_a_pins_write_is_labelled_with_the_pin(
-    store: Warehouse, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the label names the write in the log of a lake's conflict retries ("pin baseline prod:
-    # DuckLake conflict (try 1), retrying: ...")
-    labels: list[str] = []
-    real = connect.write_transaction
-
-    def spy(path: Any, body: Any, *, what: str = "write") -> Any:
-        labels.append(what)
-        return real(path, body, what=what)
-
-    monkeypatch.setattr(connect, "write_transaction", spy)
-    set_baseline(store, "A", "prod")
-    baselines.remove_baseline(store, "prod")
-    assert labels == ["pin baseline prod", "unpin baseline prod"]

@@ -1,0 +1,394 @@
+"""Case files and datasource pages read into cases (evalwh.config.datasets), called directly:
+each column mapping option, every refusal with its place and fix (a key-shaped value, a lone
+surrogate, bytes that are not UTF-8, an inline row without an id), the folder a row's files
+resolve in, and which rows the column check reads.
+
+Written from mutants that survived the mutation run (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from evalwh.config.datasets import (
+    columns_case,
+    datasource_cases,
+    inline_case,
+    load_file_source,
+    open_datasource,
+    source_spec,
+)
+from evalwh.config.model import SourceSpec
+from evalwh.errors import ConfigError
+
+# shaped like an OpenAI key (evalwh.config.secrets.KEY_PATTERNS), built so no scanner flags it
+KEY = "sk-" + "A1b2C3d4E5" * 3  # pragma: allowlist secret
+REPO = Path(__file__).resolve().parents[1]
+
+
+def jsonl(path: Path, *rows: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
+        encoding="utf-8",
+    )
+    return path
+
+
+def load(tmp_path: Path, spec: dict[str, Any], **kw: Any) -> list[Any]:
+    return load_file_source(spec, tmp_path, "cases[0]", "eval.yaml", **kw)
+
+
+def refusal(call: Any) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        call()
+    return info.value
+
+
+def place(error: ConfigError) -> tuple[Any, ...]:
+    return (error.message, error.file, error.line, error.where, error.fix)
+
+
+# -- file sources -----------------------------------------------------------------------
+def test_blank_lines_are_skipped_and_the_rows_after_them_read(tmp_path: Path) -> None:
+    jsonl(tmp_path / "c.jsonl", {"id": "a", "q": 1}, "", "   ", {"id": "b", "q": 2})
+    assert [c.id for c in load(tmp_path, {"file": "c.jsonl"})] == ["a", "b"]
+
+
+def test_a_case_file_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    # the locale's encoding (Windows' cp1252; a C locale without Python's UTF-8 mode: ASCII)
+    # would misread or refuse a UTF-8 file
+    (tmp_path / "c.jsonl").write_text('{"id": "a", "q": "café ☕"}\n', encoding="utf-8")
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from evalwh.config.datasets import load_file_source\n"
+        "cases = load_file_source({'file': 'c.jsonl'}, Path(sys.argv[1]), 'cases[0]', 'e.yaml')\n"
+        "print(ascii(cases[0].vars['q']))\n"
+    )
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONPATH": str(REPO)}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "'caf\\xe9 \\u2615'\n"), done.stderr
+
+
+def test_a_key_shaped_value_in_a_jsonl_row_is_refused_at_its_line(tmp_path: Path) -> None:
+    jsonl(tmp_path / "c.jsonl", {"id": "a", "vars": {"q": "fine"}}, {"id": "b", "vars": {"q": KEY}})
+    error = refusal(lambda: load(tmp_path, {"file": "c.jsonl"}))
+    assert place(error) == (
+        "column 'vars.q' holds a string that looks like an API key (openai); keys never belong"
+        " in case files",
+        str(tmp_path / "c.jsonl"),
+        2,
+        None,
+        "remove it (rotate the key if the file was shared); if the column holds such strings on"
+        " purpose, add `allow_secret_like: [vars]` to cases[0] in the config"
+        " (docs/configuration.md)",
+    )
+    allowed = load(tmp_path, {"file": "c.jsonl", "allow_secret_like": ["vars"]})
+    assert allowed[1].vars == {"q": KEY}
+
+
+def test_a_key_shaped_value_in_a_parquet_row_is_refused_at_its_row(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"id": ["a"], "tags": [["x", KEY]]}), tmp_path / "c.parquet")
+    error = refusal(lambda: load(tmp_path, {"file": "c.parquet"}))
+    assert (error.line, error.where) == (None, "row 1")
+    assert error.message.startswith("column 'tags[1]' holds a string that looks like an API key")
+    assert "add `allow_secret_like: [tags]` to cases[0]" in (error.fix or "")
+
+
+def test_a_lone_surrogate_is_refused_at_its_line_and_field(tmp_path: Path) -> None:
+    jsonl(tmp_path / "c.jsonl", {"id": "a", "q": "ok"}, '{"id": "b", "m": {"q": "\\ud800"}}')
+    error = refusal(lambda: load(tmp_path, {"file": "c.jsonl"}))
+    assert place(error) == (
+        "a value holds a lone surrogate (an escape such as \\ud800), which is not text",
+        str(tmp_path / "c.jsonl"),
+        2,
+        "m.q",
+        "remove the escape or write the character it should stand for",
+    )
+
+
+def test_bytes_that_are_not_utf8_name_their_line_and_how_to_convert(tmp_path: Path) -> None:
+    (tmp_path / "c.csv").write_bytes(b"id,q\na,ok\nb,caf\xe9\n")
+    error = refusal(lambda: load(tmp_path, {"file": "c.csv"}))
+    assert (error.line, error.fix) == (
+        3,
+        "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 in.csv > out.csv`)",
+    )
+    assert error.message.startswith("not UTF-8 text (")
+
+
+def test_an_inline_row_without_an_id_is_refused(tmp_path: Path) -> None:
+    jsonl(tmp_path / "c.jsonl", {"id": "a", "vars": {}}, {"vars": {"q": 1}})
+    assert place(refusal(lambda: load(tmp_path, {"file": "c.jsonl"}))) == (
+        "a case has no 'id'",
+        str(tmp_path / "c.jsonl"),
+        2,
+        None,
+        'add "id": ...',
+    )
+
+
+def test_a_rows_files_resolve_next_to_the_case_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "doc.txt").write_text("hello")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    jsonl(tmp_path / "cases" / "c.jsonl", {"id": "a", "vars": {}, "files": {"doc": "doc.txt"}})
+    (case,) = load(tmp_path, {"file": "cases/c.jsonl"})
+    assert case.files["doc"].path == tmp_path / "cases" / "doc.txt"
+
+
+def test_a_file_column_names_its_line_in_jsonl_and_its_column_only_in_parquet(
+    tmp_path: Path,
+) -> None:
+    jsonl(tmp_path / "c.jsonl", {"id": "a", "doc": "file://missing.txt"})
+    assert refusal(lambda: load(tmp_path, {"file": "c.jsonl"})).where == "line 1, column doc"
+    pq.write_table(pa.table({"id": ["a"], "doc": ["file://missing.txt"]}), tmp_path / "c.parquet")
+    assert refusal(lambda: load(tmp_path, {"file": "c.parquet"})).where == "column doc"
+
+
+def test_the_format_option_reads_a_file_whatever_its_suffix(tmp_path: Path) -> None:
+    jsonl(tmp_path / "c.txt", {"id": "a", "q": 1})
+    assert [c.id for c in load(tmp_path, {"file": "c.txt", "format": "jsonl"})] == ["a"]
+    error = refusal(lambda: load(tmp_path, {"file": "c.txt"}))
+    assert (error.message, error.where, error.fix) == (
+        "cannot tell the format of 'c.txt'",
+        "cases[0].file",
+        "use a .csv, .jsonl, .ndjson, .parquet, .pq file or set format: csv|jsonl|parquet",
+    )
+
+
+def test_a_missing_or_empty_file_says_what_to_do(tmp_path: Path) -> None:
+    missing = refusal(lambda: load(tmp_path, {"file": "nope.jsonl"}))
+    assert (missing.file, missing.where, missing.fix) == (
+        "eval.yaml",
+        "cases[0].file",
+        "check the path; it is relative to the config file's folder",
+    )
+    (tmp_path / "empty.csv").write_text("id,q\n")
+    empty = refusal(lambda: load(tmp_path, {"file": "empty.csv"}))
+    assert (empty.message, empty.fix) == (
+        "the file holds no cases (a header only, or empty)",
+        "add rows to the file, or remove it from cases[0] in eval.yaml",
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "label"),
+    [("id", "id: qid"), ("expected", "expected: want"), ("human_label", "human_label: gold")],
+)
+def test_a_mapped_column_the_file_lacks_is_named_with_its_option(
+    tmp_path: Path, option: str, label: str
+) -> None:
+    (tmp_path / "c.csv").write_text("qid,want,gold,q\n1,2,3,4\n")
+    column = label.split(": ")[1]
+    assert len(load(tmp_path, {"file": "c.csv", option: column})) == 1
+    (tmp_path / "c.csv").write_text("other,q\n1,2\n")
+    error = refusal(lambda: load(tmp_path, {"file": "c.csv", option: column}))
+    assert error.message == f"missing column '{column}' (asked for by '{label}')"
+
+
+def test_the_vars_option_picks_the_columns_and_a_missing_one_is_named(tmp_path: Path) -> None:
+    (tmp_path / "c.csv").write_text("id,q,extra\na,1,2\n")
+    (case,) = load(tmp_path, {"file": "c.csv", "vars": ["q"]})
+    assert case.vars == {"q": "1"}
+    error = refusal(lambda: load(tmp_path, {"file": "c.csv", "vars": ["q", "gone"]}))
+    assert error.message == "missing column 'gone' (asked for by 'vars: gone')"
+
+
+def test_only_the_first_row_is_checked_for_the_mapped_columns(tmp_path: Path) -> None:
+    # JSONL rows may leave out a key: a later row without a metadata column is a None value
+    jsonl(tmp_path / "c.jsonl", {"id": "a", "lang": "en"}, {"id": "b"})
+    cases = load(tmp_path, {"file": "c.jsonl", "metadata": ["lang"]})
+    assert [c.metadata for c in cases] == [{"lang": "en"}, {"lang": None}]
+
+
+def test_a_bad_row_quotes_its_value_unless_the_run_is_no_look(tmp_path: Path) -> None:
+    jsonl(tmp_path / "c.jsonl", {"id": "a", "vars": "the private answer"})
+    shown = refusal(lambda: load(tmp_path, {"file": "c.jsonl"}))
+    assert shown.message == (
+        "'vars' must be a mapping of names to values, got str 'the private answer'"
+    )
+    hidden = refusal(lambda: load(tmp_path, {"file": "c.jsonl"}, quiet=True))
+    assert hidden.message == "'vars' must be a mapping of names to values, got str"
+
+
+# -- inline cases ----------------------------------------------------------------------
+def test_an_inline_case_keeps_expected_metadata_and_label() -> None:
+    case = inline_case(
+        {"id": 7, "vars": {"q": 1}, "expected": "x", "metadata": {"k": "v"}, "human_label": 0.5},
+        "eval.yaml cases[0]",
+    )
+    assert (case.id, case.vars, case.expected, case.metadata, case.human_label) == (
+        "7",
+        {"q": 1},
+        "x",
+        {"k": "v"},
+        0.5,
+    )
+
+
+def test_an_inline_cases_errors_are_placed_in_the_config_or_at_a_files_line() -> None:
+    long = "v" * 60
+    in_config = refusal(lambda: inline_case({"id": "a", "metadata": long}, "cases[2]"))
+    assert place(in_config) == (
+        f"'metadata' must be a mapping of names to values, got str {long[:40]!r}",
+        None,
+        None,
+        "cases[2]",
+        'write "metadata": {"name": value, ...}',
+    )
+    quiet = refusal(lambda: inline_case({"id": "a", "vars": [1]}, "cases[2]", quiet=True))
+    assert quiet.message == "'vars' must be a mapping of names to values, got list"
+    at_line = refusal(
+        lambda: inline_case({"id": "a", "vars": 3}, "c.jsonl:4", file="c.jsonl", line=4)
+    )
+    assert (at_line.file, at_line.line, at_line.where) == ("c.jsonl", 4, None)
+    for source, file, line, where in (("cases[1]", None, None, "cases[1]"),
+                                      ("c.jsonl:4", "c.jsonl", 4, None)):  # fmt: skip
+        bad_id = refusal(
+            lambda s=source, f=file, n=line: inline_case({"id": {"x": 1}}, s, file=f, line=n)
+        )
+        assert place(bad_id) == (
+            "'id' must be a string or a number",
+            file,
+            line,
+            where,
+            'write "id": "a-unique-name"',
+        )
+
+
+def test_an_inline_cases_files_are_placed_by_origin_or_by_line(tmp_path: Path) -> None:
+    raw = {"id": "a", "files": {"doc": "missing.txt"}}
+    placed = refusal(
+        lambda: inline_case(
+            raw, "cases[0]", folder=tmp_path, origin=("eval.yaml", "cases[0].files")
+        )
+    )
+    assert (placed.file, placed.where) == ("eval.yaml", "cases[0].files.doc")
+    by_line = refusal(
+        lambda: inline_case(raw, "c.jsonl:3", file="c.jsonl", line=3, folder=tmp_path)
+    )
+    assert (by_line.file, by_line.where) == ("c.jsonl", "line 3 files.doc")
+
+
+# -- rows of columns -------------------------------------------------------------------
+def test_a_row_of_columns_maps_each_option() -> None:
+    row = {"id": "", "q": 1, "human_label": "pass", "gold": "fail", "qid": "Q9", "x": 2}
+    case = columns_case(row, {}, "src", "file-3")
+    assert (case.id, case.human_label) == ("file-3", "pass")  # an empty id: the row's own
+    assert case.vars == {"q": 1, "gold": "fail", "qid": "Q9", "x": 2}
+    mapped = columns_case(row, {"id": "qid", "human_label": "gold", "vars": ["q"]}, "src", "f-3")
+    assert (mapped.id, mapped.human_label, mapped.vars) == ("Q9", "fail", {"q": 1})
+
+
+# -- datasource pages ------------------------------------------------------------------
+SPEC = SourceSpec("mine", {}, {}, "cases[1]")
+LABEL = "datasource mine (cases[1])"
+
+
+def page(rows: list[Any], *, mapping: dict[str, Any] | None = None, **kw: Any) -> list[Any]:
+    spec = SourceSpec("mine", {}, mapping or {}, "cases[1]")
+    return datasource_cases(spec, rows, 2, checked=kw.pop("checked", False), **kw)
+
+
+def test_a_pages_rows_map_like_a_case_files() -> None:
+    rows = [{"id": "a", "q": 1, "x": 2}, {"id": "b", "vars": {"q": 3}}, {"id": "c", "q": 4}]
+    cases = page(rows, mapping={"vars": ["q"]})
+    assert [(c.id, c.vars) for c in cases] == [("a", {"q": 1}), ("b", {"q": 3}), ("c", {"q": 4})]
+    assert cases[0].source == f"{LABEL} page 2 row 1"
+    assert [c.id for c in page([{"id": "x", "q": 1}, {"q": 2}])] == ["x", "p2-2"]
+
+
+@pytest.mark.parametrize(
+    ("mapping", "label"),
+    [({"id": "qid"}, "id: qid"), ({"expected": "want"}, "expected: want"),
+     ({"human_label": "gold"}, "human_label: gold"), ({"vars": ["gone"]}, "vars: gone")],
+)  # fmt: skip
+def test_a_mapped_column_a_page_lacks_is_named_at_the_datasource(
+    mapping: dict[str, Any], label: str
+) -> None:
+    error = refusal(lambda: page([{"id": "a", "q": 1}], mapping=mapping))
+    column = label.split(": ")[1]
+    assert (error.message, error.where, error.line, error.file) == (
+        f"missing column '{column}' (asked for by '{label}')",
+        LABEL,
+        None,
+        None,
+    )
+    # a page after one that was checked is not checked again
+    assert len(page([{"id": "a", "q": 1}], mapping=mapping, checked=True)) == 1
+
+
+def test_only_a_pages_first_row_is_checked() -> None:
+    cases = page([{"id": "a", "lang": "en"}, {"id": "b"}], mapping={"metadata": ["lang"]})
+    assert [c.metadata for c in cases] == [{"lang": "en"}, {"lang": None}]
+
+
+def test_a_page_row_that_is_not_a_mapping_says_what_pages_returns() -> None:
+    error = refusal(lambda: page([{"id": "a"}, ["b"]]))
+    assert (error.message, error.where, error.fix) == (
+        "a row is a list, not a mapping",
+        f"{LABEL}, page 2 row 2",
+        "pages(cursor) returns (list of dicts, next cursor)",
+    )
+
+
+def test_an_inline_page_row_without_an_id_is_refused_at_its_row() -> None:
+    error = refusal(lambda: page([{"id": "a", "vars": {}}, {"vars": {"q": 1}}]))
+    assert (error.message, error.where, error.fix) == (
+        "a case has no 'id'",
+        f"{LABEL}, page 2 row 2",
+        'add "id": ...',
+    )
+    shown = refusal(lambda: page([{"id": "a", "vars": {}, "metadata": "secret words"}]))
+    assert shown.message.endswith("got str 'secret words'")
+    quiet = refusal(lambda: page([{"id": "a", "vars": {}, "metadata": "secret words"}], quiet=True))
+    assert quiet.message.endswith("got str")
+
+
+def test_a_key_shaped_value_in_a_page_is_refused_at_its_row_unless_allowed() -> None:
+    error = refusal(lambda: page([{"id": "a", "q": "x"}, {"id": "b", "q": KEY}]))
+    assert (error.line, error.where) == (None, "row 2")
+    assert "add `allow_secret_like: [q]` to cases[1]" in (error.fix or "")
+    assert page([{"id": "b", "q": KEY}], mapping={"allow_secret_like": ["q"]})[0].vars == {"q": KEY}
+
+
+def test_a_datasource_entry_keeps_its_mapping_apart_from_source_and_params() -> None:
+    raw = {"source": "duckdb", "params": {"query": "SELECT 1"}, "id": "qid", "vars": ["q"]}
+    spec = source_spec(raw, "cases[1]", "eval.yaml")
+    assert (spec.name, spec.params, spec.mapping) == (
+        "duckdb",
+        {"query": "SELECT 1"},
+        {"id": "qid", "vars": ["q"]},
+    )
+
+
+def test_a_datasources_own_error_is_placed_under_its_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalwh import datasources
+
+    class Picky:
+        def __init__(self, params: dict[str, Any], root: Path) -> None:
+            raise ConfigError("no table given" if params else "nothing given", fix="add one")
+
+    monkeypatch.setattr(datasources, "source_class", lambda *a, **k: Picky)
+    error = refusal(lambda: open_datasource(SPEC, tmp_path, "eval.yaml"))
+    assert (error.file, error.where) == ("eval.yaml", "cases[1]")
+    assert "cases[1]" in str(error)

@@ -1,0 +1,203 @@
+"""The streaming feed of a datasource run (evalwh.engine.feed), called directly: the batches
+of the config's own cases, what a source's read records (pages, rows, digest), a source's
+failure as a config error, the cells and cases the feed counts, its end markers after an
+early stop, the bounded answer cache and the checks of a streamed batch.
+
+Written from mutants that survived the mutation run (docs/testing.md). The end-to-end runs
+are in test_datasources.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import gc
+import hashlib
+import json
+import logging
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from evalwh.config.model import Case, SourceSpec
+from evalwh.engine import feed
+from evalwh.engine.feed import BoundedCache, CaseFeed, SourceRead, case_batches, with_checks
+from evalwh.errors import ConfigError
+from evalwh.scoring.checks import CheckSpec
+
+SPEC = SourceSpec("mine", {}, {}, "cases[1]")
+
+
+class Pages:
+    """A datasource: the given pages, then (optionally) a failure."""
+
+    def __init__(self, pages: list[list[dict[str, Any]]], fail: Exception | None = None):
+        self.pages_left, self.fail = list(pages), fail
+
+    def pages(self, cursor: Any) -> tuple[list[dict[str, Any]], Any]:
+        if not self.pages_left:
+            assert self.fail is not None
+            raise self.fail
+        rows = self.pages_left.pop(0)
+        return rows, (None if not self.pages_left and self.fail is None else "more")
+
+
+def plan(
+    cases: list[Case], sources: tuple[SourceRead, ...] = (), patterns: tuple[str, ...] = ()
+) -> Any:
+    return SimpleNamespace(cases=cases, sources=list(sources), case_patterns=list(patterns))
+
+
+def test_the_configs_own_cases_go_in_batches_of_1000_in_order() -> None:
+    cases = [Case(id=f"c{i}") for i in range(2500)]
+    batches = list(case_batches(plan(cases)))
+    assert [len(b) for b in batches] == [1000, 1000, 500]
+    assert [c.id for b in batches for c in b] == [c.id for c in cases]
+
+
+def test_a_sources_pages_are_filtered_then_prepared() -> None:
+    rows = [[{"id": "a1", "q": 1}, {"id": "b1", "q": 2}], [{"id": "b2", "q": 3}]]
+    read = SourceRead(SPEC, Pages(rows))
+    seen: list[list[str]] = []
+
+    def prepare(batch: list[Case]) -> list[Case]:
+        seen.append([c.id for c in batch])
+        return [Case(id=c.id.upper()) for c in batch]
+
+    batches = list(case_batches(plan([Case(id="own")], (read,), ("a*",)), prepare))
+    assert [[c.id for c in b] for b in batches] == [["own"], ["A1"]]
+    assert seen == [["a1"]]  # a page the filter empties is neither prepared nor queued
+
+
+def test_a_read_records_its_pages_rows_and_a_digest_of_the_rows() -> None:
+    when = dt.datetime(2026, 12, 2, 5, 30, tzinfo=dt.timezone.utc)
+    pages = [
+        [{"id": "a", "b": 1, "at": when}, {"id": "b", "b": 2, "at": when}],
+        [{"b": 3, "id": "c"}],
+    ]
+    read = SourceRead(SPEC, Pages(pages))
+    assert [[c.id for c in b] for b in read.batches()] == [["a", "b"], ["c"]]
+    expected = hashlib.sha256()
+    for row in [*pages[0], {"id": "c", "b": 3}]:  # keys in any order: the same digest
+        expected.update(json.dumps(row, sort_keys=True, default=str).encode() + b"\n")
+    record = read.record()
+    assert (record["rows_read"], record["pages"], record["complete"]) == (3, 2, True)
+    assert record["digest"] == "sha256:" + expected.hexdigest()
+
+
+def test_a_source_with_its_own_digest_is_recorded_by_it() -> None:
+    class Digested(Pages):
+        def digest(self) -> str:
+            return "etag:42"
+
+    read = SourceRead(SPEC, Digested([[{"id": "a"}]]))
+    list(read.batches())
+    assert read.record()["digest"] == "etag:42"
+
+
+@pytest.mark.parametrize(
+    ("quiet", "detail"), [(False, "row 3 is 'private text'"), (True, "details withheld (no-look)")]
+)
+def test_a_sources_failure_is_a_config_error_naming_it_and_how_far_it_got(
+    quiet: bool, detail: str
+) -> None:
+    read = SourceRead(SPEC, Pages([[{"id": "a"}]], RuntimeError("row 3 is 'private text'")), quiet)
+    with pytest.raises(ConfigError) as info:
+        list(read.batches())
+    error = info.value
+    assert (error.message, error.where, error.fix) == (
+        f"datasource 'mine' failed after 1 page(s): RuntimeError: {detail}",
+        "cases[1]",
+        "check the datasource's params and that what it reads is reachable; a datasource run"
+        " cannot be resumed, start it again",
+    )
+
+
+def cell_plan(models: int = 2, repeats: int = 1, unwanted: str | None = None) -> Any:
+    variant = SimpleNamespace(variant=SimpleNamespace(id="v"))
+    return SimpleNamespace(
+        variants=[variant],
+        models=[SimpleNamespace(id=f"m{i}") for i in range(models)],
+        repeats=repeats,
+        wanted=lambda cell: cell[2] != unwanted,
+    )
+
+
+def drain(feed_: CaseFeed) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for model_id, queue in feed_.queues.items():
+        out[model_id] = []
+        while not queue.empty():
+            out[model_id].append(queue.get_nowait())
+    return out
+
+
+def test_the_feed_counts_the_cases_and_cells_it_hands_out() -> None:
+    batches = [[Case(id="a"), Case(id="b")], [Case(id="c")]]
+    feed_ = CaseFeed(
+        cell_plan(models=2, repeats=2, unwanted="b"), iter(batches), {"m0": 50, "m1": 50}
+    )
+
+    asyncio.run(feed_.produce(lambda: False))
+    assert (feed_.cases, feed_.queued) == (3, 2 * 2 * 2)  # b's cells are not wanted
+    queued = drain(feed_)
+    assert [(c[1].id, c[2]) for c in queued["m0"] if c is not None] == [
+        ("a", 0),
+        ("a", 1),
+        ("c", 0),
+        ("c", 1),
+    ]
+    assert queued["m0"][-50:] == [None] * 50  # an end marker per worker
+
+
+def test_a_stopped_feed_still_ends_every_workers_queue() -> None:
+    batches = iter([[Case(id="a"), Case(id="b")], [Case(id="c")]])
+    feed_ = CaseFeed(cell_plan(models=1), batches, {"m0": 3})
+    calls = iter([False, True])  # stopped after the first case
+
+    asyncio.run(feed_.produce(lambda: next(calls, True)))
+    assert (feed_.cases, feed_.queued) == (1, 1)
+    assert [c if c is None else c[1].id for c in drain(feed_)["m0"]] == ["a", None, None, None]
+
+
+def test_a_page_nobody_waits_for_never_logs_its_error(caplog: pytest.LogCaptureFixture) -> None:
+    # a datasource's message may quote a row, and a no-look run writes none to the terminal:
+    # the failure of a page read ahead is always retrieved, even when the feed has stopped
+    def failing() -> Any:
+        raise RuntimeError("row 9 is 'private text'")
+        yield  # pragma: no cover
+
+    async def main() -> None:
+        future = feed._fetch(failing())
+        while not future.done():
+            await asyncio.sleep(0.01)
+        del future
+        gc.collect()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(main())
+        gc.collect()
+    assert "private text" not in caplog.text
+    assert "never retrieved" not in caplog.text
+
+
+def test_the_answer_cache_keeps_the_newest_entries() -> None:
+    cache = BoundedCache(limit=2)
+    cache["a"], cache["b"] = 1, 2
+    cache["c"] = 3
+    assert dict(cache) == {"b": 2, "c": 3}
+    assert BoundedCache().limit == feed.CACHE_ENTRIES
+
+
+def test_a_streamed_batchs_checks_are_parsed_and_a_batch_without_any_is_kept() -> None:
+    prepare = with_checks("eval.yaml")
+    plain = [Case(id="a"), Case(id="b")]
+    assert prepare(plain) is plain
+    mixed = [Case(id="a", check='test -s "$ANSWER"'), Case(id="b")]
+    out = prepare(mixed)
+    assert out[0].check == CheckSpec(run='test -s "$ANSWER"')
+    assert out[1] is mixed[1]
+    with pytest.raises(ConfigError) as info:
+        prepare([Case(id="x", source="src row 1", check={"nope": 1})])
+    assert info.value.where == "src row 1 check.nope"
