@@ -287,6 +287,25 @@ def test_an_inline_cases_files_are_placed_by_origin_or_by_line(tmp_path: Path) -
     assert (by_line.file, by_line.where) == ("c.jsonl", "line 3 files.doc")
 
 
+@pytest.mark.parametrize("raw", [["a.txt"], {"doc": 3}])
+def test_an_inline_cases_files_must_map_names_to_paths(tmp_path: Path, raw: Any) -> None:
+    error = refusal(
+        lambda: inline_case(
+            {"id": "a", "files": raw},
+            "cases[0]",
+            folder=tmp_path,
+            origin=("eval.yaml", "cases[0].files"),
+        )
+    )
+    assert place(error) == (
+        "'files' must map names to file paths",
+        "eval.yaml",
+        None,
+        "cases[0].files",
+        "write files: {photo: images/dog1.jpg}",
+    )
+
+
 # -- rows of columns -------------------------------------------------------------------
 def test_a_row_of_columns_maps_each_option() -> None:
     row = {"id": "", "q": 1, "human_label": "pass", "gold": "fail", "qid": "Q9", "x": 2}

@@ -76,14 +76,20 @@ def test_a_read_records_its_pages_rows_and_a_digest_of_the_rows() -> None:
         [{"id": "a", "b": 1, "at": when}, {"id": "b", "b": 2, "at": when}],
         [{"b": 3, "id": "c"}],
     ]
-    read = SourceRead(SPEC, Pages(pages))
+    read = SourceRead(SourceSpec("mine", {"table": "t"}, {}, "cases[1]"), Pages(pages))
     assert [[c.id for c in b] for b in read.batches()] == [["a", "b"], ["c"]]
     expected = hashlib.sha256()
     for row in [*pages[0], {"id": "c", "b": 3}]:  # keys in any order: the same digest
         expected.update(json.dumps(row, sort_keys=True, default=str).encode() + b"\n")
-    record = read.record()
-    assert (record["rows_read"], record["pages"], record["complete"]) == (3, 2, True)
-    assert record["digest"] == "sha256:" + expected.hexdigest()
+    assert read.record() == {
+        "name": "mine",
+        "params": {"table": "t"},
+        "where": "cases[1]",
+        "rows_read": 3,
+        "pages": 2,
+        "complete": True,
+        "digest": "sha256:" + expected.hexdigest(),
+    }
 
 
 def test_a_source_with_its_own_digest_is_recorded_by_it() -> None:

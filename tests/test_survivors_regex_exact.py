@@ -1,6 +1,7 @@
-"""The regex and exact scorers, pinned where mutation testing found them loose
-(docs/testing.md): each config error with its file, option, message and fix, and flags that
-add up rather than replace each other."""
+"""The regex, exact and contains scorers, pinned where mutation testing found them loose
+(docs/testing.md): each config error with its file, option, message and fix, flags that
+add up rather than replace each other, case folding of a case's expected values, and the
+length at which a shown value is clipped."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
-from evalwh.scoring.builtin import exact, regex
+from evalwh.scoring.builtin import CLIP, clip, contains, exact, not_contains, regex
 
 FILE = "eval.yaml"
 CASE = Case(id="c1")
@@ -78,3 +79,39 @@ def test_a_pattern_that_does_not_compile_says_why_and_where_when_re_knows(
     assert error.message == f"criterion 'k' (regex): invalid regular expression {pattern!r}: {said}"
     assert error.where == "scorecard[2].pattern"
     assert error.fix == FIX
+
+
+def test_contains_match_must_be_all_or_any(tmp_path: Path) -> None:
+    error = config_error(contains, "contains", tmp_path, match="most", value="x")
+    assert error.message == "criterion 'k' (contains): 'match' must be 'all' or 'any', got 'most'"
+    assert (error.where, error.fix) == (
+        "scorecard[2].match",
+        "write `match: all` (every value) or `match: any` (at least one value)",
+    )
+
+
+@pytest.mark.parametrize("value", [[], [1, 2], 5, ["a", 3]])
+def test_contains_value_must_be_text_or_a_non_empty_list_of_texts(
+    tmp_path: Path, value: Any
+) -> None:
+    error = config_error(not_contains, "not-contains", tmp_path, value=value)
+    assert error.message == (
+        "criterion 'k' (not-contains): 'value' must be a string or a non-empty list of"
+        f" strings, got {value!r}"
+    )
+    assert (error.where, error.fix) == (
+        "scorecard[2].value",
+        "write `value: text` or `value: [one, two]`",
+    )
+
+
+def test_contains_folds_a_cases_expected_values_when_case_insensitive(tmp_path: Path) -> None:
+    spec = Criterion(name="k", type="contains", options={"case_sensitive": False})
+    score = contains(spec, tmp_path, FILE)
+    result = score("the capital is paris, then rome", Case(id="c", expected=["PARIS", "Rome"]))
+    assert (result.score, result.details) == (1.0, {"found": ["PARIS", "Rome"], "missing": []})
+
+
+def test_a_shown_value_is_clipped_only_past_the_limit() -> None:
+    assert clip("x" * CLIP) == "x" * CLIP
+    assert clip("x" * (CLIP + 1)) == "x" * CLIP + "…"
