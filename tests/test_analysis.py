@@ -436,6 +436,24 @@ def test_compare_defaults_to_the_latest_run_and_separate_slice_keys(store: Wareh
     assert separate != deltas(store, "A", "B", keys=["doc", "lang"], combine=True).to_pylist()
 
 
+def test_compare_by_keys_combines_them_and_without_by_slices_each_key_alone(
+    store: Warehouse,
+) -> None:
+    def slices(result: Any) -> set[str]:
+        return {r["target"] for r in result.deltas.to_pylist() if r["scope"] == "slice"}
+
+    by = compare(store, "A", "B", by=["lang", "doc"], movers=0)
+    assert slices(by) == {
+        "lang=en, doc=d1",
+        "lang=en, doc=d2",
+        "lang=fr, doc=d2",
+        "lang=fr, doc=d3",
+    }
+    assert slices(compare(store, "A", "B", movers=0)) == {
+        "lang=en", "lang=fr", "doc=d1", "doc=d2", "doc=d3"
+    }  # fmt: skip
+
+
 def test_compare_notes_name_what_cannot_be_trusted(store: Warehouse) -> None:
     nothing = compare(store, "R", "W", movers=0)
     assert nothing.notes == ["the runs share no (variant, model, case_id, repeat): nothing to pair"]

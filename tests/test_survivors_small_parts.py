@@ -1,0 +1,135 @@
+"""Small functions the larger tests reach only through a whole run, called directly: the
+stored text of a failed request, the prompt text rule-matching reads, a provider error's
+defaults, the price table's lookup, an HTTP provider's URL and its closing, the judge
+placeholder and a judge's rationale, and the analysis helpers for keys and repeats.
+
+Written from mutants that survived the mutation run (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from evalwh.analysis import repeats
+from evalwh.analysis.runinfo import cluster_key, split_keys
+from evalwh.config.model import Case, Criterion, ModelSpec, Price
+from evalwh.config.secrets import redact
+from evalwh.engine.runner import error_text
+from evalwh.providers.base import ProviderError, prompt_text
+from evalwh.providers.openai import OpenAICompatibleProvider
+from evalwh.providers.pricing import table_price
+from evalwh.scoring.judge import judge_criterion, parse_score
+
+
+def test_a_failed_requests_text_names_its_status_once() -> None:
+    def text(message: str, status: int | None) -> str:
+        return error_text(ProviderError(message, status=status), redact)
+
+    assert text("None of the servers answered", 503) == "HTTP 503: None of the servers answered"
+    assert text("rate limited (429)", 429) == "rate limited (429)"
+    assert text("connection reset", None) == "connection reset"
+
+
+def test_the_prompt_text_is_each_message_by_role_a_blank_line_apart() -> None:
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "be brief"}]},
+        {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image"}]},
+    ]
+    assert prompt_text(messages) == "system: be brief\n\nuser: hi"
+
+
+def test_a_provider_error_is_final_unless_it_says_otherwise() -> None:
+    error = ProviderError("bad request")
+    assert (error.retryable, error.retry_after, error.status, error.kind) == (
+        False,
+        None,
+        None,
+        "provider",
+    )
+
+
+def test_the_price_table_knows_exact_names_and_names_with_a_date_suffix() -> None:
+    assert table_price("anthropic", "claude-sonnet-4-5") == Price(3.0, 15.0)
+    assert table_price("anthropic", "claude-sonnet-4-5-20250929") == Price(3.0, 15.0)
+    assert table_price("anthropic", "claude-sonnet-4-5-latest") == Price(3.0, 15.0)
+    assert table_price("anthropic", "claude-sonnet") is None  # no guess from a prefix
+    assert table_price("nobody", "claude-sonnet-4-5") is None
+
+
+def compatible(base_url: str) -> OpenAICompatibleProvider:
+    return OpenAICompatibleProvider(
+        ModelSpec(id="m", provider="openai-compatible", model="x", options={"base_url": base_url})
+    )
+
+
+@pytest.mark.parametrize(
+    ("base_url", "url"),
+    [
+        ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/chat/completions"),
+        ("http://127.0.0.1:9/v1//", "http://127.0.0.1:9/v1/chat/completions"),
+        ("http://127.0.0.1:9/apiX/", "http://127.0.0.1:9/apiX/chat/completions"),
+    ],
+)
+def test_the_endpoint_is_appended_to_the_base_url_without_its_trailing_slashes(
+    base_url: str, url: str
+) -> None:
+    assert compatible(base_url).url == url
+
+
+def test_closing_a_provider_in_its_loop_closes_its_clients() -> None:
+    provider = compatible("http://127.0.0.1:9/v1")
+
+    async def main() -> list[Any]:
+        provider._client_for_loop()
+        clients = list(provider._clients)
+        await provider.aclose()
+        return clients
+
+    clients = asyncio.run(main())
+    assert clients and all(c.is_closed for c in clients)
+    assert provider._clients == [] and provider._loop is None
+
+
+def test_the_judge_placeholder_is_an_error_if_called_synchronously() -> None:
+    crit = Criterion(name="j", type="llm-judge", options={"judge": "ref"})
+    placeholder = judge_criterion(crit, None, "eval.yaml")
+    result = placeholder("answer", Case(id="c"))
+    assert (result.score, result.error) == (
+        0.0,
+        "llm-judge criteria are scored by the engine, not synchronously",
+    )
+    assert (placeholder.is_judge, placeholder.judge_id) == (True, "ref")
+
+
+def test_a_judges_rationale_is_kept_with_its_score() -> None:
+    result = parse_score('{"score": 4, "rationale": "names the capital"}', (1.0, 5.0))
+    assert (result.score, result.rationale, result.details) == (
+        0.75,
+        "names the capital",
+        {"raw_score": 4.0},
+    )
+
+
+def test_slice_keys_are_split_on_commas_in_text_and_in_lists() -> None:
+    assert split_keys("lang, length,,lang") == ["lang", "length"]
+    assert split_keys(["lang,topic", "length"]) == ["lang", "topic", "length"]
+    assert split_keys("lang length") == ["lang length"]
+    assert split_keys(None) == []
+
+
+def test_the_cluster_key_is_read_only_from_an_analysis_mapping() -> None:
+    assert cluster_key({"analysis": {"cluster": "doc"}}) == "doc"
+    assert cluster_key({"analysis": "doc"}) is None
+    assert cluster_key({}) is None
+
+
+def test_repeat_statistics_and_flaky_cases_are_asked_of_the_run_given() -> None:
+    asked: list[tuple[str, dict[str, Any]]] = []
+    store = SimpleNamespace(query=lambda name, **params: asked.append((name, params)))
+    repeats.repeat_stats(store, "r-1")
+    repeats.flaky_cases(store, "r-1")
+    assert asked == [("repeats", {"run_id": "r-1"}), ("flaky", {"run_id": "r-1"})]
