@@ -120,6 +120,32 @@ def test_a_sources_failure_is_a_config_error_naming_it_and_how_far_it_got(
     )
 
 
+def test_a_reads_first_page_is_checked_for_the_mapping_and_later_pages_are_not() -> None:
+    missing = SourceRead(
+        SourceSpec("mine", {}, {"vars": ["gone"]}, "cases[1]"), Pages([[{"id": "a"}]])
+    )
+    with pytest.raises(ConfigError, match="missing column 'gone'"):
+        list(missing.batches())
+    # a later page's first row may lack a mapped column: its value is None
+    lang = SourceSpec("mine", {}, {"metadata": ["lang"]}, "cases[1]")
+    read = SourceRead(lang, Pages([[{"id": "a", "lang": "en"}], [{"id": "b"}], [{"id": "c"}]]))
+    assert [c.metadata for b in read.batches() for c in b] == [
+        {"lang": "en"},
+        {"lang": None},
+        {"lang": None},
+    ]
+
+
+def test_a_no_look_read_quotes_no_value_of_a_bad_row() -> None:
+    rows = [[{"id": "a", "vars": {}, "metadata": "private words"}]]
+    with pytest.raises(ConfigError) as shown:
+        list(SourceRead(SPEC, Pages(rows)).batches())
+    assert "private words" in shown.value.message
+    with pytest.raises(ConfigError) as quiet:
+        list(SourceRead(SPEC, Pages(rows), quiet=True).batches())
+    assert "private words" not in quiet.value.message
+
+
 def cell_plan(models: int = 2, repeats: int = 1, unwanted: str | None = None) -> Any:
     variant = SimpleNamespace(variant=SimpleNamespace(id="v"))
     return SimpleNamespace(
