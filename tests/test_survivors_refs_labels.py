@@ -164,6 +164,50 @@ def test_a_new_run_stores_its_json_columns_as_json_and_names_its_process(
     assert (row[3], row[4]) == (store.HOST, os.getpid())
 
 
+def run_state(tmp_path: Path) -> dict[str, Any]:
+    con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
+    try:
+        cursor = con.execute(
+            "SELECT status, totals, datasources, n_planned, lease_token, finished_at IS NOT NULL"
+            " AS finished FROM runs WHERE run_id = 'r-1'"
+        )
+        names = [d[0] for d in cursor.description]
+        row = cursor.fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return dict(zip(names, row, strict=True))
+
+
+def test_finishing_a_run_records_its_end_and_releases_its_lease(tmp_path: Path) -> None:
+    runs = warehouse(tmp_path)
+    runs.create_run(run_row(lease_token="tok"))
+    runs.finish_run("r-1", "exporting", {"n": 3}, token="other")  # not its lease: nothing
+    assert run_state(tmp_path)["status"] == "running"
+    runs.finish_run(
+        "r-1", "exporting", {"n": 3}, token="tok", datasources=[{"name": "src"}], n_planned=7
+    )
+    state = run_state(tmp_path)
+    assert (json.loads(state["totals"]), json.loads(state["datasources"])) == (
+        {"n": 3},
+        [{"name": "src"}],
+    )
+    assert (state["status"], state["n_planned"], state["lease_token"], state["finished"]) == (
+        "exporting",
+        7,
+        "tok",  # exporting keeps the lease until the export is in place
+        True,
+    )
+    runs.finish_run("r-1", "interrupted", token="tok")  # no totals or datasources: kept
+    state = run_state(tmp_path)
+    assert (state["status"], json.loads(state["totals"]), state["n_planned"]) == (
+        "interrupted",
+        {"n": 3},
+        7,
+    )
+    assert state["lease_token"] is None
+
+
 def labels_of(tmp_path: Path) -> list[tuple[Any, ...]]:
     con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
     try:
@@ -219,4 +263,11 @@ def test_each_write_carries_its_label(tmp_path: Path, monkeypatch: pytest.Monkey
     runs.insert_labels("r-1", SimpleNamespace(labels=[], point_labels=[], cases=[]))  # none
     set_baseline(runs, "r-1", "prod")
     remove_baseline(runs, "prod")
-    assert labels == ["create a run", "store labels", "pin baseline prod", "unpin baseline prod"]
+    runs.finish_run("r-1", "completed")
+    assert labels == [
+        "create a run",
+        "store labels",
+        "pin baseline prod",
+        "unpin baseline prod",
+        "finish run r-1",
+    ]

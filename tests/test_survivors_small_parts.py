@@ -9,6 +9,8 @@ Written from mutants that survived the mutation run (docs/testing.md).
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,8 +20,10 @@ from evalwh.analysis import repeats
 from evalwh.analysis.runinfo import cluster_key, split_keys
 from evalwh.config.model import Case, Criterion, ModelSpec, Price
 from evalwh.config.secrets import redact
-from evalwh.engine.runner import error_text
-from evalwh.providers.base import ProviderError, prompt_text
+from evalwh.engine.execute import _finish
+from evalwh.engine.records import RowSink
+from evalwh.engine.runner import CachedAnswer, error_text
+from evalwh.providers.base import ProviderError, message_text, prompt_text
 from evalwh.providers.openai import OpenAICompatibleProvider
 from evalwh.providers.pricing import table_price
 from evalwh.scoring.judge import judge_criterion, parse_score
@@ -133,3 +137,46 @@ def test_repeat_statistics_and_flaky_cases_are_asked_of_the_run_given() -> None:
     repeats.repeat_stats(store, "r-1")
     repeats.flaky_cases(store, "r-1")
     assert asked == [("repeats", {"run_id": "r-1"}), ("flaky", {"run_id": "r-1"})]
+
+
+def test_a_text_part_without_text_adds_nothing() -> None:
+    message = {"content": [{"type": "text"}, {"type": "image"}, {"type": "text", "text": "a"}]}
+    assert message_text(message) == "a"
+
+
+def test_an_answer_is_cached_with_the_time_it_was_stored_in_microseconds() -> None:
+    added: list[list[Any]] = []
+    sink = RowSink(SimpleNamespace(add_cache=added.append), "r-1")  # type: ignore[arg-type]
+    model = ModelSpec(id="m", provider="mock", model="small")
+    before = time.time_ns() // 1000
+    sink.remember("h1", model, CachedAnswer("out", 3, 4, 5.5))
+    after = time.time_ns() // 1000
+    (row,) = added
+    assert row[:7] == ["h1", "mock", "small", "out", 3, 4, 5.5] and row[8] == "r-1"
+    assert type(row[7]) is int and before <= row[7] <= after
+
+
+def test_a_runs_end_is_recorded_with_everything_the_engine_knows() -> None:
+    calls: list[tuple[Any, ...]] = []
+    store = SimpleNamespace(finish_run=lambda *a, **k: calls.append((a, k)))
+    _finish(store, "r-1", "completed", "tok", {"n": 1}, [{"name": "src"}], 5)
+    assert calls == [
+        (
+            ("r-1", "completed", {"n": 1}),
+            {"token": "tok", "datasources": [{"name": "src"}], "n_planned": 5},
+        )
+    ]
+
+
+def test_a_failed_runs_end_that_cannot_be_recorded_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def full_disk(*args: Any, **kwargs: Any) -> None:
+        raise OSError("No space left on device")
+
+    store = SimpleNamespace(finish_run=full_disk)
+    with caplog.at_level(logging.WARNING, logger="evalwh.engine"):
+        _finish(store, "r-1", "failed", None, {})
+    assert "could not mark run r-1 failed: No space left on device" in caplog.text
+    with pytest.raises(OSError, match="No space"):
+        _finish(store, "r-1", "completed", None, {})
