@@ -208,6 +208,16 @@ def test_finishing_a_run_records_its_end_and_releases_its_lease(tmp_path: Path) 
     assert state["lease_token"] is None
 
 
+def test_the_final_status_releases_the_lease_and_only_for_its_holder(tmp_path: Path) -> None:
+    runs = warehouse(tmp_path)
+    runs.create_run(run_row(lease_token="tok"))
+    runs.set_status("r-1", "failed", token="other")
+    assert run_state(tmp_path)["status"] == "running"
+    runs.set_status("r-1", "completed", token="tok")
+    state = run_state(tmp_path)
+    assert (state["status"], state["lease_token"]) == ("completed", None)
+
+
 def labels_of(tmp_path: Path) -> list[tuple[Any, ...]]:
     con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
     try:
@@ -264,10 +274,12 @@ def test_each_write_carries_its_label(tmp_path: Path, monkeypatch: pytest.Monkey
     set_baseline(runs, "r-1", "prod")
     remove_baseline(runs, "prod")
     runs.finish_run("r-1", "completed")
+    runs.set_status("r-1", "completed")
     assert labels == [
         "create a run",
         "store labels",
         "pin baseline prod",
         "unpin baseline prod",
         "finish run r-1",
+        "set the status of run r-1",
     ]

@@ -22,11 +22,12 @@ from evalwh.config.model import Case, Criterion, ModelSpec, Price
 from evalwh.config.secrets import redact
 from evalwh.engine.execute import _finish
 from evalwh.engine.records import RowSink
-from evalwh.engine.runner import CachedAnswer, error_text
+from evalwh.engine.runner import CachedAnswer, Call, error_text
 from evalwh.providers.base import ProviderError, message_text, prompt_text
 from evalwh.providers.openai import OpenAICompatibleProvider
 from evalwh.providers.pricing import table_price
 from evalwh.scoring.judge import judge_criterion, parse_score
+from evalwh.warehouse import writer
 
 
 def test_a_failed_requests_text_names_its_status_once() -> None:
@@ -180,3 +181,31 @@ def test_a_failed_runs_end_that_cannot_be_recorded_is_logged_not_raised(
     assert "could not mark run r-1 failed: No space left on device" in caplog.text
     with pytest.raises(OSError, match="No space"):
         _finish(store, "r-1", "completed", None, {})
+
+
+def test_a_calls_cost_is_its_tokens_at_the_models_price() -> None:
+    priced = ModelSpec(id="m", provider="mock", model="m", price=Price(1.0, 2.0))
+    answered = Call("h", CachedAnswer("o", 1_000_000, 500_000, None), None, False, 1)
+    assert answered.cost(priced) == 2.0
+    assert Call("h", None, None, False, 1).cost(priced) is None
+    assert answered.cost(ModelSpec(id="m", provider="mock", model="m")) is None
+
+
+def test_a_heartbeat_is_due_once_its_interval_has_passed(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(writer.time, "monotonic", lambda: clock[0])
+    run_writer = writer.RunWriter(tmp_path / "w.duckdb", "r-1", heartbeat_s=30.0)
+    clock[0] = 129.9
+    assert run_writer.beat_due() is False
+    clock[0] = 130.0
+    assert run_writer.beat_due() is True
+
+
+def test_a_row_of_the_wrong_width_is_refused_with_both_counts(tmp_path: Any) -> None:
+    run_writer = writer.RunWriter(tmp_path / "w.duckdb", "r-1")
+    width = len(writer.CASE_COLUMNS)
+    with pytest.raises(ValueError) as info:
+        run_writer.add_case([1, 2])
+    assert str(info.value) == f"a row of 2 values for {width} columns"
