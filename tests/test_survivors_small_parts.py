@@ -23,6 +23,7 @@ from evalwh.config.secrets import redact
 from evalwh.engine.execute import _finish
 from evalwh.engine.records import RowSink
 from evalwh.engine.runner import CachedAnswer, Call, error_text
+from evalwh.providers import pricing
 from evalwh.providers.base import ProviderError, message_text, prompt_text
 from evalwh.providers.openai import OpenAICompatibleProvider
 from evalwh.providers.pricing import table_price
@@ -209,3 +210,10 @@ def test_a_row_of_the_wrong_width_is_refused_with_both_counts(tmp_path: Any) -> 
     with pytest.raises(ValueError) as info:
         run_writer.add_case([1, 2])
     assert str(info.value) == f"a row of 2 values for {width} columns"
+
+
+def test_an_exact_dated_entry_wins_over_its_undated_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = {"providers": {"p": {"m-20250101": [1.0, 2.0], "m": [3.0, 4.0]}}}
+    monkeypatch.setattr(pricing, "price_table", lambda: table)
+    assert table_price("p", "m-20250101") == Price(1.0, 2.0)
+    assert table_price("p", "m-20260101") == Price(3.0, 4.0)

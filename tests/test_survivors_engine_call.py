@@ -1,0 +1,101 @@
+"""One request through the engine (evalwh.engine.runner.Engine.call), called directly on the
+mock provider: the answer cache and what turns it off, the key's scope, the cost cap's refusal
+before a request and its settlement after one.
+
+Written from mutants that survived the mutation run (docs/testing.md). Whole runs with a cache
+and a cap are in test_engine.py and test_datasources.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+from evalwh import providers
+from evalwh.config.model import Case, ModelSpec, Price
+from evalwh.engine.budget import Budget
+from evalwh.engine.plan import request_hash, request_scope
+from evalwh.engine.runner import CachedAnswer, Call, Endpoint, Engine
+
+# $1 per input token, nothing per output token: a reservation is the prompt's characters / 4
+PRICE = Price(input_per_mtok=1e6, output_per_mtok=0.0)
+
+
+def endpoint(price: Price | None = None) -> Endpoint:
+    model = ModelSpec(
+        id="m", provider="mock", model="m", price=price, options={"mock": {"default": "hello"}}
+    )
+    return Endpoint.for_model(model, providers.create(model))
+
+
+def engine(ep: Endpoint, **kw: Any) -> Engine:
+    plan = SimpleNamespace(models=[ep.model])
+    return Engine(plan, {"m": ep}, None, None, concurrency=4, **kw)  # type: ignore[arg-type]
+
+
+def text(chars: int) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": [{"type": "text", "text": "x" * chars}]}]
+
+
+def call(
+    eng: Engine, ep: Endpoint, messages: Any, case: str = "c1", variant: str = "v", repeat: int = 0
+) -> Call:
+    return asyncio.run(eng.call(ep, messages, Case(id=case), variant, repeat))
+
+
+def test_a_cached_answer_is_served_without_a_request_unless_reuse_is_off() -> None:
+    ep = endpoint()
+    eng = engine(ep)
+    sent = call(eng, ep, text(8))
+    assert (sent.cached, sent.attempts, sent.answer is not None) == (False, 1, True)
+    assert sent.key == request_hash(
+        ep.identity, text(8), 0, scope=request_scope(ep.model, "v", "c1")
+    )
+    stored = CachedAnswer("from the cache", 3, 4, 5.0)
+    eng.cache[sent.key] = stored
+    hit = call(eng, ep, text(8))
+    assert (hit.key, hit.answer, hit.error, hit.cached, hit.attempts) == (
+        sent.key, stored, None, True, 0,
+    )  # fmt: skip
+    call(eng, ep, text(8))
+    assert (eng.stats.cache_hits, eng.stats.requests) == (2, 1)
+    fresh = engine(ep, cache={sent.key: stored}, reuse=False)  # --no-cache
+    again = call(fresh, ep, text(8))
+    assert (again.cached, again.answer.output if again.answer else None) == (False, "hello")
+
+
+def test_a_mock_requests_key_depends_on_its_case_variant_and_repeat() -> None:
+    ep = endpoint()
+    eng = engine(ep)
+    keys = {
+        call(eng, ep, text(8)).key,
+        call(eng, ep, text(8), case="c2").key,
+        call(eng, ep, text(8), variant="w").key,
+        call(eng, ep, text(8), repeat=1).key,
+    }
+    assert len(keys) == 4
+
+
+def test_a_request_the_cap_would_cross_is_not_sent() -> None:
+    ep = endpoint(PRICE)
+    budget = Budget(cap=9.5)
+    eng = engine(ep, budget=budget)
+    refused = call(eng, ep, text(40))  # 40 characters: 10 tokens, $10
+    assert (refused.answer, refused.cached, refused.attempts) == (None, False, 0)
+    assert refused.error is not None
+    assert (refused.error.kind, refused.error.retryable) == ("budget", False)
+    assert str(refused.error) == f"not sent: {budget.reason}"
+    assert eng.stats.requests == 0 and budget.reserved == 0.0
+
+
+def test_a_sent_request_settles_its_reservation_with_what_it_cost() -> None:
+    ep = endpoint(PRICE)
+    budget = Budget(cap=100.0)
+    eng = engine(ep, budget=budget)
+    sent = call(eng, ep, text(40))
+    assert sent.error is None and sent.answer is not None
+    assert budget.reserved == 0.0
+    assert budget.spent == sent.cost(ep.model) == 12.0  # the mock counts 12 input tokens
+    # the cost is remembered as the model's largest: a one-token reservation is raised to it
+    assert budget.reservation(ep.model, 4) == 12.0
