@@ -86,6 +86,29 @@ def test_the_endpoint_is_appended_to_the_base_url_without_its_trailing_slashes(
     assert compatible(base_url).url == url
 
 
+def test_a_request_goes_to_a_shard_with_a_free_connection_and_a_full_pool_still_serves(
+    transport: str,
+) -> None:
+    # a run's concurrency may exceed the pool (100 connections unless the model's
+    # max_concurrency is larger): a request then waits in the least busy shard, never fails
+    provider = compatible("http://127.0.0.1:9/v1")
+
+    async def main() -> None:
+        first = provider._client_for_loop()
+        clients, per = provider._clients, provider._per_shard
+        assert (len(clients), per) == ((1, 100) if transport == "aiohttp" else (7, 15))
+        assert provider._client_for_loop() is first  # sequential requests: the first shard
+        provider._busy[0] = per  # the first shard is full
+        expected = clients[0] if len(clients) == 1 else clients[1]
+        assert provider._client_for_loop() is expected
+        provider._busy[:] = [per] * len(clients)  # every shard is full
+        provider._busy[-1] = per + 1
+        assert provider._client_for_loop() is clients[0]  # the least busy
+        await provider.aclose()
+
+    asyncio.run(main())
+
+
 def test_closing_a_provider_in_its_loop_closes_its_clients() -> None:
     provider = compatible("http://127.0.0.1:9/v1")
 
