@@ -17,13 +17,14 @@ from typing import Any
 from evalwh.config.attachments import Attachment
 from evalwh.config.model import Case, ModelSpec
 from evalwh.engine.records import RowSink
-from evalwh.engine.runner import CellResult
+from evalwh.engine.runner import CellResult, CheckOutcome
 from evalwh.scoring.scorecard import CaseScore, CriterionScore
 
 MODEL = ModelSpec(id="m", provider="mock", model="small")
 PHOTO = Attachment("photo", Path("/x/dog.jpg"), "ab" * 32, "image/jpeg", 1234)
 # the case row's columns, in RowSink's order, up to the stored case fields
 VARS, EXPECTED, METADATA, HUMAN_LABEL, CREATED_AT = 5, 6, 7, 8, 22
+CHECK = slice(24, 28)  # passed, exit code, output, error
 ATTACHMENTS = -1
 
 
@@ -40,9 +41,10 @@ def result(case: Case, *, passed: bool = True, error: str | None = None) -> Cell
     )  # fmt: skip
 
 
-def sink(**kw: Any) -> tuple[RowSink, list[list[Any]]]:
+def sink(scores: list[list[Any]] | None = None, **kw: Any) -> tuple[RowSink, list[list[Any]]]:
     cases: list[list[Any]] = []
-    writer = SimpleNamespace(add_case=cases.append, add_score=lambda row: None)
+    add_score = scores.append if scores is not None else (lambda row: None)
+    writer = SimpleNamespace(add_case=cases.append, add_score=add_score)
     return RowSink(writer, "r-1", **kw), cases  # type: ignore[arg-type]
 
 
@@ -101,3 +103,43 @@ def test_the_memo_of_serialised_cases_keeps_the_newest_up_to_its_bound() -> None
     # a case seen again is served from the memo: the same fields, the same row
     rows_sink(result(Case(id="c", vars={"id": "changed"})))
     assert json.loads(rows[-1][VARS]) == {"id": "c"}
+
+
+# a score row's details, rationale and error
+DETAILS, RATIONALE, ERROR = 11, 12, 13
+
+
+def judged(case: Case, **kw: Any) -> CellResult:
+    cell = result(case, **kw)
+    cell.scored = CaseScore(
+        [
+            CriterionScore("judged", "llm-judge", 0.5, False, 1.0, True, {"raw": 3}, "vague", None),
+            CriterionScore("plain", "exact", 1.0, True, 1.0, True, None, None, None),
+            CriterionScore("broken", "python", 0.0, False, 1.0, True, None, None, "boom"),
+        ],
+        0.5,
+        False,
+    )
+    cell.check = CheckOutcome(False, 3, "test output", "check failed")
+    return cell
+
+
+def test_score_rows_keep_details_rationale_and_error_and_no_look_only_that_one_failed() -> None:
+    scores: list[list[Any]] = []
+    rows_sink, rows = sink(scores)
+    rows_sink(judged(CASE))
+    assert [(r[DETAILS], r[RATIONALE], r[ERROR]) for r in scores] == [
+        ('{"raw": 3}', "vague", None),
+        (None, None, None),
+        (None, None, "boom"),
+    ]
+    assert rows[0][CHECK] == [False, 3, "test output", "check failed"]
+    hidden: list[list[Any]] = []
+    no_look, rows = sink(hidden, no_look=True)
+    no_look(judged(CASE))
+    assert [(r[DETAILS], r[RATIONALE], r[ERROR]) for r in hidden] == [
+        (None, None, None),
+        (None, None, None),
+        (None, None, "error"),
+    ]
+    assert rows[0][CHECK] == [False, 3, None, None]  # pass/fail and the exit status only

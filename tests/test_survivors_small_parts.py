@@ -20,6 +20,7 @@ from evalwh.analysis import repeats
 from evalwh.analysis.runinfo import cluster_key, split_keys
 from evalwh.config.model import Case, Criterion, ModelSpec, Price
 from evalwh.config.secrets import redact
+from evalwh.engine import limits
 from evalwh.engine.execute import _finish
 from evalwh.engine.records import RowSink
 from evalwh.engine.runner import CachedAnswer, Call, error_text
@@ -240,3 +241,26 @@ def test_an_exact_dated_entry_wins_over_its_undated_name(monkeypatch: pytest.Mon
     monkeypatch.setattr(pricing, "price_table", lambda: table)
     assert table_price("p", "m-20250101") == Price(1.0, 2.0)
     assert table_price("p", "m-20260101") == Price(3.0, 4.0)
+
+
+def test_a_paced_model_spaces_its_request_starts_by_its_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock, slept = [100.0], []
+    monkeypatch.setattr(limits.time, "monotonic", lambda: clock[0])
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(limits.asyncio, "sleep", sleep)
+    pacer = limits.RatePacer(60)  # one request a second
+
+    async def main() -> None:
+        for _ in range(3):
+            await pacer.wait()
+        clock[0] = 105.0  # idle for a while: the next start is at once
+        await pacer.wait()
+        await limits.RatePacer(None).wait()  # no pace: never waits
+
+    asyncio.run(main())
+    assert slept == [1.0, 2.0]
