@@ -203,7 +203,9 @@ def test_a_failed_runs_end_that_cannot_be_recorded_is_logged_not_raised(
     store = SimpleNamespace(finish_run=full_disk)
     with caplog.at_level(logging.WARNING, logger="evalwh.engine"):
         _finish(store, "r-1", "failed", None, {})
-    assert "could not mark run r-1 failed: No space left on device" in caplog.text
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("evalwh.engine", "WARNING", "could not mark run r-1 failed: No space left on device")
+    ]
     with pytest.raises(OSError, match="No space"):
         _finish(store, "r-1", "completed", None, {})
 
