@@ -256,8 +256,9 @@ def test_a_no_look_run_stores_only_the_pairwise_labels(tmp_path: Path) -> None:
     assert labels_of(tmp_path) == [("pairwise", "cmp", "c1", "candidate", None, "longer")]
 
 
-def test_each_write_carries_its_label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the label names the write in the log of a lake's conflict retries
+def write_labels(monkeypatch: pytest.MonkeyPatch, *modules: Any) -> list[str]:
+    """The ``what`` of every write_transaction the given modules call from now on (the label
+    that names a write in the log of a lake's conflict retries)."""
     labels: list[str] = []
     real = connect.write_transaction
 
@@ -265,8 +266,13 @@ def test_each_write_carries_its_label(tmp_path: Path, monkeypatch: pytest.Monkey
         labels.append(what)
         return real(path, body, what=what)
 
-    monkeypatch.setattr(store, "write_transaction", spy)
-    monkeypatch.setattr(connect, "write_transaction", spy)  # baselines import it when called
+    for module in modules:
+        monkeypatch.setattr(module, "write_transaction", spy)
+    return labels
+
+
+def test_each_write_carries_its_label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    labels = write_labels(monkeypatch, store, connect)  # baselines import it when called
     runs = warehouse(tmp_path)
     runs.create_run(run_row())
     runs.insert_labels("r-1", CONFIG)
