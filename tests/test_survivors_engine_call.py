@@ -14,9 +14,11 @@ from typing import Any
 
 from evalwh import providers
 from evalwh.config.model import Case, ModelSpec, Price
+from evalwh.config.outputs import OutputSpec
 from evalwh.engine.budget import Budget
 from evalwh.engine.plan import request_hash, request_scope
 from evalwh.engine.runner import CachedAnswer, Call, Endpoint, Engine
+from evalwh.providers.base import Completion
 
 # $1 per input token, nothing per output token: a reservation is the prompt's characters / 4
 PRICE = Price(input_per_mtok=1e6, output_per_mtok=0.0)
@@ -99,3 +101,36 @@ def test_a_sent_request_settles_its_reservation_with_what_it_cost() -> None:
     assert budget.spent == sent.cost(ep.model) == 12.0  # the mock counts 12 input tokens
     # the cost is remembered as the model's largest: a one-token reservation is raised to it
     assert budget.reservation(ep.model, 4) == 12.0
+
+
+class Echo:
+    """A provider that answers with what evalwh asked: the repeat and whether a schema came."""
+
+    structured_output = True  # JSON by schema is asked natively
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    async def complete(self, request: Any) -> Completion:
+        self.requests.append(request)
+        return Completion(
+            text=f"{request.repeat} {request.output is not None}", input_tokens=1, output_tokens=1
+        )
+
+
+def test_a_request_carries_its_repeat_and_schema_and_the_schema_is_in_its_key() -> None:
+    model = ModelSpec(id="m", provider="echo", model="m", price=PRICE)
+    echo = Echo()
+    ep = Endpoint.for_model(model, echo)  # type: ignore[arg-type]
+    schema = OutputSpec({"type": "object"})
+    for budget in (None, Budget(cap=100.0)):  # with and without a cost cap
+        eng = engine(ep, budget=budget, reuse=False)
+        plain = asyncio.run(eng.call(ep, text(8), Case(id="c1"), "judge:j"))  # repeat: 0
+        shaped = asyncio.run(eng.call(ep, text(8), Case(id="c1"), "v", 2, schema))
+        assert (plain.answer.output if plain.answer else None) == "0 False"
+        assert (shaped.answer.output if shaped.answer else None) == "2 True"
+        assert plain.key == request_hash(ep.identity, text(8), 0, scope="")
+        assert shaped.key == request_hash(
+            ep.identity, text(8), 2, scope=request_scope(model, "v", "c1", schema)
+        )
+        assert plain.key != shaped.key
