@@ -18,7 +18,7 @@ from evalwh.config.outputs import OutputSpec
 from evalwh.engine.budget import Budget
 from evalwh.engine.plan import request_hash, request_scope
 from evalwh.engine.runner import CachedAnswer, Call, Endpoint, Engine
-from evalwh.providers.base import Completion
+from evalwh.providers.base import Completion, ProviderError
 
 # $1 per input token, nothing per output token: a reservation is the prompt's characters / 4
 PRICE = Price(input_per_mtok=1e6, output_per_mtok=0.0)
@@ -134,3 +134,85 @@ def test_a_request_carries_its_repeat_and_schema_and_the_schema_is_in_its_key() 
             ep.identity, text(8), 2, scope=request_scope(model, "v", "c1", schema)
         )
         assert plain.key != shaped.key
+
+
+class Scripted:
+    """A provider that plays a script: per attempt, an error to raise or seconds to take."""
+
+    structured_output = False
+
+    def __init__(self, *steps: Any) -> None:
+        self.steps = list(steps)
+
+    async def complete(self, request: Any) -> Completion:
+        step = self.steps.pop(0) if self.steps else 0.0
+        if isinstance(step, ProviderError):
+            raise step
+        await asyncio.sleep(step)
+        return Completion(text="ok", input_tokens=1, output_tokens=1)
+
+
+def scripted(*steps: Any, **limits: Any) -> tuple[Engine, Endpoint]:
+    model = ModelSpec(id="m", provider="scripted", model="m", **limits)
+    ep = Endpoint.for_model(model, Scripted(*steps))  # type: ignore[arg-type]
+    return engine(ep, reuse=False), ep
+
+
+def send(eng: Engine, ep: Endpoint) -> Call:
+    return asyncio.run(eng.call(ep, text(8), Case(id="c1"), "v"))
+
+
+def test_an_answer_marks_the_endpoint_reachable_and_carries_its_latency() -> None:
+    eng, ep = scripted(0.01)
+    answered = send(eng, ep)
+    assert ep.answered is True
+    assert answered.answer is not None and answered.answer.latency_ms is not None
+    assert 5.0 <= answered.answer.latency_ms < 5000.0
+
+
+def test_an_unreachable_endpoint_gets_no_request() -> None:
+    eng, ep = scripted()
+    ep.unreachable = "m: connection refused 3 times in a row; no more requests are sent"
+    dead = send(eng, ep)
+    assert (dead.answer, dead.cached, dead.attempts) == (None, False, 0)
+    assert dead.error is not None
+    assert (str(dead.error), dead.error.kind, dead.error.retryable) == (
+        ep.unreachable, "unreachable", False,
+    )  # fmt: skip
+    assert eng.stats.requests == 0
+
+
+def test_a_deadline_passed_before_the_first_attempt_sends_nothing() -> None:
+    eng, ep = scripted(deadline_s=0.0)
+    late = send(eng, ep)
+    assert (late.answer, late.cached, late.attempts) == (None, False, 0)
+    assert late.error is not None and late.error.kind == "deadline"
+    assert str(late.error) == (
+        "gave up after 0 attempt(s): the call's deadline_s of 0 s (retries and waits included)"
+        " would pass"
+    )
+
+
+def test_a_timeout_past_the_deadline_gives_up_naming_the_attempts() -> None:
+    eng, ep = scripted(5.0, timeout_s=5.0, deadline_s=0.05)
+    late = send(eng, ep)
+    assert (late.cached, late.attempts) == (False, 1)
+    assert late.error is not None and late.error.kind == "deadline"
+    assert str(late.error).startswith("gave up after 1 attempt(s): the call's deadline_s of 0.05 s")
+
+
+def test_a_timeout_within_the_deadline_is_retried() -> None:
+    eng, ep = scripted(5.0, 5.0, timeout_s=0.05, max_retries=1, deadline_s=30.0)
+    failed = send(eng, ep)
+    assert failed.attempts == 2 and eng.stats.retries == 1
+    assert failed.error is not None
+    assert (str(failed.error), failed.error.kind) == ("timed out after 0.05 s", "timeout")
+
+
+def test_a_rate_limit_halves_the_adaptive_limit() -> None:
+    limited = ProviderError("429", retryable=True, retry_after=0.01, kind="rate_limit")
+    eng, ep = scripted(limited, 0.0, max_retries=2)
+    assert ep.adaptive is not None and ep.adaptive.limit == 4.0  # the engine's concurrency
+    answered = send(eng, ep)
+    assert answered.answer is not None and answered.attempts == 2
+    assert (ep.adaptive.decreases, ep.adaptive.limit) == (1, 2.5)  # halved, then one answer
