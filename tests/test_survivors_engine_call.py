@@ -9,12 +9,16 @@ and a cap are in test_engine.py and test_datasources.py.
 from __future__ import annotations
 
 import asyncio
+import time
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from evalwh import providers
 from evalwh.config.model import Case, ModelSpec, Price
 from evalwh.config.outputs import OutputSpec
+from evalwh.engine import runner
 from evalwh.engine.budget import Budget
 from evalwh.engine.plan import request_hash, request_scope
 from evalwh.engine.runner import CachedAnswer, Call, Endpoint, Engine
@@ -143,8 +147,10 @@ class Scripted:
 
     def __init__(self, *steps: Any) -> None:
         self.steps = list(steps)
+        self.attempts: list[int] = []  # the attempt number each request carried
 
     async def complete(self, request: Any) -> Completion:
+        self.attempts.append(request.attempt)
         step = self.steps.pop(0) if self.steps else 0.0
         if isinstance(step, ProviderError):
             raise step
@@ -195,7 +201,9 @@ def test_a_deadline_passed_before_the_first_attempt_sends_nothing() -> None:
 
 def test_a_timeout_past_the_deadline_gives_up_naming_the_attempts() -> None:
     eng, ep = scripted(5.0, timeout_s=5.0, deadline_s=0.05)
+    started = time.monotonic()
     late = send(eng, ep)
+    assert time.monotonic() - started < 0.8  # the attempt was cut at the deadline
     assert (late.cached, late.attempts) == (False, 1)
     assert late.error is not None and late.error.kind == "deadline"
     assert str(late.error).startswith("gave up after 1 attempt(s): the call's deadline_s of 0.05 s")
@@ -216,3 +224,97 @@ def test_a_rate_limit_halves_the_adaptive_limit() -> None:
     answered = send(eng, ep)
     assert answered.answer is not None and answered.attempts == 2
     assert (ep.adaptive.decreases, ep.adaptive.limit) == (1, 2.5)  # halved, then one answer
+
+
+def test_retries_carry_their_attempt_number_and_are_counted() -> None:
+    busy = ProviderError("503", retryable=True, retry_after=0.01, kind="provider")
+    eng, ep = scripted(busy, busy, 0.0, max_retries=3)
+    answered = send(eng, ep)
+    assert answered.answer is not None and answered.attempts == 3
+    assert ep.provider.attempts == [1, 2, 3]  # type: ignore[attr-defined]
+    assert (eng.stats.requests, eng.stats.retries) == (3, 2)
+
+
+def test_a_retry_waits_what_the_server_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[int, float | None]] = []
+    real = runner.backoff_s
+
+    def spy(attempt: int, retry_after: float | None) -> float:
+        asked.append((attempt, retry_after))
+        return real(attempt, retry_after)
+
+    monkeypatch.setattr(runner, "backoff_s", spy)
+    eng, ep = scripted(ProviderError("429", retryable=True, retry_after=0.02), 0.0)
+    send(eng, ep)
+    assert asked == [(1, 0.02)]
+
+
+def test_a_retry_after_longer_than_evalwh_waits_ends_the_call() -> None:
+    too_long = runner.MAX_RETRY_AFTER_S + 1
+    error = ProviderError("429 slow down", retryable=True, retry_after=too_long, status=429,
+                          kind="rate_limit")  # fmt: skip
+    eng, ep = scripted(error, max_retries=3)
+    ended = send(eng, ep)
+    assert (ended.cached, ended.attempts) == (False, 1)
+    assert ended.error is not None
+    assert str(ended.error) == (
+        f"429 slow down (the server asked to retry after {too_long:g} s, longer than the"
+        f" {runner.MAX_RETRY_AFTER_S:g} s evalwh waits)"
+    )
+    assert (ended.error.retryable, ended.error.status, ended.error.kind) == (
+        False,
+        429,
+        "rate_limit",
+    )
+    # exactly the longest wait is waited for, unless the deadline comes first
+    at_most = ProviderError("429", retryable=True, retry_after=runner.MAX_RETRY_AFTER_S)
+    eng, ep = scripted(at_most, deadline_s=1.0, max_retries=3)
+    late = send(eng, ep)
+    assert late.error is not None and late.error.kind == "deadline"
+
+
+def test_a_retry_that_would_pass_the_deadline_is_not_waited_for() -> None:
+    busy = ProviderError("503 busy", retryable=True, retry_after=0.5, status=503)
+    eng, ep = scripted(busy, deadline_s=0.3, max_retries=3)
+    late = send(eng, ep)
+    assert (late.cached, late.attempts, eng.stats.retries) == (False, 1, 0)
+    assert late.error is not None
+    assert (late.error.kind, late.error.retryable) == ("deadline", False)
+    assert str(late.error) == (
+        "gave up after 1 attempt(s): the call's deadline_s of 0.3 s (retries and waits"
+        " included) would pass; last error: 503 busy"
+    )
+
+
+def test_a_provider_bug_is_a_final_internal_error() -> None:
+    eng, ep = scripted(max_retries=3)
+
+    async def broken(request: Any) -> Completion:
+        raise ValueError("boom")
+
+    ep.provider.complete = broken  # type: ignore[method-assign]
+    failed = send(eng, ep)
+    assert (failed.attempts, failed.cached) == (1, False) and failed.error is not None
+    assert (str(failed.error), failed.error.kind, failed.error.retryable) == (
+        "ValueError: boom", "internal", False,
+    )  # fmt: skip
+
+
+def test_a_prompted_schema_is_sent_as_an_instruction_not_as_a_schema() -> None:
+    model = ModelSpec(id="m", provider="echo", model="m")
+    echo = Echo()
+    ep = Endpoint.for_model(model, echo)  # type: ignore[arg-type]
+    eng = engine(ep, reuse=False)
+    prompted = OutputSpec({"type": "object"}, mode="prompted")
+    answer = asyncio.run(eng.call(ep, text(8), Case(id="c1"), "v", 0, prompted))
+    assert answer.answer is not None and answer.answer.output == "0 False"
+    sent = echo.requests[-1].messages[-1]["content"][-1]["text"]
+    assert sent == "\n\n" + prompted.instruction()
+
+
+def test_a_latency_is_the_providers_time_in_milliseconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks = iter([10.0, 10.25])
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: next(ticks))
+    eng, ep = scripted(0.0)
+    answered = send(eng, ep)
+    assert answered.answer is not None and answered.answer.latency_ms == 250.0
