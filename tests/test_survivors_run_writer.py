@@ -126,6 +126,7 @@ def test_answers_go_to_the_cache_file_when_it_is_its_own(path: Path, tmp_path: P
     run_writer.flush(run_writer.take_batch())
     assert rows(cache_file, "SELECT request_hash, output FROM response_cache") == [("h1", "out")]
     assert rows(path, "SELECT count(*) FROM response_cache") == [(0,)]
+    assert (run_writer.rows_written, run_writer.flushes) == (0, 1)  # no case row was written
 
 
 @pytest.mark.parametrize(("pause", "slept"), [("0.5", [0.5]), ("0", []), ("", [])])
