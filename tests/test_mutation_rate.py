@@ -263,6 +263,36 @@ def test_stats_in_parts_needs_the_generated_mutants(
     assert "no mutants/ folder: run `mutmut run` first" in capsys.readouterr().err
 
 
+def test_stats_in_parts_goes_on_with_the_test_files_the_saved_stats_lack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = _stats_in_parts()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mutants").mkdir()
+    (tmp_path / "tests").mkdir()
+    for name in ("test_a.py", "test_b.py", "test_c.py"):
+        (tmp_path / "tests" / name).write_text("", encoding="utf-8")
+    known = {"duration_by_test": {"tests/test_a.py::test_one": 0.1, "tests/test_c.py::t": 1.0}}
+    module.STATS.write_text(json.dumps(known), encoding="utf-8")
+    ran: list[list[str]] = []
+
+    def run_bounded(command: list[str], timeout_s: float) -> int:
+        ran.append(command[command.index("--child") + 1 :])
+        return 0
+
+    monkeypatch.setattr(module, "run_bounded", run_bounded)
+    assert module.main(["--missing"]) == 0
+    assert ran == [["tests/test_b.py"]]
+    assert module.STATS.is_file()  # the parts collected before are kept
+    assert module.collected(module.STATS) == {"tests/test_a.py", "tests/test_c.py"}
+    known["duration_by_test"]["tests/test_b.py::t"] = 0.2
+    module.STATS.write_text(json.dumps(known), encoding="utf-8")
+    ran.clear()
+    assert module.main(["--missing"]) == 0 and ran == []
+    assert "the saved stats hold every test file already" in capsys.readouterr().out
+    assert module.main([]) == 0 and len(ran) == 3  # without --missing: every file again
+
+
 def test_a_stats_part_that_hangs_is_killed_and_counts_as_crashed() -> None:
     run_bounded = _stats_in_parts().run_bounded
     started = time.monotonic()
@@ -327,6 +357,27 @@ def test_tests_that_killed_mutants_of_the_same_function_then_module_come_first(
     # a method's mutants: its own function first
     by_method = module.load_killers(tmp_path, "evalwh.a.xǁCǁm__mutmut_7")
     assert by_method["t_m"] > by_method["t_f"]
+
+
+def test_the_recheck_ranks_only_the_tests_that_killed_other_survivors(tmp_path: Path) -> None:
+    # the survivors outlived the budgeted pass's killers: ranking those first again made each
+    # survivor rerun the slow tests that had killed its siblings before the cheap one for it
+    module = _budget()
+    module.record_kill(tmp_path, "evalwh.a.x_f__mutmut_1", "t_slow")
+    module.record_kill(tmp_path, "evalwh.a.x_f__mutmut_2", "t_slow")
+    assert module.load_killers(tmp_path, "evalwh.a.x_f__mutmut_9", recheck=True) == {}
+    durations = {"t_slow": 30.0, "cheap": 0.1, "t_new": 0.3}
+    tests = ["t_slow", "t_new", "cheap"]
+    ranked = module.load_killers(tmp_path, "evalwh.a.x_f__mutmut_9", recheck=True)
+    assert module.select(tests, durations, 0, ranked) == ["cheap", "t_new", "t_slow"]
+    module.record_kill(tmp_path, "evalwh.a.x_f__mutmut_3", "t_new", recheck=True)
+    assert (tmp_path / module.RECHECK_KILLERS_FILE).read_text(encoding="utf-8") == (
+        "evalwh.a.x_f\tt_new\n"
+    )
+    ranked = module.load_killers(tmp_path, "evalwh.a.x_f__mutmut_9", recheck=True)
+    assert module.select(tests, durations, 0, ranked) == ["t_new", "cheap", "t_slow"]
+    # the budgeted pass neither reads nor writes the recheck's record
+    assert set(module.load_killers(tmp_path, "evalwh.a.x_f__mutmut_9")) == {"t_slow"}
 
 
 def test_the_budget_comes_from_the_environment_and_a_bad_value_says_how_to_fix_it(
@@ -501,9 +552,11 @@ def test_the_stats_pass_measures_setup_too_and_a_mutant_runs_its_cheapest_tests_
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert first.returncode == 1, first.stdout
-    assert (tmp_path / "evalwh-killers.tsv").read_text(encoding="utf-8") == (
+    # no budget: the recheck of the survivors, which keeps its own record of kills
+    assert (tmp_path / "evalwh-recheck-killers.tsv").read_text(encoding="utf-8") == (
         "evalwh.a.x_f\ttest_probe.py::test_kills\n"
     )
+    assert not (tmp_path / "evalwh-killers.tsv").exists()
     (tmp_path / "log.txt").unlink()
     second = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tests.mutation.budget", "-p", "no:cacheprovider",

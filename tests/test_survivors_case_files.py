@@ -76,9 +76,11 @@ def test_a_case_file_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     )
     env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
            "PYTHONPATH": str(REPO)}  # fmt: skip
+    # cwd: in mutmut's stats pass the child records its calls too, which reads mutmut's
+    # config from the working folder (the tests run in a temporary one)
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=60, check=False,
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "'caf\\xe9 \\u2615'\n"), done.stderr
 

@@ -208,6 +208,33 @@ def test_the_pool_is_one_aiohttp_pool_or_httpcore_shards_of_at_most_16(
         assert per <= POOL_SHARD
 
 
+def test_the_shards_of_an_https_pool_share_one_ssl_context(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a context loads the CA bundle (milliseconds each): one per client, not one per shard
+    made: list[ssl.SSLContext] = []
+    real = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+
+    async def pool() -> int:
+        provider = create(spec("https://127.0.0.1:9/v1"))
+        try:
+            assert isinstance(provider, HttpProvider)
+            provider._client_for_loop()
+            return len(provider._clients)
+        finally:
+            await provider.aclose()
+
+    shards = asyncio.run(pool())
+    assert shards == (1 if transport == "aiohttp" else math.ceil(DEFAULT_MAX_CONNECTIONS / 16))
+    assert len(made) == 1
+
+
 # -- config errors ---------------------------------------------------------------------------
 
 

@@ -149,8 +149,10 @@ def test_evalwh_exits_with_a_worker_still_alive(tmp_path: Path) -> None:
         "KEEP = fn\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # cwd: in mutmut's stats pass the child records its calls too, which reads mutmut's
+    # config from the working folder (the tests run in a temporary one)
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True, text=True, timeout=60, env=env, check=False,
+        capture_output=True, text=True, timeout=60, env=env, cwd=REPO, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "1.0\n"), done.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from evalwh.config.model import Case
@@ -144,3 +145,16 @@ def test_a_flush_is_labelled_with_its_run(path: Path, monkeypatch: pytest.Monkey
     labels = write_labels(monkeypatch, writer)
     flush_one(RunWriter(path, "r-1", token="tok"), "x")
     assert labels == ["flush run r-1"]
+
+
+def test_a_cache_batch_is_unregistered_once_inserted() -> None:
+    # a view left behind would hold the batch (a consumed stream) for the connection's life
+    con = duckdb.connect()
+    con.execute("CREATE TABLE response_cache (request_hash VARCHAR, output VARCHAR)")
+    for replace in (False, True):
+        batch = pa.table({"request_hash": ["h"], "output": [f"replace={replace}"]})
+        writer._insert_cache(con, batch, replace=replace)
+        left = "SELECT view_name FROM duckdb_views() WHERE view_name ILIKE '%evalwh_cache%'"
+        assert con.execute(left).fetchall() == []
+    assert con.execute("SELECT * FROM response_cache").fetchall() == [("h", "replace=True")]
+    con.close()

@@ -43,9 +43,11 @@ def test_a_container_that_holds_itself_is_walked_once() -> None:
         "a[1]['k'] = a\n"
         "print(_defined(a) is a)\n"
     )
+    # cwd: in mutmut's stats pass the child records its calls too, which reads mutmut's
+    # config from the working folder (the tests run in a temporary one)
     done = subprocess.run(
         [sys.executable, "-c", script],
-        capture_output=True, text=True, timeout=15, check=False,
+        capture_output=True, text=True, timeout=15, cwd=REPO, check=False,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr

@@ -16,7 +16,12 @@ and this plugin removes them:
   same test, but each child searched for it from the cheapest test up, often to the end of
   its budget. Each test that fails in a child is now noted (``evalwh-killers.tsv``), and a
   mutant meets first the tests that killed others of its function, then those that killed
-  others of its module, then the rest cheapest first.
+  others of its module, then the rest cheapest first. The no-budget recheck of the survivors
+  keeps its own record (``evalwh-recheck-killers.tsv``): every survivor already met the
+  pass's killers within its budget and outlived them, so ranking them first again made each
+  survivor of a large module rerun dozens of slow end-to-end tests before the cheap test
+  written for it. A recheck runs the tests that killed other *survivors* first, then the
+  rest cheapest first.
 - **Shared fixtures hidden in one test.** A module or session fixture (a PostgreSQL server
   and an S3 endpoint for the lake tests, a whole eval run once per module) is set up in the
   stats pass by the first test that needs it, so every later test of the module looked cheap:
@@ -62,6 +67,8 @@ DURATIONS_FILE = Path("evalwh-test-durations.json")
 MUTMUT_STATS = Path("mutmut-stats.json")
 # Which test killed which mutant, one "function<TAB>test" line per kill, in the same folder.
 KILLERS_FILE = Path("evalwh-killers.tsv")
+# The same, noted by the no-budget recheck of the survivors (and read by it alone).
+RECHECK_KILLERS_FILE = Path("evalwh-recheck-killers.tsv")
 # A test of a mutant that runs longer than TIMEOUT_FACTOR x its measured cost (seconds, from
 # the stats pass) + TIMEOUT_SLACK ends the child as a timeout: exit code 36 is the one mutmut
 # records as "timeout".
@@ -158,18 +165,24 @@ def _scope(mutant: str) -> tuple[str, str]:
     return function, module
 
 
-def record_kill(folder: Path, mutant: str, nodeid: str) -> None:
+def killers_file(recheck: bool) -> Path:
+    """Where kills are noted: the budgeted pass's file, or the recheck's own."""
+    return RECHECK_KILLERS_FILE if recheck else KILLERS_FILE
+
+
+def record_kill(folder: Path, mutant: str, nodeid: str, *, recheck: bool = False) -> None:
     """Note that ``nodeid`` killed ``mutant``: one short line appended to one file (an
     O_APPEND write this small is not interleaved with the other children's)."""
     line = f"{_scope(mutant)[0]}\t{nodeid}\n"
-    with (folder / KILLERS_FILE).open("a", encoding="utf-8") as out:
+    with (folder / killers_file(recheck)).open("a", encoding="utf-8") as out:
         out.write(line)
 
 
-def load_killers(folder: Path, mutant: str) -> dict[str, int]:
+def load_killers(folder: Path, mutant: str, *, recheck: bool = False) -> dict[str, int]:
     """Tests that killed mutants of this mutant's function, ranked above those that killed
-    mutants elsewhere in its module: the test likeliest to fail comes first."""
-    path = folder / KILLERS_FILE
+    mutants elsewhere in its module: the test likeliest to fail comes first. A recheck reads
+    only the kills of the recheck."""
+    path = folder / killers_file(recheck)
     if not path.is_file():
         return {}
     function, module = _scope(mutant)
@@ -299,7 +312,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     mutant = mutant_under_test()
     if mutant is not None and report.failed:
-        record_kill(_folder(), mutant, _nodeid(report.nodeid))
+        record_kill(_folder(), mutant, _nodeid(report.nodeid), recheck=budget() <= 0)
     if _stats_pass():
         nodeid = _nodeid(report.nodeid)
         _measured[nodeid] = _measured.get(nodeid, 0.0) + report.duration
@@ -348,7 +361,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> No
     if mutant is None or not items:
         return
     by_id = {_nodeid(item.nodeid): item for item in items}
-    chosen = select(list(by_id), _durations(), budget(), load_killers(_folder(), mutant))
+    limit = budget()
+    killers = load_killers(_folder(), mutant, recheck=limit <= 0)
+    chosen = select(list(by_id), _durations(), limit, killers)
     keep = set(chosen)
     dropped = [item for nodeid, item in by_id.items() if nodeid not in keep]
     if dropped:

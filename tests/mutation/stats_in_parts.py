@@ -8,7 +8,10 @@ way, its mutants are already generated: run this, then `mutmut run` again, which
 stats and goes on to the mutants.
 
     uv run python tests/mutation/stats_in_parts.py [--parts 8] [--retries 3] [--fresh]
-        [--part-timeout 3600]
+        [--part-timeout 3600] [--missing]
+
+``--missing`` goes on after a part that failed (once its test is fixed): only the test files
+none of whose tests the saved stats hold yet run, and the parts already collected are kept.
 
 Exit 0 when every part passed; 1 when a part failed (a test failed, or it crashed more often
 than --retries allows): the output of that part names why.
@@ -17,6 +20,7 @@ than --retries allows): the output of that part names why.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -38,6 +42,14 @@ def split(files: Sequence[str], parts: int) -> list[list[str]]:
             out.append(list(files[start:end]))
         start = end
     return out
+
+
+def collected(stats: Path) -> set[str]:
+    """The test files that have a test in the saved stats (none when there are no stats)."""
+    if not stats.is_file():
+        return set()
+    tests = json.loads(stats.read_text(encoding="utf-8")).get("duration_by_test", {})
+    return {nodeid.split("::", 1)[0] for nodeid in tests}
 
 
 def crashed(returncode: int) -> bool:
@@ -94,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--part-timeout", type=float, default=3600.0, help="seconds a part may run (then: crash)"
     )
+    parser.add_argument(
+        "--missing", action="store_true", help="only the test files the saved stats lack"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -106,6 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         STATS.unlink(missing_ok=True)
         DURATIONS.unlink(missing_ok=True)
     files = sorted(p.as_posix() for p in Path("tests").glob("test_*.py"))
+    if args.missing:
+        known = collected(STATS)
+        files = [f for f in files if f not in known]
+        if not files:
+            print("the saved stats hold every test file already")
+            return 0
 
     def run_child(tests: Sequence[str]) -> int:
         return run_bounded([sys.executable, __file__, "--child", *tests], args.part_timeout)
