@@ -164,19 +164,25 @@ def test_a_new_run_stores_its_json_columns_as_json_and_names_its_process(
     assert (row[3], row[4]) == (store.HOST, os.getpid())
 
 
-def run_state(tmp_path: Path) -> dict[str, Any]:
-    con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
+def only_row(path: Path, sql: str) -> dict[str, Any]:
+    """The one row ``sql`` selects from the warehouse at ``path``, by column name."""
+    con = duckdb.connect(str(path), read_only=True)
     try:
-        cursor = con.execute(
-            "SELECT status, totals, datasources, n_planned, lease_token, finished_at IS NOT NULL"
-            " AS finished FROM runs WHERE run_id = 'r-1'"
-        )
+        cursor = con.execute(sql)
         names = [d[0] for d in cursor.description]
-        row = cursor.fetchone()
+        rows = cursor.fetchall()
     finally:
         con.close()
-    assert row is not None
-    return dict(zip(names, row, strict=True))
+    assert len(rows) == 1
+    return dict(zip(names, rows[0], strict=True))
+
+
+def run_state(tmp_path: Path) -> dict[str, Any]:
+    return only_row(
+        tmp_path / "w.duckdb",
+        "SELECT status, totals, datasources, n_planned, lease_token, finished_at IS NOT NULL"
+        " AS finished FROM runs WHERE run_id = 'r-1'",
+    )
 
 
 def test_finishing_a_run_records_its_end_and_releases_its_lease(tmp_path: Path) -> None:

@@ -1,0 +1,176 @@
+"""What a run stores about itself (evalwh.engine.execute.execute): every column of its `runs`
+row after one small run in a git checkout, the commit it records (and when it records none),
+the config snapshot of a no-look run, and the refusal of an attachment edited after planning.
+
+Written from mutants that survived the mutation run (docs/testing.md): `execute` is reached by
+hundreds of whole runs, and the cheapest of them, all the mutation budget affords, check little
+of its row. The runs table's columns are described in docs/warehouse.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import evalwh
+from evalwh import __version__
+from evalwh.config.loader import load_config
+from evalwh.engine.execute import git_commit, store_files
+from evalwh.errors import ConfigError
+from tests.test_survivors_refs_labels import only_row
+
+CONFIG = """\
+name: rows
+models:
+  - {id: m, provider: mock, mock: {default: hi}}
+variants:
+  - {id: v, messages: [{role: user, content: "{{ q }}"}]}
+cases:
+  - {id: c1, vars: {q: one}}
+  - {id: c2, vars: {q: two}}
+  - {id: other, vars: {q: three}}
+scorecard:
+  - {name: has, type: contains, value: hi}
+"""
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(folder: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
+    done = subprocess.run(
+        ["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def runs_row(warehouse: Path) -> dict[str, Any]:
+    return only_row(
+        warehouse,
+        "SELECT * EXCLUDE (started_at, finished_at, heartbeat_at), "
+        "started_at <= heartbeat_at AND heartbeat_at <= finished_at AS in_order, "
+        "CAST(config_snapshot AS VARCHAR) AS config_snapshot, "
+        "CAST(filters AS VARCHAR) AS filters, CAST(totals AS VARCHAR) AS totals FROM runs",
+    )
+
+
+@needs_git
+def test_a_runs_row_holds_what_it_ran_where_and_how_it_went(tmp_path: Path) -> None:
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "eval.yaml")
+    git(tmp_path, "commit", "-q", "-m", "the eval")
+    head = git(tmp_path, "rev-parse", "HEAD")
+    result = evalwh.run_eval(
+        tmp_path / "eval.yaml", output_dir=tmp_path / "out", label="first", cases=["c*"],
+        repeat=2,
+    )  # fmt: skip
+    row = runs_row(tmp_path / "out" / "warehouse.duckdb")
+    config = load_config(tmp_path / "eval.yaml")
+    assert {k: row[k] for k in ("run_id", "label", "suite", "status", "git_commit")} == {
+        "run_id": result.run_id, "label": "first", "suite": "rows", "status": "completed",
+        "git_commit": head,
+    }  # fmt: skip
+    assert (row["config_path"], row["config_hash"], row["dataset_hash"]) == (
+        str(tmp_path / "eval.yaml"), config.config_hash, config.dataset_hash,
+    )  # fmt: skip
+    assert json.loads(row["config_snapshot"]) == config.raw
+    assert json.loads(row["filters"]) == {"cases": ["c*"], "repeat": 2}
+    assert row["n_planned"] == 4  # two cases, two repeats
+    assert json.loads(row["totals"]) == {
+        "requests": 4, "cache_hits": 0, "retries": 0, "errors": 0, "judge_requests": 0,
+        "rows": 4,
+    }  # fmt: skip
+    assert (row["pid"], row["evalwh_version"], row["no_look"]) == (os.getpid(), __version__, False)
+    assert row["host"] and row["in_order"] is True
+    assert (row["lease_token"], row["datasources"]) == (None, None)  # released; no datasource
+
+
+@needs_git
+def test_the_commit_is_heads_of_the_configs_folder_and_none_without_one(
+    tmp_path: Path,
+) -> None:
+    repo, empty, plain = tmp_path / "repo", tmp_path / "empty", tmp_path / "plain"
+    for folder in (repo, empty, plain):
+        folder.mkdir()
+    (repo / "f").write_text("x", encoding="utf-8")
+    git(repo, "init", "-q")
+    git(repo, "add", "f")
+    git(repo, "commit", "-q", "-m", "one")
+    git(empty, "init", "-q")  # `git rev-parse HEAD` prints "HEAD" there, and fails
+    assert os.getcwd() != str(repo)  # the folder asked about, not the working one
+    assert git_commit(repo) == git(repo, "rev-parse", "HEAD")
+    assert git_commit(repo / ".git" / "..") == git(repo, "rev-parse", "HEAD")
+    assert git_commit(empty) is None
+    assert git_commit(plain) is None
+
+
+def test_a_git_that_hangs_costs_a_run_five_seconds_not_forever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a credential prompt or a dead network mount: the run goes on without a commit
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text("#!/bin/sh\nsleep 30\necho 0123abcd\n", encoding="utf-8")
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    started = time.monotonic()
+    assert git_commit(tmp_path) is None
+    assert time.monotonic() - started < 20
+
+
+def test_without_git_a_run_records_no_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    assert git_commit(tmp_path) is None
+
+
+def test_a_no_look_snapshot_keeps_file_and_datasource_entries_and_counts_the_rest(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "f1", "vars": {"q": "x"}}\n', encoding="utf-8")
+    text = CONFIG.replace("name: rows\n", "name: rows\nprivacy: {no_look: true}\n").replace(
+        "  - {id: other, vars: {q: three}}\n", "  - {file: cases.jsonl}\n"
+    )
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    config = load_config(tmp_path / "eval.yaml")
+    assert config.no_look
+    snapshot = config.snapshot()
+    assert snapshot["cases"] == [{"file": "cases.jsonl"}]
+    assert snapshot["inline_cases_stripped"] == 2
+    assert {k: v for k, v in snapshot.items() if k not in ("cases", "inline_cases_stripped")} == {
+        k: v for k, v in config.raw.items() if k != "cases"
+    }
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    plain = load_config(tmp_path / "eval.yaml")
+    assert plain.snapshot() == plain.raw  # a run that may look keeps its inline cases
+
+
+def test_an_attachment_edited_after_planning_refuses_the_run(tmp_path: Path) -> None:
+    photo = tmp_path / "photo.png"
+    planned = b"the bytes the run planned with"
+    photo.write_bytes(b"the bytes someone saved since")
+    prepared = SimpleNamespace(
+        files={hashlib.sha256(planned).hexdigest(): [photo]},
+        config=SimpleNamespace(no_look=False, path=tmp_path / "eval.yaml"),
+        settings=SimpleNamespace(local_dir=tmp_path / ".evalwh"),
+    )
+    with pytest.raises(ConfigError) as refused:
+        store_files(prepared)  # type: ignore[arg-type]
+    error = refused.value
+    assert (error.file, error.fix) == (
+        str(tmp_path / "eval.yaml"),
+        "run again to use the new content",
+    )
+    assert str(photo) in error.message and "changed" in error.message
