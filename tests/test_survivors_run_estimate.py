@@ -1,0 +1,88 @@
+"""The estimate a run prints before it calls anything (evalwh.engine.execute.estimate): calls,
+tokens and cost per model and per judge, worked out by hand below for a config with a priced
+model, an unpriced one, an llm-judge criterion and a pairwise comparison; then the same config
+again, its answers cached, and with the pairwise candidate filtered out.
+
+Written from mutants that survived the mutation run (docs/testing.md). The rule (input =
+rendered characters / 4, output = max_tokens or 512, a judge's 300 tokens of instructions) is
+in docs/running.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import evalwh
+
+CONFIG = """\
+name: est
+models:
+  - id: base
+    provider: mock
+    params: {max_tokens: 10}
+    price: {input_per_mtok: 1000000, output_per_mtok: 2000000}  # $1 and $2 a token
+    mock: {default: fine}
+  - {id: cand, provider: mock, mock: {default: fine}}  # no max_tokens (512), no price
+variants:
+  - {id: v, messages: [{role: user, content: "{{ q }}"}]}
+cases:
+  - {id: c1, vars: {q: abcdefghijklmnop}}  # 16 characters: 4 tokens
+  - {id: c2, vars: {q: abcdefgh}}  # 8 characters: 2 tokens
+judges:
+  - id: j
+    model:
+      id: jm
+      provider: mock
+      params: {max_tokens: 7}
+      price: {input_per_mtok: 3000000, output_per_mtok: 0}
+      mock: {default: "5"}
+scorecard:
+  - {name: judged, type: llm-judge, judge: j}
+pairwise:
+  - {name: cmp, judge: j, baseline: {model: base}, candidate: {model: cand}}
+"""
+
+
+def test_the_estimate_counts_each_models_calls_tokens_and_cost_and_each_judges(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out").estimate
+    base = {"model": "base", "calls": 2, "cached": 0, "input_tokens": 4 + 2,
+            "output_tokens": 2 * 10, "cost_usd": 6 * 1.0 + 20 * 2.0}  # fmt: skip
+    cand = {"model": "cand", "calls": 2, "cached": 0, "input_tokens": 4 + 2,
+            "output_tokens": 2 * 512, "cost_usd": None}  # fmt: skip
+    # one judge call per answer: its prompt, the answer at max_tokens, 300 of instructions
+    pointwise = (4 + 10 + 300) + (2 + 10 + 300) + (4 + 512 + 300) + (2 + 512 + 300)
+    # two per pair (both orders), each reading both answers
+    pairs = 2 * (4 + 10 + 512 + 300) + 2 * (2 + 10 + 512 + 300)
+    judge = {"model": "jm (judge j)", "calls": 4 + 4, "cached": 0,
+             "input_tokens": pointwise + pairs, "output_tokens": 8 * 7,
+             "cost_usd": (pointwise + pairs) * 3.0}  # fmt: skip
+    assert first["by_model"] == [base, cand, judge]
+    assert {k: first[k] for k in ("cells", "cached", "calls", "datasources")} == {
+        "cells": 4, "cached": 0, "calls": 12, "datasources": False,
+    }  # fmt: skip
+    assert first["input_tokens"] == 6 + 6 + pointwise + pairs
+    assert first["output_tokens"] == 20 + 1024 + 56
+    assert first["cost_usd"] == base["cost_usd"] + judge["cost_usd"]
+
+    # the answers are cached now: no model call, no new judgement; a pair is judged again
+    again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", cases=["c1"])
+    pair = 2 * (4 + 10 + 512 + 300)
+    assert again.estimate["by_model"] == [
+        {"model": "base", "calls": 0, "cached": 1, "input_tokens": 0, "output_tokens": 0,
+         "cost_usd": 0.0},
+        {"model": "cand", "calls": 0, "cached": 1, "input_tokens": 0, "output_tokens": 0,
+         "cost_usd": None},
+        {"model": "jm (judge j)", "calls": 2, "cached": 0, "input_tokens": pair,
+         "output_tokens": 14, "cost_usd": pair * 3.0},
+    ]  # fmt: skip
+    assert (again.estimate["cells"], again.estimate["cached"]) == (2, 2)
+
+    # without the candidate's cells there is no pair to judge
+    alone = evalwh.run_eval(
+        tmp_path / "eval.yaml", output_dir=tmp_path / "alone", models=["base"]
+    ).estimate
+    assert [r["model"] for r in alone["by_model"]] == ["base", "jm (judge j)"]
+    assert alone["by_model"][1]["calls"] == 2  # the two pointwise judgements alone
