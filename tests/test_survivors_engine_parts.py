@@ -24,7 +24,7 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.engine import runner
 from evalwh.engine.budget import Budget
 from evalwh.engine.execute import check_config
-from evalwh.engine.limits import RatePacer
+from evalwh.engine.limits import AdaptiveLimit, RatePacer
 from evalwh.engine.plan import Filters, build_plan
 from evalwh.engine.runner import (
     YIELD_EVERY,
@@ -93,6 +93,19 @@ def test_a_pacer_spaces_request_starts_by_its_interval() -> None:
 
     first, second, third = asyncio.run(three())
     assert second - first >= 0.045 and third - second >= 0.045  # a sleep never ends early
+
+
+def test_an_adaptive_limits_peak_counts_requests_in_flight_from_none() -> None:
+    limit = AdaptiveLimit(3)
+    assert limit.peak == 0  # nothing sent yet
+
+    async def two() -> None:
+        await limit.acquire()
+        await limit.acquire()
+        limit.release()
+
+    asyncio.run(two())
+    assert (limit.peak, limit.in_flight) == (2, 1)
 
 
 # -- the engine's defaults --------------------------------------------------------------------

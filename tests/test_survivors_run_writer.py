@@ -158,3 +158,28 @@ def test_a_cache_batch_is_unregistered_once_inserted() -> None:
         assert con.execute(left).fetchall() == []
     assert con.execute("SELECT * FROM response_cache").fetchall() == [("h", "replace=True")]
     con.close()
+
+
+def test_by_default_a_row_waits_at_most_a_second_and_one_batch_is_the_most_held(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(writer.time, "monotonic", lambda: clock[0])
+    run_writer = RunWriter(path, "r-1")  # a run's writer sets no flush interval
+    run_writer.add_case([None] * len(writer.CASE_COLUMNS))
+    clock[0] = 1000.99
+    assert run_writer.due() is False
+    clock[0] = 1001.0
+    assert run_writer.due() is True
+    # the engine waits for the writer once a batch is pending: one batch, never less than a row
+    assert [RunWriter(path, "r-1", batch_size=n).max_pending for n in (1, 0, 500)] == [1, 1, 500]
+
+
+def test_a_cache_file_that_is_the_warehouse_is_no_file_of_its_own(
+    path: Path, tmp_path: Path
+) -> None:
+    assert RunWriter(path, "r-1", cache_path=path).cache_path is None
+    assert RunWriter(path, "r-1").cache_path is None
+    assert (
+        RunWriter(path, "r-1", cache_path=tmp_path / "c.duckdb").cache_path == tmp_path / "c.duckdb"
+    )
