@@ -47,7 +47,12 @@ def test_the_estimate_counts_each_models_calls_tokens_and_cost_and_each_judges(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
-    first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out").estimate
+    run = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    first = run.estimate
+    # what it then sent: the four answers, and the judge's calls less those it had asked
+    # already in this run (both models answer "fine", so the two answers of a case make the
+    # same judge prompt, and a pair reads the same in both orders)
+    assert run.stats == {"requests": 4 + 2 + 2, "cache_hits": 2 + 2, "retries": 0, "errors": 0}
     base = {"model": "base", "calls": 2, "cached": 0, "input_tokens": 4 + 2,
             "output_tokens": 2 * 10, "cost_usd": 6 * 1.0 + 20 * 2.0}  # fmt: skip
     cand = {"model": "cand", "calls": 2, "cached": 0, "input_tokens": 4 + 2,
@@ -79,6 +84,7 @@ def test_the_estimate_counts_each_models_calls_tokens_and_cost_and_each_judges(
          "output_tokens": 14, "cost_usd": pair * 3.0},
     ]  # fmt: skip
     assert (again.estimate["cells"], again.estimate["cached"]) == (2, 2)
+    assert (again.stats["requests"], again.stats["cache_hits"]) == (0, 6)  # all stored before
 
     # without the candidate's cells there is no pair to judge
     alone = evalwh.run_eval(
