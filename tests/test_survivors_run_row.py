@@ -1,6 +1,7 @@
 """What a run stores about itself (evalwh.engine.execute.execute): every column of its `runs`
 row after one small run in a git checkout, the commit it records (and when it records none),
-the config snapshot of a no-look run, and the refusal of an attachment edited after planning.
+the config snapshot of a no-look run (which keeps no answer in the cache), the progress a
+run reports, and the refusal of an attachment edited after planning.
 
 Written from mutants that survived the mutation run (docs/testing.md): `execute` is reached by
 hundreds of whole runs, and the cheapest of them, all the mutation budget affords, check little
@@ -174,3 +175,30 @@ def test_an_attachment_edited_after_planning_refuses_the_run(tmp_path: Path) -> 
         "run again to use the new content",
     )
     assert str(photo) in error.message and "changed" in error.message
+
+
+def test_progress_counts_the_cells_against_the_runs_total(tmp_path: Path) -> None:
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    seen: list[tuple[int, int]] = []
+    evalwh.run_eval(
+        tmp_path / "eval.yaml", output_dir=tmp_path / "out",
+        progress=lambda done, total, result: seen.append((done, total)),
+    )  # fmt: skip
+    assert sorted(seen) == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_a_no_look_run_keeps_no_answer_in_the_response_cache(tmp_path: Path) -> None:
+    (tmp_path / "eval.yaml").write_text(
+        CONFIG.replace("name: rows\n", "name: rows\nprivacy: {no_look: true}\n"), encoding="utf-8"
+    )
+    evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    stored = only_row(
+        tmp_path / "out" / "warehouse.duckdb", "SELECT count(*) AS n FROM response_cache"
+    )
+    assert stored == {"n": 0}
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    stored = only_row(
+        tmp_path / "out" / "warehouse.duckdb", "SELECT count(*) AS n FROM response_cache"
+    )
+    assert stored == {"n": 3}  # a run that may look keeps its answers
