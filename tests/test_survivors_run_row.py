@@ -5,7 +5,7 @@ run reports, and the refusal of an attachment edited after planning.
 
 Written from mutants that survived the mutation run (docs/testing.md): `execute` is reached by
 hundreds of whole runs, and the cheapest of them, all the mutation budget affords, check little
-of its row. The runs table's columns are described in docs/warehouse.md.
+of its row. The runs table's columns are described in docs/storage.md.
 """
 
 from __future__ import annotations
