@@ -391,6 +391,13 @@ def test_the_budget_comes_from_the_environment_and_a_bad_value_says_how_to_fix_i
     monkeypatch.setenv("EVALWH_MUTATION_BUDGET", "ten")
     with pytest.raises(pytest.UsageError, match=r"EVALWH_MUTATION_BUDGET='ten': give seconds"):
         module.budget()
+    monkeypatch.setenv("EVALWH_MUTATION_BUDGET", "60")
+    assert not module.rechecking()
+    monkeypatch.setenv("EVALWH_MUTATION_RECHECK", "1")
+    assert module.rechecking()  # a recheck with a budget of its own
+    monkeypatch.delenv("EVALWH_MUTATION_RECHECK")
+    monkeypatch.setenv("EVALWH_MUTATION_BUDGET", "0")
+    assert module.rechecking()  # no budget at all: a recheck by hand
     for value, expected in (("stats", None), ("fail", None), ("", None)):
         monkeypatch.setenv("MUTANT_UNDER_TEST", value)
         assert module.mutant_under_test() is expected
@@ -526,9 +533,14 @@ def test_the_stats_pass_measures_setup_too_and_a_mutant_runs_its_cheapest_tests_
     (tmp_path / "evalwh-test-durations.json").write_text(json.dumps(measured), encoding="utf-8")
     ran, _ = _probe(tmp_path, "evalwh.a.x_f__mutmut_1", "0")
     assert ran[:3] == ["fast", "middle", "slow"] and set(ran[3:]) == {"new", "starts", "shares"}
+    # no budget is a recheck: a mutant whose tests all passed is noted as rechecked
+    rechecked = tmp_path / "evalwh-rechecked.txt"
+    assert rechecked.read_text(encoding="utf-8") == "evalwh.a.x_f__mutmut_1\n"
+    rechecked.unlink()
     ran, stdout = _probe(tmp_path, "evalwh.a.x_f__mutmut_1", "1")
     assert ran == ["fast", "middle"]
     assert "2 passed, 4 deselected" in stdout
+    assert not rechecked.exists()  # a budgeted first pass notes nothing
     assert not (tmp_path / "evalwh-killers.tsv").exists()  # nothing failed, nothing noted
     # a test that fails in a mutant's child is noted, and the next mutant of the function
     # meets it first though it is the dearest
@@ -648,9 +660,53 @@ def test_the_whole_run_collects_stats_in_parts_after_a_crash_and_rechecks_surviv
         (mutmut, {"EVALWH_MUTATION_BUDGET": "7.5"}),
         (mutmut, {"EVALWH_MUTATION_BUDGET": "7.5"}),
         ([*mutmut, "evalwh.a.x_f__mutmut_2", "evalwh.b.x_g__mutmut_1"],
-         {"EVALWH_MUTATION_BUDGET": "0"}),
+         {"EVALWH_MUTATION_BUDGET": "0", "EVALWH_MUTATION_RECHECK": "1"}),
     ]  # fmt: skip
     assert "2 survivors: running them again with no budget" in capsys.readouterr().out
+
+
+def test_a_recheck_started_again_leaves_out_the_survivors_it_already_ran(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module = _run_core()
+    calls: list[tuple[list[str], dict[str, str]]] = []
+
+    def run(command: list[str], env: dict[str, str]) -> int:
+        calls.append((list(command), env))
+        return 0
+
+    assert module.mutation_run(
+        max_children=2, budget=10, run=run, recheck_budget=60,
+        survivors=lambda: ["evalwh.a.x_f__mutmut_2", "evalwh.b.x_g__mutmut_1"],
+        rechecked=lambda: {"evalwh.a.x_f__mutmut_2"},
+    ) == 0  # fmt: skip
+    assert calls[-1] == (
+        ["mutmut", "run", "--max-children", "2", "evalwh.b.x_g__mutmut_1"],
+        {"EVALWH_MUTATION_BUDGET": "60", "EVALWH_MUTATION_RECHECK": "1"},
+    )
+    assert (
+        "1 survivors: running them again with a budget of 60 s (1 rechecked before, with the"
+        " same tests)"
+    ) in capsys.readouterr().out
+
+
+def test_the_record_of_rechecked_survivors_starts_over_when_the_tests_change(
+    tmp_path: Path,
+) -> None:
+    core_rate = _script("core_rate")
+    assert core_rate.rechecked(tmp_path / "none") == set()  # no mutants/ yet
+    stats = tmp_path / "mutmut-stats.json"
+    stats.write_text(json.dumps({"duration_by_test": {"t::a": 1.0}}), encoding="utf-8")
+    assert core_rate.rechecked(tmp_path) == set()  # a new record, under this fingerprint
+    record = tmp_path / "evalwh-rechecked.txt"
+    with record.open("a", encoding="utf-8") as out:
+        out.write("evalwh.a.x_f__mutmut_1\n")  # as budget.py notes a survivor of its recheck
+    assert core_rate.rechecked(tmp_path) == {"evalwh.a.x_f__mutmut_1"}
+    stats.write_text(json.dumps({"duration_by_test": {"t::a": 1.0, "t::b": 0.1}}), "utf-8")
+    assert core_rate.rechecked(tmp_path) == set()  # a test was added: every survivor again
+    assert record.read_text(encoding="utf-8").splitlines() == [
+        core_rate.tests_fingerprint(tmp_path)
+    ]
 
 
 @pytest.mark.parametrize("code", [-signal.SIGINT, -signal.SIGTERM, -signal.SIGKILL, 130, 137, 143])

@@ -67,8 +67,15 @@ DURATIONS_FILE = Path("evalwh-test-durations.json")
 MUTMUT_STATS = Path("mutmut-stats.json")
 # Which test killed which mutant, one "function<TAB>test" line per kill, in the same folder.
 KILLERS_FILE = Path("evalwh-killers.tsv")
-# The same, noted by the no-budget recheck of the survivors (and read by it alone).
+# The same, noted by the recheck of the survivors (and read by it alone).
 RECHECK_KILLERS_FILE = Path("evalwh-recheck-killers.tsv")
+# Set by run_core.py for the recheck of the survivors (a recheck may keep a budget of its own);
+# a run with no budget (EVALWH_MUTATION_BUDGET=0) is a recheck too.
+RECHECK_ENV = "EVALWH_MUTATION_RECHECK"
+# The survivors a recheck ran and no test killed, one name a line after a first line that
+# fingerprints the tests in the stats: run_core.py's recheck, started again in a later session,
+# leaves them out, until new tests change the fingerprint.
+RECHECKED_FILE = Path("evalwh-rechecked.txt")
 # A test of a mutant that runs longer than TIMEOUT_FACTOR x its measured cost (seconds, from
 # the stats pass) + TIMEOUT_SLACK ends the child as a timeout: exit code 36 is the one mutmut
 # records as "timeout".
@@ -93,6 +100,11 @@ def mutant_under_test() -> str | None:
     the stats pass, the forced-failure check and the fork server's warm-up."""
     name = os.environ.get("MUTANT_UNDER_TEST", "")
     return name if "__mutmut_" in name else None
+
+
+def rechecking() -> bool:
+    """This run rechecks survivors: run_core.py says so, or no budget bounds it."""
+    return os.environ.get(RECHECK_ENV) == "1" or budget() <= 0
 
 
 def budget() -> float:
@@ -312,13 +324,17 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     mutant = mutant_under_test()
     if mutant is not None and report.failed:
-        record_kill(_folder(), mutant, _nodeid(report.nodeid), recheck=budget() <= 0)
+        record_kill(_folder(), mutant, _nodeid(report.nodeid), recheck=rechecking())
     if _stats_pass():
         nodeid = _nodeid(report.nodeid)
         _measured[nodeid] = _measured.get(nodeid, 0.0) + report.duration
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    mutant = mutant_under_test()
+    if mutant is not None and exitstatus == 0 and rechecking():
+        with (_folder() / RECHECKED_FILE).open("a", encoding="utf-8") as out:
+            out.write(f"{mutant}\n")  # survived its recheck: not run again (run_core.py)
     if _measured:
         save_durations(_folder(), child_costs(_measured, _shared_in_test, _shared_setup, _uses))
         for figures in (_measured, _shared_in_test, _shared_setup, _uses):
@@ -361,9 +377,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> No
     if mutant is None or not items:
         return
     by_id = {_nodeid(item.nodeid): item for item in items}
-    limit = budget()
-    killers = load_killers(_folder(), mutant, recheck=limit <= 0)
-    chosen = select(list(by_id), _durations(), limit, killers)
+    killers = load_killers(_folder(), mutant, recheck=rechecking())
+    chosen = select(list(by_id), _durations(), budget(), killers)
     keep = set(chosen)
     dropped = [item for nodeid, item in by_id.items() if nodeid not in keep]
     if dropped:
