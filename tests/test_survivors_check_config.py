@@ -1,0 +1,127 @@
+"""The checks a run makes of its config before anything is sent
+(evalwh.engine.execute.check_config), each refusal with its file, place and fix; and the
+secrets a config names (secret_names), which are loaded before the first request.
+
+Written from mutants that survived the mutation run (docs/testing.md): these refusals were
+checked through the CLI, in tests too slow for the mutation budget.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalwh.config.loader import load_config
+from evalwh.engine.execute import check_config, secret_names
+from evalwh.errors import ConfigError
+from tests.test_survivors_case_files import KEY
+from tests.test_survivors_run_row import CONFIG
+
+BASE = CONFIG + "  - {name: alpha, type: contains, value: a}\n"  # two criteria
+
+
+def refusal(tmp_path: Path, text: str) -> ConfigError:
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        check_config(load_config(tmp_path / "eval.yaml"))
+    assert refused.value.file == str(tmp_path / "eval.yaml")
+    return refused.value
+
+
+def test_a_key_in_the_config_is_refused_where_it_is(tmp_path: Path) -> None:
+    text = BASE.replace("mock: {default: hi}}", f"mock: {{default: {KEY}}}}}")
+    error = refusal(tmp_path, text)
+    assert (error.message, error.fix) == (
+        "this looks like an API key (openai); keys never belong in eval.yaml",
+        "remove it, rotate the key if the file was shared, and set it in the environment or in"
+        " .evalwh.secrets.yaml (see docs/secrets.md)",
+    )
+    assert error.where == "models[0].mock.default"
+
+
+def test_a_threshold_for_an_unknown_criterion_names_the_known_ones(tmp_path: Path) -> None:
+    error = refusal(tmp_path, BASE + "thresholds: {criteria: {nope: {min_pass_rate: 0.5}}}\n")
+    assert (error.message, error.where, error.fix) == (
+        "threshold for unknown criterion 'nope'",
+        "thresholds.criteria.nope",
+        "use a scorecard criterion name: alpha, has",
+    )
+
+
+def test_a_no_look_eval_with_pairwise_judging_is_refused(tmp_path: Path) -> None:
+    text = BASE.replace("name: rows\n", "name: rows\nprivacy: {no_look: true}\n").replace(
+        "  - {id: m, provider: mock, mock: {default: hi}}",
+        "  - {id: m, provider: mock, mock: {default: hi}}\n  - {id: n, provider: mock}",
+    ) + (
+        "judges:\n  - {id: j, model: {id: jm, provider: mock, mock: {default: A}}}\n"
+        "pairwise:\n  - {name: cmp, judge: j, baseline: {model: m}, candidate: {model: n}}\n"
+    )
+    error = refusal(tmp_path, text)
+    assert (error.message, error.where, error.fix) == (
+        "pairwise judging compares two stored answers, and a no-look run stores none",
+        "pairwise",
+        "remove `pairwise:` from this no-look eval, or run it without no-look",
+    )
+
+
+def test_a_native_schema_for_a_provider_without_one_is_refused(tmp_path: Path) -> None:
+    text = BASE.replace(
+        "  - {id: m, provider: mock, mock: {default: hi}}",
+        "  - {id: m, provider: command, command: [echo, hi]}",
+    ).replace(
+        '{{ q }}"}]}',
+        '{{ q }}"}], output_schema: {schema: {type: object}, mode: native}}',
+    )
+    error = refusal(tmp_path, text)
+    assert (error.message, error.where, error.fix) == (
+        "model 'm' (provider command) cannot be asked for JSON by schema natively",
+        "variants[0].output_schema.mode",
+        "use mode: auto (prompted where native is not supported) or mode: prompted",
+    )
+    native = text.replace(
+        "{id: m, provider: command, command: [echo, hi]}", "{id: m, provider: mock}"
+    )
+    (tmp_path / "eval.yaml").write_text(native, encoding="utf-8")
+    check_config(load_config(tmp_path / "eval.yaml"))  # the mock takes a schema natively
+
+
+def test_a_paid_model_with_no_known_price_is_refused(tmp_path: Path) -> None:
+    text = BASE.replace(
+        "  - {id: m, provider: mock, mock: {default: hi}}",
+        "  - {id: m, provider: openai, model: not-a-listed-model}",
+    )
+    error = refusal(tmp_path, text)
+    assert error.message.startswith("no known price for openai model 'not-a-listed-model'")
+    assert error.where == "models[0]"
+
+
+def test_a_paid_judge_with_no_known_price_is_refused(tmp_path: Path) -> None:
+    text = BASE + (
+        "judges:\n  - {id: j, model: {id: jm, provider: openai, model: not-a-listed-model}}\n"
+    )
+    error = refusal(tmp_path, text)
+    assert error.message.startswith("no known price for openai model 'not-a-listed-model'")
+    priced = text.replace("model: not-a-listed-model}", "model: not-a-listed-model, price: 0}")
+    (tmp_path / "eval.yaml").write_text(priced, encoding="utf-8")
+    _, checked = check_config(load_config(tmp_path / "eval.yaml"))
+    assert checked.judges[0].model.price is not None
+
+
+def test_the_secrets_a_config_names_are_its_key_variables_and_header_references(
+    tmp_path: Path,
+) -> None:
+    text = (
+        BASE.replace(
+            "  - {id: m, provider: mock, mock: {default: hi}}",
+            "  - {id: m, provider: mock, mock: {default: hi}}\n"
+            "  - {id: o, provider: openai, model: gpt-4o-mini}\n"
+            "  - {id: g, provider: openai, model: gpt-4o-mini, api_key_env: GATEWAY_KEY,\n"
+            "     headers: {X-Team: '${TEAM_TOKEN}', X-Org: 'org ${ORG_TOKEN}'}}",
+        )
+        + "judges:\n  - {id: j, model: {id: jm, provider: anthropic, model: claude-3-5-haiku-latest}}\n"
+    )
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    assert secret_names(load_config(tmp_path / "eval.yaml")) == [
+        "OPENAI_API_KEY", "GATEWAY_KEY", "TEAM_TOKEN", "ORG_TOKEN", "ANTHROPIC_API_KEY",
+    ]  # fmt: skip
