@@ -1,0 +1,47 @@
+"""Rendering a prompt (evalwh.config.prompts): the plain-substitution fast path gives what
+Jinja gives, literal text included, and a template that fails on one case's data is refused
+naming the case, the template's place and what to check.
+
+Written from mutants that survived the mutation run (docs/testing.md). Templates are
+described in docs/prompts.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalwh.config.loader import load_config
+from evalwh.config.prompts import CompiledVariant, compile_template
+from evalwh.errors import ConfigError
+from tests.test_survivors_run_row import CONFIG
+
+
+def test_literal_text_beside_a_name_stays_text_even_when_it_spells_a_name() -> None:
+    # the fast path's plan keeps literal pieces as text: the "q" before {{ q }} is not looked
+    # up, though the context holds a "q"
+    template = compile_template("q{{ q }}", file="e.yaml", where="t")
+    assert template.render({"q": "x"}) == "qx"
+    mixed = compile_template("q{{ q }}, n={{ n }}.", file="e.yaml", where="t")
+    assert mixed.render({"q": "x", "n": 3}) == "qx, n=3."
+
+
+def test_a_template_failing_on_a_cases_data_names_the_case_and_the_place(tmp_path: Path) -> None:
+    text = CONFIG.replace('content: "{{ q }}"', 'content: "{{ 10 // n }}"').replace(
+        "{id: c1, vars: {q: one}}", "{id: c1, vars: {q: one, n: 0}}"
+    )
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    config = load_config(tmp_path / "eval.yaml")
+    variant = CompiledVariant(config.variants[0])
+    with pytest.raises(ConfigError) as refused:
+        variant.render(config.cases[0])
+    error = refused.value
+    assert error.message == (
+        "template failed for case 'c1': ZeroDivisionError: integer division or modulo by zero"
+    )
+    assert (error.file, error.where) == (
+        config.variants[0].source,
+        "variants[0].messages[0].content[0]",
+    )
+    assert error.fix == f"check the template against the case's vars ({config.cases[0].source})"
