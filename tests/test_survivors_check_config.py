@@ -94,6 +94,10 @@ def test_a_paid_model_with_no_known_price_is_refused(tmp_path: Path) -> None:
     error = refusal(tmp_path, text)
     assert error.message.startswith("no known price for openai model 'not-a-listed-model'")
     assert error.where == "models[0]"
+    assert error.fix == (
+        "add `price: {input_per_mtok: ..., output_per_mtok: ...}` to the model, or `price: 0`"
+        " for a local model"
+    )
 
 
 def test_a_paid_judge_with_no_known_price_is_refused(tmp_path: Path) -> None:

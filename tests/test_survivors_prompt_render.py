@@ -45,3 +45,43 @@ def test_a_template_failing_on_a_cases_data_names_the_case_and_the_place(tmp_pat
         "variants[0].messages[0].content[0]",
     )
     assert error.fix == f"check the template against the case's vars ({config.cases[0].source})"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{{ q | attr("__class__") }}',  # the attr filter names the attribute as a string
+        "{{ q.__class__ }}",
+        "{{ q['__globals__'] }}",
+    ],
+)
+def test_a_template_naming_a_private_attribute_is_refused_before_any_case(text: str) -> None:
+    # the sandbox would refuse it at render time; naming it literally is refused at load
+    with pytest.raises(ConfigError) as refused:
+        compile_template(f"line one\n{text}", file="e.yaml", where="variants[0]")
+    error = refused.value
+    assert error.message.startswith("template sandbox violation: access to '__")
+    assert error.message.endswith("is not allowed (line 2 of the template)")
+    assert (error.file, error.where) == ("e.yaml", "variants[0]")
+
+
+def test_a_template_with_a_syntax_error_says_how_jinja_wants_it() -> None:
+    with pytest.raises(ConfigError) as refused:
+        compile_template("{{ q ", file="e.yaml", where="variants[0]")
+    error = refused.value
+    assert error.message.startswith("template syntax error: ")
+    assert (error.file, error.where, error.fix) == (
+        "e.yaml", "variants[0]", "fix the Jinja2 syntax: {{ variable }}, {% if %}...{% endif %}",
+    )  # fmt: skip
+
+
+def test_a_plain_template_keeps_its_plan_for_the_fast_path() -> None:
+    template = compile_template("Hi {{ name }}!", file="e.yaml", where="t")
+    assert template._plan == ((False, "Hi "), (True, "name"), (False, "!"))  # type: ignore[attr-defined]
+    assert compile_template("{{ name | upper }}", file="e.yaml", where="t")._plan is None  # type: ignore[attr-defined]
+
+
+def test_an_underscore_string_elsewhere_is_only_text() -> None:
+    # only attribute access is checked: a filter's argument or a computed index is data
+    for text in ('{{ q | default("_none") }}', "{{ items[n] }}", '{{ q ~ "_x" }}'):
+        compile_template(text, file="e.yaml", where="t")
