@@ -1,9 +1,10 @@
-"""Rendering a prompt (evalwh.config.prompts): the plain-substitution fast path gives what
-Jinja gives, literal text included, and a template that fails on one case's data is refused
-naming the case, the template's place and what to check.
+"""Compiling and rendering a prompt (evalwh.config.prompts): the plain-substitution fast path
+gives what Jinja gives, literal text included; a template naming a private attribute is
+refused at load, a syntax error says how to write it, and a template that fails on one case's
+data is refused naming the case, the template's place and what to check.
 
-Written from mutants that survived the mutation run (docs/testing.md). Templates are
-described in docs/prompts.md.
+Written from mutants that survived the mutation run (docs/testing.md). Templates and their
+sandbox are described in docs/prompts.md and docs/security.md.
 """
 
 from __future__ import annotations
