@@ -693,20 +693,18 @@ def test_a_recheck_started_again_leaves_out_the_survivors_it_already_ran(
 def test_the_record_of_rechecked_survivors_starts_over_when_the_tests_change(
     tmp_path: Path,
 ) -> None:
-    core_rate = _script("core_rate")
-    assert core_rate.rechecked(tmp_path / "none") == set()  # no mutants/ yet
+    module = _budget()
+    assert module.rechecked(tmp_path / "none") == set()  # no mutants/ yet
     stats = tmp_path / "mutmut-stats.json"
     stats.write_text(json.dumps({"duration_by_test": {"t::a": 1.0}}), encoding="utf-8")
-    assert core_rate.rechecked(tmp_path) == set()  # a new record, under this fingerprint
+    assert module.rechecked(tmp_path) == set()  # a new record, under this fingerprint
     record = tmp_path / "evalwh-rechecked.txt"
     with record.open("a", encoding="utf-8") as out:
         out.write("evalwh.a.x_f__mutmut_1\n")  # as budget.py notes a survivor of its recheck
-    assert core_rate.rechecked(tmp_path) == {"evalwh.a.x_f__mutmut_1"}
+    assert module.rechecked(tmp_path) == {"evalwh.a.x_f__mutmut_1"}
     stats.write_text(json.dumps({"duration_by_test": {"t::a": 1.0, "t::b": 0.1}}), "utf-8")
-    assert core_rate.rechecked(tmp_path) == set()  # a test was added: every survivor again
-    assert record.read_text(encoding="utf-8").splitlines() == [
-        core_rate.tests_fingerprint(tmp_path)
-    ]
+    assert module.rechecked(tmp_path) == set()  # a test was added: every survivor again
+    assert record.read_text(encoding="utf-8").splitlines() == [module.tests_fingerprint(tmp_path)]
 
 
 @pytest.mark.parametrize("code", [-signal.SIGINT, -signal.SIGTERM, -signal.SIGKILL, 130, 137, 143])

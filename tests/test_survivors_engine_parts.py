@@ -36,6 +36,7 @@ from evalwh.engine.runner import (
     Engine,
 )
 from evalwh.providers.base import Completion, ProviderError
+from tests.test_survivors_engine_call import engine
 
 
 def model(id: str = "m", **fields: Any) -> ModelSpec:
@@ -49,12 +50,6 @@ MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "q"}]}]
 
 def endpoint(spec: ModelSpec) -> Endpoint:
     return Endpoint.for_model(spec, providers.create(spec))
-
-
-def bare(ep: Endpoint, concurrency: int = 1, **kw: Any) -> Engine:
-    """An engine around one endpoint, for its requests alone (no plan, scorecard or sink)."""
-    plan = SimpleNamespace(models=[ep.model])
-    return Engine(plan, {ep.model.id: ep}, None, None, concurrency=concurrency, **kw)  # type: ignore[arg-type]
 
 
 # -- an endpoint ----------------------------------------------------------------------------
@@ -154,7 +149,7 @@ def test_an_engine_reuses_answers_keeps_errors_readable_and_has_no_feed_until_a_
     spec = model()
     ep = endpoint(spec)
     kept: list[tuple[str, str]] = []
-    eng = bare(ep, 2, remember=lambda key, m, answer: kept.append((key, answer.output)))
+    eng = engine(ep, remember=lambda key, m, answer: kept.append((key, answer.output)))
     assert (eng.reuse, eng.no_look, eng.feed, eng.budget, eng.backpressure) == (
         True, False, None, None, None,
     )  # fmt: skip
@@ -167,9 +162,9 @@ def test_an_engine_reuses_answers_keeps_errors_readable_and_has_no_feed_until_a_
 def test_a_given_cache_is_the_one_read() -> None:
     spec = model()
     ep = endpoint(spec)
-    key = asyncio.run(bare(ep).call(ep, MESSAGES, Case(id="c"), "v")).key
+    key = asyncio.run(engine(ep).call(ep, MESSAGES, Case(id="c"), "v")).key
     stored = CachedAnswer("from the warehouse", 1, 1, 1.0)
-    eng = bare(ep, cache={key: stored})
+    eng = engine(ep, cache={key: stored})
     served = asyncio.run(eng.call(ep, MESSAGES, Case(id="c"), "v"))
     assert (served.cached, served.answer) == (True, stored)
     assert eng.stats.requests == 0
@@ -185,12 +180,12 @@ def test_only_a_model_with_adaptive_concurrency_gets_an_adaptive_limit() -> None
 
 def test_an_engine_is_halted_by_a_stop_or_by_its_cost_cap() -> None:
     spec = model()
-    eng = bare(endpoint(spec))
+    eng = engine(endpoint(spec))
     assert not eng._halted()
     eng.stop()
     assert eng._halted()  # no cap at all: the stop alone halts
     capped = Budget(cap=1.0)
-    eng = bare(endpoint(spec), budget=capped)
+    eng = engine(endpoint(spec), budget=capped)
     assert not eng._halted()
     assert not capped.reserve(2.0)  # over the cap: the budget stops
     assert eng._halted()
@@ -364,7 +359,7 @@ def test_a_retry_after_pauses_the_models_other_requests_too() -> None:
     spec = ModelSpec(id="m", provider="limited", model="m", max_retries=2)
     provider = LimitedOnce(retry_after=1.0)
     ep = Endpoint.for_model(spec, provider)  # type: ignore[arg-type]
-    eng = bare(ep, 4, reuse=False)
+    eng = engine(ep, reuse=False)
 
     async def both() -> None:
         first = asyncio.create_task(eng.call(ep, MESSAGES, Case(id="first"), "v"))

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,6 +26,7 @@ from evalwh import __version__
 from evalwh.config.loader import load_config
 from evalwh.engine.execute import git_commit, store_files
 from evalwh.errors import ConfigError
+from tests.test_conveniences import git
 from tests.test_survivors_refs_labels import only_row
 
 CONFIG = """\
@@ -44,15 +44,6 @@ scorecard:
 """
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def git(folder: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
-    done = subprocess.run(
-        ["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 def runs_row(warehouse: Path) -> dict[str, Any]:

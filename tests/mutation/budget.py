@@ -46,6 +46,7 @@ and this plugin removes them:
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import math
@@ -251,6 +252,26 @@ def save_durations(folder: Path, measured: dict[str, float]) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}")
     partial.write_text(json.dumps(known, sort_keys=True, indent=0), encoding="utf-8")
     partial.replace(path)
+
+
+def tests_fingerprint(folder: Path) -> str:
+    """A digest of the tests in mutmut's stats: it changes when tests are added or removed."""
+    stats = folder / MUTMUT_STATS
+    data = json.loads(stats.read_text(encoding="utf-8")) if stats.is_file() else {}
+    return hashlib.sha256("\n".join(sorted(data.get("duration_by_test", {}))).encode()).hexdigest()
+
+
+def rechecked(folder: Path) -> set[str]:
+    """The survivors a recheck already ran with the tests the stats hold now (the children
+    note them, pytest_sessionfinish); a record written with other tests starts again, empty."""
+    if not folder.is_dir():
+        return set()
+    path, fingerprint = folder / RECHECKED_FILE, tests_fingerprint(folder)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    if lines[:1] != [fingerprint]:
+        path.write_text(fingerprint + "\n", encoding="utf-8")
+        return set()
+    return set(lines[1:])
 
 
 def _nodeid(nodeid: str) -> str:

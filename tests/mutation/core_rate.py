@@ -28,7 +28,6 @@ no kills; ``--not-run`` lists them for ``mutmut run <names>``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -96,30 +95,6 @@ def survivors(mutants: Path, listed: set[str]) -> list[str]:
     ones are left out: running them again cannot change their result)."""
     names = {name for _, name, status in results(mutants) if status == "survived"}
     return sorted(names - listed)
-
-
-def tests_fingerprint(mutants: Path) -> str:
-    """A digest of the tests in mutmut's stats: it changes when tests are added or removed."""
-    stats = mutants / "mutmut-stats.json"
-    tests = (
-        json.loads(stats.read_text(encoding="utf-8")).get("duration_by_test", {})
-        if (stats.is_file())
-        else {}
-    )
-    return hashlib.sha256("\n".join(sorted(tests)).encode()).hexdigest()
-
-
-def rechecked(mutants: Path) -> set[str]:
-    """The survivors a recheck already ran with the tests the stats hold now (budget.py notes
-    them); a record written with other tests is started again, empty."""
-    if not mutants.is_dir():
-        return set()
-    path, fingerprint = mutants / "evalwh-rechecked.txt", tests_fingerprint(mutants)
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    if lines[:1] != [fingerprint]:
-        path.write_text(fingerprint + "\n", encoding="utf-8")
-        return set()
-    return set(lines[1:])
 
 
 def not_run(mutants: Path) -> list[str]:

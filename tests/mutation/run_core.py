@@ -39,9 +39,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import budget as plugin  # the pytest plugin: its recheck record and switch
 import core_rate
 import stats_in_parts
-from budget import RECHECK_ENV
 
 Run = Callable[[Sequence[str], dict[str, str]], int]
 # A child ended by one of these was stopped by someone (negative: the signal, as subprocess
@@ -70,7 +70,7 @@ def mutation_run(
     ),
     not_run: Callable[[], list[str]] = lambda: core_rate.not_run(Path("mutants")),
     recheck_budget: float = 0.0,
-    rechecked: Callable[[], set[str]] = lambda: core_rate.rechecked(Path("mutants")),
+    rechecked: Callable[[], set[str]] = lambda: plugin.rechecked(Path("mutants")),
 ) -> int:
     """Steps 1 and 2; 0 when both ran to their end. With ``min_rate`` the recheck of step 2
     runs only when the budgeted rate is below it; with None it always runs."""
@@ -106,7 +106,7 @@ def mutation_run(
             + (f" ({len(done)} rechecked before, with the same tests)" if done else ""),
             flush=True,
         )
-        recheck_env = {"EVALWH_MUTATION_BUDGET": f"{recheck_budget:g}", RECHECK_ENV: "1"}
+        recheck_env = {"EVALWH_MUTATION_BUDGET": f"{recheck_budget:g}", plugin.RECHECK_ENV: "1"}
         if names and run([*mutmut, *names], recheck_env) != 0:
             print("the run of the survivors did not finish", file=sys.stderr)
             return 1
