@@ -20,6 +20,7 @@ from evalwh.config.secrets import (
     known_secret_values,
     redact,
 )
+from evalwh.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)
@@ -113,3 +114,60 @@ def test_redact_takes_what_is_not_text_as_its_string() -> None:
     error = RuntimeError("upstream said Bearer abcdefgh12345678")
     assert redact(error) == "upstream said Bearer ***"  # type: ignore[arg-type]
     assert redact(12345) == "12345"  # type: ignore[arg-type]
+
+
+# -- check_secret_files: every secrets file is read before a run starts ------------------------
+
+
+def test_a_named_secrets_file_that_is_missing_is_an_error_naming_it_where_it_was_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "project"  # not the working folder (tmp_path)
+    here.mkdir()
+    env = {"EVALWH_SECRETS": "ci/nope.yaml", "EVALWH_CONFIG_DIR": str(tmp_path / "config")}
+    with pytest.raises(ConfigError) as exc:
+        secrets.check_secret_files(env=env, cwd=here)
+    assert (
+        exc.value.message
+        == f"EVALWH_SECRETS names {here / 'ci' / 'nope.yaml'}, which is not a file"
+    )
+    assert exc.value.fix == (
+        "point EVALWH_SECRETS at your secrets file (NAME: value lines), or unset it"
+    )
+    # the project's own secrets file does not stand in for the one named
+    (here / ".evalwh.secrets.yaml").write_text("MY_SERVICE_KEY: from-project-file-01\n")
+    with pytest.raises(ConfigError, match=r"EVALWH_SECRETS names .*nope\.yaml"):
+        secrets.check_secret_files(env=env, cwd=here)
+    # the process's environment is read when no env is given, and only then
+    monkeypatch.setenv("EVALWH_SECRETS", str(tmp_path / "gone.yaml"))
+    with pytest.raises(ConfigError, match=r"gone\.yaml, which is not a file"):
+        secrets.check_secret_files(cwd=here)
+    secrets.check_secret_files(env={"EVALWH_CONFIG_DIR": str(tmp_path / "config")}, cwd=here)
+
+
+def test_no_secrets_file_at_all_is_fine_and_a_named_one_is_read(tmp_path: Path) -> None:
+    env = {"EVALWH_CONFIG_DIR": str(tmp_path / "config")}
+    secrets.check_secret_files(env=env, cwd=tmp_path / "empty")  # nothing exists: no error
+    named = tmp_path / "ci.secrets.yaml"
+    named.write_text("MY_SERVICE_KEY: from-named-file-0001\n")
+    secrets.check_secret_files(env={**env, "EVALWH_SECRETS": str(named)}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("which", ["named", "project", "user"])
+def test_each_malformed_secrets_file_is_an_error_naming_that_file(
+    tmp_path: Path, which: str
+) -> None:
+    here, config = tmp_path / "project", tmp_path / "config"
+    files = {
+        "named": tmp_path / "ci.secrets.yaml",
+        "project": here / ".evalwh.secrets.yaml",
+        "user": config / "secrets.yaml",
+    }
+    for path in files.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("MY_SERVICE_KEY: fine-value-000001\n")
+    files[which].write_text("- a list, not NAME: value lines\n")
+    env = {"EVALWH_CONFIG_DIR": str(config), "EVALWH_SECRETS": str(files["named"])}
+    with pytest.raises(ConfigError, match="a secrets file must be a mapping") as exc:
+        secrets.check_secret_files(env=env, cwd=here)
+    assert exc.value.file == str(files[which])

@@ -57,7 +57,16 @@ def provider_class(name: str, *, where: str = "", file: str | None = None) -> An
             fix=f"use one of: {', '.join(sorted(available()))}",
         )
     module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except Exception as exc:  # a third-party entry point that does not load
+        raise ConfigError(
+            f"cannot load provider '{name}' from {target}: {type(exc).__name__}: {exc}",
+            file=file,
+            where=f"{where}.provider" if where else None,
+            fix="reinstall the package that registers this provider (entry point group "
+            "'evalwh.providers')",
+        ) from None
 
 
 def check(spec: ModelSpec, file: str | None = None) -> None:
