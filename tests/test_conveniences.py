@@ -12,9 +12,9 @@ import pytest
 import evalwh
 from evalwh import api
 from evalwh.engine.budget import DEFAULT_PAID_CAP_USD, run_cap
-from evalwh.engine.overrides import split_models
+from evalwh.engine.overrides import adhoc_models, split_models
 from evalwh.errors import ConfigError, CostRefusedError
-from tests.conftest import run_cli
+from tests.conftest import run_cli, write
 from tests.fakes.servers import FakeLLMServer
 from tests.test_providers_e2e import eval_for
 
@@ -119,6 +119,31 @@ def test_adhoc_model_of_unknown_price_or_provider_is_refused(quickstart: Path) -
     # nor is the command provider: a program to run needs its own entry in eval.yaml
     with pytest.raises(Exception, match="command/ls"):
         evalwh.validate(quickstart, models=["command/ls"])
+
+
+def test_adhoc_model_names_may_hold_slashes_and_a_config_id_is_a_filter(tmp_path: Path) -> None:
+    cfg = write(
+        tmp_path / "eval.yaml",
+        "models:\n  - {id: openai/gpt-4o-mini, provider: mock}\n  - {id: m2, provider: mock}\n"
+        "variants:\n  - {id: v, messages: [{role: user, content: hi}]}\n"
+        "cases:\n  - {id: c1}\nscorecard:\n  - {name: ok, type: json-valid}\n",
+    )
+    config = evalwh.load_config(cfg)
+    # a hosted model's name often holds a slash (org/model): the provider is before the first
+    added, filters = adhoc_models(
+        config, ["openai-compatible/meta-llama/Llama-3.1-8B", "openai/gpt-4o-mini", "openai/*"]
+    )
+    assert [(m.id, m.provider, m.model, m.where, m.root) for m in added] == [
+        (
+            "openai-compatible/meta-llama/Llama-3.1-8B",
+            "openai-compatible",
+            "meta-llama/Llama-3.1-8B",
+            "--model openai-compatible/meta-llama/Llama-3.1-8B",
+            config.root,
+        )
+    ]
+    # provider/model values that name (or match) a model of the config select it
+    assert filters == ["openai/gpt-4o-mini", "openai/*"]
 
 
 # -- the default spending cap --------------------------------------------------------------

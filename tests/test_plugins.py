@@ -133,6 +133,7 @@ def test_a_provider_and_a_scorer_from_entry_points_run_an_eval(installed: Path) 
             "reinstall the package that registers this scorer (entry point group 'evalwh.scorers')",
         ),
     ],
+    ids=["provider", "scorer"],
 )
 def test_a_plugin_that_does_not_load_is_a_config_error_naming_it(
     installed: Path, changed: dict[str, str], message: str, where: str, fix: str
