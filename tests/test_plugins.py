@@ -167,7 +167,7 @@ def test_an_unknown_scorer_suggests_the_closest_installed_one(installed: Path) -
         evalwh.validate(path, output_dir=installed / "out")
     error = caught.value
     assert error.message == "criterion 'loud' (shoutty): unknown scorer type 'shoutty'"
-    assert error.where == "scorecard[0].type"
+    assert (error.file, error.where) == (str(path.resolve()), "scorecard[0].type")
     assert error.fix == (
         "did you mean 'shouty'? use one of: bleu, contains, exact, ghost-scorer, json-schema, "
         "json-valid, llm-judge, not-contains, python, regex, rouge-l, semantic, shouty, or "
