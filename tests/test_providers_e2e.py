@@ -280,3 +280,21 @@ def test_retry_errors_reruns_only_the_errored_cells(tmp_path: Path, server: Fake
     assert (
         again.totals["n"] == 6 and again.totals["n_errors"] == 0 and again.totals["n_passed"] == 6
     )
+
+
+def test_retry_errors_plans_only_the_errored_cells_not_a_cached_rerun(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    # without the response cache, a retry that planned every cell would ask for all six again
+    flaky = {"question 2"}
+    server.responder = lambda req: error(400, "try later") if case_of(req) in flaky else None
+    block = f"  - {{id: m, provider: openai-compatible, model: local, base_url: '{server.openai_url}', price: 0}}"
+    cfg = eval_for(tmp_path, block, 6)
+    first = evalwh.run_eval(cfg, output_dir=tmp_path / "out", no_cache=True)
+    assert first.totals["n_errors"] == 1 and server.count == 6
+    flaky.clear()
+    again = evalwh.run_eval(
+        cfg, output_dir=tmp_path / "out", retry_errors=first.run_id, no_cache=True
+    )
+    assert server.count == 7
+    assert (again.totals["n"], again.totals["n_errors"]) == (6, 0)
