@@ -532,6 +532,7 @@ def test_unsupported_parts_are_refused_at_validation(
     for fragment in fragments:
         assert fragment in message, message
     assert "variant 'v' messages[0].content[0]" in message
+    assert info.value.file == str(Path(cfg).resolve())  # the config the refusal is about
 
 
 def test_validate_on_the_cli_exits_2_and_sends_nothing(tmp_path: Path) -> None:
@@ -647,6 +648,8 @@ def test_the_estimate_counts_image_tokens_and_says_what_it_cannot(tmp_path: Path
     )
     row = validate(cfg).estimate["by_model"][0]
     assert row["not_estimated"] == 1 and row["input_tokens"] == 1
+    # counted per request that sends the file: three repeats, three files not estimated
+    assert validate(cfg, repeat=3).estimate["by_model"][0]["not_estimated"] == 3
     result = run_cli("run", str(cfg), "--dry-run", cwd=tmp_path)
     assert "1 attached file(s) not estimated (the cost is a lower bound)" in result.stdout
 
