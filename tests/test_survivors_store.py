@@ -8,6 +8,7 @@ import json
 import logging
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ def test_stored_labels_replace_only_their_own_keys_and_count_them(
     same run, kind, comparison (or criterion) and case, says how many it replaced, and leaves
     every other label (another case, criterion, kind or run) as it was."""
     store = opener(tmp_path, monkeypatch)
+    started = datetime.now(timezone.utc)
     first = [
         PointLabel("judged", "q01", "pass"),
         PointLabel("judged", "q02", "fail"),
@@ -79,6 +81,13 @@ def test_stored_labels_replace_only_their_own_keys_and_count_them(
     assert stored_labels(store) == before and len(before) == 6
     # the temporary key table is gone with its transaction: the next import works the same
     assert store.replace_labels("r1", [PointLabel("judged", "q03", "fail")]) == 1
+    # each imported label says when it was stored (storage.md: NULL only for a config's labels)
+    stamps = store.sql(
+        "SELECT min(labelled_at) AS first, max(labelled_at) AS last, count(*) AS n, "
+        "count(labelled_at) AS stamped FROM labels"
+    ).to_pylist()[0]
+    assert stamps["n"] == stamps["stamped"] == 6
+    assert started <= stamps["first"] <= stamps["last"] <= datetime.now(timezone.utc)
 
 
 def lose_the_first_commit(monkeypatch: pytest.MonkeyPatch) -> list[int]:
