@@ -64,7 +64,8 @@ class AdaptiveLimit:
     has passed: the server said when it takes requests again,
     so the other workers do not spend 429s finding that out.
 
-    ``peak`` / ``lowest`` / ``decreases`` are kept for the run's stats and the tests.
+    ``peak`` / ``lowest`` / ``decreases`` record how the limit moved, for inspection and the
+    tests; the run's stored stats do not include them.
     """
 
     def __init__(self, ceiling: int) -> None:
