@@ -129,3 +129,14 @@ def test_the_secrets_a_config_names_are_its_key_variables_and_header_references(
     assert secret_names(load_config(tmp_path / "eval.yaml")) == [
         "OPENAI_API_KEY", "GATEWAY_KEY", "TEAM_TOKEN", "ORG_TOKEN", "ANTHROPIC_API_KEY",
     ]  # fmt: skip
+
+
+def test_a_providers_own_refusal_names_the_config_file(tmp_path: Path) -> None:
+    text = BASE.replace(
+        "{id: m, provider: mock, mock: {default: hi}}", "{id: m, provider: openai-compatible}"
+    )
+    error = refusal(tmp_path, text)  # refusal() checks the file
+    assert (error.message, error.where) == (
+        "provider 'openai-compatible' needs a base_url",
+        "models[0].base_url",
+    )
