@@ -140,3 +140,59 @@ def test_a_providers_own_refusal_names_the_config_file(tmp_path: Path) -> None:
         "provider 'openai-compatible' needs a base_url",
         "models[0].base_url",
     )
+
+
+GEMINI_SCHEMA = BASE.replace(
+    "{id: m, provider: mock, mock: {default: hi}}",
+    "{id: m, provider: google, model: gemini-2.5-flash}",
+).replace(
+    '{id: v, messages: [{role: user, content: "{{ q }}"}]}',
+    '{id: v, messages: [{role: user, content: "{{ q }}"}], output_schema: '
+    "{MODE schema: {type: object, properties: {a: {type: widget}}}}}",
+)
+
+
+def test_a_schema_the_provider_cannot_send_natively_is_refused_at_validation(
+    tmp_path: Path,
+) -> None:
+    error = refusal(tmp_path, GEMINI_SCHEMA.replace("MODE ", ""))  # mode auto: native here
+    assert (error.message, error.where, error.fix) == (
+        "the output schema cannot be sent as Gemini's responseSchema: type 'widget' is not a "
+        "JSON Schema type",
+        "variants[0].output_schema",
+        "simplify the schema, or ask for it by prompt (mode: prompted)",
+    )
+    # asked for by prompt, the same schema is never sent as Gemini's Schema: not refused
+    (tmp_path / "eval.yaml").write_text(GEMINI_SCHEMA.replace("MODE ", "mode: prompted, "))
+    check_config(load_config(tmp_path / "eval.yaml"))
+
+
+JUDGED = BASE + (
+    "  - {name: judged, type: llm-judge, judge: j}\njudges:\n  - {id: j, model: JUDGE, EXTRA}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "message", "where"),
+    [
+        (
+            "{id: jm, provider: openai-compatible}",
+            'rubric: "Is it right?"',
+            "provider 'openai-compatible' needs a base_url",
+            "judges[0].model.base_url",
+        ),
+        (
+            "{id: jm, provider: mock}",
+            'messages: [{role: user, content: "Is {{ output right?"}]',
+            "template syntax error: expected token 'end of print statement', got 'right' "
+            "(line 1 of the template)",
+            "judges[0].messages[0].content[0]",
+        ),
+    ],
+    ids=["provider", "template"],
+)
+def test_a_judges_refusal_names_the_config_file(
+    tmp_path: Path, model: str, extra: str, message: str, where: str
+) -> None:
+    error = refusal(tmp_path, JUDGED.replace("JUDGE", model).replace("EXTRA", extra))
+    assert (error.message, error.where) == (message, where)
