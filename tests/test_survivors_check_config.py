@@ -196,3 +196,31 @@ def test_a_judges_refusal_names_the_config_file(
 ) -> None:
     error = refusal(tmp_path, JUDGED.replace("JUDGE", model).replace("EXTRA", extra))
     assert (error.message, error.where) == (message, where)
+
+
+def test_each_cases_check_is_parsed_and_a_case_without_one_keeps_none(tmp_path: Path) -> None:
+    from evalwh.scoring.checks import CheckSpec
+
+    text = BASE.replace("{id: c1, vars: {q: one}}", '{id: c1, vars: {q: one}, check: "true"}')
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    _, checked = check_config(load_config(tmp_path / "eval.yaml"))
+    assert [c.check for c in checked.cases] == [CheckSpec(run="true"), None, None]
+    # every case with a check: all parsed
+    every = text.replace(
+        "{id: c2, vars: {q: two}}", "{id: c2, vars: {q: two}, check: {run: 'false', timeout_s: 3}}"
+    )
+    every = every.replace(
+        "{id: other, vars: {q: three}}", "{id: other, vars: {q: three}, check: x}"
+    )
+    (tmp_path / "eval.yaml").write_text(every, encoding="utf-8")
+    _, checked = check_config(load_config(tmp_path / "eval.yaml"))
+    assert [c.check for c in checked.cases] == [
+        CheckSpec(run="true"),
+        CheckSpec(run="false", timeout_s=3),
+        CheckSpec(run="x"),
+    ]
+
+
+def test_a_scorecard_refusal_names_the_config_file(tmp_path: Path) -> None:
+    error = refusal(tmp_path, BASE + "  - {name: r, type: regex, pattern: '('}\n")
+    assert error.where == "scorecard[2].pattern"
