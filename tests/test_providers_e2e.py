@@ -11,6 +11,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -282,16 +283,33 @@ def test_retry_errors_reruns_only_the_errored_cells(tmp_path: Path, server: Fake
     )
 
 
-def test_retry_errors_plans_only_the_errored_cells_not_a_cached_rerun(
+def uncached_run_with_one_failure(
     tmp_path: Path, server: FakeLLMServer
-) -> None:
-    # without the response cache, a retry that planned every cell would ask for all six again
+) -> tuple[Path, Any, set[str]]:
+    """Six cells, the second one refused (HTTP 400), the response cache off: a continuation
+    that planned more than it should asks the server again, so the count tells."""
     flaky = {"question 2"}
     server.responder = lambda req: error(400, "try later") if case_of(req) in flaky else None
     block = f"  - {{id: m, provider: openai-compatible, model: local, base_url: '{server.openai_url}', price: 0}}"
     cfg = eval_for(tmp_path, block, 6)
     first = evalwh.run_eval(cfg, output_dir=tmp_path / "out", no_cache=True)
     assert first.totals["n_errors"] == 1 and server.count == 6
+    return cfg, first, flaky
+
+
+def test_resume_skips_every_stored_cell_answered_or_failed(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    cfg, first, _ = uncached_run_with_one_failure(tmp_path, server)
+    again = evalwh.run_eval(cfg, output_dir=tmp_path / "out", resume=first.run_id, no_cache=True)
+    assert server.count == 6
+    assert (again.run_id, again.totals["n"], again.totals["n_errors"]) == (first.run_id, 6, 1)
+
+
+def test_retry_errors_plans_only_the_errored_cells_not_a_cached_rerun(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    cfg, first, flaky = uncached_run_with_one_failure(tmp_path, server)
     flaky.clear()
     again = evalwh.run_eval(
         cfg, output_dir=tmp_path / "out", retry_errors=first.run_id, no_cache=True
