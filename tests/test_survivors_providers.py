@@ -410,3 +410,36 @@ def test_a_part_whose_file_is_gone_names_the_part_and_is_not_retried() -> None:
         "this run"
     )
     assert (info.value.kind, info.value.retryable) == ("attachment", False)
+
+
+# -- the OpenAI reply's content and usage ------------------------------------------------------
+
+
+def openai_reply(content: Any, usage: Any = None) -> Any:
+    from evalwh.providers.openai import OpenAICompatibleProvider
+
+    spec = ModelSpec(id="m", provider="openai-compatible", model="local")
+    spec.options["base_url"] = "http://127.0.0.1:9/v1"
+    provider = OpenAICompatibleProvider(spec)
+    body = {"choices": [{"message": {"content": content}}], "usage": usage or {}}
+    return provider.parse_body(body)
+
+
+def test_content_given_as_parts_is_their_text_joined() -> None:
+    # some compatible servers answer with a list of parts; parts without text add nothing
+    parts = [{"type": "text", "text": "Par"}, {"type": "image_url"}, "junk", {"text": "is"}]
+    assert openai_reply(parts).text == "Paris"
+
+
+def test_content_of_another_type_is_a_malformed_reply() -> None:
+    with pytest.raises(TypeError) as raised:
+        openai_reply(5)
+    assert str(raised.value) == "'content' is not a string"
+
+
+def test_token_counts_that_are_not_integers_are_unknown() -> None:
+    usage = {"prompt_tokens": 3.5, "completion_tokens": True}
+    got = openai_reply("hi", usage)
+    assert (got.input_tokens, got.output_tokens) == (None, None)
+    got = openai_reply("hi", {"prompt_tokens": 7, "completion_tokens": 2})
+    assert (got.input_tokens, got.output_tokens) == (7, 2)
