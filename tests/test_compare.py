@@ -79,6 +79,10 @@ def test_compare_numbers_match_hand_counts(stored: dict[str, str | Path], cli: C
     assert unchanged["verdict"] == "same" and unchanged["pass_rate_delta"] == 0
     assert {m["movement"] for m in data["movers"]} <= {"broken", "fixed", "score down", "score up"}
     assert data["movers"][0]["movement"] == "broken"
+    # one row per criterion of the scorecard, each over every pair
+    scorecard = evalwh.load_config(QUICKSTART / "eval.yaml").scorecard
+    assert sorted(c["target"] for c in data["criteria"]) == sorted(c.name for c in scorecard)
+    assert all(0 < c["n"] <= 48 for c in data["criteria"])  # pairs scored by that criterion
     assert {s["target"] for s in data["slices"]} == {
         "topic=geography",
         "topic=math",
