@@ -68,3 +68,31 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path: Path) -> No
 def test_line_breaks_inside_a_quoted_value_are_kept_as_written(tmp_path: Path) -> None:
     got = rows(tmp_path / "cases.csv", b'id,q\r\nc1,"one\r\ntwo"\r\nc2,"a\nb"\r\n')
     assert got == [(3, {"id": "c1", "q": "one\r\ntwo"}), (5, {"id": "c2", "q": "a\nb"})]
+
+
+def test_a_missing_mapped_column_says_what_the_file_or_the_rows_have(tmp_path: Path) -> None:
+    from evalwh.config.datasets import _check_columns
+
+    declared = {"id": "id", "expected": "answer"}
+    row = {"id": "c1", "q": "x"}
+    with pytest.raises(ConfigError) as in_file:
+        _check_columns(row, declared, [], None, file="cases.csv")
+    with pytest.raises(ConfigError) as in_rows:  # a datasource's rows: no file
+        _check_columns(row, declared, [], None, file=None, where="datasource d (cases[0])")
+    assert in_file.value.message == "missing column 'answer' (asked for by 'expected: answer')"
+    assert in_file.value.fix == "add the column or change the mapping; the file has: id, q"
+    assert in_rows.value.fix == "add the column or change the mapping; the rows have: id, q"
+
+
+def test_a_case_files_expected_comes_from_the_mapped_column(tmp_path: Path) -> None:
+    from evalwh.config.loader import load_config
+
+    (tmp_path / "cases.csv").write_text("id,q,answer,expected\nc1,one,1,not this\n")
+    (tmp_path / "eval.yaml").write_text(
+        "models:\n  - {id: m, provider: mock}\n"
+        "variants:\n  - {id: v, messages: [{role: user, content: '{{ q }}'}]}\n"
+        "cases:\n  - {file: cases.csv, expected: answer}\n"
+        "scorecard:\n  - {name: e, type: exact}\n"
+    )
+    (case,) = load_config(tmp_path / "eval.yaml").cases
+    assert (case.id, case.expected) == ("c1", "1")
