@@ -415,14 +415,41 @@ def test_a_part_whose_file_is_gone_names_the_part_and_is_not_retried() -> None:
 # -- the OpenAI reply's content and usage ------------------------------------------------------
 
 
-def openai_reply(content: Any, usage: Any = None) -> Any:
+def openai_compatible() -> Any:
     from evalwh.providers.openai import OpenAICompatibleProvider
 
     spec = ModelSpec(id="m", provider="openai-compatible", model="local")
     spec.options["base_url"] = "http://127.0.0.1:9/v1"
-    provider = OpenAICompatibleProvider(spec)
+    return OpenAICompatibleProvider(spec)
+
+
+def openai_reply(content: Any, usage: Any = None) -> Any:
     body = {"choices": [{"message": {"content": content}}], "usage": usage or {}}
-    return provider.parse_body(body)
+    return openai_compatible().parse_body(body)
+
+
+def test_an_image_url_is_sent_as_given_beside_an_empty_text_part() -> None:
+    url = "https://example.invalid/cat.png"
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": ""}, {"type": "image", "url": url}],
+    }
+    assert openai_compatible()._content(message) == [
+        {"type": "text", "text": ""},
+        {"type": "image_url", "image_url": {"url": url}},
+    ]
+
+
+@pytest.mark.parametrize("kind", ["audio", "file"])
+def test_audio_or_a_file_by_url_is_refused_as_unsupported(kind: str) -> None:
+    part = {"type": kind, "url": "https://example.invalid/x", "media_type": "audio/wav"}
+    with pytest.raises(ProviderError) as refused:
+        openai_compatible()._content({"role": "user", "content": [part]})
+    assert (refused.value.kind, str(refused.value)) == (
+        "unsupported",
+        f"openai-compatible: the openai-compatible provider does not accept '{kind}' parts "
+        "(a URL); see the capability table in docs/providers.md",
+    )
 
 
 def test_content_given_as_parts_is_their_text_joined() -> None:
