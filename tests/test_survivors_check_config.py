@@ -224,3 +224,22 @@ def test_each_cases_check_is_parsed_and_a_case_without_one_keeps_none(tmp_path: 
 def test_a_scorecard_refusal_names_the_config_file(tmp_path: Path) -> None:
     error = refusal(tmp_path, BASE + "  - {name: r, type: regex, pattern: '('}\n")
     assert error.where == "scorecard[2].pattern"
+
+
+def test_the_checked_config_carries_each_models_and_judges_price(tmp_path: Path) -> None:
+    from evalwh.providers.pricing import table_price
+
+    text = BASE.replace(
+        "{id: m, provider: mock, mock: {default: hi}}",
+        "{id: m, provider: openai, model: gpt-4o-mini}",
+    ) + (
+        "  - {name: judged, type: llm-judge, judge: j}\n"
+        "judges:\n  - {id: j, model: {id: jm, provider: anthropic, model: claude-sonnet-4-5}}\n"
+    )
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    loaded = load_config(tmp_path / "eval.yaml")
+    assert loaded.models[0].price is None and loaded.judges[0].model.price is None
+    _, checked = check_config(loaded)
+    assert checked.models[0].price == table_price("openai", "gpt-4o-mini") is not None
+    assert checked.judges[0].model.price == table_price("anthropic", "claude-sonnet-4-5")
+    assert checked.judges[0].model.price is not None
