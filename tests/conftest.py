@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -139,6 +141,32 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@contextmanager
+def installed_package(
+    site: Path, package: str, entry_points: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Install the package folder ``site/<package>`` as pip would: a ``.dist-info`` beside it
+    holding ``entry_points`` (entry_points.txt text) and ``site`` on sys.path. The provider and
+    scorer registries are read afresh inside, and the package is forgotten afterwards."""
+    from evalwh import providers
+    from evalwh.scoring import base
+
+    info = site / f"{package}-0.1.0.dist-info"
+    name = package.replace("_", "-")
+    write(info / "METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
+    write(info / "entry_points.txt", entry_points)
+    monkeypatch.syspath_prepend(str(site))
+    providers.available.cache_clear()
+    base.available.cache_clear()
+    try:
+        yield
+    finally:
+        providers.available.cache_clear()
+        base.available.cache_clear()
+        for module in [m for m in sys.modules if m.split(".")[0] == package]:
+            monkeypatch.delitem(sys.modules, module)
 
 
 def alias_bomb(indent: str = "") -> str:

@@ -6,7 +6,6 @@ installed."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from evalwh import providers
 from evalwh.errors import ConfigError
 from evalwh.providers import provider_class
 from evalwh.scoring import base
-from tests.conftest import write
+from tests.conftest import installed_package, write
 
 PLUGIN = '''\
 from evalwh.providers.base import Completion
@@ -74,17 +73,8 @@ scorecard:
 def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     site = tmp_path / "site-packages"
     write(site / "acme_plugins" / "__init__.py", PLUGIN)
-    info = site / "acme_plugins-0.1.0.dist-info"
-    write(info / "METADATA", "Metadata-Version: 2.1\nName: acme-plugins\nVersion: 0.1.0\n")
-    write(info / "entry_points.txt", ENTRY_POINTS)
-    monkeypatch.syspath_prepend(str(site))
-    providers.available.cache_clear()
-    base.available.cache_clear()
-    yield tmp_path
-    providers.available.cache_clear()
-    base.available.cache_clear()
-    for module in [m for m in sys.modules if m.startswith("acme_plugins")]:
-        monkeypatch.delitem(sys.modules, module)
+    with installed_package(site, "acme_plugins", ENTRY_POINTS, monkeypatch):
+        yield tmp_path
 
 
 def config(folder: Path, provider: str = "echo", scorer: str = "shouty") -> Path:

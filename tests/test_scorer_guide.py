@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 import evalwh
 from evalwh.errors import ConfigError
 from evalwh.scoring import base
-from tests.conftest import ROOT
+from tests.conftest import ROOT, installed_package
 
 PAGE = ROOT / "docs" / "scoring.md"
 FENCE = re.compile(r"^```([\w+-]*)([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
@@ -99,20 +98,14 @@ def installed(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     site = folder / "site-packages"
     site.mkdir()
     (folder / "evalwh_maxwords").rename(site / "evalwh_maxwords")
-    info = site / f"{name.replace('-', '_')}-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
     entries = "".join(
         f"{k.strip()} = {v.strip().strip(chr(34))}\n"
         for k, v in (line.split("=", 1) for line in table.group(1).splitlines() if "=" in line)
     )
-    (info / "entry_points.txt").write_text(f"[evalwh.scorers]\n{entries}")
-    monkeypatch.syspath_prepend(str(site))
-    base.available.cache_clear()
-    yield folder
-    base.available.cache_clear()
-    for module in [m for m in sys.modules if m.startswith("evalwh_maxwords")]:
-        monkeypatch.delitem(sys.modules, module)
+    with installed_package(
+        site, name.replace("-", "_"), f"[evalwh.scorers]\n{entries}", monkeypatch
+    ):
+        yield folder
 
 
 def test_scorer_type_is_found_through_its_entry_point_and_scores(installed: Path) -> None:

@@ -9,6 +9,7 @@ checked through the CLI, in tests too slow for the mutation budget.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,12 @@ from tests.test_survivors_case_files import KEY
 from tests.test_survivors_run_row import CONFIG
 
 BASE = CONFIG + "  - {name: alpha, type: contains, value: a}\n"  # two criteria
+
+
+def checked(tmp_path: Path, text: str) -> Any:
+    """The config check_config returns for ``text`` (as eval.yaml in ``tmp_path``)."""
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    return check_config(load_config(tmp_path / "eval.yaml"))[1]
 
 
 def refusal(tmp_path: Path, text: str) -> ConfigError:
@@ -163,8 +170,7 @@ def test_a_schema_the_provider_cannot_send_natively_is_refused_at_validation(
         "simplify the schema, or ask for it by prompt (mode: prompted)",
     )
     # asked for by prompt, the same schema is never sent as Gemini's Schema: not refused
-    (tmp_path / "eval.yaml").write_text(GEMINI_SCHEMA.replace("MODE ", "mode: prompted, "))
-    check_config(load_config(tmp_path / "eval.yaml"))
+    checked(tmp_path, GEMINI_SCHEMA.replace("MODE ", "mode: prompted, "))
 
 
 JUDGED = BASE + (
@@ -202,9 +208,7 @@ def test_each_cases_check_is_parsed_and_a_case_without_one_keeps_none(tmp_path: 
     from evalwh.scoring.checks import CheckSpec
 
     text = BASE.replace("{id: c1, vars: {q: one}}", '{id: c1, vars: {q: one}, check: "true"}')
-    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
-    _, checked = check_config(load_config(tmp_path / "eval.yaml"))
-    assert [c.check for c in checked.cases] == [CheckSpec(run="true"), None, None]
+    assert [c.check for c in checked(tmp_path, text).cases] == [CheckSpec(run="true"), None, None]
     # every case with a check: all parsed
     every = text.replace(
         "{id: c2, vars: {q: two}}", "{id: c2, vars: {q: two}, check: {run: 'false', timeout_s: 3}}"
@@ -212,9 +216,7 @@ def test_each_cases_check_is_parsed_and_a_case_without_one_keeps_none(tmp_path: 
     every = every.replace(
         "{id: other, vars: {q: three}}", "{id: other, vars: {q: three}, check: x}"
     )
-    (tmp_path / "eval.yaml").write_text(every, encoding="utf-8")
-    _, checked = check_config(load_config(tmp_path / "eval.yaml"))
-    assert [c.check for c in checked.cases] == [
+    assert [c.check for c in checked(tmp_path, every).cases] == [
         CheckSpec(run="true"),
         CheckSpec(run="false", timeout_s=3),
         CheckSpec(run="x"),
@@ -239,7 +241,7 @@ def test_the_checked_config_carries_each_models_and_judges_price(tmp_path: Path)
     (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
     loaded = load_config(tmp_path / "eval.yaml")
     assert loaded.models[0].price is None and loaded.judges[0].model.price is None
-    _, checked = check_config(loaded)
-    assert checked.models[0].price == table_price("openai", "gpt-4o-mini") is not None
-    assert checked.judges[0].model.price == table_price("anthropic", "claude-sonnet-4-5")
-    assert checked.judges[0].model.price is not None
+    result = checked(tmp_path, text)
+    assert result.models[0].price == table_price("openai", "gpt-4o-mini") is not None
+    assert result.judges[0].model.price == table_price("anthropic", "claude-sonnet-4-5")
+    assert result.judges[0].model.price is not None

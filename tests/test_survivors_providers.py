@@ -17,6 +17,7 @@ from evalwh.providers.gemini_schema import MAX_DEPTH, response_schema
 from evalwh.providers.google import GoogleProvider
 from evalwh.providers.parts import part_bytes, unsupported_part
 from tests.fakes.servers import FakeLLMServer, raw
+from tests.test_survivors_small_parts import compatible
 
 GEMINI_KEY = "AIza" + "SurvivorTestKey0123456789abcdefghijk"[:35]
 UNSUPPORTED_FIX = "see the capability table in docs/providers.md"
@@ -415,17 +416,9 @@ def test_a_part_whose_file_is_gone_names_the_part_and_is_not_retried() -> None:
 # -- the OpenAI reply's content and usage ------------------------------------------------------
 
 
-def openai_compatible() -> Any:
-    from evalwh.providers.openai import OpenAICompatibleProvider
-
-    spec = ModelSpec(id="m", provider="openai-compatible", model="local")
-    spec.options["base_url"] = "http://127.0.0.1:9/v1"
-    return OpenAICompatibleProvider(spec)
-
-
 def openai_reply(content: Any, usage: Any = None) -> Any:
     body = {"choices": [{"message": {"content": content}}], "usage": usage or {}}
-    return openai_compatible().parse_body(body)
+    return compatible("http://127.0.0.1:9/v1").parse_body(body)
 
 
 def test_an_image_url_is_sent_as_given_beside_an_empty_text_part() -> None:
@@ -434,7 +427,7 @@ def test_an_image_url_is_sent_as_given_beside_an_empty_text_part() -> None:
         "role": "user",
         "content": [{"type": "text", "text": ""}, {"type": "image", "url": url}],
     }
-    assert openai_compatible()._content(message) == [
+    assert compatible("http://127.0.0.1:9/v1")._content(message) == [
         {"type": "text", "text": ""},
         {"type": "image_url", "image_url": {"url": url}},
     ]
@@ -444,7 +437,7 @@ def test_an_image_url_is_sent_as_given_beside_an_empty_text_part() -> None:
 def test_audio_or_a_file_by_url_is_refused_as_unsupported(kind: str) -> None:
     part = {"type": kind, "url": "https://example.invalid/x", "media_type": "audio/wav"}
     with pytest.raises(ProviderError) as refused:
-        openai_compatible()._content({"role": "user", "content": [part]})
+        compatible("http://127.0.0.1:9/v1")._content({"role": "user", "content": [part]})
     assert (refused.value.kind, str(refused.value)) == (
         "unsupported",
         f"openai-compatible: the openai-compatible provider does not accept '{kind}' parts "
