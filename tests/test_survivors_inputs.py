@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import locale
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from evalwh.config.attachments import filename_for, load
+from evalwh.config.datasets import READERS
 from evalwh.config.loader import load_config
 from evalwh.config.model import Case, Variant
 from evalwh.config.outputs import read_schema_file
@@ -262,3 +264,25 @@ def test_an_error_naming_no_place_gets_no_line(tmp_path: Path) -> None:
     error = config.locate_error(ConfigError("bad", file=str(config.path)))
     assert (error.line, error.column) == (None, None)
     assert str(error) == f"{config.path}: bad"
+
+
+# ---- case files: read as UTF-8 whatever the locale -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("cases.jsonl", '{"id": "c1", "q": "Café – naïve 東京"}\n'),
+        ("cases.csv", "id,q\nc1,Café – naïve 東京\n"),
+    ],
+)
+def test_a_utf8_case_file_is_read_the_same_under_a_non_utf8_locale(
+    tmp_path: Path, ascii_locale: None, name: str, data: str
+) -> None:
+    if sys.flags.utf8_mode:
+        pytest.skip("in UTF-8 mode every file is read as UTF-8: the locale cannot matter")
+    path = tmp_path / name
+    path.write_bytes(data.encode("utf-8"))
+    assert [row for _, row in READERS[path.suffix[1:]](path)] == [
+        {"id": "c1", "q": "Café – naïve 東京"}
+    ]

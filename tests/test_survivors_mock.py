@@ -179,3 +179,36 @@ def test_a_broken_reply_template_in_a_rule_is_a_config_error_at_the_rule() -> No
     with pytest.raises(ConfigError) as caught:
         provider(rules=[{"reply": "{{ unclosed"}])
     assert caught.value.file == "" and caught.value.where == "models[0].mock.rules[0].reply"
+
+
+def test_a_broken_default_reply_is_a_config_error_naming_no_made_up_file() -> None:
+    # built without a file (the config was checked before, with its file named)
+    with pytest.raises(ConfigError) as built:
+        provider(default="{{ unclosed")
+    spec = ModelSpec(
+        "m", "mock", "mock", options={"mock": {"default": "{% if %}"}}, where="models[0]"
+    )
+    with pytest.raises(ConfigError) as checked:
+        MockProvider.check(spec)
+    for caught in (built, checked):
+        assert (caught.value.file, caught.value.where) == ("", "models[0].mock.default")
+    with pytest.raises(ConfigError) as named:
+        MockProvider.check(spec, "eval.yaml")
+    assert named.value.file == "eval.yaml"
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ("{{ q | attr(n) }}", "mock: reply template sandbox violation: "),
+        ("{{ q.missing }}", "mock: reply template failed: "),
+    ],
+)
+def test_a_reply_template_failing_on_a_case_is_a_provider_error_of_that_cell(
+    reply: str, said: str
+) -> None:
+    # found only at render (the attribute comes from the case): one cell's error, not the run's
+    with pytest.raises(ProviderError) as caught:
+        ask(provider(default=reply), case=Case("c1", vars={"q": {}, "n": "__class__"}))
+    assert str(caught.value).startswith(said)
+    assert (caught.value.kind, caught.value.retryable) == ("provider", False)

@@ -9,12 +9,13 @@ sandbox are described in docs/prompts.md and docs/security.md.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
 from evalwh.config.loader import load_config
-from evalwh.config.prompts import CompiledVariant, compile_template
+from evalwh.config.prompts import CompiledVariant, _defined, compile_template
 from evalwh.errors import ConfigError
 from tests.test_survivors_run_row import CONFIG
 
@@ -86,3 +87,16 @@ def test_an_underscore_string_elsewhere_is_only_text() -> None:
     # only attribute access is checked: a filter's argument or a computed index is data
     for text in ('{{ q | default("_none") }}', "{{ items[n] }}", '{{ q ~ "_x" }}'):
         compile_template(text, file="e.yaml", where="t")
+
+
+def test_a_printed_value_that_holds_itself_is_walked_once() -> None:
+    # the undefined-value check walks lists and mappings; a value reached twice (a YAML alias
+    # of its own anchor) is walked once, so the check ends
+    looped: list[object] = [1]
+    looped.append(looped)
+    shared = {"a": looped, "b": looped}
+    done: list[object] = []
+    walker = threading.Thread(target=lambda: done.append(_defined(shared)), daemon=True)
+    walker.start()
+    walker.join(timeout=10)
+    assert done == [shared]

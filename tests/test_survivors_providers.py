@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 
 from evalwh.config import secrets
@@ -463,3 +465,126 @@ def test_token_counts_that_are_not_integers_are_unknown() -> None:
     assert (got.input_tokens, got.output_tokens) == (None, None)
     got = openai_reply("hi", {"prompt_tokens": 7, "completion_tokens": 2})
     assert (got.input_tokens, got.output_tokens) == (7, 2)
+
+
+# ---- the HTTP layer: each failure named, classed and counted ---------------------------------
+
+
+def through(
+    handler: Callable[[httpx.Request], httpx.Response], call: str = "post_json"
+) -> tuple[Any, list[int]]:
+    """What the provider's ``call`` gives (or the ProviderError it raises) when every request
+    is answered by ``handler``, and its shards' busy counts after the call."""
+    provider = compatible("http://127.0.0.1:9/v1")
+
+    async def main() -> tuple[Any, list[int]]:
+        provider._client_for_loop()
+        for client in provider._clients:
+            await client.aclose()
+        provider._clients = [httpx.AsyncClient(transport=httpx.MockTransport(handler))] * len(
+            provider._clients
+        )
+        try:
+            if call == "post_json":
+                result: Any = await provider.post_json({"model": "x"})
+            else:
+                result = await provider.complete(
+                    Request(model=provider.spec, messages=[], case=Case(id="c"), variant="v")
+                )
+        except ProviderError as exc:
+            result = exc
+        finally:
+            await provider._clients[0].aclose()
+        return result, list(provider._busy)
+
+    return asyncio.run(main())
+
+
+def raising(exc: Exception) -> Callable[[httpx.Request], httpx.Response]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise exc
+
+    return handler
+
+
+def answering(status: int, **body: Any) -> Callable[[httpx.Request], httpx.Response]:
+    return lambda request: httpx.Response(status, **body)
+
+
+@pytest.mark.parametrize(
+    ("exc", "said", "retryable", "kind"),
+    [
+        (httpx.ReadTimeout("slow"), "request timed out after 60s (ReadTimeout)", True, "timeout"),
+        (
+            httpx.ConnectError("refused"),
+            "connection failed (ConnectError: refused)",
+            True,
+            "connection",
+        ),
+        (
+            httpx.RemoteProtocolError(""),
+            "connection failed (RemoteProtocolError: no detail)",
+            True,
+            "connection",
+        ),
+        (
+            httpx.UnsupportedProtocol("no ftp"),
+            "request failed (UnsupportedProtocol: no ftp)",
+            False,
+            "http",
+        ),
+        (httpx.InvalidURL("bad host"), "request failed (InvalidURL: bad host)", False, "http"),
+    ],
+)
+def test_a_failed_request_says_what_failed_and_whether_to_retry(
+    exc: Exception, said: str, retryable: bool, kind: str
+) -> None:
+    # the retry policy reads `retryable` and the stored row `kind`: a timeout or a dropped
+    # connection is worth another attempt, a request httpx refuses to send is not
+    error, busy = through(raising(exc))
+    assert isinstance(error, ProviderError)
+    assert (str(error), error.retryable, error.kind) == (
+        f"openai-compatible: {said}",
+        retryable,
+        kind,
+    )
+    assert busy == [0] * len(busy)  # the connection is given back after a failure too
+
+
+@pytest.mark.parametrize("status", [300, 301, 304])
+def test_a_3xx_answer_is_an_error_not_a_reply(status: int) -> None:
+    # redirects are not followed (a key must not travel to another host), so a 3xx is refused
+    error, busy = through(answering(status, json={"choices": []}))
+    assert isinstance(error, ProviderError)
+    assert (error.status, error.kind, error.retryable) == (status, "http", False)
+    assert busy == [0] * len(busy)
+
+
+def test_a_2xx_answer_is_parsed_and_the_shard_given_back() -> None:
+    got, busy = through(answering(299, json={"ok": "ü"}))
+    assert got == {"ok": "ü"}
+    assert busy == [0] * len(busy)
+
+
+def test_a_2xx_answer_that_is_not_json_keeps_its_status() -> None:
+    error, _ = through(answering(200, text="<html>oops</html>"))
+    assert isinstance(error, ProviderError)
+    assert (
+        str(error) == "openai-compatible: HTTP 200 with a body that is not JSON: <html>oops</html>"
+    )
+    assert (error.status, error.kind, error.retryable) == (200, "bad_response", False)
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ({"json": {"Grüße": "ü"}}, '{"Grüße": "ü"}'),  # the reply as sent, not \u-escaped
+        ({"json": "just text"}, "just text"),  # a JSON string is shown as its text
+    ],
+)
+def test_a_reply_of_the_wrong_shape_is_shown_as_it_came(body: dict[str, Any], shown: str) -> None:
+    error, _ = through(answering(200, **body), call="complete")
+    assert isinstance(error, ProviderError)
+    assert str(error).startswith("openai-compatible: unexpected response (")
+    assert str(error).endswith(f"): {shown}")
+    assert (error.status, error.kind, error.retryable) == (200, "bad_response", False)

@@ -228,8 +228,24 @@ class HttpProvider:
 
     # ---- plumbing ---------------------------------------------------------------------------
 
-    def _fail(self, message: str, **kwargs: Any) -> ProviderError:
-        return ProviderError(redact(f"{self.name}: {message}", self._secrets), **kwargs)
+    def _fail(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        kind: str,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> ProviderError:
+        """The error of a failed request, its secrets redacted. Whether another attempt may
+        help and what kind of failure it was are always decided by the caller."""
+        return ProviderError(
+            redact(f"{self.name}: {message}", self._secrets),
+            retryable=retryable,
+            kind=kind,
+            status=status,
+            retry_after=retry_after,
+        )
 
     def _missing_secret(self, name: str) -> ProviderError:
         return ProviderError(
@@ -336,7 +352,7 @@ class HttpProvider:
             ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
             raise self._fail(
-                f"connection failed ({type(exc).__name__}: {exc or 'no detail'})",
+                f"connection failed ({type(exc).__name__}: {str(exc) or 'no detail'})",
                 retryable=True,
                 kind="connection",
             ) from None
