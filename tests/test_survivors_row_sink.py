@@ -24,6 +24,7 @@ MODEL = ModelSpec(id="m", provider="mock", model="small")
 PHOTO = Attachment("photo", Path("/x/dog.jpg"), "ab" * 32, "image/jpeg", 1234)
 # the case row's columns, in RowSink's order, up to the stored case fields
 VARS, EXPECTED, METADATA, HUMAN_LABEL, CREATED_AT = 5, 6, 7, 8, 22
+MESSAGES, OUTPUT = 9, 10
 CHECK = slice(24, 28)  # passed, exit code, output, error
 ATTACHMENTS = -1
 
@@ -71,6 +72,11 @@ def test_a_case_row_stores_the_cases_fields_as_json() -> None:
     assert json.loads(row[ATTACHMENTS]) == {
         "photo": {"sha256": "ab" * 32, "media_type": "image/jpeg", "bytes": 1234}
     }
+    # the messages as sent (what `evalwh show` prints for a cell) and the answer
+    assert json.loads(row[MESSAGES]) == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    ]
+    assert row[OUTPUT] == "out"
     rows_sink(result(Case(id="c2")))  # no files: no attachments
     assert rows[1][ATTACHMENTS] is None
 
@@ -80,6 +86,7 @@ def test_a_no_look_row_keeps_only_the_metadata_of_the_case() -> None:
     rows_sink(result(CASE))
     row = rows[0]
     assert (row[VARS], row[EXPECTED], row[HUMAN_LABEL], row[ATTACHMENTS]) == (None,) * 4
+    assert (row[MESSAGES], row[OUTPUT]) == (None, None)
     assert json.loads(row[METADATA]) == {"lang": "en"}
 
 
