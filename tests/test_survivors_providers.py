@@ -588,3 +588,30 @@ def test_a_reply_of_the_wrong_shape_is_shown_as_it_came(body: dict[str, Any], sh
     assert str(error).startswith("openai-compatible: unexpected response (")
     assert str(error).endswith(f"): {shown}")
     assert (error.status, error.kind, error.retryable) == (200, "bad_response", False)
+
+
+def test_requests_in_flight_are_counted_on_their_shard_while_they_last() -> None:
+    # the count decides where the next request goes (a shard with a free connection)
+    provider = compatible("http://127.0.0.1:9/v1")
+    seen: list[int] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(sum(provider._busy))
+        await asyncio.sleep(0.05)  # both requests are in flight together
+        return httpx.Response(200, json={"ok": True})
+
+    async def main() -> list[int]:
+        provider._client_for_loop()
+        for client in provider._clients:
+            await client.aclose()
+        shared = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        provider._clients = [shared] * len(provider._clients)
+        try:
+            await asyncio.gather(provider.post_json({}), provider.post_json({}))
+        finally:
+            await shared.aclose()
+        return list(provider._busy)
+
+    after = asyncio.run(main())
+    assert seen == [1, 2]
+    assert after == [0] * len(after)
