@@ -495,3 +495,28 @@ scorecard: [{name: exact, type: exact, required: false}]
 
     assert checked(no_look=True) == [("a", True, None), ("b", False, None)]
     assert checked(no_look=False) == [("a", False, None), ("b", False, "timed out after 0.5 s")]
+
+
+def test_a_no_look_run_stores_no_case_label(tmp_path: Path) -> None:
+    # a case's human_label is case data ("any value": it may quote the case); the labels
+    # table of a no-look run holds none, while a normal run keeps it for calibration
+    import evalwh
+
+    label = canary(1, "label")
+    cfg = write(
+        tmp_path / "eval.yaml",
+        f"""
+models: [{{id: m, provider: mock}}]
+variants: [{{id: v, messages: [{{role: user, content: "{{{{ q }}}}"}}]}}]
+cases: [{{id: a, vars: {{q: x}}, expected: x, human_label: {label}}}]
+scorecard: [{{name: exact, type: exact}}]
+""",
+    )
+    hidden = evalwh.run_eval(cfg, output_dir=tmp_path / "o", no_look=True)
+    shown = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    with duckdb.connect(str(tmp_path / "o" / "warehouse.duckdb"), read_only=True) as con:
+        stored = con.execute(
+            "SELECT run_id, kind, case_id, label FROM labels ORDER BY run_id"
+        ).fetchall()
+    assert stored == [(shown.run_id, "pointwise", "a", json.dumps(label))]
+    assert hidden.run_id != shown.run_id
