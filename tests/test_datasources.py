@@ -81,9 +81,14 @@ cases: [{source: "mysources:Counting", params: {n: 600, page: 20}, metadata: [la
 """,
     )
     done = sources.STATE["done"]
-    result = evalwh.run_eval(
-        cfg, output_dir=tmp_path / "o", progress=lambda n, total, r: done.__setitem__(0, n)
-    )
+    totals: set[int] = set()
+
+    def progress(n: int, total: int, result: object) -> None:
+        done[0] = n
+        totals.add(total)
+
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "o", progress=progress)
+    assert totals == {0}  # streamed: the total is unknown until the source is read
     calls = sources.STATE["calls"]
     assert [start for start, _ in calls] == list(range(0, 600, 20))  # every page, once, in order
     # page k is asked for only once the cells before the page ahead of it are done: the feed
@@ -98,6 +103,28 @@ cases: [{source: "mysources:Counting", params: {n: 600, page: 20}, metadata: [la
     assert record["digest"].startswith("sha256:") and run["n_planned"] == 600
     slices = evalwh.open_warehouse(tmp_path / "o" / "warehouse.duckdb").slice(result.run_id, "lang")
     assert sorted(slices["n"].to_list())[-2:] == [300, 300]  # metadata mapped from columns
+
+
+def test_progress_has_no_total_while_a_datasource_is_read_beside_inline_cases(
+    tmp_path: Path, sources: Any
+) -> None:
+    # the inline cells are known up front, the source's are not: the total stays unknown (0)
+    # rather than counting the inline cells alone
+    cfg = write(
+        tmp_path / "eval.yaml",
+        HEAD
+        + """
+cases:
+  - {id: inline, vars: {q: a}, expected: a}
+  - {source: "mysources:Counting", params: {n: 4, page: 2}}
+""",
+    )
+    seen: list[tuple[int, int]] = []
+    result = evalwh.run_eval(
+        cfg, output_dir=tmp_path / "o", progress=lambda n, total, r: seen.append((n, total))
+    )
+    assert result.totals["n"] == 5
+    assert sorted(seen) == [(n, 0) for n in range(1, 6)]
 
 
 def test_the_digest_of_rows_changes_with_the_data(tmp_path: Path, sources: Any) -> None:
