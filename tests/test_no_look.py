@@ -520,3 +520,57 @@ scorecard: [{{name: exact, type: exact}}]
         ).fetchall()
     assert stored == [(shown.run_id, "pointwise", "a", json.dumps(label))]
     assert hidden.run_id != shown.run_id
+
+
+def test_a_no_look_run_asks_its_judge_again_instead_of_reading_the_cache(
+    tmp_path: Path,
+) -> None:
+    # the judge's cached verdicts quote the cases of the runs that asked: a no-look run never
+    # reads them (nor writes its own), a normal run reuses them
+    import evalwh
+
+    cfg = write(
+        tmp_path / "eval.yaml",
+        """
+models: [{id: m, provider: mock}]
+judges:
+  - id: j
+    rubric: Is the answer an answer?
+    model: {id: jm, provider: mock, mock: {default: '{"score": 1, "rationale": "fine"}'}}
+variants: [{id: v, messages: [{role: user, content: "{{ q }}"}]}]
+cases: [{id: a, vars: {q: x}}, {id: b, vars: {q: y}}]
+scorecard: [{name: graded, type: llm-judge, judge: j}]
+""",
+    )
+    first = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    hidden = evalwh.run_eval(cfg, output_dir=tmp_path / "o", no_look=True)
+    again = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    # requests: the two answers and the two verdicts, each asked of its provider
+    asked = [r.stats["requests"] for r in (first, hidden, again)]
+    assert asked == [4, 4, 0]
+    assert hidden.totals["n_passed"] == 2
+
+
+@pytest.mark.parametrize("option", ["no_cache", "no_look"])
+def test_without_the_cache_a_prompt_repeated_in_the_run_is_sent_each_time(
+    tmp_path: Path, option: str
+) -> None:
+    # --no-cache and no-look: every request is sent, even one an earlier case of the same
+    # run rendered identically; with the cache the second is a hit (a mock's answer depends
+    # on its case, so the command provider, here `cat`)
+    import evalwh
+
+    cfg = write(
+        tmp_path / "eval.yaml",
+        """
+models: [{id: m, provider: command, command: [cat]}]
+variants: [{id: v, messages: [{role: user, content: "{{ q }}"}]}]
+cases: [{id: a, vars: {q: same}}, {id: b, vars: {q: same}}]
+scorecard: [{name: said, type: regex, pattern: "."}]
+settings: {concurrency: 1}
+""",
+    )
+    cached = evalwh.run_eval(cfg, output_dir=tmp_path / "cached")
+    sent = evalwh.run_eval(cfg, output_dir=tmp_path / "sent", **{option: True})
+    assert (cached.stats["requests"], cached.stats["cache_hits"]) == (1, 1)
+    assert (sent.stats["requests"], sent.stats["cache_hits"]) == (2, 0)
