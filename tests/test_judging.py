@@ -13,6 +13,7 @@ import evalwh
 from evalwh.scoring.judge import combine, parse_score, parse_winner
 from evalwh.warehouse import connect, queries
 from tests.conftest import ROOT, run_cli, write
+from tests.fakes.servers import FakeLLMServer, slow
 
 PAIRWISE = ROOT / "examples" / "pairwise"
 
@@ -665,3 +666,30 @@ def test_calibrating_two_judges_slices_each_ones_own_pairs_and_flags_each_agains
         # the judges' runs share one warehouse: each judge's slices count its own run only
         assert {s["slice"] for s in mine} == {"easy", "hard"}
         assert sum(s["n"] for s in mine) == row["n_labels"] == 24
+
+
+@pytest.mark.parametrize("adaptive", ["true", "false"])
+def test_a_judge_models_max_concurrency_bounds_its_requests(tmp_path: Path, adaptive: str) -> None:
+    # the judge has a limit of its own, with adaptive concurrency (its ceiling) or without (a
+    # plain limit): the answering model's concurrency does not spill over
+
+    verdict = json.dumps({"score": 1, "rationale": "fine"})
+    with FakeLLMServer(default=slow(0.05, verdict)) as server:
+        cfg = write(
+            tmp_path / "eval.yaml",
+            f"""
+models: [{{id: m, provider: mock}}]
+judges:
+  - id: j
+    rubric: Is it an answer?
+    model: {{id: jm, provider: openai-compatible, model: judge, base_url: '{server.openai_url}',
+             price: 0, max_concurrency: 1, adaptive_concurrency: {adaptive}}}
+variants: [{{id: v, messages: [{{role: user, content: "{{{{ q }}}}"}}]}}]
+cases: [{", ".join(f"{{id: c{i}, vars: {{q: q{i}}}}}" for i in range(6))}]
+scorecard: [{{name: graded, type: llm-judge, judge: j}}]
+settings: {{concurrency: 6}}
+""",
+        )
+        result = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+        assert (result.totals["n_passed"], server.count) == (6, 6)
+        assert server.max_in_flight == 1
