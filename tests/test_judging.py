@@ -672,7 +672,6 @@ def test_calibrating_two_judges_slices_each_ones_own_pairs_and_flags_each_agains
 def test_a_judge_models_max_concurrency_bounds_its_requests(tmp_path: Path, adaptive: str) -> None:
     # the judge has a limit of its own, with adaptive concurrency (its ceiling) or without (a
     # plain limit): the answering model's concurrency does not spill over
-
     verdict = json.dumps({"score": 1, "rationale": "fine"})
     with FakeLLMServer(default=slow(0.05, verdict)) as server:
         cfg = write(

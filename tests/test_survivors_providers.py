@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -470,31 +470,43 @@ def test_token_counts_that_are_not_integers_are_unknown() -> None:
 # ---- the HTTP layer: each failure named, classed and counted ---------------------------------
 
 
+async def answered_by(provider: Any, handler: Callable[[httpx.Request], Any]) -> httpx.AsyncClient:
+    """Build the provider's pool in the running loop, then put one client whose requests
+    ``handler`` answers in every shard; the caller closes it."""
+    provider._client_for_loop()
+    for client in provider._clients:
+        await client.aclose()
+    shared = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    provider._clients = [shared] * len(provider._clients)
+    return shared
+
+
+def post(provider: Any) -> Awaitable[Any]:
+    return provider.post_json({"model": "x"})
+
+
+def complete_one(provider: Any) -> Awaitable[Any]:
+    return provider.complete(
+        Request(model=provider.spec, messages=[], case=Case(id="c"), variant="v")
+    )
+
+
 def through(
-    handler: Callable[[httpx.Request], httpx.Response], call: str = "post_json"
+    handler: Callable[[httpx.Request], httpx.Response],
+    call: Callable[[Any], Awaitable[Any]] = post,
 ) -> tuple[Any, list[int]]:
-    """What the provider's ``call`` gives (or the ProviderError it raises) when every request
+    """What ``call`` of the provider gives (or the ProviderError it raises) when every request
     is answered by ``handler``, and its shards' busy counts after the call."""
     provider = compatible("http://127.0.0.1:9/v1")
 
     async def main() -> tuple[Any, list[int]]:
-        provider._client_for_loop()
-        for client in provider._clients:
-            await client.aclose()
-        provider._clients = [httpx.AsyncClient(transport=httpx.MockTransport(handler))] * len(
-            provider._clients
-        )
+        shared = await answered_by(provider, handler)
         try:
-            if call == "post_json":
-                result: Any = await provider.post_json({"model": "x"})
-            else:
-                result = await provider.complete(
-                    Request(model=provider.spec, messages=[], case=Case(id="c"), variant="v")
-                )
+            result: Any = await call(provider)
         except ProviderError as exc:
             result = exc
         finally:
-            await provider._clients[0].aclose()
+            await shared.aclose()
         return result, list(provider._busy)
 
     return asyncio.run(main())
@@ -583,7 +595,7 @@ def test_a_2xx_answer_that_is_not_json_keeps_its_status() -> None:
     ],
 )
 def test_a_reply_of_the_wrong_shape_is_shown_as_it_came(body: dict[str, Any], shown: str) -> None:
-    error, _ = through(answering(200, **body), call="complete")
+    error, _ = through(answering(200, **body), call=complete_one)
     assert isinstance(error, ProviderError)
     assert str(error).startswith("openai-compatible: unexpected response (")
     assert str(error).endswith(f"): {shown}")
@@ -601,13 +613,9 @@ def test_requests_in_flight_are_counted_on_their_shard_while_they_last() -> None
         return httpx.Response(200, json={"ok": True})
 
     async def main() -> list[int]:
-        provider._client_for_loop()
-        for client in provider._clients:
-            await client.aclose()
-        shared = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-        provider._clients = [shared] * len(provider._clients)
+        shared = await answered_by(provider, handler)
         try:
-            await asyncio.gather(provider.post_json({}), provider.post_json({}))
+            await asyncio.gather(post(provider), post(provider))
         finally:
             await shared.aclose()
         return list(provider._busy)

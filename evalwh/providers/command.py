@@ -134,8 +134,9 @@ class CommandProvider:
         }
         return json.dumps(payload, ensure_ascii=False).encode("utf-8")
 
-    def _fail(self, message: str, **kwargs: Any) -> ProviderError:
-        return ProviderError(redact(f"command: {message}"), **kwargs)
+    def _fail(self, message: str, *, retryable: bool, kind: str = "provider") -> ProviderError:
+        """The error of a failed call, redacted; whether to retry is always the caller's call."""
+        return ProviderError(redact(f"command: {message}"), retryable=retryable, kind=kind)
 
     async def complete(self, request: Request) -> Completion:
         posix = os.name == "posix"
