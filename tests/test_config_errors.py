@@ -9,7 +9,7 @@ import pytest
 import evalwh
 from evalwh import load_config
 from evalwh.api import validate
-from evalwh.errors import ConfigError
+from evalwh.errors import ConfigError, EvalwhError
 from tests.conftest import run_cli, write
 
 BASE = """\
@@ -32,7 +32,15 @@ scorecard:
 
 
 def expect_error(config: Path, *fragments: str) -> str:
-    """The CLI refuses with exit 2, the message holds every fragment, and no run was written."""
+    """The CLI refuses with exit 2, the message holds every fragment, and no run was written.
+
+    The same config is checked in-process first (``validate``, what ``run`` checks before it
+    calls anything): the CLI runs in a subprocess, out of mutation testing's sight."""
+    with pytest.raises(EvalwhError) as info:
+        validate(config)
+    assert info.value.exit_code == 2, info.value
+    for fragment in fragments:
+        assert fragment in str(info.value), f"{fragment!r} not in:\n{info.value}"
     result = run_cli("run", str(config), cwd=config.parent)
     assert result.returncode == 2, result.stdout + result.stderr
     message = result.stderr
@@ -137,6 +145,30 @@ def test_missing_config_file(tmp_path: Path) -> None:
     result = run_cli("run", str(tmp_path / "nope.yaml"), cwd=tmp_path)
     assert result.returncode == 2
     assert "config file not found" in result.stderr and "evalwh init" in result.stderr
+
+
+def test_a_missing_config_and_one_that_is_no_mapping_name_the_file_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "nope.yaml")
+    assert (info.value.message, info.value.file) == (
+        "config file not found",
+        str(tmp_path / "nope.yaml"),
+    )
+    assert info.value.fix == "pass the path of an eval.yaml, or create one with `evalwh init`"
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)  # a folder: its eval.yaml
+    assert info.value.file == str(tmp_path / "eval.yaml")
+    write(tmp_path / "eval.yaml", "- a list\n- not a mapping\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        load_config("eval.yaml")  # relative: the error names the resolved file
+    assert (info.value.message, info.value.file) == (
+        "the config must be a YAML mapping",
+        str((tmp_path / "eval.yaml").resolve()),
+    )
+    assert info.value.fix == "start with `models:`"
 
 
 def test_json_error_output_is_parseable(tmp_path: Path) -> None:

@@ -346,6 +346,66 @@ def test_case_filter_mapping_and_unrenderable_rows(tmp_path: Path) -> None:
     assert error["error_kind"] == "render" and "q" in error["error"]
 
 
+JUDGED = """
+models: [{id: m, provider: mock, mock: {default: "an answer"}}]
+variants: [{id: v, messages: [{role: user, content: "{{ q }}"}]}]
+judges:
+  - id: j
+    model: {id: jm, provider: mock, mock: {default: '{"score": 1, "reason": "fine"}'}}
+    messages: [{role: user, content: "on {{ topic }}: {{ output }}"}]
+scorecard: [{name: good, type: llm-judge, judge: j}]
+cases: [{source: jsonl-glob, params: {pattern: 's/*.jsonl'}}]
+"""
+
+
+@pytest.mark.parametrize("no_look", [False, True])
+def test_a_row_the_judges_prompt_cannot_render_errs_that_criterion_not_the_run(
+    tmp_path: Path, no_look: bool
+) -> None:
+    """A datasource row is read during the run, after the checks: a row without a variable
+    the judge's template uses ends as that criterion's error, naming the config, the judge's
+    message and the variable (a no-look run stores no message), and the other rows are judged."""
+    rows = [{"id": "r1", "q": "a", "topic": "maths"}, {"id": "r2", "q": "b"}]
+    write(tmp_path / "s" / "0.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    cfg = write(tmp_path / "eval.yaml", JUDGED + ("privacy: {no_look: true}\n" if no_look else ""))
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert result.status == "completed" and result.totals["n"] == 2
+    stored = duckdb_rows(
+        tmp_path / "o" / "warehouse.duckdb",
+        "SELECT case_id, score, passed, error FROM scores ORDER BY case_id",
+    )
+    assert stored[0] == ("r1", 1.0, True, None)
+    case_id, score, passed, error = stored[1]
+    assert (case_id, score, passed) == ("r2", 0.0, False)
+    if no_look:  # a no-look run stores that a criterion erred, never its message
+        assert error == "error"
+    else:
+        prefix = f"judge 'j' prompt did not render: {tmp_path / 'eval.yaml'}: judges[0].messages[0]"
+        assert error.startswith(prefix) and "'topic' is undefined" in error
+
+
+def test_a_pairwise_comparison_over_a_datasource_is_refused_at_its_key(tmp_path: Path) -> None:
+    write(tmp_path / "s" / "0.jsonl", '{"id": "r1", "q": "a"}\n')
+    cfg = write(
+        tmp_path / "eval.yaml",
+        JUDGED.replace("{id: m, provider", "{id: m2, provider: mock}, {id: m, provider")
+        + "pairwise:\n  - {name: p, judge: j, baseline: {model: m}, candidate: {model: m2}}\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        evalwh.load_config(cfg)
+    error = info.value
+    assert (error.where, error.line, error.column) == ("pairwise", 11, 3)  # its list
+    assert error.message.startswith("pairwise comparisons need every case in the config")
+    assert error.fix is not None and "`evalwh compare A B`" in error.fix
+
+
+def duckdb_rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    import duckdb
+
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
 def test_a_row_that_is_not_a_mapping_is_an_error(tmp_path: Path) -> None:
     from evalwh.config.datasets import datasource_cases
     from evalwh.config.model import SourceSpec

@@ -171,6 +171,14 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     comparisons = _comparisons(
         data, models, variants, judge_ids, {c.name for c in scorecard}, where_line
     )
+    if comparisons and sources:
+        raise ConfigError(
+            "pairwise comparisons need every case in the config: a datasource's rows are read "
+            "while the run goes and not kept for the judge, who compares the answers after it",
+            **where_line(["pairwise"]),
+            fix="export the source to a file and list it under `cases:` (`- file: cases.parquet`),"
+            " or compare two runs' scores with `evalwh compare A B`",
+        )
     case_ids = None if sources else {c.id for c in cases}
     labels = _labels(data, comparisons, case_ids, where_line)
     scales = {j.id: j.scale for j in judges}

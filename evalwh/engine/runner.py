@@ -590,7 +590,16 @@ class Engine:
 
         runtime = self.judges[judge_id]
         endpoint = runtime.endpoint
-        prompt = runtime.prompts.point(case, input_text(messages), output)
+        try:
+            prompt = runtime.prompts.point(case, input_text(messages), output)
+        except ConfigError as exc:
+            if self.batches is None:  # the plan's cases were all rendered before the run
+                raise
+            # a datasource row the judge's prompt cannot render: this criterion errs, the run
+            # goes on (as for a row the variant's own prompt cannot render); no judge is called
+            text = "render error" if self.no_look else self.redact(str(exc))
+            failed = ScoreResult(0.0, error=f"judge '{judge_id}' prompt did not render: {text}")
+            return name, failed, (endpoint.model.model, None, None)
         call = await self.call(endpoint, prompt, case, f"judge:{judge_id}")
         self.stats.judge_requests += 0 if call.cached else 1
         cost = None if call.cached else call.cost(endpoint.model)
