@@ -1,0 +1,254 @@
+"""The config loader in-process (evalwh/config/loader.py): suite defaults under each model, the
+fields of a model, pairwise comparisons and the human labels that name them.
+
+Most of the loader's refusals were tested through the CLI in a subprocess, where mutation
+testing cannot see them, and the in-process tests that reach it are whole runs, of which the
+mutation budget affords two or three: the loader ended the sixth mutation run at 74 % killed.
+These tests read configs directly and pin each value, message, place and fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalwh import load_config
+from evalwh.config.loader import with_defaults
+from evalwh.config.model import EvalConfig, Label, Price, Side
+from evalwh.errors import ConfigError
+from tests.conftest import write
+
+HEAD = """\
+models:
+  - {id: a, provider: mock}
+  - {id: b, provider: mock}
+variants:
+  - {id: v1, messages: [{role: user, content: "{{ q }}"}]}
+  - {id: v2, messages: [{role: user, content: "say {{ q }}"}]}
+cases:
+  - {id: c1, vars: {q: hi}}
+scorecard:
+  - {name: ok, type: contains, value: hi}
+judges:
+  - {id: j, model: {id: jm, provider: mock}}
+pairwise:
+  - {name: by-model, judge: j, baseline: {model: a}, candidate: {model: b}}
+  - {name: by-variant, judge: j, baseline: {variant: v1}, candidate: {variant: v2}}
+"""
+LABELS_AT = HEAD.count("\n") + 2  # the line of the first entry under `labels:`
+ENTRIES = "pairwise entries: by-model, by-variant"
+
+
+def config(tmp_path: Path, text: str) -> EvalConfig:
+    return load_config(write(tmp_path / "eval.yaml", text))
+
+
+def labels(tmp_path: Path, *entries: str) -> list[Label]:
+    text = HEAD + "labels:\n" + "".join(f"  - {e}\n" for e in entries)
+    return config(tmp_path, text).labels
+
+
+def refused(tmp_path: Path, *entries: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        labels(tmp_path, *entries)
+    return info.value
+
+
+# ---- defaults and models ----------------------------------------------------------------------
+
+
+def test_a_models_own_keys_win_over_the_defaults_and_params_merge_key_by_key() -> None:
+    defaults = {"timeout_s": 5, "max_retries": 1, "params": {"temperature": 0, "top_p": 1}}
+    raw = {"id": "a", "provider": "mock", "max_retries": 7, "params": {"top_p": 0.5, "seed": 3}}
+    assert with_defaults(raw, defaults) == {
+        "id": "a",
+        "provider": "mock",
+        "timeout_s": 5,
+        "max_retries": 7,
+        "params": {"temperature": 0, "top_p": 0.5, "seed": 3},
+    }
+    assert with_defaults(raw, {}) is raw  # no defaults: the entry as written
+    # params from one side only, or from neither
+    assert with_defaults({"id": "a"}, {"params": {"t": 0}}) == {"id": "a", "params": {"t": 0}}
+    assert with_defaults({"id": "a", "params": {"t": 1}}, {"timeout_s": 2}) == {
+        "id": "a",
+        "timeout_s": 2,
+        "params": {"t": 1},
+    }
+    assert with_defaults({"id": "a"}, {"timeout_s": 2}) == {"id": "a", "timeout_s": 2}
+
+
+def test_a_model_holds_every_key_it_was_given_and_the_defaults_of_the_rest(
+    tmp_path: Path,
+) -> None:
+    text = HEAD.replace(
+        "  - {id: b, provider: mock}\n",
+        "  - {id: b, provider: mock, model: real-b, params: {temperature: 0.5},"
+        " max_concurrency: 3, requests_per_minute: 120, timeout_s: 7, max_retries: 0,"
+        " deadline_s: 30, adaptive_concurrency: false, price: 0, mock: {default: x}}\n",
+    )
+    a, b = config(tmp_path, text).models
+    assert (a.id, a.provider, a.model, a.params, a.options, a.where) == (
+        "a",
+        "mock",
+        "a",
+        {},
+        {},
+        "models[0]",
+    )
+    assert (a.max_concurrency, a.requests_per_minute, a.timeout_s, a.max_retries) == (
+        None,
+        None,
+        60.0,
+        3,
+    )
+    assert (a.deadline_s, a.adaptive_concurrency, a.price, a.root) == (300.0, True, None, tmp_path)
+    assert (b.model, b.params, b.max_concurrency, b.requests_per_minute) == (
+        "real-b",
+        {"temperature": 0.5},
+        3,
+        120,
+    )
+    assert (b.timeout_s, b.max_retries, b.deadline_s, b.adaptive_concurrency) == (
+        7.0,
+        0,
+        30.0,
+        False,
+    )
+    assert (b.price, b.options, b.where) == (
+        Price(0.0, 0.0),
+        {"mock": {"default": "x"}},
+        "models[1]",
+    )
+
+
+def test_suite_defaults_reach_every_model_and_a_model_overrides_them(tmp_path: Path) -> None:
+    text = "defaults: {timeout_s: 9, params: {temperature: 0}}\n" + HEAD.replace(
+        "{id: b, provider: mock}", "{id: b, provider: mock, timeout_s: 2, params: {max_tokens: 9}}"
+    )
+    a, b = config(tmp_path, text).models
+    assert (a.timeout_s, a.params) == (9.0, {"temperature": 0})
+    assert (b.timeout_s, b.params) == (2.0, {"temperature": 0, "max_tokens": 9})
+
+
+# ---- pairwise comparisons ---------------------------------------------------------------------
+
+
+def test_comparisons_keep_their_sides_judge_and_place(tmp_path: Path) -> None:
+    by_model, by_variant = config(tmp_path, HEAD).pairwise
+    assert (by_model.name, by_model.judge, by_model.where) == ("by-model", "j", "pairwise[0]")
+    assert (by_model.baseline, by_model.candidate) == (Side(model="a"), Side(model="b"))
+    assert by_variant.where == "pairwise[1]"
+    assert (by_variant.baseline, by_variant.candidate) == (Side(variant="v1"), Side(variant="v2"))
+
+
+def test_an_unknown_pairwise_judge_with_no_judges_says_none_are_known(tmp_path: Path) -> None:
+    text = HEAD.replace("judges:\n  - {id: j, model: {id: jm, provider: mock}}\n", "")
+    with pytest.raises(ConfigError) as info:
+        config(tmp_path, text)
+    assert info.value.message == "unknown judge 'j'"
+    assert info.value.where == "pairwise[0].judge"
+    assert info.value.fix == "define it under `judges:` (known: none)"
+
+
+# ---- pairwise labels --------------------------------------------------------------------------
+
+
+def test_a_label_names_its_comparison_and_keeps_its_note(tmp_path: Path) -> None:
+    (label,) = labels(tmp_path, "{case: c1, comparison: by-variant, prefer: B, note: terse}")
+    assert label == Label("by-variant", "c1", "candidate", "terse")
+    (label,) = labels(tmp_path, "{case: c1, comparison: by-model, prefer: tie}")
+    assert label == Label("by-model", "c1", "tie", None)
+
+
+def test_pointwise_labels_are_passed_over_not_the_end_of_the_list(tmp_path: Path) -> None:
+    text = HEAD.replace(
+        "scorecard:\n  - {name: ok, type: contains, value: hi}\n",
+        "scorecard:\n  - {name: ok, type: contains, value: hi}\n"
+        "  - {name: good, type: llm-judge, judge: j}\n",
+    )
+    text += (
+        "labels:\n  - {case: c1, label: pass}\n  - {case: c1, comparison: by-model, prefer: A}\n"
+    )
+    loaded = config(tmp_path, text)
+    assert loaded.labels == [Label("by-model", "c1", "baseline", None)]
+    assert [(p.criterion, p.label) for p in loaded.point_labels] == [("good", "pass")]
+
+
+def test_a_label_naming_the_sides_as_the_comparison_does_is_read_as_written(
+    tmp_path: Path,
+) -> None:
+    (label,) = labels(tmp_path, "{case: c1, baseline: a, candidate: b, prefer: A}")
+    assert label == Label("by-model", "c1", "baseline", None)
+    (label,) = labels(tmp_path, "{case: c1, baseline: a, prefer: B}")
+    assert label == Label("by-model", "c1", "candidate", None)
+
+
+@pytest.mark.parametrize(
+    ("sides", "prefer", "meant"),
+    [
+        ("baseline: b, candidate: a", "A", "candidate"),  # A: the label's baseline, b
+        ("baseline: b, candidate: a", "B", "baseline"),
+        ("baseline: b", "A", "candidate"),  # one side named the other way round
+        ("candidate: a", "B", "baseline"),
+        ("baseline: b, candidate: a", "tie", "tie"),
+        ("baseline: b, candidate: a", "b", "candidate"),  # an id is the side it names
+    ],
+)
+def test_a_label_naming_the_sides_the_other_way_round_is_flipped(
+    tmp_path: Path, sides: str, prefer: str, meant: str
+) -> None:
+    (label,) = labels(tmp_path, f"{{case: c1, {sides}, prefer: {prefer}}}")
+    assert label == Label("by-model", "c1", meant, None)
+
+
+def test_a_label_that_matches_several_comparisons_is_refused_with_their_names(
+    tmp_path: Path,
+) -> None:
+    error = refused(tmp_path, "{case: c1, prefer: A}")
+    assert error.message == "this label matches more than one pairwise comparison"
+    assert (error.where, error.line, error.column) == ("labels[0]", LABELS_AT, 5)
+    assert error.fix == f"name it with `comparison:` ({ENTRIES}) or give baseline/candidate"
+
+
+def test_a_label_that_matches_no_comparison_is_refused_with_their_names(tmp_path: Path) -> None:
+    error = refused(
+        tmp_path,
+        "{case: c1, comparison: by-model, prefer: A}",
+        "{case: c1, comparison: x, prefer: A}",
+    )
+    assert error.message == "this label matches no pairwise comparison"
+    assert (error.where, error.line) == ("labels[1]", LABELS_AT + 1)
+    assert error.fix == f"name it with `comparison:` ({ENTRIES}) or give baseline/candidate"
+
+
+def test_a_preference_label_without_comparisons_says_there_are_none(tmp_path: Path) -> None:
+    text = HEAD.split("pairwise:")[0] + "labels:\n  - {case: c1, prefer: A}\n"
+    with pytest.raises(ConfigError) as info:
+        config(tmp_path, text)
+    assert info.value.message == "this label matches no pairwise comparison"
+    assert (
+        info.value.fix
+        == "name it with `comparison:` (pairwise entries: none) or give baseline/candidate"
+    )
+
+
+def test_a_preference_that_is_no_answer_is_refused_at_its_value(tmp_path: Path) -> None:
+    error = refused(tmp_path, "{case: c1, comparison: by-model, prefer: maybe}")
+    assert error.message == (
+        "prefer 'maybe' is none of A, B, tie, baseline, candidate or a compared model or variant id"
+    )
+    assert (error.where, error.line, error.column) == ("labels[0].prefer", LABELS_AT, 46)
+    assert error.fix == (
+        "say which answer the labeller preferred: A (baseline), B (candidate), tie, "
+        "or the preferred side's id"
+    )
+
+
+def test_a_preferred_id_of_another_comparison_names_neither_side_at_its_value(
+    tmp_path: Path,
+) -> None:
+    error = refused(tmp_path, "{case: c1, comparison: by-model, prefer: v1}")
+    assert error.message == "prefer 'v1' names neither side of pairwise 'by-model'"
+    assert (error.where, error.line, error.column) == ("labels[0].prefer", LABELS_AT, 46)
