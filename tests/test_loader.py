@@ -15,7 +15,7 @@ import pytest
 
 from evalwh import load_config
 from evalwh.config.loader import with_defaults
-from evalwh.config.model import EvalConfig, Label, Price, Side
+from evalwh.config.model import EvalConfig, Label, PointLabel, Price, Side, Variant
 from evalwh.errors import ConfigError
 from tests.conftest import write
 
@@ -77,6 +77,8 @@ def test_a_models_own_keys_win_over_the_defaults_and_params_merge_key_by_key() -
         "params": {"t": 1},
     }
     assert with_defaults({"id": "a"}, {"timeout_s": 2}) == {"id": "a", "timeout_s": 2}
+    # empty params on both sides: no params key (the defaults' own is never copied as is)
+    assert with_defaults({"id": "a"}, {"params": {}, "timeout_s": 1}) == {"id": "a", "timeout_s": 1}
 
 
 def test_a_model_holds_every_key_it_was_given_and_the_defaults_of_the_rest(
@@ -130,6 +132,82 @@ def test_suite_defaults_reach_every_model_and_a_model_overrides_them(tmp_path: P
     a, b = config(tmp_path, text).models
     assert (a.timeout_s, a.params) == (9.0, {"temperature": 0})
     assert (b.timeout_s, b.params) == (2.0, {"temperature": 0, "max_tokens": 9})
+
+
+def test_a_price_is_read_per_million_tokens(tmp_path: Path) -> None:
+    text = HEAD.replace(
+        "{id: b, provider: mock}",
+        "{id: b, provider: mock, price: {input_per_mtok: 3, output_per_mtok: 15}}",
+    )
+    assert config(tmp_path, text).models[1].price == Price(3.0, 15.0)
+
+
+def test_a_variant_keeps_its_description_and_a_missing_prompt_file_is_named(
+    tmp_path: Path,
+) -> None:
+    text = HEAD.replace("{id: v1, messages", "{id: v1, description: the plain one, messages")
+    v1, v2 = config(tmp_path, text).variants
+    assert (v1.description, v2.description) == ("the plain one", None)
+    assert (v1.where, v1.source) == ("variants[0]", str(tmp_path / "eval.yaml"))
+    text = HEAD.replace(
+        '{id: v2, messages: [{role: user, content: "say {{ q }}"}]}',
+        "{id: v2, prompt: prompts/gone.txt}",
+    )
+    with pytest.raises(ConfigError) as info:
+        config(tmp_path, text)
+    error = info.value
+    assert error.message == f"prompt file not found: {tmp_path / 'prompts' / 'gone.txt'}"
+    assert (error.file, error.where) == (str(tmp_path / "eval.yaml"), "variants[1].prompt")
+    assert error.fix == "check the path; it is relative to the config file's folder"
+
+
+def texts(variant: Variant) -> list[tuple[str, str | None]]:
+    return [(m.role, p.text) for m in variant.messages for p in m.content]
+
+
+def with_prompt(tmp_path: Path, entry: str) -> Variant:
+    text = HEAD.replace('{id: v2, messages: [{role: user, content: "say {{ q }}"}]}', entry)
+    return config(tmp_path, text).variants[1]
+
+
+def test_a_yaml_prompt_file_gives_its_messages_and_description(tmp_path: Path) -> None:
+    prompt = write(
+        tmp_path / "prompts" / "p.YML",  # the suffix is matched in any case
+        "description: from the file\nmessages:\n  - {role: system, content: be brief}\n"
+        "  - {role: user, content: 'say {{ q }}'}\n",
+    )
+    v2 = with_prompt(tmp_path, "{id: v2, prompt: prompts/p.YML}")
+    assert texts(v2) == [("system", "be brief"), ("user", "say {{ q }}")]
+    assert (v2.id, v2.description, v2.source, v2.where, v2.root) == (
+        "v2",
+        "from the file",
+        str(prompt),
+        "prompt",
+        tmp_path,
+    )
+    v2 = with_prompt(tmp_path, "{id: v2, prompt: prompts/p.YML, description: mine}")
+    assert v2.description == "mine"  # the config's own description wins
+
+
+def test_a_text_prompt_file_is_one_user_message(tmp_path: Path) -> None:
+    prompt = write(tmp_path / "p.txt", "Answer {{ q }} briefly.\n")
+    v2 = with_prompt(tmp_path, "{id: v2, prompt: p.txt, description: plain}")
+    assert texts(v2) == [("user", "Answer {{ q }} briefly.\n")]
+    assert (v2.description, v2.source, v2.where, v2.root) == (
+        "plain",
+        str(prompt),
+        "prompt",
+        tmp_path,
+    )
+    assert with_prompt(tmp_path, "{id: v2, prompt: p.txt}").description is None
+
+
+def test_a_prompt_file_that_is_no_prompt_is_refused_naming_that_file(tmp_path: Path) -> None:
+    prompt = write(tmp_path / "p.yaml", "description: no messages here\n")
+    with pytest.raises(ConfigError) as info:
+        with_prompt(tmp_path, "{id: v2, prompt: p.yaml}")
+    assert info.value.file == str(prompt)
+    assert "messages" in info.value.message
 
 
 # ---- pairwise comparisons ---------------------------------------------------------------------
@@ -252,3 +330,100 @@ def test_a_preferred_id_of_another_comparison_names_neither_side_at_its_value(
     error = refused(tmp_path, "{case: c1, comparison: by-model, prefer: v1}")
     assert error.message == "prefer 'v1' names neither side of pairwise 'by-model'"
     assert (error.where, error.line, error.column) == ("labels[0].prefer", LABELS_AT, 46)
+
+
+# ---- pointwise labels -------------------------------------------------------------------------
+
+JUDGED = (
+    HEAD.split("pairwise:")[0]
+    .replace("jm, provider: mock}}", "jm, provider: mock}, scale: {min: 1, max: 5}}")
+    .replace("scorecard:\n", "scorecard:\n  - {name: good, type: llm-judge, judge: j}\n")
+)
+KIND = "  - {name: kind, type: llm-judge, judge: j}\n"
+GOOD = "name it with `criterion:` (llm-judge criteria: good)"
+
+
+def point_labels(tmp_path: Path, *entries: str, text: str = JUDGED) -> list[PointLabel]:
+    body = text + "labels:\n" + "".join(f"  - {e}\n" for e in entries)
+    return config(tmp_path, body).point_labels
+
+
+def point_refused(tmp_path: Path, *entries: str, text: str = JUDGED) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        point_labels(tmp_path, *entries, text=text)
+    return info.value
+
+
+def test_pointwise_labels_take_the_only_judged_criterion_and_keep_their_note(
+    tmp_path: Path,
+) -> None:
+    assert point_labels(
+        tmp_path,
+        "{case: c1, label: pass, note: right}",
+        "{case: c1, label: 1}",
+        "{case: c1, criterion: good, label: 5}",
+        "{case: c1, label: fail}",
+    ) == [
+        PointLabel("good", "c1", "pass", "right"),
+        PointLabel("good", "c1", 1, None),
+        PointLabel("good", "c1", 5, None),
+        PointLabel("good", "c1", "fail", None),
+    ]
+
+
+def test_a_pointwise_label_after_a_preference_label_is_read(tmp_path: Path) -> None:
+    text = (
+        JUDGED + "pairwise:\n  - {name: p, judge: j, baseline: {model: a}, candidate: {model: b}}\n"
+    )
+    loaded = point_labels(tmp_path, "{case: c1, prefer: A}", "{case: c1, label: pass}", text=text)
+    assert loaded == [PointLabel("good", "c1", "pass", None)]
+
+
+def test_a_pointwise_label_for_an_unknown_case_is_refused_at_its_case(tmp_path: Path) -> None:
+    error = point_refused(tmp_path, "{case: c1, label: pass}", "{case: cx, label: pass}")
+    assert error.message == "label for unknown case 'cx'"
+    assert (error.where, error.line) == ("labels[1].case", JUDGED.count("\n") + 3)
+    assert error.fix == "use a case id from `cases:`"
+
+
+def test_a_label_for_an_unknown_criterion_suggests_the_close_one(tmp_path: Path) -> None:
+    error = point_refused(tmp_path, "{case: c1, criterion: goood, label: pass}")
+    assert error.message == "label for unknown llm-judge criterion 'goood'"
+    assert error.where == "labels[0].criterion"
+    assert error.fix == f"did you mean 'good'? {GOOD}"
+    error = point_refused(tmp_path, "{case: c1, criterion: tone, label: pass}")
+    assert error.fix == GOOD
+
+
+def test_a_label_that_names_no_criterion_among_several_is_refused_at_its_label(
+    tmp_path: Path,
+) -> None:
+    text = JUDGED.replace("scorecard:\n", "scorecard:\n" + KIND)
+    error = point_refused(tmp_path, "{case: c1, label: pass}", text=text)
+    assert error.message == "this label names no llm-judge criterion"
+    assert error.where == "labels[0].label"
+    assert error.fix == "name it with `criterion:` (llm-judge criteria: good, kind)"
+
+
+def test_a_pointwise_label_without_judged_criteria_says_there_are_none(tmp_path: Path) -> None:
+    text = JUDGED.replace("  - {name: good, type: llm-judge, judge: j}\n", "")
+    error = point_refused(tmp_path, "{case: c1, label: pass}", text=text)
+    assert error.message == "this label names no llm-judge criterion"
+    assert error.fix == "name it with `criterion:` (llm-judge criteria: none)"
+
+
+def test_a_word_label_must_be_pass_or_fail(tmp_path: Path) -> None:
+    error = point_refused(tmp_path, "{case: c1, label: PASSED}")
+    assert error.message == "label 'PASSED' is neither pass nor fail"
+    assert (error.where, error.line) == ("labels[0].label", JUDGED.count("\n") + 2)
+    assert error.fix == "did you mean 'pass'? give pass, fail or a score from 1 to 5"
+    error = point_refused(tmp_path, "{case: c1, label: meh}")
+    assert error.fix == "give pass, fail or a score from 1 to 5"
+
+
+@pytest.mark.parametrize("value", ["0.5", "5.5", "-1"])
+def test_a_score_label_outside_the_judges_scale_is_refused(tmp_path: Path, value: str) -> None:
+    error = point_refused(tmp_path, f"{{case: c1, label: {value}}}")
+    assert error.message == f"label {float(value):g} is outside the judge's scale 1..5"
+    assert error.where == "labels[0].label"
+    assert error.fix == "give pass, fail or a score from 1 to 5"
