@@ -9,6 +9,7 @@ These tests read configs directly and pin each value, message, place and fix.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from evalwh.config.loader import with_defaults
 from evalwh.config.model import EvalConfig, Label, PointLabel, Price, Side, Variant
 from evalwh.errors import ConfigError
 from tests.conftest import write
+from tests.test_survivors_inputs import ascii_locale  # noqa: F401  (a fixture)
 
 HEAD = """\
 models:
@@ -202,12 +204,24 @@ def test_a_text_prompt_file_is_one_user_message(tmp_path: Path) -> None:
     assert with_prompt(tmp_path, "{id: v2, prompt: p.txt}").description is None
 
 
-def test_a_prompt_file_that_is_no_prompt_is_refused_naming_that_file(tmp_path: Path) -> None:
-    prompt = write(tmp_path / "p.yaml", "description: no messages here\n")
+@pytest.mark.usefixtures("ascii_locale")
+def test_a_text_prompt_file_is_read_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    if sys.flags.utf8_mode:
+        pytest.skip("in UTF-8 mode every file is read as UTF-8: the locale cannot matter")
+    (tmp_path / "p.txt").write_bytes("Réponds à {{ q }} – 東京".encode())
+    assert texts(with_prompt(tmp_path, "{id: v2, prompt: p.txt}")) == [
+        ("user", "Réponds à {{ q }} – 東京")
+    ]
+
+
+def test_a_prompt_file_that_is_no_prompt_is_refused_naming_that_file_and_line(
+    tmp_path: Path,
+) -> None:
+    prompt = write(tmp_path / "p.yaml", "description: no messages here\nmesages: []\n")
     with pytest.raises(ConfigError) as info:
         with_prompt(tmp_path, "{id: v2, prompt: p.yaml}")
-    assert info.value.file == str(prompt)
-    assert "messages" in info.value.message
+    assert (info.value.file, info.value.line, info.value.column) == (str(prompt), 2, 1)
+    assert "mesages" in info.value.message
 
 
 # ---- pairwise comparisons ---------------------------------------------------------------------
