@@ -62,6 +62,23 @@ def test_merge_keys_may_repeat_and_the_same_key_in_two_mappings_is_no_duplicate(
     assert data["m"] == {"x": 1, "y": 2} and data["n"] == {"x": 3}
 
 
+def test_keys_after_a_merge_key_or_a_complex_key_are_still_checked() -> None:
+    error = refusal("base: &b {x: 1}\nm:\n  <<: *b\n  y: 1\n  y: 2\n")
+    assert (error.message, error.line) == ("duplicate key 'y' (first at line 4)", 5)
+    error = refusal("? [a]\n: 1\nk: 1\nk: 2\n")
+    assert (error.message, error.line) == ("duplicate key 'k' (first at line 3)", 4)
+
+
+def test_a_loader_made_without_a_file_names_its_errors_yaml() -> None:
+    loader = yamlpos.BoundedLoader("a: 1\na: 2\n")
+    try:
+        with pytest.raises(ConfigError) as info:
+            loader.get_single_node()
+    finally:
+        loader.dispose()
+    assert info.value.file == "<yaml>"
+
+
 def test_a_complex_key_is_not_compared_as_text() -> None:
     # two different sequence keys: skipped by the check (not scalars), then PyYAML refuses them
     error = refusal("? [a]\n: 1\n? [b]\n: 2\n")
@@ -78,7 +95,7 @@ def test_nesting_may_reach_exactly_the_bound_and_one_level_more_is_refused(
     monkeypatch.setattr(yamlpos, "MAX_DEPTH", 3)
     assert parse_yaml("a: {b: 1}\n", "t.yaml")[0] == {"a": {"b": 1}}
     error = refusal("x: 0\na: {b: [1]}\n")
-    assert error.message == "YAML nested more than 3 levels deep"
+    assert (error.file, error.message) == ("t.yaml", "YAML nested more than 3 levels deep")
     assert (error.line, error.column) == (2, 9)  # the list's item: the fourth level
     assert error.fix == "flatten the data to at most 3 levels of lists and mappings"
 
@@ -103,12 +120,12 @@ def test_nesting_past_pythons_recursion_limit_is_a_config_error(
 
 def test_a_byte_that_is_not_utf8_is_named_at_its_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
-    path.write_bytes(b"a: 1\nb: caf\xe9\n")
+    path.write_bytes(b"a: 1\nb: 2\nc: caf\xe9\n")  # the column counts from the last newline
     with pytest.raises(ConfigError) as info:
         load_yaml(path)
     error = info.value
     assert error.message == "not UTF-8 text (invalid continuation byte: byte 0xe9)"
-    assert (error.file, error.line, error.column) == (str(path), 2, 7)
+    assert (error.file, error.line, error.column) == (str(path), 3, 7)
     assert error.fix == "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)"
 
 
@@ -119,6 +136,10 @@ def test_a_bad_byte_on_the_first_line_counts_columns_from_the_start(tmp_path: Pa
         load_yaml(path)
     assert (info.value.line, info.value.column) == (1, 5)
     assert "byte 0xff" in info.value.message
+    path.write_bytes(b"\nab: \xff\n")  # a newline as the very first byte
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path)
+    assert (info.value.line, info.value.column) == (2, 5)
 
 
 def test_a_missing_file_and_a_folder_are_refused_with_their_fix(tmp_path: Path) -> None:
@@ -162,13 +183,28 @@ def test_a_control_character_on_the_first_line() -> None:
     assert "#x0002" in error.message
 
 
+def test_a_control_characters_place_counts_every_newline_before_it() -> None:
+    error = refusal("\na: 1\nb: 2\nbb: x\x01\n")  # the first newline is the first character
+    assert (error.file, error.line, error.column) == ("t.yaml", 4, 6)
+    error = refusal("\nb: \x01\n")  # the only newline before it is the first character
+    assert (error.line, error.column) == (2, 4)
+
+
+def test_an_error_in_a_file_names_that_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("a: 1\na: 2\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path)
+    assert (info.value.file, info.value.line) == (str(path), 2)
+
+
 def test_a_syntax_error_gives_the_problem_its_context_and_place() -> None:
     error = refusal("a: 1\nb: [1, 2\n")
     assert error.message == (
         "malformed YAML: expected ',' or ']', but got '<stream end>' "
         "(while parsing a flow sequence)"
     )
-    assert (error.line, error.column, error.fix) == (3, 1, SYNTAX_FIX)
+    assert (error.file, error.line, error.column, error.fix) == ("t.yaml", 3, 1, SYNTAX_FIX)
 
 
 def test_a_syntax_error_with_no_context_has_no_parentheses() -> None:
@@ -200,7 +236,8 @@ def test_a_yaml_error_with_no_position_says_so_without_a_line(
     monkeypatch.setattr(yamlpos.BoundedLoader, "get_single_node", fails)
     error = refusal("a: 1\n")
     assert error.message == "malformed YAML: the stream broke"
-    assert (error.line, error.column, error.fix) == (None, None, "fix the YAML syntax of the file")
+    assert (error.file, error.line, error.column) == ("t.yaml", None, None)
+    assert error.fix == "fix the YAML syntax of the file"
 
 
 def test_a_marked_error_without_a_mark_has_no_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -235,7 +272,7 @@ def test_the_loader_is_disposed_after_a_parse_and_after_an_error(
 
 def test_a_lone_surrogate_in_a_list_is_named_by_its_path_and_place() -> None:
     error = refusal('a:\n  b: [x, "\\ud800"]\n')
-    assert error.where == "a.b[1]"
+    assert (error.file, error.where) == ("t.yaml", "a.b[1]")
     assert (error.line, error.column) == (2, 10)
     assert error.message == (
         "a string holds a lone surrogate (an escape such as \\ud800), which is not text"
