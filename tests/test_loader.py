@@ -441,3 +441,67 @@ def test_a_score_label_outside_the_judges_scale_is_refused(tmp_path: Path, value
     assert error.message == f"label {float(value):g} is outside the judge's scale 1..5"
     assert error.where == "labels[0].label"
     assert error.fix == "give pass, fail or a score from 1 to 5"
+
+
+def test_a_missing_file_of_an_inline_case_names_the_config_and_the_key(tmp_path: Path) -> None:
+    text = HEAD.replace(
+        "  - {id: c1, vars: {q: hi}}\n", "  - {id: c1, vars: {q: hi}, files: {photo: gone.png}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        config(tmp_path, text)
+    error = info.value
+    assert (error.file, error.where) == (str(tmp_path / "eval.yaml"), "cases[0].files.photo")
+    assert (
+        error.message
+        == f"cannot read the attached file {tmp_path / 'gone.png'}: No such file or directory"
+    )
+
+
+def test_two_cases_with_one_id_are_refused_naming_both(tmp_path: Path) -> None:
+    text = HEAD.replace(
+        "  - {id: c1, vars: {q: hi}}\n",
+        "  - {id: c1, vars: {q: hi}}\n  - {id: c1, vars: {q: ho}}\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        config(tmp_path, text)
+    error = info.value
+    assert error.message == "duplicate case id 'c1' (eval.yaml cases[1] and eval.yaml cases[0])"
+    assert (error.file, error.where) == (str(tmp_path / "eval.yaml"), "cases")
+    assert error.fix == "give every case a unique id"
+
+
+def test_a_criterion_holds_its_keys_the_defaults_of_the_rest_and_its_options(
+    tmp_path: Path,
+) -> None:
+    text = HEAD.replace(
+        "  - {name: ok, type: contains, value: hi}\n",
+        "  - {name: ok, type: contains, value: hi}\n"
+        "  - {name: strict, type: exact, weight: 2, required: false, threshold: 0.9,"
+        " description: all of it}\n",
+    )
+    ok, strict = config(tmp_path, text).scorecard
+    assert (ok.name, ok.type, ok.weight, ok.required, ok.threshold) == (
+        "ok",
+        "contains",
+        1.0,
+        True,
+        0.5,
+    )
+    assert (ok.options, ok.where) == ({"value": "hi"}, "scorecard[0]")
+    assert (strict.weight, strict.required, strict.threshold) == (2.0, False, 0.9)
+    assert (strict.options, strict.where) == ({}, "scorecard[1]")
+
+
+def test_two_criteria_with_one_name_are_refused_at_the_second(tmp_path: Path) -> None:
+    text = HEAD.replace(
+        "  - {name: ok, type: contains, value: hi}\n",
+        "  - {name: ok, type: contains, value: hi}\n  - {name: ok, type: exact}\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        config(tmp_path, text)
+    error = info.value
+    assert error.message == "duplicate name 'ok' (also at scorecard[0])"
+    assert (error.where, error.fix) == (
+        "scorecard[1].name",
+        "give every entry of scorecard a unique name",
+    )
