@@ -46,6 +46,12 @@ def config(tmp_path: Path, text: str) -> EvalConfig:
     return load_config(write(tmp_path / "eval.yaml", text))
 
 
+def config_error(tmp_path: Path, text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        config(tmp_path, text)
+    return info.value
+
+
 def labels(tmp_path: Path, *entries: str) -> list[Label]:
     text = HEAD + "labels:\n" + "".join(f"  - {e}\n" for e in entries)
     return config(tmp_path, text).labels
@@ -155,9 +161,7 @@ def test_a_variant_keeps_its_description_and_a_missing_prompt_file_is_named(
         '{id: v2, messages: [{role: user, content: "say {{ q }}"}]}',
         "{id: v2, prompt: prompts/gone.txt}",
     )
-    with pytest.raises(ConfigError) as info:
-        config(tmp_path, text)
-    error = info.value
+    error = config_error(tmp_path, text)
     assert error.message == f"prompt file not found: {tmp_path / 'prompts' / 'gone.txt'}"
     assert (error.file, error.where) == (str(tmp_path / "eval.yaml"), "variants[1].prompt")
     assert error.fix == "check the path; it is relative to the config file's folder"
@@ -447,9 +451,7 @@ def test_a_missing_file_of_an_inline_case_names_the_config_and_the_key(tmp_path:
     text = HEAD.replace(
         "  - {id: c1, vars: {q: hi}}\n", "  - {id: c1, vars: {q: hi}, files: {photo: gone.png}}\n"
     )
-    with pytest.raises(ConfigError) as info:
-        config(tmp_path, text)
-    error = info.value
+    error = config_error(tmp_path, text)
     assert (error.file, error.where) == (str(tmp_path / "eval.yaml"), "cases[0].files.photo")
     assert (
         error.message
@@ -462,9 +464,7 @@ def test_two_cases_with_one_id_are_refused_naming_both(tmp_path: Path) -> None:
         "  - {id: c1, vars: {q: hi}}\n",
         "  - {id: c1, vars: {q: hi}}\n  - {id: c1, vars: {q: ho}}\n",
     )
-    with pytest.raises(ConfigError) as info:
-        config(tmp_path, text)
-    error = info.value
+    error = config_error(tmp_path, text)
     assert error.message == "duplicate case id 'c1' (eval.yaml cases[1] and eval.yaml cases[0])"
     assert (error.file, error.where) == (str(tmp_path / "eval.yaml"), "cases")
     assert error.fix == "give every case a unique id"
@@ -497,9 +497,7 @@ def test_two_criteria_with_one_name_are_refused_at_the_second(tmp_path: Path) ->
         "  - {name: ok, type: contains, value: hi}\n",
         "  - {name: ok, type: contains, value: hi}\n  - {name: ok, type: exact}\n",
     )
-    with pytest.raises(ConfigError) as info:
-        config(tmp_path, text)
-    error = info.value
+    error = config_error(tmp_path, text)
     assert error.message == "duplicate name 'ok' (also at scorecard[0])"
     assert (error.where, error.fix) == (
         "scorecard[1].name",
