@@ -503,3 +503,11 @@ def test_two_criteria_with_one_name_are_refused_at_the_second(tmp_path: Path) ->
         "scorecard[1].name",
         "give every entry of scorecard a unique name",
     )
+
+
+def test_a_scorecard_whose_every_weight_is_zero_is_refused(tmp_path: Path) -> None:
+    text = HEAD.replace("value: hi}", "value: hi, weight: 0}")
+    error = config_error(tmp_path, text)
+    assert (error.message, error.where) == ("every criterion has weight 0", "scorecard")
+    assert (error.file, error.line) == (str(tmp_path / "eval.yaml"), 10)
+    assert error.fix == "give at least one criterion a positive weight"

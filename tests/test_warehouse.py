@@ -368,10 +368,7 @@ def test_the_pairwise_judges_answers_are_cached_and_refreshed_like_the_cells_ans
 def test_migration_0009_keeps_the_cached_answers_and_drops_the_key(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     with duckdb.connect(str(db)) as con:
-        con.execute(
-            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
-            " applied_at TIMESTAMPTZ NOT NULL)"
-        )
+        con.execute(connect.SCHEMA_MIGRATIONS_DDL)
         for version, name, sql in connect.migrations():
             if version < 9:
                 con.execute(sql)

@@ -145,6 +145,11 @@ def _attached(path: Any) -> duckdb.DuckDBPyConnection:
     return con
 
 
+# The table that records the migrations applied to a warehouse (created before the first).
+SCHEMA_MIGRATIONS_DDL = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
+)
 OPEN_FIX = (
     "check that the path is an evalwh warehouse (a DuckDB file); if it is damaged, move it "
     "aside and run again (the Parquet exports next to it keep finished runs)"
@@ -239,10 +244,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, path: Location) -> int:
     current = check_schema(con, path)
     on_lake = isinstance(path, LakeTarget)
     if current == 0:
-        ddl = (
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
-        )
+        ddl = SCHEMA_MIGRATIONS_DDL
         con.execute(lake.lake_sql(ddl) if on_lake else ddl)
     applied = applied_versions(con) if current else set()
     for version, name, sql in available:
