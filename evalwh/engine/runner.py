@@ -520,13 +520,18 @@ class Engine:
             check=check,
         )
 
+    def _render_error_text(self, exc: Exception) -> str:
+        """What is kept of a datasource row's render error: its redacted message, or in
+        no-look mode only that it happened (the message may quote the row)."""
+        return "render error" if self.no_look else self.redact(str(exc))
+
     def _unrenderable(
         self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int, exc: Exception
     ) -> CellResult:
         """A datasource case whose prompt does not render: an errored cell, not a dead run
         (its later pages may be fine); in no-look mode the message is not kept."""
         self.stats.errors += 1
-        text = "render error" if self.no_look else self.redact(str(exc))
+        text = self._render_error_text(exc)
         return CellResult(
             variant=variant.variant.id,
             model=endpoint.model,
@@ -597,7 +602,7 @@ class Engine:
                 raise
             # a datasource row the judge's prompt cannot render: this criterion errs, the run
             # goes on (as for a row the variant's own prompt cannot render); no judge is called
-            text = "render error" if self.no_look else self.redact(str(exc))
+            text = self._render_error_text(exc)
             failed = ScoreResult(0.0, error=f"judge '{judge_id}' prompt did not render: {text}")
             return name, failed, (endpoint.model.model, None, None)
         call = await self.call(endpoint, prompt, case, f"judge:{judge_id}")

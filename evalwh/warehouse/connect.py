@@ -244,8 +244,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, path: Location) -> int:
     current = check_schema(con, path)
     on_lake = isinstance(path, LakeTarget)
     if current == 0:
-        ddl = SCHEMA_MIGRATIONS_DDL
-        con.execute(lake.lake_sql(ddl) if on_lake else ddl)
+        con.execute(lake.lake_sql(SCHEMA_MIGRATIONS_DDL) if on_lake else SCHEMA_MIGRATIONS_DDL)
     applied = applied_versions(con) if current else set()
     for version, name, sql in available:
         if version in applied:  # by set, not by the highest: a number reserved for a
