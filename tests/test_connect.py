@@ -3,6 +3,7 @@ connection attaches and how. Written from mutation survivors (docs/testing.md)."
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import duckdb
@@ -10,6 +11,7 @@ import pytest
 
 from evalwh.errors import WarehouseError
 from evalwh.warehouse import connect
+from evalwh.warehouse.lake import LakeTarget
 
 
 def test_a_warehouse_under_a_folder_with_an_apostrophe_is_written_and_read(tmp_path: Path) -> None:
@@ -47,3 +49,40 @@ def test_a_file_holding_only_an_empty_schema_migrations_table_is_migrated(tmp_pa
         con.execute(connect.SCHEMA_MIGRATIONS_DDL)
     with connect.write_connection(path) as con:
         assert connect.schema_version(con) == connect.latest_version()
+
+
+def test_a_local_file_keeps_the_primary_keys_a_lake_drops(tmp_path: Path) -> None:
+    # lake.lake_sql strips PRIMARY KEY for DuckLake, which has none; a DuckDB file keeps them
+    # (a second runs row with the same run_id is refused, not stored twice)
+    with connect.write_connection(tmp_path / "warehouse.duckdb") as con:
+        keys = con.execute(
+            "SELECT table_name, constraint_text FROM duckdb_constraints() "
+            "WHERE constraint_type = 'PRIMARY KEY' ORDER BY table_name"
+        ).fetchall()
+    assert keys == [
+        ("baselines", 'PRIMARY KEY("name")'),
+        ("runs", "PRIMARY KEY(run_id)"),
+        ("schema_migrations", 'PRIMARY KEY("version")'),
+    ]
+
+
+def test_each_migration_applied_is_logged_with_its_name_and_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "warehouse.duckdb"
+    with caplog.at_level(logging.INFO, logger=connect.log.name):
+        with connect.write_connection(path):
+            pass
+        with connect.write_connection(path):  # nothing left to apply: nothing logged
+            pass
+    assert caplog.messages == [
+        f"applied migration {name} to {path}" for _, name, _ in connect.migrations()
+    ]
+
+
+def test_a_lake_is_never_served_the_connection_shared_on_a_local_file(tmp_path: Path) -> None:
+    # a shared connection is a file's; a DuckLake asked for meanwhile opens its own
+    lake = LakeTarget(str(tmp_path / "meta.ducklake"))
+    with connect.shared_connection(tmp_path / "warehouse.duckdb"):
+        assert connect._shared(tmp_path / "warehouse.duckdb") is not None
+        assert connect._shared(lake) is None

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 import evalwh
@@ -57,6 +59,21 @@ class Broken:
 class NoPages:
     def __init__(self, params, root):
         pass
+
+
+class Checked:
+    """Two rows written as cases, each with an exec check: a snippet and a mapping."""
+
+    def __init__(self, params, root):
+        self.bad = (params or {}).get("bad")
+
+    def pages(self, cursor):
+        if self.bad:
+            return [{"id": "bad", "vars": {"q": "x"}, "check": {"nope": 1}}], None
+        return [
+            {"id": "ok", "vars": {"q": "x"}, "check": 'test "$(cat "$ANSWER")" = x'},
+            {"id": "no", "vars": {"q": "y"}, "check": {"run": "exit 3", "timeout_s": 5}},
+        ], None
 '''
 
 
@@ -520,3 +537,28 @@ cases: [{source: "mysources:Counting", params: {n: 600, page: 20}}]
     # the page in hand and the one read ahead, not the other 28
     assert record["complete"] is False and record["pages"] <= 3 and record["rows_read"] <= 60
     assert len(sources.STATE["calls"]) == record["pages"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="exec checks need a POSIX shell")
+def test_a_streamed_rows_exec_checks_are_parsed_and_run(tmp_path: Path, sources: Any) -> None:
+    cfg = write(tmp_path / "eval.yaml", HEAD + 'cases: [{source: "mysources:Checked"}]\n')
+    evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    with duckdb.connect(str(tmp_path / "o" / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT case_id, check_passed, check_exit_code, error FROM cases ORDER BY case_id"
+        ).fetchall()
+    assert rows == [("no", False, 3, None), ("ok", True, 0, None)]
+
+
+def test_a_streamed_rows_bad_check_is_refused_naming_the_row_and_the_config(
+    tmp_path: Path, sources: Any
+) -> None:
+    cases = 'cases: [{source: "mysources:Checked", params: {bad: true}}]\n'
+    cfg = write(tmp_path / "eval.yaml", HEAD + cases)
+    with pytest.raises(ConfigError) as info:
+        evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert (info.value.file, info.value.where) == (
+        str(cfg),
+        "datasource mysources:Checked (cases[0]) page 1 row 1 check.nope",
+    )
+    assert info.value.message == "unknown key(s) in check: nope"

@@ -223,3 +223,30 @@ def test_a_read_of_a_file_catalog_shares_the_writable_attach_of_the_process(
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_migration_another_writer_applied_meanwhile_is_skipped_and_the_rest_applied(
+    file_lake: LakeTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # on a lake, two first writers may migrate at once: each migration is looked up again in
+    # its own transaction, and one the other writer committed meanwhile is skipped, not the
+    # migrations after it
+    first, *rest = connectmod.migrations()
+    real = connectmod.applied_versions
+    calls = [0]
+
+    def other_writer_was_first(con: duckdb.DuckDBPyConnection) -> set[int]:
+        calls[0] += 1
+        if calls[0] == 1:  # the first migration's own look: the other writer has just run it
+            con.execute(lakemod.lake_sql(first[2]))
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", list(first[:2]))
+        return real(con)
+
+    monkeypatch.setattr(connectmod, "applied_versions", other_writer_was_first)
+    con = lakemod.connect(file_lake, read_only=False, memory_limit="256MB")
+    try:
+        assert connectmod._migrate(con, file_lake) == rest[-1][0]
+        versions = con.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()
+    finally:
+        con.close()
+    assert [v for (v,) in versions] == [first[0]] + [v for v, _, _ in rest]  # each one once

@@ -193,3 +193,102 @@ def test_a_no_look_run_keeps_no_answer_in_the_response_cache(tmp_path: Path) -> 
         tmp_path / "out" / "warehouse.duckdb", "SELECT count(*) AS n FROM response_cache"
     )
     assert stored == {"n": 3}  # a run that may look keeps its answers
+
+
+def test_the_engine_waits_once_a_whole_batch_is_pending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the backpressure execute hands the engine: full at exactly max_pending unwritten cases
+    # (RunWriter.max_pending), not one case later
+    from evalwh.engine import execute as execute_module
+    from evalwh.warehouse import writer as writer_module
+
+    seen: dict[str, Any] = {}
+
+    class Writer(writer_module.RunWriter):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            seen["writer"] = self
+
+    class Engine(execute_module.Engine):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            seen["full"] = kwargs["backpressure"]
+
+    monkeypatch.setattr(writer_module, "RunWriter", Writer)
+    monkeypatch.setattr(execute_module, "Engine", Engine)
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    writer, full = seen["writer"], seen["full"]
+    writer.add_case((None,) * len(writer_module.CASE_COLUMNS))  # one unwritten case
+    writer.max_pending = 2
+    assert (writer.pending, full()) == (1, False)
+    writer.max_pending = 1
+    assert full() is True
+
+
+def test_a_run_of_its_own_cases_stopped_at_its_cost_cap_keeps_its_planned_size(
+    tmp_path: Path,
+) -> None:
+    # n_planned is the plan's cell count; only a datasource run's (known at its end) is the
+    # count its feed queued, which for a stopped run is a handful, not the plan
+    cases = "".join(f"  - {{id: c{i}, vars: {{q: q{i}}}}}\n" for i in range(30))
+    config = (
+        CONFIG.replace(
+            "mock: {default: hi}",
+            "params: {max_tokens: 5}, price: {input_per_mtok: 1000, output_per_mtok: 1000}, "
+            "mock: {default: " + "hi " * 100 + "}",  # the estimate counts 5 tokens out, not 100
+        )
+        .split("cases:\n")[0]
+        .replace("name: rows\n", "name: rows\nsettings: {concurrency: 1, max_cost_usd: 0.5}\n")
+        + "cases:\n"
+        + cases
+        + "scorecard:\n  - {name: has, type: contains, value: hi}\n"
+    )
+    (tmp_path / "eval.yaml").write_text(config, encoding="utf-8")
+    result = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    row = only_row(
+        tmp_path / "out" / "warehouse.duckdb",
+        "SELECT status, n_planned, (SELECT count(*) FROM cases) AS answered FROM runs",
+    )
+    assert result.status == "stopped" and row["status"] == "stopped"
+    assert row["n_planned"] == 30 and 0 < row["answered"] < 30
+
+
+def test_a_run_stopped_at_its_cost_cap_judges_no_pairs(tmp_path: Path) -> None:
+    # the pairwise judge runs after the matrix, and only after a whole one: a run the cap
+    # stopped compares nothing (its answered cells are not the matrix the pairs were meant for)
+    priced = (
+        "params: {max_tokens: 5}, price: {input_per_mtok: 1000, output_per_mtok: 1000}, "
+        "mock: {latency_ms: 5, default: " + "hi " * 100 + "}"  # both models take turns
+    )
+    cases = "".join(f"  - {{id: c{i}, vars: {{q: q{i}}}}}\n" for i in range(30))
+    config = f"""\
+name: pairs
+settings: {{concurrency: 1, max_cost_usd: 0.5}}
+models:
+  - {{id: a, provider: mock, {priced}}}
+  - {{id: b, provider: mock, {priced}}}
+variants:
+  - {{id: v, messages: [{{role: user, content: "{{{{ q }}}}"}}]}}
+judges:
+  - id: j
+    model: {{id: j, provider: mock, mock: {{default: '{{"winner": "A"}}'}}}}
+pairwise:
+  - {{name: ab, judge: j, baseline: {{model: a}}, candidate: {{model: b}}}}
+scorecard:
+  - {{name: has, type: contains, value: hi}}
+cases:
+{cases}"""
+    (tmp_path / "eval.yaml").write_text(config, encoding="utf-8")
+    result = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    row = only_row(
+        tmp_path / "out" / "warehouse.duckdb",
+        "SELECT (SELECT count(*) FROM pairs) AS pairs, "
+        "(SELECT count(*) FROM (SELECT case_id FROM cases GROUP BY case_id "
+        "HAVING count(DISTINCT model) = 2)) AS both_answered, "
+        "CAST(totals->>'judge_requests' AS INTEGER) AS judge_requests FROM runs",
+    )
+    assert result.status == "stopped"
+    assert row["both_answered"] > 0  # there was something a judge could have compared
+    assert (row["pairs"], row["judge_requests"]) == (0, 0)
