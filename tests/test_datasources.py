@@ -251,6 +251,8 @@ def test_a_failing_datasource_fails_the_run_naming_it(tmp_path: Path, sources: A
     cfg = write(tmp_path / "eval.yaml", HEAD + 'cases: [{source: "mysources:Broken"}]\n')
     with pytest.raises(ConfigError, match=r"datasource 'mysources:Broken' failed after 1 page"):
         evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    with duckdb.connect(str(tmp_path / "o" / "warehouse.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("failed",)]
     with pytest.raises(ConfigError) as caught:
         evalwh.run_eval(cfg, output_dir=tmp_path / "o", no_look=True)
     assert "ValueError" in str(caught.value) and "SECRETROW" not in str(caught.value)
