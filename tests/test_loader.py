@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from evalwh import load_config
-from evalwh.config.loader import with_defaults
-from evalwh.config.model import EvalConfig, Label, PointLabel, Price, Side, Variant
+from evalwh.config.loader import NOT_HASHED, canonical_hash, with_defaults
+from evalwh.config.model import Calibration, EvalConfig, Label, PointLabel, Price, Side, Variant
 from evalwh.errors import ConfigError
 from tests.conftest import write
 from tests.test_survivors_inputs import ascii_locale  # noqa: F401  (a fixture)
@@ -511,3 +511,63 @@ def test_a_scorecard_whose_every_weight_is_zero_is_refused(tmp_path: Path) -> No
     assert (error.message, error.where) == ("every criterion has weight 0", "scorecard")
     assert (error.file, error.line) == (str(tmp_path / "eval.yaml"), 10)
     assert error.fix == "give at least one criterion a positive weight"
+
+
+def test_calibration_holds_each_key_given_and_the_documented_defaults(tmp_path: Path) -> None:
+    # docs/configuration.md: min_kappa 0.6, min_labels 20, max_flip_rate 0.30, flag
+    assert config(tmp_path, HEAD).calibration == Calibration(0.6, 20, 0.30, "flag")
+    given = (
+        "calibration: {min_kappa: 0.8, min_labels: 5, max_flip_rate: 0.1, on_below_floor: fail}\n"
+    )
+    assert config(tmp_path, HEAD + given).calibration == Calibration(0.8, 5, 0.1, "fail")
+    # the model's own defaults are the documented ones too (a config read some other way)
+    assert Calibration() == Calibration(0.6, 20, 0.30, "flag")
+
+
+WHOLE = """\
+name: whole
+description: every field of the config
+privacy: {no_look: true}
+settings: {concurrency: 3}
+thresholds: {min_pass_rate: 0.5}
+models:
+  - {id: a, provider: mock}
+variants:
+  - {id: inline, messages: [{role: user, content: "{{ q }}"}]}
+  - id: filed
+    prompt: p.txt
+    output_schema: {schema: {type: object}}
+cases:
+  - {id: c1, vars: {q: hi}}
+scorecard:
+  - {name: ok, type: contains, value: hi}
+"""
+
+
+def test_a_config_keeps_its_fields_and_hashes_each_variants_messages(tmp_path: Path) -> None:
+    write(tmp_path / "p.txt", "from the file: {{ q }}")
+    cfg = config(tmp_path, WHOLE)
+    assert (cfg.name, cfg.description, cfg.settings, cfg.thresholds, cfg.no_look) == (
+        "whole", "every field of the config", {"concurrency": 3}, {"min_pass_rate": 0.5}, True,
+    )  # fmt: skip
+    # the hash covers each variant's messages as rendered from its file, and its output
+    text = [{"type": "text", "text": "{{ q }}"}]
+    snapshot = {k: v for k, v in cfg.raw.items() if k not in NOT_HASHED}
+    snapshot["variants"] = [
+        {"id": "inline", "messages": [["user", text]]},
+        {
+            "id": "filed",
+            "messages": [["user", [{"type": "text", "text": "from the file: {{ q }}"}]]],
+            "output": cfg.variants[1].output.to_dict(),  # type: ignore[union-attr]
+        },
+    ]
+    assert cfg.config_hash == canonical_hash(snapshot)
+    # an error about the config is placed at its line (the YAML tree is kept)
+    error = cfg.locate_error(ConfigError("x", file=str(cfg.path), where="scorecard[0].value"))
+    assert (error.line, error.column) == (WHOLE.count("\n"), 39)
+
+
+def test_the_dataset_hash_follows_the_cases_and_nothing_else(tmp_path: Path) -> None:
+    base = config(tmp_path, HEAD).dataset_hash
+    assert config(tmp_path, HEAD.replace("name: ok", "name: fine")).dataset_hash == base
+    assert config(tmp_path, HEAD.replace("{q: hi}", "{q: ho}")).dataset_hash != base
