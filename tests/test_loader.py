@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalwh import load_config
+from evalwh.config.datasets import dataset_rows
 from evalwh.config.loader import NOT_HASHED, canonical_hash, with_defaults
 from evalwh.config.model import Calibration, EvalConfig, Label, PointLabel, Price, Side, Variant
 from evalwh.errors import ConfigError
@@ -571,3 +572,28 @@ def test_the_dataset_hash_follows_the_cases_and_nothing_else(tmp_path: Path) -> 
     base = config(tmp_path, HEAD).dataset_hash
     assert config(tmp_path, HEAD.replace("name: ok", "name: fine")).dataset_hash == base
     assert config(tmp_path, HEAD.replace("{q: hi}", "{q: ho}")).dataset_hash != base
+
+
+def test_a_config_without_a_name_is_named_after_its_folder_and_keeps_its_judges(
+    tmp_path: Path,
+) -> None:
+    cfg = load_config(write(tmp_path / "support-bot" / "eval.yaml", HEAD))
+    assert cfg.name == "support-bot"
+    assert [j.id for j in cfg.judges] == ["j"] and cfg.sources == []
+
+
+def test_the_dataset_hash_of_a_plain_config_is_the_hash_of_its_rows(tmp_path: Path) -> None:
+    # stored in every runs row and compared across versions: its formula may not drift
+    cfg = config(tmp_path, HEAD)
+    assert cfg.dataset_hash == canonical_hash(dataset_rows(cfg.cases))
+
+
+def test_a_datasource_is_part_of_the_dataset_hash(tmp_path: Path) -> None:
+    def sourced(query: str) -> EvalConfig:
+        source = f'cases:\n  - {{source: duckdb, params: {{query: "{query}"}}}}\n'
+        plain = HEAD.split("judges:\n")[0]  # no pairwise: it needs every case in the config
+        return config(tmp_path, plain.replace("cases:\n  - {id: c1, vars: {q: hi}}\n", source))
+
+    one, other = sourced("SELECT 1 AS id, 'a' AS q"), sourced("SELECT 2 AS id, 'b' AS q")
+    assert [(s.name, s.where) for s in one.sources] == [("duckdb", "cases[0]")]
+    assert one.dataset_hash != other.dataset_hash  # no case of their own: only the sources differ
