@@ -4,6 +4,7 @@ connection attaches and how. Written from mutation survivors (docs/testing.md)."
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import duckdb
@@ -86,3 +87,34 @@ def test_a_lake_is_never_served_the_connection_shared_on_a_local_file(tmp_path: 
     with connect.shared_connection(tmp_path / "warehouse.duckdb"):
         assert connect._shared(tmp_path / "warehouse.duckdb") is not None
         assert connect._shared(lake) is None
+
+
+def test_a_shared_blocks_end_waits_for_every_cursor_in_use(tmp_path: Path) -> None:
+    # b takes a cursor, a takes one and gives it back: the block's end must still wait for b
+    path = tmp_path / "warehouse.duckdb"
+    seen: list[tuple[str, object]] = []
+    b_holding, a_done, release_b = threading.Event(), threading.Event(), threading.Event()
+
+    def a() -> None:
+        b_holding.wait(5)
+        with connect.read_connection(path) as con:
+            seen.append(("a", con.execute("SELECT x FROM t").fetchone()))
+        a_done.set()
+
+    def b() -> None:
+        with connect.read_connection(path) as con:
+            b_holding.set()
+            release_b.wait(5)
+            seen.append(("b", con.execute("SELECT x + 1 FROM t").fetchone()))
+
+    with connect.shared_connection(path):
+        with connect.write_connection(path) as con:
+            con.execute("CREATE TABLE t AS SELECT 1 AS x")
+        threads = [threading.Thread(target=a), threading.Thread(target=b)]
+        for thread in threads:
+            thread.start()
+        assert a_done.wait(5)
+        threading.Timer(0.05, release_b.set).start()  # fires while the block is ending
+    for thread in threads:
+        thread.join()
+    assert seen == [("a", (1,)), ("b", (2,))]

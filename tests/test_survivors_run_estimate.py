@@ -92,3 +92,24 @@ def test_the_estimate_counts_each_models_calls_tokens_and_cost_and_each_judges(
     ).estimate
     assert [r["model"] for r in alone["by_model"]] == ["base", "jm (judge j)"]
     assert alone["by_model"][1]["calls"] == 2  # the two pointwise judgements alone
+
+
+def test_a_cell_that_is_its_own_counterpart_is_passed_over_not_the_end_of_the_count(
+    tmp_path: Path,
+) -> None:
+    # baseline: every cell of variant v; candidate: model base. base's own cells (listed
+    # first) are their own counterparts, so only cand's cells make pairs: two, both orders
+    config = CONFIG.replace(
+        "  - {name: judged, type: llm-judge, judge: j}\n",
+        "  - {name: ok, type: contains, value: f}\n",
+    ).replace(
+        "baseline: {model: base}, candidate: {model: cand}",
+        "baseline: {variant: v}, candidate: {model: base}",
+    )
+    (tmp_path / "eval.yaml").write_text(config, encoding="utf-8")
+    estimate = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out").estimate
+    pairs = 2 * (4 + 512 + 10 + 300) + 2 * (2 + 512 + 10 + 300)
+    assert estimate["by_model"][-1] == {
+        "model": "jm (judge j)", "calls": 4, "cached": 0, "input_tokens": pairs,
+        "output_tokens": 4 * 7, "cost_usd": pairs * 3.0,
+    }  # fmt: skip
