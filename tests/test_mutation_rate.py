@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.test_conveniences import git
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "mutation" / "core_rate.py"
@@ -898,3 +901,65 @@ def test_the_weekly_workflow_runs_the_mutation_command_and_keeps_an_unfinished_r
         < names.index("mutation run on the core")
         < names.index("keep the results for the next start")
     )
+
+
+OLD = """\
+def judge(call):
+    if call.failed:
+        return Result(0.0, error="failed")
+    return Result(1.0)
+"""
+# a new branch above makes the same mutation (0.0 -> 1.0) of another line first
+NEW = """\
+def judge(call):
+    if call.unrenderable:
+        return Result(0.0, error="render")
+    if call.failed:
+        return Result(0.0, error="failed")
+    return Result(1.0)
+"""
+
+
+def test_a_row_follows_its_mutation_when_an_edit_renumbers_the_function() -> None:
+    renumber = _script("renumber")
+    before, after = renumber.signatures("m", OLD), renumber.signatures("m", NEW)
+    (failed,) = [n for n, s in before.items() if "failed" in s[1] and s[2:4] == ("0.0", "1.0")]
+    (moved,) = [n for n, s in after.items() if "failed" in s[1] and s[2:4] == ("0.0", "1.0")]
+    assert failed != moved  # the edit renumbered it
+    assert renumber.renames("m", OLD, NEW, [failed, "m.x_judge__mutmut_99"]) == {
+        failed: moved,
+        "m.x_judge__mutmut_99": None,  # not a mutant of OLD
+    }
+    # a line edited away: its mutations are gone
+    assert renumber.renames("m", OLD, OLD.replace("1.0)", "2.0)"), ["m.x_judge__mutmut_1"]) == {
+        "m.x_judge__mutmut_1": "m.x_judge__mutmut_1"
+    }
+    gone = [n for n, s in before.items() if s[1] == "return Result(1.0)"]
+    assert set(renumber.renames("m", OLD, OLD.replace("1.0)", "2.0)"), gone).values()) == {None}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_renumber_rewrites_the_rows_it_is_given_and_only_with_check_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renumber = _script("renumber")
+    checkout = tmp_path / "checkout"
+    (checkout / "evalwh").mkdir(parents=True)
+    (checkout / "evalwh" / "m.py").write_text(OLD, encoding="utf-8")
+    for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "old"]):
+        git(checkout, *command)
+    (checkout / "evalwh" / "m.py").write_text(NEW, encoding="utf-8")
+    monkeypatch.setattr(renumber, "ROOT", checkout)
+    before, after = renumber.signatures("m", OLD), renumber.signatures("m", NEW)
+    (failed,) = [n for n, s in before.items() if "failed" in s[1] and s[2:4] == ("0.0", "1.0")]
+    (moved,) = [n for n, s in after.items() if "failed" in s[1] and s[2:4] == ("0.0", "1.0")]
+    old, new = (f"evalwh.{name}" for name in (failed, moved))  # module evalwh.m
+    table = tmp_path / "equivalent_core.md"
+    row = f"| `{old}` | a mutation | a reason |\n"
+    table.write_text("# t\n\n" + row, encoding="utf-8")
+    argv = ["HEAD", old, "--table", str(table)]
+    assert renumber.main([*argv, "--check"]) == 1
+    assert table.read_text(encoding="utf-8").endswith(row)  # --check writes nothing
+    assert renumber.main(argv) == 0
+    assert table.read_text(encoding="utf-8").endswith(row.replace(old, new))
+    assert renumber.main(["no-such-commit", new, "--table", str(table)]) == 2
