@@ -113,3 +113,28 @@ def test_a_cell_that_is_its_own_counterpart_is_passed_over_not_the_end_of_the_co
         "model": "jm (judge j)", "calls": 4, "cached": 0, "input_tokens": pairs,
         "output_tokens": 4 * 7, "cost_usd": pairs * 3.0,
     }  # fmt: skip
+
+
+def test_answers_cached_for_a_variant_with_an_output_schema_are_estimated_as_cached(
+    tmp_path: Path,
+) -> None:
+    # the estimate looks each cell up by the hash the engine will send, the schema included
+    config = """\
+models:
+  - {id: m, provider: mock, mock: {default: '{"ok": true}'}}
+variants:
+  - id: v
+    messages: [{role: user, content: "{{ q }}"}]
+    output_schema: {schema: {type: object}}
+cases:
+  - {id: c1, vars: {q: one}}
+  - {id: c2, vars: {q: two}}
+scorecard:
+  - {name: ok, type: contains, value: ok}
+"""
+    (tmp_path / "eval.yaml").write_text(config, encoding="utf-8")
+    first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    assert (first.estimate["cached"], first.estimate["calls"]) == (0, 2)
+    assert (again.estimate["cached"], again.estimate["calls"]) == (2, 0)
+    assert again.stats["cache_hits"] == 2  # as the engine then found them
