@@ -250,3 +250,19 @@ def test_a_migration_another_writer_applied_meanwhile_is_skipped_and_the_rest_ap
     finally:
         con.close()
     assert [v for (v,) in versions] == [first[0]] + [v for v, _, _ in rest]  # each one once
+
+
+def test_a_lake_ahead_of_this_evalwh_is_refused_naming_the_lake(file_lake: LakeTarget) -> None:
+    con = lakemod.connect(file_lake, read_only=False, memory_limit="256MB")
+    try:
+        connectmod.migrate(con, file_lake)
+        con.execute("INSERT INTO schema_migrations VALUES (9999, '9999_future', now())")
+        connectmod._CURRENT.discard(file_lake)  # as a later process, which has not looked yet
+        with pytest.raises(WarehouseError) as info:
+            connectmod.check_schema(con, file_lake)
+    finally:
+        con.close()
+    assert str(info.value) == (
+        f"the warehouse {file_lake} is at schema version 9999, ahead of this evalwh (which knows "
+        f"up to {connectmod.latest_version()}); upgrade evalwh to read it"
+    )
