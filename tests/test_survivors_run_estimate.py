@@ -138,3 +138,25 @@ scorecard:
     assert (first.estimate["cached"], first.estimate["calls"]) == (0, 2)
     assert (again.estimate["cached"], again.estimate["calls"]) == (2, 0)
     assert again.stats["cache_hits"] == 2  # as the engine then found them
+
+
+def test_input_tokens_are_whole_quarters_of_the_characters_and_a_datasource_is_flagged(
+    tmp_path: Path,
+) -> None:
+    # 10 characters: 2 tokens (characters // 4), not 2.5; a datasource's rows are not known
+    # before the run, so its estimate says it counts only what the config holds
+    head = """\
+models: [{id: m, provider: mock, mock: {default: x}}]
+variants: [{id: v, messages: [{role: user, content: "{{ q }}"}]}]
+scorecard: [{name: ok, type: contains, value: x}]
+"""
+    (tmp_path / "eval.yaml").write_text(
+        head + "cases: [{id: c1, vars: {q: abcdefghij}}]\n", encoding="utf-8"
+    )
+    plain = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out").estimate
+    assert plain["by_model"][0]["input_tokens"] == 2 and plain["input_tokens"] == 2
+    assert isinstance(plain["input_tokens"], int) and plain["datasources"] is False
+    source = "cases: [{source: duckdb, params: {query: \"SELECT 'c2' AS id, 'hello' AS q\"}}]\n"
+    (tmp_path / "eval.yaml").write_text(head + source, encoding="utf-8")
+    streamed = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out").estimate
+    assert streamed["datasources"] is True
