@@ -292,3 +292,37 @@ cases:
     assert result.status == "stopped"
     assert row["both_answered"] > 0  # there was something a judge could have compared
     assert (row["pairs"], row["judge_requests"]) == (0, 0)
+
+
+def test_the_run_writer_takes_the_runs_settings_lease_and_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalwh.warehouse import writer as writer_module
+
+    seen: list[Any] = []
+
+    class Writer(writer_module.RunWriter):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            seen.append(self)
+
+    monkeypatch.setattr(writer_module, "RunWriter", Writer)
+    settings = "settings: {batch_size: 7, stale_after_s: 40, cache_dir: answers}\n"
+    (tmp_path / "eval.yaml").write_text(
+        CONFIG.replace("name: rows\n", "name: rows\n" + settings), encoding="utf-8"
+    )
+    first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", no_cache=True)
+    evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", retry_errors=first.run_id)
+    written, fresh, retried = seen
+    assert retried.replace is True  # a retry's new rows replace the stored errors
+    cache = (tmp_path / "answers" / "cache.duckdb").resolve()
+    assert (written.batch_size, written.heartbeat_s, written.cache_path) == (7, 10.0, cache)
+    assert (written.refresh_cache, fresh.refresh_cache) == (False, True)  # --no-cache: rewrite
+    assert written.replace is False and (written.run_id, fresh.run_id) == (
+        first.run_id,
+        again.run_id,
+    )
+    # each run's writer holds the run's own lease, which every flush checks is still its own
+    assert isinstance(written.token, str) and isinstance(fresh.token, str)
+    assert written.token != fresh.token
