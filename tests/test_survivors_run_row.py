@@ -326,3 +326,22 @@ def test_the_run_writer_takes_the_runs_settings_lease_and_cache(
     # each run's writer holds the run's own lease, which every flush checks is still its own
     assert isinstance(written.token, str) and isinstance(fresh.token, str)
     assert written.token != fresh.token
+
+
+def test_a_keyboard_interrupt_inside_the_run_is_stored_and_reported_as_sigint(
+    tmp_path: Path,
+) -> None:
+    # a KeyboardInterrupt no handler turned into a stop (here raised by the progress callback,
+    # as Ctrl-C in an embedding program would be) ends the run as interrupted by SIGINT
+    from evalwh.engine.signals import RunInterrupted
+
+    def ctrl_c(done: int, total: int, result: Any) -> None:
+        raise KeyboardInterrupt
+
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    with pytest.raises(RunInterrupted) as info:
+        evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", progress=ctrl_c)
+    assert info.value.signal_name == "SIGINT"
+    assert str(info.value).startswith(f"interrupted (SIGINT): run {info.value.run_id} stopped")
+    row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
+    assert row == {"run_id": info.value.run_id, "status": "interrupted"}

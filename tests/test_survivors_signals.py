@@ -9,6 +9,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -186,3 +187,45 @@ def test_a_signal_mid_run_stops_new_cells_and_resume_finishes_the_rest(
     monkeypatch.setattr(signals, "stop_on_signals", real)
     resumed = evalwh.run_eval(cfg, output_dir=tmp_path / "o", resume=stopped.value.run_id)
     assert resumed.totals["n"] == 120
+
+
+@pytest.mark.parametrize("second", [True, False], ids=["second-signal", "grace-runs-out"])
+def test_a_run_cancelled_mid_cell_ends_interrupted_named_after_the_first_signal(
+    tmp_path: Path, net: list[int], monkeypatch: pytest.MonkeyPatch, second: bool
+) -> None:
+    # the first SIGTERM stops new cells; the cells in flight are cancelled by a second signal,
+    # or when the grace runs out: the run still ends as interrupted, named after the first
+    import duckdb
+
+    import evalwh
+    from tests.conftest import write
+
+    real = signals.stop_on_signals
+    installed: list[float] = []
+
+    @contextmanager
+    def signalled_installed(*args: Any) -> Iterator[None]:
+        with real(*args):
+            installed.append(time.monotonic())
+            loop = asyncio.get_running_loop()
+            loop.call_later(0.2, os.kill, os.getpid(), signal.SIGTERM)
+            if second:
+                loop.call_later(0.3, os.kill, os.getpid(), signal.SIGINT)
+            yield
+
+    monkeypatch.setattr(signals, "GRACE_S", 0.5)
+    monkeypatch.setattr(signals, "stop_on_signals", signalled_installed)
+    cfg = write(
+        tmp_path / "eval.yaml",
+        "models:\n  - {id: m, provider: mock, mock: {latency_ms: 5000}}\n"
+        "variants:\n  - {id: v, messages: [{role: user, content: '{{ q }}'}]}\n"
+        "cases:\n  - {id: c1, vars: {q: one}}\n  - {id: c2, vars: {q: two}}\n"
+        "scorecard:\n  - {name: r, type: contains, value: x}\n",
+    )
+    with pytest.raises(signals.RunInterrupted) as stopped:
+        evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert time.monotonic() - installed[0] < 4  # not the 5 s cells, nor the 10 s grace
+    assert stopped.value.signal_name == "SIGTERM"
+    with duckdb.connect(str(tmp_path / "o" / "warehouse.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+    assert net == []
