@@ -266,3 +266,27 @@ def test_a_lake_ahead_of_this_evalwh_is_refused_naming_the_lake(file_lake: LakeT
         f"the warehouse {file_lake} is at schema version 9999, ahead of this evalwh (which knows "
         f"up to {connectmod.latest_version()}); upgrade evalwh to read it"
     )
+
+
+def test_a_lake_behind_is_migrated_and_a_lake_found_current_is_not_read_again(
+    file_lake: LakeTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    every = connectmod.migrations()
+    con = lakemod.connect(file_lake, read_only=False, memory_limit="256MB")
+    try:
+        with monkeypatch.context() as older:  # a lake an older evalwh made: one migration short
+            older.setattr(connectmod, "migrations", lambda: every[:-1])
+            connectmod._migrate(con, file_lake)
+        connectmod._CURRENT.discard(file_lake)
+        # a reader of a lake behind this code sees its version, and a writer then migrates it
+        assert connectmod.check_schema(con, file_lake) == every[-2][0]
+        assert connectmod.migrate(con, file_lake) == every[-1][0]
+        assert connectmod.schema_version(con) == every[-1][0]
+        # found current, it is not read again in this process: schemas only move forward
+        connectmod._CURRENT.discard(file_lake)  # as a reader that has not looked yet
+        assert connectmod.check_schema(con, file_lake) == every[-1][0]
+        con.execute("INSERT INTO schema_migrations VALUES (9999, '9999_future', now())")
+        assert connectmod.check_schema(con, file_lake) == every[-1][0]
+    finally:
+        con.close()
+        connectmod._CURRENT.discard(file_lake)
