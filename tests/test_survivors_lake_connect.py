@@ -290,3 +290,33 @@ def test_a_lake_behind_is_migrated_and_a_lake_found_current_is_not_read_again(
     finally:
         con.close()
         connectmod._CURRENT.discard(file_lake)
+
+
+def test_a_lake_migration_that_loses_a_race_is_retried_and_logged_as_such(
+    file_lake: LakeTarget,
+    clock: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # another first writer created a table meanwhile: "already exists" is retried as a conflict
+    real, tries = connectmod._migrate, [0]
+
+    def raced(con: duckdb.DuckDBPyConnection, path: Any) -> int:
+        tries[0] += 1
+        if tries[0] == 1:
+            raise duckdb.CatalogException("Catalog Error: Table with name runs already exists!")
+        return real(con, path)
+
+    monkeypatch.setattr(connectmod, "_migrate", raced)
+    con = lakemod.connect(file_lake, read_only=False, memory_limit="256MB")
+    try:
+        with caplog.at_level(logging.DEBUG, logger=lakemod.log.name):
+            assert connectmod.migrate(con, file_lake) == connectmod.latest_version()
+    finally:
+        con.close()
+        connectmod._CURRENT.discard(file_lake)
+    assert tries == [2] and len(clock) == 1
+    assert [m for m in caplog.messages if "conflict" in m] == [
+        "migrate the lake: DuckLake conflict (try 1), retrying: "
+        "Catalog Error: Table with name runs already exists!"
+    ]
