@@ -13,6 +13,7 @@ import pytest
 from evalwh.errors import WarehouseError
 from evalwh.warehouse import connect
 from evalwh.warehouse.lake import LakeTarget
+from tests.test_survivors_inputs import ascii_locale  # noqa: F401  (a fixture)
 
 
 def test_a_warehouse_under_a_folder_with_an_apostrophe_is_written_and_read(tmp_path: Path) -> None:
@@ -118,3 +119,24 @@ def test_a_shared_blocks_end_waits_for_every_cursor_in_use(tmp_path: Path) -> No
     for thread in threads:
         thread.join()
     assert seen == [("a", (1,)), ("b", (2,))]
+
+
+def test_a_badly_named_migration_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "0001_init.sql").write_text("SELECT 1;\n", encoding="utf-8")
+    (tmp_path / "init.sql").write_text("SELECT 1;\n", encoding="utf-8")
+    monkeypatch.setattr(connect, "resource_dir", lambda name: tmp_path)
+    with pytest.raises(WarehouseError) as info:
+        connect.migrations()
+    assert str(info.value) == "badly named migration init.sql: expected NNNN_name.sql"
+
+
+@pytest.mark.usefixtures("ascii_locale")
+def test_a_migration_is_read_as_utf8_whatever_the_locale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sql = "-- the café's tables\nCREATE TABLE t (x INTEGER);\n"
+    (tmp_path / "0001_t.sql").write_text(sql, encoding="utf-8")
+    monkeypatch.setattr(connect, "resource_dir", lambda name: tmp_path)
+    assert connect.migrations() == [(1, "0001_t", sql)]
