@@ -126,7 +126,7 @@ def test_a_badly_named_migration_is_refused_naming_it(
 ) -> None:
     (tmp_path / "0001_init.sql").write_text("SELECT 1;\n", encoding="utf-8")
     (tmp_path / "init.sql").write_text("SELECT 1;\n", encoding="utf-8")
-    monkeypatch.setattr(connect, "resource_dir", lambda name: tmp_path)
+    monkeypatch.setattr(connect, "resource_dir", {"migrations": tmp_path}.__getitem__)
     with pytest.raises(WarehouseError) as info:
         connect.migrations()
     assert str(info.value) == "badly named migration init.sql: expected NNNN_name.sql"
@@ -138,5 +138,17 @@ def test_a_migration_is_read_as_utf8_whatever_the_locale(
 ) -> None:
     sql = "-- the café's tables\nCREATE TABLE t (x INTEGER);\n"
     (tmp_path / "0001_t.sql").write_text(sql, encoding="utf-8")
-    monkeypatch.setattr(connect, "resource_dir", lambda name: tmp_path)
+    monkeypatch.setattr(connect, "resource_dir", {"migrations": tmp_path}.__getitem__)
     assert connect.migrations() == [(1, "0001_t", sql)]
+
+
+def test_two_migrations_with_one_number_are_refused_naming_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a number reserved by two branches that both landed: neither may be skipped silently
+    (tmp_path / "0001_a.sql").write_text("SELECT 1;\n", encoding="utf-8")
+    (tmp_path / "0001_b.sql").write_text("SELECT 2;\n", encoding="utf-8")
+    monkeypatch.setattr(connect, "resource_dir", {"migrations": tmp_path}.__getitem__)
+    with pytest.raises(WarehouseError) as info:
+        connect.migrations()
+    assert str(info.value) == f"duplicate migration numbers in {tmp_path}"
