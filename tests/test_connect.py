@@ -3,9 +3,11 @@ connection attaches and how. Written from mutation survivors (docs/testing.md)."
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import duckdb
 import pytest
@@ -152,3 +154,39 @@ def test_two_migrations_with_one_number_are_refused_naming_the_folder(
     with pytest.raises(WarehouseError) as info:
         connect.migrations()
     assert str(info.value) == f"duplicate migration numbers in {tmp_path}"
+
+
+def test_a_write_inside_a_read_block_of_the_same_warehouse_is_refused(tmp_path: Path) -> None:
+    from evalwh.warehouse.store import Warehouse
+
+    path = tmp_path / "warehouse.duckdb"
+    with connect.write_connection(path):
+        pass
+    with Warehouse(path).reading(), pytest.raises(WarehouseError) as info:
+        connect.open_connection(path, read_only=False)
+    assert str(info.value) == (
+        f"cannot write the warehouse {path} inside a read block of the same request "
+        "(Warehouse.reading): end the block first"
+    )
+
+
+def test_a_write_gives_up_on_a_file_locked_for_30_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every look at the clock is 1 s later: 30 s of waits, then the error names the wait
+    path = tmp_path / "warehouse.duckdb"
+    with connect.write_connection(path):
+        pass
+    ticks, waits = itertools.count(start=0.0, step=1.0), []
+    monkeypatch.setattr(
+        connect, "time", SimpleNamespace(monotonic=lambda: next(ticks), sleep=waits.append)
+    )
+    holder = duckdb.connect(str(path), read_only=True)  # another configuration: a lock to us
+    try:
+        with pytest.raises(WarehouseError) as info:
+            connect.open_connection(path, read_only=False)
+    finally:
+        holder.close()
+    assert str(info.value).startswith(
+        f"the warehouse {path} stayed locked by another process for 30 s"
+    )

@@ -325,3 +325,17 @@ def test_a_lake_migration_that_loses_a_race_is_retried_and_logged_as_such(
         "migrate the lake: DuckLake conflict (try 1), retrying: "
         "Catalog Error: Table with name runs already exists!"
     ]
+
+
+def test_a_read_connection_on_a_file_lake_uses_the_writable_attach_already_there(
+    file_lake: LakeTarget,
+) -> None:
+    writer = connectmod.open_connection(file_lake, read_only=False)
+    reader = connectmod.open_connection(file_lake, read_only=True)
+    try:
+        writer.execute("CREATE TABLE t AS SELECT 1 AS x")
+        assert reader.execute("SELECT x FROM t").fetchall() == [(1,)]
+        assert [k for k in lakemod._INSTANCES if k[0] == file_lake] == [(file_lake, False)]
+    finally:
+        reader.close()
+        writer.close()
