@@ -345,3 +345,27 @@ def test_a_keyboard_interrupt_inside_the_run_is_stored_and_reported_as_sigint(
     assert str(info.value).startswith(f"interrupted (SIGINT): run {info.value.run_id} stopped")
     row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
     assert row == {"run_id": info.value.run_id, "status": "interrupted"}
+
+
+def test_a_run_that_fails_before_its_engine_exists_reports_that_error_and_is_stored_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the judges' cached answers are read before the engine is built: a failure there is the
+    # run's error (not one of the bookkeeping after it), and the run is stored as failed
+    from evalwh.engine import execute as execute_module
+
+    def unreadable(*args: Any) -> Any:
+        raise OSError("the cache file is unreadable")
+
+    monkeypatch.setattr(execute_module, "judge_cache", unreadable)
+    judged = CONFIG.replace(
+        "scorecard:\n",
+        "judges:\n  - {id: j, model: {id: jm, provider: mock, mock: {default: '5'}}}\n"
+        "scorecard:\n  - {name: judged, type: llm-judge, judge: j}\n",
+    )
+    (tmp_path / "eval.yaml").write_text(judged, encoding="utf-8")
+    with pytest.raises(OSError, match="the cache file is unreadable"):
+        evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT status, totals FROM runs")
+    assert row["status"] == "failed"
+    assert json.loads(row["totals"])["requests"] == 0
