@@ -14,6 +14,7 @@ import pytest
 
 from evalwh.errors import WarehouseError
 from evalwh.warehouse import connect
+from evalwh.warehouse.ioerrors import StorageError
 from evalwh.warehouse.lake import LakeTarget
 from tests.test_survivors_inputs import ascii_locale  # noqa: F401  (a fixture)
 
@@ -191,3 +192,27 @@ def test_a_write_gives_up_on_a_file_locked_for_30_s(
         f"the warehouse {path} stayed locked by another process for 30 s"
     )
     assert waits[:3] == [0.01, 0.02, 0.04]  # it waited (doubling) before it gave up
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_damaged_file_and_a_file_in_the_folders_place_get_their_own_fix(
+    tmp_path: Path, read_only: bool
+) -> None:
+    # a file that is no database says how to set it aside; a storage failure says what to
+    # move (and that flushed rows are kept)
+    damaged = tmp_path / "warehouse.duckdb"
+    damaged.write_bytes(b"not a database" * 100)
+    with pytest.raises(WarehouseError) as info:
+        connect.open_connection(damaged, read_only=read_only)
+    assert str(info.value) == (
+        f'cannot open the warehouse {damaged}: IO Error: The file "{damaged}" exists, but it '
+        f"is not a valid DuckDB database file!\n  fix: {connect.OPEN_FIX}"
+    )
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    misplaced = tmp_path / "afile" / "warehouse.duckdb"
+    with pytest.raises(StorageError) as stored:
+        connect.open_connection(misplaced, read_only=read_only)
+    assert str(stored.value).startswith(
+        f"cannot open the warehouse {misplaced}: Not a directory\n  fix: a file sits where a "
+        "folder should be"
+    )
