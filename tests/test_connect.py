@@ -124,12 +124,21 @@ def test_a_shared_blocks_end_waits_for_every_cursor_in_use(tmp_path: Path) -> No
     assert seen == [("a", (1,)), ("b", (2,))]
 
 
+def packaged_migrations(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> None:
+    """``files`` as the package's migrations folder (looked up by its name, as the code does)."""
+    for name, sql in files.items():
+        (folder / name).write_text(sql, encoding="utf-8")
+    monkeypatch.setattr(connect, "resource_dir", {"migrations": folder}.__getitem__)
+
+
 def test_a_badly_named_migration_is_refused_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "0001_init.sql").write_text("SELECT 1;\n", encoding="utf-8")
-    (tmp_path / "init.sql").write_text("SELECT 1;\n", encoding="utf-8")
-    monkeypatch.setattr(connect, "resource_dir", {"migrations": tmp_path}.__getitem__)
+    packaged_migrations(
+        tmp_path, monkeypatch, {"0001_init.sql": "SELECT 1;", "init.sql": "SELECT 1;"}
+    )
     with pytest.raises(WarehouseError) as info:
         connect.migrations()
     assert str(info.value) == "badly named migration init.sql: expected NNNN_name.sql"
@@ -140,8 +149,7 @@ def test_a_migration_is_read_as_utf8_whatever_the_locale(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sql = "-- the café's tables\nCREATE TABLE t (x INTEGER);\n"
-    (tmp_path / "0001_t.sql").write_text(sql, encoding="utf-8")
-    monkeypatch.setattr(connect, "resource_dir", {"migrations": tmp_path}.__getitem__)
+    packaged_migrations(tmp_path, monkeypatch, {"0001_t.sql": sql})
     assert connect.migrations() == [(1, "0001_t", sql)]
 
 
@@ -149,9 +157,9 @@ def test_two_migrations_with_one_number_are_refused_naming_the_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a number reserved by two branches that both landed: neither may be skipped silently
-    (tmp_path / "0001_a.sql").write_text("SELECT 1;\n", encoding="utf-8")
-    (tmp_path / "0001_b.sql").write_text("SELECT 2;\n", encoding="utf-8")
-    monkeypatch.setattr(connect, "resource_dir", {"migrations": tmp_path}.__getitem__)
+    packaged_migrations(
+        tmp_path, monkeypatch, {"0001_a.sql": "SELECT 1;", "0001_b.sql": "SELECT 2;"}
+    )
     with pytest.raises(WarehouseError) as info:
         connect.migrations()
     assert str(info.value) == f"duplicate migration numbers in {tmp_path}"

@@ -216,10 +216,18 @@ def test_a_read_of_a_file_catalog_shares_the_writable_attach_of_the_process(
     # and a later write uses that same attach
     reader = lakemod.cursor(file_lake, read_only=True, memory_limit="256MB")
     writer = lakemod.cursor(file_lake, read_only=False, memory_limit="256MB")
+    assert_one_writable_attach(file_lake, reader, writer)
+
+
+def assert_one_writable_attach(
+    target: LakeTarget, reader: duckdb.DuckDBPyConnection, writer: duckdb.DuckDBPyConnection
+) -> None:
+    """The reader sees what the writer wrote: both are cursors of the process's one attach of
+    ``target``, a writable one (then both are closed)."""
     try:
         writer.execute("CREATE TABLE t AS SELECT 1 AS x")
         assert reader.execute("SELECT x FROM t").fetchall() == [(1,)]
-        assert [k for k in lakemod._INSTANCES if k[0] == file_lake] == [(file_lake, False)]
+        assert [k for k in lakemod._INSTANCES if k[0] == target] == [(target, False)]
     finally:
         reader.close()
         writer.close()
@@ -332,10 +340,4 @@ def test_a_read_connection_on_a_file_lake_uses_the_writable_attach_already_there
 ) -> None:
     writer = connectmod.open_connection(file_lake, read_only=False)
     reader = connectmod.open_connection(file_lake, read_only=True)
-    try:
-        writer.execute("CREATE TABLE t AS SELECT 1 AS x")
-        assert reader.execute("SELECT x FROM t").fetchall() == [(1,)]
-        assert [k for k in lakemod._INSTANCES if k[0] == file_lake] == [(file_lake, False)]
-    finally:
-        reader.close()
-        writer.close()
+    assert_one_writable_attach(file_lake, reader, writer)
