@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -369,3 +370,58 @@ def test_a_run_that_fails_before_its_engine_exists_reports_that_error_and_is_sto
     row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT status, totals FROM runs")
     assert row["status"] == "failed"
     assert json.loads(row["totals"])["requests"] == 0
+
+
+def test_a_run_taken_over_mid_run_leaves_the_new_holders_row_alone(tmp_path: Path) -> None:
+    # another process took the run over (`--resume RUN --force`) while this one was running:
+    # this one's next flush stops it, and its last word (the run's end) is written only under
+    # its own lease, so the new holder's status and lease stay as that process set them
+    import duckdb
+
+    from evalwh.warehouse.writer import LeaseLostError
+
+    db = tmp_path / "out" / "warehouse.duckdb"
+
+    def take_over(done: int, total: int, result: Any) -> None:
+        if done == 1:
+            with duckdb.connect(str(db)) as con:
+                con.execute(
+                    "UPDATE runs SET status = 'running', host = 'ci-runner-7', pid = 6257, "
+                    "lease_token = 'theirs'"
+                )
+
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    with pytest.raises(LeaseLostError, match="taken over by another process"):
+        evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", progress=take_over)
+    row = only_row(
+        db, "SELECT status, host, pid, lease_token, finished_at IS NULL AS open, totals FROM runs"
+    )
+    assert row == {
+        "status": "running", "host": "ci-runner-7", "pid": 6257, "lease_token": "theirs",
+        "open": True, "totals": None,
+    }  # fmt: skip
+
+
+def test_an_interrupted_shard_says_to_rerun_its_shard_and_leaves_the_runs_status_alone(
+    tmp_path: Path,
+) -> None:
+    # the other shards may still be writing the run: the hint is the shard's own command (not
+    # `--resume`, which would claim the whole run), and its status is not this shard's to set
+    from evalwh.engine.signals import RunInterrupted
+
+    def ctrl_c(done: int, total: int, result: Any) -> None:
+        raise KeyboardInterrupt
+
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    with pytest.raises(RunInterrupted) as info:
+        evalwh.run_eval(
+            tmp_path / "eval.yaml", output_dir=tmp_path / "out", progress=ctrl_c,
+            shard=(1, 1), run_id="nightly",
+        )  # fmt: skip
+    assert re.fullmatch(
+        r"interrupted \(SIGINT\): run nightly stopped after flushing \d answered row\(s\); "
+        r"continue it with the same `evalwh run \.\.\. --shard K/N --run-id RUN` command",
+        str(info.value),
+    ), str(info.value)
+    row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
+    assert row == {"run_id": "nightly", "status": "running"}
