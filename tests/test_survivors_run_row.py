@@ -334,6 +334,16 @@ def test_a_keyboard_interrupt_inside_the_run_is_stored_and_reported_as_sigint(
 ) -> None:
     # a KeyboardInterrupt no handler turned into a stop (here raised by the progress callback,
     # as Ctrl-C in an embedding program would be) ends the run as interrupted by SIGINT
+    interrupted = interrupt_run(tmp_path)
+    assert interrupted.signal_name == "SIGINT"
+    assert str(interrupted).startswith(f"interrupted (SIGINT): run {interrupted.run_id} stopped")
+    row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
+    assert row == {"run_id": interrupted.run_id, "status": "interrupted"}
+
+
+def interrupt_run(tmp_path: Path, **options: Any) -> Any:
+    """Run CONFIG with a progress callback that raises KeyboardInterrupt at the first answer;
+    the RunInterrupted the run raised."""
     from evalwh.engine.signals import RunInterrupted
 
     def ctrl_c(done: int, total: int, result: Any) -> None:
@@ -341,11 +351,10 @@ def test_a_keyboard_interrupt_inside_the_run_is_stored_and_reported_as_sigint(
 
     (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
     with pytest.raises(RunInterrupted) as info:
-        evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", progress=ctrl_c)
-    assert info.value.signal_name == "SIGINT"
-    assert str(info.value).startswith(f"interrupted (SIGINT): run {info.value.run_id} stopped")
-    row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
-    assert row == {"run_id": info.value.run_id, "status": "interrupted"}
+        evalwh.run_eval(
+            tmp_path / "eval.yaml", output_dir=tmp_path / "out", progress=ctrl_c, **options
+        )
+    return info.value
 
 
 def test_a_run_that_fails_before_its_engine_exists_reports_that_error_and_is_stored_failed(
@@ -407,21 +416,11 @@ def test_an_interrupted_shard_says_to_rerun_its_shard_and_leaves_the_runs_status
 ) -> None:
     # the other shards may still be writing the run: the hint is the shard's own command (not
     # `--resume`, which would claim the whole run), and its status is not this shard's to set
-    from evalwh.engine.signals import RunInterrupted
-
-    def ctrl_c(done: int, total: int, result: Any) -> None:
-        raise KeyboardInterrupt
-
-    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
-    with pytest.raises(RunInterrupted) as info:
-        evalwh.run_eval(
-            tmp_path / "eval.yaml", output_dir=tmp_path / "out", progress=ctrl_c,
-            shard=(1, 1), run_id="nightly",
-        )  # fmt: skip
+    interrupted = interrupt_run(tmp_path, shard=(1, 1), run_id="nightly")
     assert re.fullmatch(
         r"interrupted \(SIGINT\): run nightly stopped after flushing \d answered row\(s\); "
         r"continue it with the same `evalwh run \.\.\. --shard K/N --run-id RUN` command",
-        str(info.value),
-    ), str(info.value)
+        str(interrupted),
+    ), str(interrupted)
     row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
     assert row == {"run_id": "nightly", "status": "running"}
