@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -179,27 +180,47 @@ def test_a_write_inside_a_read_block_of_the_same_warehouse_is_refused(tmp_path: 
     )
 
 
-def test_a_write_gives_up_on_a_file_locked_for_30_s(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # every look at the clock is 1 s later: 30 s of waits, then the error names the wait
+def locked_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, monotonic: Callable[[], float]
+) -> tuple[WarehouseError, list[float]]:
+    """A write connection to a warehouse another configuration holds open (a lock to us), on
+    a fake clock: the error it gave up with, and the waits it slept before."""
     path = tmp_path / "warehouse.duckdb"
     with connect.write_connection(path):
         pass
-    ticks, waits = itertools.count(start=0.0, step=1.0), []
-    monkeypatch.setattr(
-        connect, "time", SimpleNamespace(monotonic=lambda: next(ticks), sleep=waits.append)
-    )
-    holder = duckdb.connect(str(path), read_only=True)  # another configuration: a lock to us
+    waits: list[float] = []
+    monkeypatch.setattr(connect, "time", SimpleNamespace(monotonic=monotonic, sleep=waits.append))
+    holder = duckdb.connect(str(path), read_only=True)
     try:
         with pytest.raises(WarehouseError) as info:
             connect.open_connection(path, read_only=False)
     finally:
         holder.close()
-    assert str(info.value).startswith(
-        f"the warehouse {path} stayed locked by another process for 30 s"
+    return info.value, waits
+
+
+def test_a_write_gives_up_on_a_file_locked_for_30_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every look at the clock is 1 s later: 30 s of waits, then the error names the wait
+    ticks = itertools.count(start=0.0, step=1.0)
+    error, waits = locked_write(tmp_path, monkeypatch, lambda: next(ticks))
+    assert str(error) == (
+        f"the warehouse {tmp_path / 'warehouse.duckdb'} stayed locked by another process for "
+        "30 s (a DuckDB shell or notebook holding it open?); close it and retry"
     )
     assert waits[:3] == [0.01, 0.02, 0.04]  # it waited (doubling) before it gave up
+
+
+def test_a_lock_wait_tries_again_at_exactly_its_limit_and_gives_up_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the clock reads: the start, the last warning (25 s on: none due before 35), exactly 30 s
+    # on (not past the limit: one more try), then 30.5 s
+    clock = iter([0.0, 25.0, 30.0, 30.0, 30.5])
+    error, waits = locked_write(tmp_path, monkeypatch, lambda: next(clock))
+    assert "stayed locked by another process for 30 s" in str(error)
+    assert waits == [0.01]
 
 
 @pytest.mark.parametrize("read_only", [True, False])
