@@ -223,6 +223,21 @@ def test_a_lock_wait_tries_again_at_exactly_its_limit_and_gives_up_past_it(
     assert waits == [0.01]
 
 
+def test_a_lock_wait_warns_once_in_each_ten_seconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a clock far from zero, as a real monotonic clock is, read 1 s apart: over the 30 s the
+    # waits after the 10th and the 21st second each warn, and no other
+    ticks = itertools.count(start=5000.0, step=1.0)
+    with caplog.at_level(logging.WARNING, logger="evalwh"):
+        error, waits = locked_write(tmp_path, monkeypatch, lambda: next(ticks))
+    path = tmp_path / "warehouse.duckdb"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"waiting for the warehouse lock on {path}"
+    ] * 2
+    assert "stayed locked" in str(error) and len(waits) > 2
+
+
 @pytest.mark.parametrize("read_only", [True, False])
 def test_a_damaged_file_and_a_file_in_the_folders_place_get_their_own_fix(
     tmp_path: Path, read_only: bool
