@@ -301,6 +301,7 @@ def test_pairwise_verdicts_that_lost_a_lake_race_are_retried_and_logged_by_run(
             "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, n_planned, "
             "started_at, evalwh_version) VALUES ('r1', 's', 'running', 'h', 'd', 1, now(), 't')"
         ),
+        what="seed a run",
     )
     tries = lose_the_first_commit(monkeypatch)
     with caplog.at_level(logging.DEBUG, logger="evalwh.warehouse"):
@@ -326,7 +327,7 @@ def test_an_unpinning_that_lost_a_lake_race_is_retried_and_logged_by_name(
         )
         con.execute("INSERT INTO baselines VALUES ('nightly', 'r1', now())")
 
-    connect.write_transaction(store.path, pin)
+    connect.write_transaction(store.path, pin, what="pin a run")
     tries = lose_the_first_commit(monkeypatch)
     with caplog.at_level(logging.DEBUG, logger="evalwh.warehouse"):
         assert remove_baseline(store, "nightly")["run_id"] == "r1"

@@ -412,10 +412,11 @@ def write_transaction(
     path: Location,
     body: Callable[[duckdb.DuckDBPyConnection], T],
     *,
-    what: str = "write",
+    what: str,
 ) -> T:
     """``body(con)`` in one transaction on a short-lived write connection. On a lake, a commit
-    that lost a race with another writer is retried whole, with backoff, until it lands."""
+    that lost a race with another writer is retried whole, with backoff, until it lands; each
+    retry is logged naming ``what`` the transaction does ("flush run r-1")."""
 
     def attempt() -> T:
         with (
