@@ -239,6 +239,36 @@ def test_a_lock_wait_warns_once_in_each_ten_seconds(
     assert "stayed locked" in str(error) and len(waits) > 2
 
 
+def test_a_write_transaction_waits_out_a_lock_of_any_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a flush holds rows only memory has: it waits for the lock however long it is held (here
+    # 120 s on a clock read 1 s apart, four times a plain write's 30 s), then writes
+    path = tmp_path / "warehouse.duckdb"
+    with connect.write_connection(path):
+        pass
+    holder = duckdb.connect(str(path), read_only=True)
+    ticks, waits = itertools.count(start=5000.0, step=1.0), []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if next(ticks) > 5120:
+            holder.close()
+
+    monkeypatch.setattr(
+        connect, "time", SimpleNamespace(monotonic=lambda: next(ticks), sleep=sleep)
+    )
+    try:
+        connect.write_transaction(
+            path, lambda con: con.execute("CREATE TABLE t AS SELECT 1 AS x"), what="test"
+        )
+    finally:
+        holder.close()
+    assert len(waits) > 30
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT x FROM t").fetchall() == [(1,)]
+
+
 @pytest.mark.parametrize("read_only", [True, False])
 def test_a_damaged_file_and_a_file_in_the_folders_place_get_their_own_fix(
     tmp_path: Path, read_only: bool
