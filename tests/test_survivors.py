@@ -146,6 +146,32 @@ def test_a_provider_error_holding_a_secret_is_stored_redacted(
     assert secret.encode() not in raw
 
 
+def test_a_pairwise_judges_error_holding_a_secret_is_stored_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a pair's error is stored as the engine wrote it (no second redaction on its way, as the
+    # cases' errors have): the engine's redact hook is all that keeps the key out (the key is
+    # in this config's text only to make the judge fail with it)
+    secret = "s3cr3t-value-for-the-pairs-test"
+    monkeypatch.setenv("ACME_API_KEY", secret)
+    cfg = write(
+        tmp_path / "eval.yaml",
+        "models:\n  - {id: base, provider: mock, mock: {default: a}}\n"
+        "  - {id: cand, provider: mock, mock: {default: b}}\n"
+        "variants:\n  - {id: v, messages: [{role: user, content: q}]}\n"
+        "cases:\n  - {id: c1}\n"
+        "judges:\n  - id: j\n    model: {id: j, provider: mock, max_retries: 0, mock: {rules: "
+        f"[{{error: 'bad key {secret} refused'}}]}}}}\n"
+        "scorecard:\n  - {name: any, type: contains, value: a, required: false}\n"
+        "pairwise:\n  - {name: cmp, judge: j, baseline: {model: base}, candidate: {model: cand}}\n",
+    )
+    evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    (row,) = stored(tmp_path / "out", "SELECT error FROM pairs")
+    assert row["error"] == (
+        "judge call failed: mock: bad key *** refused; judge call failed: mock: bad key *** refused"
+    )
+
+
 # -- cli/runs.py: `show --json` keeps every key the docs name --------------------------------
 def test_show_json_has_every_documented_key_even_when_empty(
     quickstart: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
