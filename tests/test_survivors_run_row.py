@@ -336,7 +336,12 @@ def test_a_keyboard_interrupt_inside_the_run_is_stored_and_reported_as_sigint(
     # as Ctrl-C in an embedding program would be) ends the run as interrupted by SIGINT
     interrupted = interrupt_run(tmp_path)
     assert interrupted.signal_name == "SIGINT"
-    assert str(interrupted).startswith(f"interrupted (SIGINT): run {interrupted.run_id} stopped")
+    run_id, config = re.escape(interrupted.run_id), re.escape(str(tmp_path / "eval.yaml"))
+    assert re.fullmatch(
+        rf"interrupted \(SIGINT\): run {run_id} stopped after flushing \d answered row\(s\); "
+        rf"continue it with `evalwh run {config} --resume {run_id}`",
+        str(interrupted),
+    ), str(interrupted)
     row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
     assert row == {"run_id": interrupted.run_id, "status": "interrupted"}
 
