@@ -416,6 +416,33 @@ def test_a_run_taken_over_mid_run_leaves_the_new_holders_row_alone(tmp_path: Pat
     }  # fmt: skip
 
 
+def test_a_run_taken_over_while_it_exports_leaves_the_new_holders_row_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the lease the run was executed under is the one its final status is written under: taken
+    # over after the answers were stored (here while the run's totals are read for its
+    # status), the run's end leaves the new holder's status and lease as that process set them
+    from evalwh.api import run as run_module
+    from evalwh.warehouse.connect import write_transaction
+
+    db = tmp_path / "out" / "warehouse.duckdb"
+    count_errors = run_module._too_many_errors
+
+    def take_over(*args: Any) -> Any:
+        write_transaction(
+            db,
+            lambda con: con.execute("UPDATE runs SET status = 'running', lease_token = 'theirs'"),
+            what="take the run over",
+        )
+        return count_errors(*args)
+
+    monkeypatch.setattr(run_module, "_too_many_errors", take_over)
+    (tmp_path / "eval.yaml").write_text(CONFIG, encoding="utf-8")
+    evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    row = only_row(db, "SELECT status, lease_token FROM runs")
+    assert row == {"status": "running", "lease_token": "theirs"}
+
+
 def test_an_interrupted_shard_says_to_rerun_its_shard_and_leaves_the_runs_status_alone(
     tmp_path: Path,
 ) -> None:
