@@ -49,3 +49,15 @@ def test_a_bad_option_is_refused_at_its_place_with_the_fix(
         f"criterion 'k' (python): {message}",
         fix,
     )
+
+
+@pytest.mark.parametrize("timeout", [0.5, 1, 30])
+def test_any_positive_timeout_is_taken_as_given(tmp_path: Path, timeout: float) -> None:
+    # a fraction of a second is a positive number of seconds too (only <= 0 is refused)
+    (tmp_path / "s.py").write_text("def f(output, **_):\n    return 1.0\n", encoding="utf-8")
+    spec = Criterion(name="k", type="python", options={"function": "s.py:f", "timeout_s": timeout})
+    worker = python_scorer(spec, tmp_path, "eval.yaml")
+    try:
+        assert worker.timeout_s == timeout
+    finally:
+        worker.close()
