@@ -158,3 +158,30 @@ def test_unknown_slicing_keys_are_named_with_the_keys_the_cases_have(warehouse: 
     assert str(typo.value) == (
         "no case has the metadata key(s) 'topik', 'langs' (known keys: lang, level)"
     )
+
+
+# --- a named query asked for wrongly (``wh.query(name, **params)``, docs/python-api.md) -------
+
+
+def test_an_unknown_query_name_is_refused_listing_the_known_ones(warehouse: Path) -> None:
+    from evalwh.warehouse.queries import registry
+
+    with pytest.raises(KeyError) as info:
+        Warehouse(warehouse).query("sumary", run_id="r")
+    assert info.value.args == (f"no query named 'sumary'; known: {', '.join(registry())}",)
+    assert "summary" in registry() and "criteria" in registry()
+
+
+def test_a_query_without_its_parameters_is_refused_naming_every_missing_one(
+    warehouse: Path,
+) -> None:
+    from evalwh.warehouse.queries import registry
+
+    two = next(name for name, q in registry().items() if len(q.params) >= 2)
+    with pytest.raises(TypeError) as info:
+        Warehouse(warehouse).query(two)
+    assert str(info.value) == (
+        f"query {two!r} needs parameter(s): {', '.join(registry()[two].params)}"
+    )
+    with pytest.raises(TypeError, match=r"^query 'summary' needs parameter\(s\): run_id$"):
+        Warehouse(warehouse).query("summary", run="r")  # a misspelt name is not the parameter
