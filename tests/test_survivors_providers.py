@@ -623,3 +623,17 @@ def test_requests_in_flight_are_counted_on_their_shard_while_they_last() -> None
     after = asyncio.run(main())
     assert seen == [1, 2]
     assert after == [0] * len(after)
+
+
+@pytest.mark.parametrize(("where", "shown"), [("", None), ("models[2]", "models[2].provider")])
+def test_a_provider_that_does_not_load_is_placed_only_when_its_entry_is_named(
+    monkeypatch: pytest.MonkeyPatch, where: str, shown: str | None
+) -> None:
+    # asked for by name alone (no config entry to point at), the error claims no place
+    import evalwh.providers as registry
+
+    monkeypatch.setattr(registry, "available", lambda: {"ghost": "acme_missing_module:Ghost"})
+    with pytest.raises(ConfigError) as info:
+        registry.provider_class("ghost", where=where)
+    assert info.value.where == shown
+    assert info.value.message.startswith("cannot load provider 'ghost' from acme_missing_module")
