@@ -34,6 +34,13 @@ def test_the_key_covers_the_schema_the_definition_and_every_value() -> None:
     assert len(ones) == 4
 
 
+def test_a_lone_surrogate_gets_a_key_of_its_own() -> None:
+    # json.loads reads "\ud800" into a str no UTF-8 encoder takes as it is (a JSON case file
+    # can hold one): the key is still made, and tells one such string from another
+    keys = {verdicts.digest(SCHEMA, None, {"a": s}) for s in ("\ud800", "\ud801", "x")}
+    assert None not in keys and len(keys) == 3
+
+
 @pytest.mark.parametrize(
     "data",
     [
