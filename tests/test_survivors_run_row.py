@@ -134,13 +134,18 @@ def test_a_no_look_snapshot_keeps_file_and_datasource_entries_and_counts_the_res
 ) -> None:
     (tmp_path / "cases.jsonl").write_text('{"id": "f1", "vars": {"q": "x"}}\n', encoding="utf-8")
     text = CONFIG.replace("name: rows\n", "name: rows\nprivacy: {no_look: true}\n").replace(
-        "  - {id: other, vars: {q: three}}\n", "  - {file: cases.jsonl}\n"
+        "  - {id: other, vars: {q: three}}\n",
+        "  - {file: cases.jsonl}\n"
+        "  - {source: jsonl-glob, params: {pattern: 'rows/*.jsonl'}, id: ticket_id}\n",
     )
     (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
     config = load_config(tmp_path / "eval.yaml")
     assert config.no_look
     snapshot = config.snapshot()
-    assert snapshot["cases"] == [{"file": "cases.jsonl"}]
+    assert snapshot["cases"] == [
+        {"file": "cases.jsonl"},
+        {"source": "jsonl-glob", "params": {"pattern": "rows/*.jsonl"}, "id": "ticket_id"},
+    ]
     assert snapshot["inline_cases_stripped"] == 2
     assert {k: v for k, v in snapshot.items() if k not in ("cases", "inline_cases_stripped")} == {
         k: v for k, v in config.raw.items() if k != "cases"
