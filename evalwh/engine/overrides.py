@@ -58,7 +58,7 @@ def adhoc_models(config: EvalConfig, values: Sequence[str]) -> tuple[list[ModelS
 
 
 def with_models(
-    config: EvalConfig, values: Sequence[str], *, fake: bool = False
+    config: EvalConfig, values: Sequence[str], *, fake: bool
 ) -> tuple[EvalConfig, list[str]]:
     """The config with ad-hoc models added (and every model faked when ``fake``), and the
     ``--model`` values left to filter by. With ad-hoc models and no filter, the config's own
