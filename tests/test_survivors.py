@@ -152,7 +152,7 @@ def test_a_pairwise_judges_error_holding_a_secret_is_stored_redacted(
     # a pair's error is stored as the engine wrote it (no second redaction on its way, as the
     # cases' errors have): the engine's redact hook is all that keeps the key out (the key is
     # in this config's text only to make the judge fail with it)
-    secret = "s3cr3t-value-for-the-pairs-test"
+    secret = "s3cr3t-value-for-the-pairs-test"  # pragma: allowlist secret
     monkeypatch.setenv("ACME_API_KEY", secret)
     cfg = write(
         tmp_path / "eval.yaml",
