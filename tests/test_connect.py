@@ -180,17 +180,22 @@ def test_a_write_inside_a_read_block_of_the_same_warehouse_is_refused(tmp_path: 
     )
 
 
-def locked_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, monotonic: Callable[[], float]
-) -> tuple[WarehouseError, list[float]]:
-    """A write connection to a warehouse another configuration holds open (a lock to us), on
-    a fake clock: the error it gave up with, and the waits it slept before."""
+def held_warehouse(tmp_path: Path) -> tuple[Path, duckdb.DuckDBPyConnection]:
+    """A warehouse and a connection to it in another configuration (a lock to evalwh's writes)."""
     path = tmp_path / "warehouse.duckdb"
     with connect.write_connection(path):
         pass
+    return path, duckdb.connect(str(path), read_only=True)
+
+
+def locked_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, monotonic: Callable[[], float]
+) -> tuple[WarehouseError, list[float]]:
+    """A write connection to a held warehouse (``held_warehouse``), on a fake clock: the error
+    it gave up with, and the waits it slept before."""
+    path, holder = held_warehouse(tmp_path)
     waits: list[float] = []
     monkeypatch.setattr(connect, "time", SimpleNamespace(monotonic=monotonic, sleep=waits.append))
-    holder = duckdb.connect(str(path), read_only=True)
     try:
         with pytest.raises(WarehouseError) as info:
             connect.open_connection(path, read_only=False)
@@ -244,10 +249,7 @@ def test_a_write_transaction_waits_out_a_lock_of_any_length(
 ) -> None:
     # a flush holds rows only memory has: it waits for the lock however long it is held (here
     # 120 s on a clock read 1 s apart, four times a plain write's 30 s), then writes
-    path = tmp_path / "warehouse.duckdb"
-    with connect.write_connection(path):
-        pass
-    holder = duckdb.connect(str(path), read_only=True)
+    path, holder = held_warehouse(tmp_path)
     ticks, waits = itertools.count(start=5000.0, step=1.0), []
 
     def sleep(seconds: float) -> None:

@@ -341,14 +341,20 @@ def test_a_keyboard_interrupt_inside_the_run_is_stored_and_reported_as_sigint(
     # as Ctrl-C in an embedding program would be) ends the run as interrupted by SIGINT
     interrupted = interrupt_run(tmp_path)
     assert interrupted.signal_name == "SIGINT"
-    run_id, config = re.escape(interrupted.run_id), re.escape(str(tmp_path / "eval.yaml"))
-    assert re.fullmatch(
-        rf"interrupted \(SIGINT\): run {run_id} stopped after flushing \d answered row\(s\); "
-        rf"continue it with `evalwh run {config} --resume {run_id}`",
-        str(interrupted),
-    ), str(interrupted)
+    assert_continue_hint(
+        interrupted, f"`evalwh run {tmp_path / 'eval.yaml'} --resume {interrupted.run_id}`"
+    )
     row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
     assert row == {"run_id": interrupted.run_id, "status": "interrupted"}
+
+
+def assert_continue_hint(interrupted: Any, hint: str) -> None:
+    """``interrupted``'s message: stopped by SIGINT after flushing its rows, then ``hint``."""
+    assert re.fullmatch(
+        rf"interrupted \(SIGINT\): run {re.escape(interrupted.run_id)} stopped after flushing "
+        rf"\d answered row\(s\); continue it with {re.escape(hint)}",
+        str(interrupted),
+    ), str(interrupted)
 
 
 def interrupt_run(tmp_path: Path, **options: Any) -> Any:
@@ -454,10 +460,6 @@ def test_an_interrupted_shard_says_to_rerun_its_shard_and_leaves_the_runs_status
     # the other shards may still be writing the run: the hint is the shard's own command (not
     # `--resume`, which would claim the whole run), and its status is not this shard's to set
     interrupted = interrupt_run(tmp_path, shard=(1, 1), run_id="nightly")
-    assert re.fullmatch(
-        r"interrupted \(SIGINT\): run nightly stopped after flushing \d answered row\(s\); "
-        r"continue it with the same `evalwh run \.\.\. --shard K/N --run-id RUN` command",
-        str(interrupted),
-    ), str(interrupted)
+    assert_continue_hint(interrupted, "the same `evalwh run ... --shard K/N --run-id RUN` command")
     row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
     assert row == {"run_id": "nightly", "status": "running"}
