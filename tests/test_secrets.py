@@ -78,6 +78,8 @@ def test_bad_secrets_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         get_secret("EVALWH_TEST_KEY")
     assert info.value.file == str(path)
+    assert info.value.message == "a secrets file must be a mapping of NAME: value"
+    assert info.value.fix == "write one line per secret, like `ANTHROPIC_API_KEY: sk-ant-...`"
 
 
 def test_known_values_include_loaded_and_secret_named_env(
