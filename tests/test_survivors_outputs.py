@@ -108,14 +108,19 @@ def config_with(tmp_path: Path, variant_extra: str = "", scorecard_extra: str = 
     return write(tmp_path / "eval.yaml", text + scorecard_extra)
 
 
+def refused(cfg: Path) -> ConfigError:
+    """The error reading ``cfg`` raises."""
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    return err.value
+
+
 def test_a_schema_file_that_is_not_an_object_is_refused_with_file_place_and_fix(
     tmp_path: Path,
 ) -> None:
     write(tmp_path / "s.json", "[1, 2]")
     cfg = config_with(tmp_path, "    output_schema:\n      schema_file: s.json\n")
-    with pytest.raises(ConfigError) as err:
-        load_config(cfg)
-    e = err.value
+    e = refused(cfg)
     assert (e.message, e.file, e.where, e.fix) == (
         "the output schema must be a JSON Schema object, got list",
         str(cfg),
@@ -134,9 +139,7 @@ def test_a_criterion_schema_file_that_is_a_string_is_refused_naming_its_type(
     write(tmp_path / "s.json", '"an object please"')
     crit = "  - name: shape\n    type: json-schema\n    schema_file: s.json\n    request: auto\n"
     cfg = config_with(tmp_path, scorecard_extra=crit)
-    with pytest.raises(ConfigError) as err:
-        load_config(cfg)
-    e = err.value
+    e = refused(cfg)
     assert (e.message, e.file, e.where, e.fix) == (
         "the output schema must be a JSON Schema object, got str",
         str(cfg),
@@ -179,6 +182,67 @@ def test_strict_false_and_the_mode_are_kept_from_the_config(tmp_path: Path) -> N
     config = load_config(cfg)
     assert config.variants[0].output == OutputSpec(
         schema={"type": "object"}, mode="prompted", name="answer", strict=False
+    )
+
+
+ASKS = "  - {{name: {name}, type: json-schema, schema: {{type: object}}, request: {mode}}}\n"
+
+
+def test_a_second_criterion_asking_for_a_schema_is_refused_at_its_request(
+    tmp_path: Path,
+) -> None:
+    cfg = config_with(
+        tmp_path,
+        scorecard_extra=ASKS.format(name="a", mode="auto") + ASKS.format(name="b", mode="auto"),
+    )
+    e = refused(cfg)
+    assert (e.message, e.file, e.where, e.fix) == (
+        "more than one json-schema criterion has `request:`",
+        str(cfg),
+        "scorecard[2].request",
+        "ask for one schema per run (or give the variants their own output_schema)",
+    )
+
+
+def test_a_criterion_asks_every_variant_for_its_schema_in_the_mode_it_names(
+    tmp_path: Path,
+) -> None:
+    cfg = config_with(tmp_path, scorecard_extra=ASKS.format(name="a", mode="native"))
+    assert load_config(cfg).variants[0].output == OutputSpec(
+        schema={"type": "object"}, mode="native", name="answer", strict=True
+    )
+
+
+def test_without_an_output_schema_or_a_request_a_variant_asks_for_no_json(
+    tmp_path: Path,
+) -> None:
+    assert load_config(config_with(tmp_path)).variants[0].output is None
+
+
+@pytest.mark.parametrize(
+    ("variant", "criterion", "where"),
+    [
+        ("    output_schema: {schema: {type: object}, schema_file: s.json}\n", "",
+         "variants[0].output_schema"),
+        ("    output_schema: {mode: native}\n", "", "variants[0].output_schema"),
+        ("", "  - {name: a, type: json-schema, schema: {type: object}, schema_file: s.json}\n",
+         "scorecard[1]"),
+        ("", "  - {name: a, type: json-schema, request: auto}\n", "scorecard[1]"),
+    ],
+)  # fmt: skip
+def test_a_place_giving_both_or_neither_of_schema_and_schema_file_is_refused_saying_so(
+    tmp_path: Path, variant: str, criterion: str, where: str
+) -> None:
+    """Not an unknown-key error about a key the place allows (a criterion with both used to
+    be refused as "unknown key 'request'; did you mean 'request'?")."""
+    write(tmp_path / "s.json", '{"type": "array"}')
+    cfg = config_with(tmp_path, variant, criterion)
+    e = refused(cfg)
+    assert (e.message, e.file, e.where, e.fix) == (
+        "needs exactly one of 'schema' or 'schema_file'",
+        str(cfg),
+        where,
+        "give either 'schema' or 'schema_file', not both and not neither",
     )
 
 

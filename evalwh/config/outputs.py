@@ -155,11 +155,7 @@ def attach_outputs(
     shared = None
     if asking:
         c = asking[0]
-        schema = c.options.get("schema")
-        if schema is None and "schema_file" in c.options:
-            schema = read_schema_file(
-                c.options["schema_file"], root, f"{c.where}.schema_file", file
-            )
+        schema = _given_schema(c.options, root, c.where, file)
         shared = parse_output_spec(
             {"mode": c.options["request"]}, f"{c.where}.request", file, schema=schema
         )
@@ -169,9 +165,14 @@ def attach_outputs(
         own = raw.get("output_schema")
         if own is not None:
             where = f"variants[{i}].output_schema"
-            schema = own.get("schema")
-            if schema is None and "schema_file" in own:
-                schema = read_schema_file(own["schema_file"], root, f"{where}.schema_file", file)
-            spec = parse_output_spec(own, where, file, schema=schema)
-        out.append(replace(variant, output=spec) if spec is not None else variant)
+            spec = parse_output_spec(own, where, file, schema=_given_schema(own, root, where, file))
+        out.append(replace(variant, output=spec))
     return out
+
+
+def _given_schema(raw: dict[str, Any], root: Path, where: str, file: str) -> Any:
+    """The schema ``schema_file:`` names, else the one written inline under ``schema:`` (the
+    config schema lets a place give exactly one of them)."""
+    if "schema_file" in raw:
+        return read_schema_file(raw["schema_file"], root, f"{where}.schema_file", file)
+    return raw.get("schema")

@@ -55,18 +55,19 @@ def validate_document(
     errors = list(validator.iter_errors(data))
     error = best_match(errors)
     if error is not None and error.validator in UNKNOWN_KEY_VALIDATORS:
-        # a known key whose value failed a conditional block (`request: bogus` under a
-        # json-schema criterion) is "unevaluated" too: its own error says what is wrong
+        # a known key whose value failed a conditional block (`request: bogus`, or both
+        # `schema` and `schema_file`, under a json-schema criterion) is "unevaluated" too:
+        # the block's own error, at that place or below it, says what is wrong
         unexpected, allowed = _unexpected_keys(error)
         if unexpected and set(unexpected) <= set(allowed):
             path = list(error.absolute_path)
-            below = [
+            own = [
                 e
                 for e in errors
                 if list(e.absolute_path)[: len(path)] == path
-                and e.absolute_path != error.absolute_path
+                and e.validator not in UNKNOWN_KEY_VALIDATORS
             ]
-            error = best_match(below) or error
+            error = best_match(own) or error
     if error is None:
         if key is not None:
             remember_valid(key)
