@@ -98,6 +98,16 @@ def test_validation_skips_jsonschema_only_for_a_known_pass(monkeypatch: pytest.M
     assert calls[-1] == "settings" and len(calls) == 4
 
 
+def test_a_pass_under_one_definition_is_no_pass_under_another() -> None:
+    # `{concurrency: 4}` is a good user config but no eval.yaml: its remembered pass as
+    # settings must not let it through as a whole config, in this process or the next
+    settings = {"concurrency": 4}
+    validate.validate_document(settings, None, "config.yaml", definition="settings")
+    verdicts._known.cache_clear()
+    with pytest.raises(ConfigError, match="models"):
+        validate.validate_document(settings, None, "eval.yaml")
+
+
 def test_the_file_is_trimmed_to_the_newest_past_twice_its_size() -> None:
     path = Path(verdicts.cache_dir()) / verdicts.FILE
     keys = [f"{i:064x}" for i in range(2 * verdicts.KEEP)]
