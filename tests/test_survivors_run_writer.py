@@ -183,3 +183,20 @@ def test_a_cache_file_that_is_the_warehouse_is_no_file_of_its_own(
     assert (
         RunWriter(path, "r-1", cache_path=tmp_path / "c.duckdb").cache_path == tmp_path / "c.duckdb"
     )
+
+
+def test_a_batch_converts_each_value_to_its_columns_type_and_refuses_one_of_another_type() -> None:
+    """Typed conversion, not inference then a cast: integers are microseconds in a timestamp
+    column, and a number in a text column is a bug to surface, not text to store as "1"."""
+    columns = writer._Columns(
+        [("t", pa.timestamp("us", tz="UTC")), ("n", pa.float64()), ("s", pa.string())]
+    )
+    table = columns.table([(1_700_000_000_000_000, 1, None), (0, 2.5, "x")])
+    assert table is not None and table.schema == columns.schema
+    assert table.column("n").to_pylist() == [1.0, 2.5]
+    assert [t.isoformat() for t in table.column("t").to_pylist()] == [
+        "2023-11-14T22:13:20+00:00",
+        "1970-01-01T00:00:00+00:00",
+    ]
+    with pytest.raises(pa.ArrowTypeError):
+        columns.table([(0, 1.0, 1)])
