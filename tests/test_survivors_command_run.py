@@ -109,7 +109,7 @@ def test_text_parts_next_to_a_binary_part_go_through_unchanged(
 def test_a_missing_program_is_a_final_failure(tmp_path: Path) -> None:
     err = failure(spec_for([str(tmp_path / "nope"), "--flag"]))
     assert str(err) == f"command: program not found: {tmp_path / 'nope'}"
-    assert err.retryable is False
+    assert err.retryable is False and err.kind == "provider"
 
 
 def test_a_non_executable_program_is_named_and_final(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_a_non_executable_program_is_named_and_final(tmp_path: Path) -> None:
     prog.chmod(0o644)
     err = failure(spec_for([str(prog), "--flag"]))
     assert str(err) == f"command: program is not executable: {prog}"
-    assert err.retryable is False
+    assert err.retryable is False and err.kind == "provider"
 
 
 def test_a_program_that_cannot_start_is_named_and_final(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_a_program_that_cannot_start_is_named_and_final(tmp_path: Path) -> None:
     err = failure(spec_for([str(prog), "--flag"]))
     assert str(err).startswith(f"command: cannot start {prog}: ")
     assert "--flag" not in str(err)
-    assert err.retryable is False
+    assert err.retryable is False and err.kind == "provider"
 
 
 # --- complete: timeout, exit code, stderr --------------------------------------------
