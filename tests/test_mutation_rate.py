@@ -418,6 +418,90 @@ def test_a_tests_cost_in_a_child_counts_the_shared_fixtures_it_needs() -> None:
     assert costs == pytest.approx({"m::first": 3.1, "m::second": 2.1, "m::alone": 0.5})
 
 
+# A function called while a module fixture is set up (a whole eval run a test module shares)
+# runs in the first test that asks for the fixture; every later user reads what it made.
+FIXTURE_PROBE = """
+import pytest
+from mutmut.state import state
+
+@pytest.fixture(scope="module")
+def shared_run():
+    state()._stats.add("evalwh.x_run")
+
+@pytest.fixture(scope="session")
+def server():
+    state()._stats.add("evalwh.x_serve")
+
+def test_first(shared_run, server):
+    state()._stats.add("evalwh.x_first")
+
+def test_second(shared_run):
+    pass
+
+def test_server_only(server):
+    pass
+
+def test_other():
+    state()._stats.add("evalwh.x_other")
+"""
+
+# mutmut's stats pass, as its pytest runner does it: in this process, MUTANT_UNDER_TEST=stats,
+# each test credited at its teardown with the functions called since the last one
+FIXTURE_STATS = """
+import json, os, sys
+import pytest
+from mutmut.state import state
+
+os.environ["MUTANT_UNDER_TEST"] = "stats"
+
+class Collector:
+    def pytest_runtest_teardown(self, item, nextitem):
+        for function in state()._stats:
+            state().tests_by_mangled_function_name[function].add(item.nodeid)
+        state()._stats.clear()
+
+code = pytest.main(
+    ["-p", "tests.mutation.budget", "-p", "no:cacheprovider", "-q", "test_fixture_probe.py"],
+    plugins=[Collector()],
+)
+stats = {k: sorted(v) for k, v in state().tests_by_mangled_function_name.items()}
+print("STATS " + json.dumps(stats))
+sys.exit(code)
+"""
+
+
+def test_a_function_a_module_fixture_calls_is_credited_to_every_test_using_the_fixture(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_fixture_probe.py").write_text(FIXTURE_PROBE, encoding="utf-8")
+    (tmp_path / "stats.py").write_text(FIXTURE_STATS, encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, "stats.py"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("STATS "))
+    stats = json.loads(line.removeprefix("STATS "))
+    probe = "test_fixture_probe.py::test_"
+    # the module fixture's call: its first user and the test that shares it, not the others
+    assert stats["evalwh.x_run"] == [probe + "first", probe + "second"]
+    # the first user's other calls go to its module fixture's users too (a few more tests for
+    # such a mutant, never fewer), but a session fixture (a server) spans the suite: its
+    # users are not added (test_server_only)
+    assert stats["evalwh.x_serve"] == [probe + "first", probe + "second"]
+    assert stats["evalwh.x_first"] == [probe + "first", probe + "second"]
+    # a test without the fixture keeps only its own
+    assert stats["evalwh.x_other"] == [probe + "other"]
+
+
+def test_crediting_fixture_users_adds_only_the_users_of_a_fixture_its_first_user_set_up() -> None:
+    stats = {"f": {"t1"}, "g": {"t2"}, "h": {"t3"}}
+    uses = {"t1": ["m::run"], "t2": ["m::run", "s::pg"], "t3": ["s::pg"], "t4": []}
+    _budget().credit_fixture_users(stats, {"m::run": "t1"}, uses)
+    assert stats == {"f": {"t1", "t2"}, "g": {"t2"}, "h": {"t3"}}
+
+
 def test_measured_durations_add_up_over_parts_and_win_over_mutmuts_call_time(
     tmp_path: Path,
 ) -> None:

@@ -28,6 +28,14 @@ and this plugin removes them:
   0.1 s for a test whose child then started PostgreSQL and moto first. Each test's figure is
   now its own time plus the setup of every module, class, package or session fixture it uses,
   which is what it costs in a child of its own.
+- **Tests hidden behind a module fixture.** mutmut credits a function to the tests that were
+  running when it was called. A function called while a module (or class, or package)
+  fixture is set up, such as a whole eval run shared by a test module, was credited to the
+  first test that asked for the fixture alone, so a mutant of it met that one test, in a
+  budgeted run and in the recheck alike, though every later test of the fixture reads what
+  that call made. At the end of the stats pass, each function credited to a fixture's first
+  user is now credited to every test that uses the fixture too (``credit_fixture_users``).
+  Session fixtures (servers) are left out: their users span the whole suite.
 - **No bound on a survivor.** A surviving mutant of the warehouse's connection code ran 380
   tests (about four minutes). ``EVALWH_MUTATION_BUDGET`` (seconds of measured test time, at
   least one test) bounds the tests a mutant meets. A mutant a budgeted run kills is killed:
@@ -90,6 +98,7 @@ _measured: dict[str, float] = {}  # test -> setup + call + teardown, as reported
 _shared_setup: dict[str, float] = {}  # shared fixture -> its own setup time (not its deps')
 _shared_in_test: dict[str, float] = {}  # test -> time its setup spent starting shared fixtures
 _uses: dict[str, list[str]] = {}  # test -> the shared fixtures it needs
+_first_user: dict[str, str] = {}  # module/class/package fixture -> the test that set it up
 _open: list[float] = []  # per shared fixture being set up: time spent in the ones it needs
 _current: list[str] = [""]  # the test being set up
 _home: list[Path] = []  # the working folder the session started in (mutants/)
@@ -316,6 +325,8 @@ def pytest_fixture_setup(fixturedef: Any, request: Any) -> Iterator[None]:
         inner = _open.pop()
         key = _fixture_key(fixturedef)
         _shared_setup[key] = max(_shared_setup.get(key, 0.0), spent - inner)
+        if fixturedef.scope != "session":
+            _first_user.setdefault(key, _current[0])
         if _open:
             _open[-1] += spent
         else:
@@ -358,8 +369,36 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             out.write(f"{mutant}\n")  # survived its recheck: not run again (run_core.py)
     if _measured:
         save_durations(_folder(), child_costs(_measured, _shared_in_test, _shared_setup, _uses))
-        for figures in (_measured, _shared_in_test, _shared_setup, _uses):
+        _credit_in_mutmuts_stats()
+        for figures in (_measured, _shared_in_test, _shared_setup, _uses, _first_user):
             figures.clear()
+
+
+def _credit_in_mutmuts_stats() -> None:
+    """Credit fixtures' users in the stats mutmut is collecting in this process (saved after
+    the session ends); nothing when mutmut is not the caller (a probe's own stats pass)."""
+    try:
+        from mutmut.state import state
+    except ImportError:  # pragma: no cover - mutmut is a dev dependency
+        return
+    credit_fixture_users(state().tests_by_mangled_function_name, _first_user, _uses)
+
+
+def credit_fixture_users(
+    tests_by_function: dict[str, set[str]],
+    first_user: dict[str, str],
+    uses: dict[str, list[str]],
+) -> None:
+    """Add to each function credited to a fixture's first user every test that uses the
+    fixture (``first_user``: module, class and package fixtures only)."""
+    users: dict[str, set[str]] = {}
+    for test, keys in uses.items():
+        for key in keys:
+            users.setdefault(key, set()).add(test)
+    for key, first in first_user.items():
+        for tests in tests_by_function.values():
+            if first in tests:
+                tests |= users.get(key, set())
 
 
 @pytest.hookimpl(hookwrapper=True)
