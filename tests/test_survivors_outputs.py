@@ -16,6 +16,7 @@ from evalwh.config.outputs import OutputSpec, parse_output_spec
 from evalwh.errors import ConfigError
 from tests.conftest import write
 from tests.test_config_errors import BASE
+from tests.test_survivors_case_files import refusal
 
 SCHEMA_FIX = "write `schema: {type: object, properties: {...}}` or give `schema_file:`"
 
@@ -108,19 +109,12 @@ def config_with(tmp_path: Path, variant_extra: str = "", scorecard_extra: str = 
     return write(tmp_path / "eval.yaml", text + scorecard_extra)
 
 
-def refused(cfg: Path) -> ConfigError:
-    """The error reading ``cfg`` raises."""
-    with pytest.raises(ConfigError) as err:
-        load_config(cfg)
-    return err.value
-
-
 def test_a_schema_file_that_is_not_an_object_is_refused_with_file_place_and_fix(
     tmp_path: Path,
 ) -> None:
     write(tmp_path / "s.json", "[1, 2]")
     cfg = config_with(tmp_path, "    output_schema:\n      schema_file: s.json\n")
-    e = refused(cfg)
+    e = refusal(lambda: load_config(cfg))
     assert (e.message, e.file, e.where, e.fix) == (
         "the output schema must be a JSON Schema object, got list",
         str(cfg),
@@ -139,7 +133,7 @@ def test_a_criterion_schema_file_that_is_a_string_is_refused_naming_its_type(
     write(tmp_path / "s.json", '"an object please"')
     crit = "  - name: shape\n    type: json-schema\n    schema_file: s.json\n    request: auto\n"
     cfg = config_with(tmp_path, scorecard_extra=crit)
-    e = refused(cfg)
+    e = refusal(lambda: load_config(cfg))
     assert (e.message, e.file, e.where, e.fix) == (
         "the output schema must be a JSON Schema object, got str",
         str(cfg),
@@ -195,7 +189,7 @@ def test_a_second_criterion_asking_for_a_schema_is_refused_at_its_request(
         tmp_path,
         scorecard_extra=ASKS.format(name="a", mode="auto") + ASKS.format(name="b", mode="auto"),
     )
-    e = refused(cfg)
+    e = refusal(lambda: load_config(cfg))
     assert (e.message, e.file, e.where, e.fix) == (
         "more than one json-schema criterion has `request:`",
         str(cfg),
@@ -237,7 +231,7 @@ def test_a_place_giving_both_or_neither_of_schema_and_schema_file_is_refused_say
     be refused as "unknown key 'request'; did you mean 'request'?")."""
     write(tmp_path / "s.json", '{"type": "array"}')
     cfg = config_with(tmp_path, variant, criterion)
-    e = refused(cfg)
+    e = refusal(lambda: load_config(cfg))
     assert (e.message, e.file, e.where, e.fix) == (
         "needs exactly one of 'schema' or 'schema_file'",
         str(cfg),
