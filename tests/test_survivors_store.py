@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -24,6 +25,7 @@ from evalwh.engine.overrides import fake_models, fake_spec
 from evalwh.errors import ConfigError
 from evalwh.warehouse.lake import LakeTarget
 from tests.conftest import write
+from tests.test_judging import GARBAGE
 
 # -- Warehouse.replace_labels ------------------------------------------------------------------
 
@@ -337,3 +339,195 @@ def test_an_unpinning_that_lost_a_lake_race_is_retried_and_logged_by_name(
         "unpin baseline nightly: DuckLake conflict (try 1), retrying: "
         "Transaction conflict: another writer committed"
     ]
+
+
+# two cases with human labels, an exact and an llm-judge criterion (the judge's reply to b
+# is garbage: one failed criterion, the run completes)
+LABELLED_RUN = GARBAGE
+
+
+def test_every_write_of_a_lake_run_that_lost_its_first_commit_is_retried_and_logged_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A whole run on a lake shared with a busy writer: each of its writes loses its first
+    commit. Every one is retried whole (the run completes with every row) and the debug log
+    (`evalwh -v`) says which write it was: creating the run, storing its labels, recording its
+    end and its final status."""
+    from evalwh.warehouse import lake
+
+    store = lake_store(tmp_path, monkeypatch)
+    real = lake.retry_conflicts
+
+    def first_commit_loses(attempt: Any, **kwargs: Any) -> Any:
+        lost: list[bool] = []
+
+        def once() -> Any:
+            if not lost:
+                lost.append(True)
+                raise duckdb.TransactionException("Transaction conflict: another writer committed")
+            return attempt()
+
+        return real(once, **kwargs)
+
+    monkeypatch.setattr(lake, "retry_conflicts", first_commit_loses)
+    cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
+    with caplog.at_level(logging.DEBUG, logger="evalwh.warehouse"):
+        result = evalwh.run_eval(cfg, output_dir=tmp_path / "out", warehouse=str(store.path))
+    assert result.status == "completed" and result.totals["n"] == 2
+    retried = [
+        r.getMessage().partition(": DuckLake conflict (try 1), retrying")[0]
+        for r in caplog.records
+        if "DuckLake conflict" in r.getMessage()
+    ]
+    run_id = result.run_id
+    for what in ("create a run", "store labels", f"finish run {run_id}"):
+        assert what in retried
+    assert retried[-1] == f"set the status of run {run_id}"
+    assert sorted(row[3] for row in stored_labels(store)) == ["a", "b"]
+    assert store.run_row(run_id)["status"] == "completed"
+
+
+def test_reading_a_warehouse_that_was_never_written_says_how_to_make_or_find_one(
+    tmp_path: Path,
+) -> None:
+    """`evalwh show latest` in a folder where nothing ran: the error names the path and both
+    ways out (run an eval there, or point -o at the folder that holds the warehouse)."""
+    from evalwh.errors import UsageError
+
+    missing = tmp_path / "out" / "warehouse.duckdb"
+    with pytest.raises(UsageError) as refused:
+        api.open_warehouse(missing).store.resolve("latest")
+    assert str(refused.value) == (
+        f"no warehouse at {missing}: nothing has been run here yet "
+        "(run `evalwh run`, or point -o/--output-dir at the folder that holds it)"
+    )
+    assert not missing.exists()
+
+
+def test_an_export_that_cannot_make_its_folder_says_it_was_writing_the_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file where a run's export folder should be: a storage error that names the action
+    (writing the export) and the path, and no Parquet file is written anywhere."""
+    from evalwh.warehouse.ioerrors import StorageError
+
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / "run_id=r1").write_text("not a folder")
+    with pytest.raises(StorageError) as refused:
+        file_store(tmp_path, monkeypatch).export_run("r1", exports)
+    assert str(refused.value).startswith(f"cannot write the export {exports / 'run_id=r1'}: ")
+    assert list(exports.rglob("*.parquet*")) == []
+
+
+def test_a_run_silent_longer_than_the_warehouses_stale_limit_reads_as_interrupted(
+    tmp_path: Path,
+) -> None:
+    """`run_row` judges a running run by the warehouse's own stale limit, not the default: a
+    run of this very process (alive) whose last heartbeat is a minute old is interrupted for
+    a warehouse that waits 5 s, and still running for one that waits the default 120 s."""
+    from evalwh.warehouse import connect
+    from evalwh.warehouse.lease import HOST
+    from evalwh.warehouse.store import Warehouse
+
+    path = tmp_path / "warehouse.duckdb"
+    connect.write_transaction(
+        path,
+        lambda con: con.execute(
+            "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, n_planned, "
+            "started_at, heartbeat_at, host, pid, evalwh_version) VALUES ('r1', 's', "
+            "'running', 'h', 'd', 1, now(), now() - INTERVAL 60 SECOND, ?, ?, 't')",
+            [HOST, os.getpid()],
+        ),
+        what="seed a run",
+    )
+    assert Warehouse(path, stale_after_s=5).run_row("r1")["status"] == "interrupted"
+    assert Warehouse(path).run_row("r1")["status"] == "running"
+
+
+def test_an_exports_temporary_files_are_named_as_the_next_export_cleans_them_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed export leaves `.<table>.parquet.tmp-<pid>-<6 hex>` behind, which the next
+    export of the run removes (by that pattern): the names written and the names cleaned
+    up must agree."""
+    import re
+    from fnmatch import fnmatch
+
+    from evalwh.warehouse import store as store_module
+
+    cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    store = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").store
+    moved, real = [], os.replace
+    monkeypatch.setattr(
+        store_module.os, "replace", lambda a, b: (moved.append((Path(a), Path(b))), real(a, b))
+    )
+    target = store.export_run(result.run_id, tmp_path / "exports")
+    assert [final.name for _, final in moved] == ["cases.parquet", "scores.parquet"]
+    for temp, final in moved:
+        assert temp.parent == final.parent == target
+        assert re.fullmatch(rf"\.{final.name}\.tmp-{os.getpid()}-[0-9a-f]{{6}}", temp.name)
+        assert fnmatch(temp.name, ".*.parquet.tmp-*")  # the cleanup's glob
+    assert sorted(p.name for p in target.iterdir()) == ["cases.parquet", "scores.parquet"]
+
+
+def test_an_export_pauses_only_when_the_debug_variable_asks_and_as_long_as_it_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EVALWH_DEBUG_EXPORT_PAUSE_S holds an export between writing its files and moving them
+    into place (the kill tests use it); unset or 0, an export never sleeps."""
+    from evalwh.warehouse import store as store_module
+
+    cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    store = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").store
+    slept: list[float] = []
+    monkeypatch.setattr(store_module.time, "sleep", slept.append)
+    monkeypatch.delenv(store_module.EXPORT_PAUSE_ENV, raising=False)
+    store.export_run(result.run_id, tmp_path / "exports")
+    monkeypatch.setenv(store_module.EXPORT_PAUSE_ENV, "0")
+    store.export_run(result.run_id, tmp_path / "exports")
+    assert slept == []
+    monkeypatch.setenv(store_module.EXPORT_PAUSE_ENV, "0.5")
+    store.export_run(result.run_id, tmp_path / "exports")
+    assert slept == [0.5]
+
+
+def test_a_leftover_another_export_removed_first_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two exports of one run at once (the run's own and `evalwh export`): both list a killed
+    export's leftover, one removes it first, and the other goes on rather than failing."""
+    cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    store = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").store
+    exports = tmp_path / "exports"
+    real_glob = Path.glob
+
+    def listed_then_gone(self: Path, pattern: str) -> Any:
+        if pattern == ".*.parquet.tmp-*":  # as listed before the other export removed it
+            return iter([self / ".cases.parquet.tmp-1-abcdef"])
+        return real_glob(self, pattern)
+
+    monkeypatch.setattr(Path, "glob", listed_then_gone)
+    target = store.export_run(result.run_id, exports)
+    assert sorted(p.name for p in target.iterdir()) == ["cases.parquet", "scores.parquet"]
+
+
+def test_a_warehouse_opened_by_a_string_path_is_a_path_and_an_unknown_run_is_named(
+    tmp_path: Path,
+) -> None:
+    """`Warehouse("out/warehouse.duckdb")` works as with a Path (its exports and locks are
+    built from it), and asking it for a run it does not hold names the run."""
+    from evalwh.errors import RunNotFoundError
+    from evalwh.warehouse import connect
+    from evalwh.warehouse.store import Warehouse
+
+    path = tmp_path / "warehouse.duckdb"
+    connect.write_transaction(path, lambda con: None, what="create the warehouse")
+    opened = Warehouse(str(path))
+    assert opened.path == path and isinstance(opened.path, Path) and opened.exists
+    with pytest.raises(RunNotFoundError) as refused:
+        opened.run_row("nope")
+    assert str(refused.value) == "no run nope"
