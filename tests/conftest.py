@@ -188,3 +188,10 @@ def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     else:
         monkeypatch.delenv("EVALWH_HTTP_TRANSPORT", raising=False)
     return str(request.param)
+
+
+def dead_pid() -> int:
+    """The id of a process that has ended (a short-lived child, waited for)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid

@@ -17,6 +17,7 @@ import polars as pl
 
 import evalwh
 from evalwh.warehouse.store import Warehouse, utcnow
+from tests.conftest import dead_pid
 from tests.test_survivors_run_row import CONFIG
 
 
@@ -29,7 +30,7 @@ def test_an_export_into_a_quoted_folder_replaces_a_killed_exports_leftovers(
     target = Path(run.exports)
     assert sorted(pl.read_parquet(target / "cases.parquet")["case_id"]) == ["c1", "c2", "other"]
     assert pl.read_parquet(target / "scores.parquet").height == 3
-    leftover = target / ".cases.parquet.tmp-1-abcdef"  # a killed export's temporary file
+    leftover = target / f".cases.parquet.tmp-{dead_pid()}-abcdef"  # a killed export's file
     leftover.write_bytes(b"half a file")
     again = Warehouse(out / "warehouse.duckdb").export_run(run.run_id, out / "exports")
     assert again == target

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -19,15 +17,9 @@ import pytest
 import evalwh
 from evalwh.errors import UsageError
 from evalwh.warehouse import lease
-from tests.conftest import write
+from tests.conftest import dead_pid, write
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
-
-
-def _dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
 
 
 def _row(**fields: Any) -> dict[str, Any]:
@@ -48,7 +40,7 @@ def test_a_token_is_16_hex_digits_and_new_each_time() -> None:
 
 def test_pid_alive_for_this_process_and_not_for_a_finished_one_or_none() -> None:
     assert lease.pid_alive(os.getpid()) is True
-    assert lease.pid_alive(_dead_pid()) is False
+    assert lease.pid_alive(dead_pid()) is False
     assert lease.pid_alive(None) is False
     assert lease.pid_alive(0) is False  # 0 would signal our own process group
 
@@ -91,8 +83,8 @@ def test_liveness_of_each_kind_of_row() -> None:
     assert lease.liveness(_row(status="completed")) == "done"
     assert lease.liveness(_row(status="interrupted", heartbeat_at=None)) == "done"
     assert lease.liveness(_row(heartbeat_at=None)) == "dead"
-    assert lease.liveness(_row(pid=_dead_pid())) == "dead"
-    assert lease.liveness(_row(host="ci-runner-7", pid=_dead_pid())) == "unverified"
+    assert lease.liveness(_row(pid=dead_pid())) == "dead"
+    assert lease.liveness(_row(host="ci-runner-7", pid=dead_pid())) == "unverified"
     old = datetime.now(timezone.utc) - timedelta(seconds=500)
     assert lease.liveness(_row(host="ci-runner-7", heartbeat_at=old)) == "dead"
     assert lease.liveness(_row(heartbeat_at=old)) == "dead"  # even with our pid alive
@@ -117,7 +109,7 @@ def test_liveness_exactly_at_the_limit_is_still_fresh(monkeypatch: pytest.Monkey
 
 
 def test_effective_status_turns_only_a_dead_run_into_interrupted() -> None:
-    assert lease.effective_status(_row(pid=_dead_pid())) == "interrupted"
+    assert lease.effective_status(_row(pid=dead_pid())) == "interrupted"
     assert lease.effective_status(_row()) == "running"
     assert lease.effective_status(_row(status="exporting")) == "exporting"
     assert lease.effective_status(_row(status="completed", pid=None)) == "completed"
@@ -215,7 +207,7 @@ def test_claim_takes_a_stale_or_dead_run_without_force(stored: tuple[Path, str])
     _forge(db, run_id, host="ci-runner-7", pid=6257, age_s=30)
     token, previous = lease.claim(db, run_id, stale_after_s=10)  # 30 s old: stale
     assert previous == "running" and _lease_row(db, run_id)[3] == token
-    _forge(db, run_id, host=lease.HOST, pid=_dead_pid(), age_s=1)
+    _forge(db, run_id, host=lease.HOST, pid=dead_pid(), age_s=1)
     token, _ = lease.claim(db, run_id)  # this host, pid gone
     assert _lease_row(db, run_id)[3] == token
 

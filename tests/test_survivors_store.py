@@ -24,7 +24,7 @@ from evalwh.config.settings import resolve_settings
 from evalwh.engine.overrides import fake_models, fake_spec
 from evalwh.errors import ConfigError
 from evalwh.warehouse.lake import LakeTarget
-from tests.conftest import write
+from tests.conftest import dead_pid, write
 from tests.test_judging import GARBAGE
 
 # -- Warehouse.replace_labels ------------------------------------------------------------------
@@ -499,6 +499,7 @@ def test_a_leftover_another_export_removed_first_is_no_error(
 ) -> None:
     """Two exports of one run at once (the run's own and `evalwh export`): both list a killed
     export's leftover, one removes it first, and the other goes on rather than failing."""
+    leftover = f".cases.parquet.tmp-{dead_pid()}-abcdef"
     cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
     result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     store = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").store
@@ -507,7 +508,7 @@ def test_a_leftover_another_export_removed_first_is_no_error(
 
     def listed_then_gone(self: Path, pattern: str) -> Any:
         if pattern == ".*.parquet.tmp-*":  # as listed before the other export removed it
-            return iter([self / ".cases.parquet.tmp-1-abcdef"])
+            return iter([self / leftover])
         return real_glob(self, pattern)
 
     monkeypatch.setattr(Path, "glob", listed_then_gone)
@@ -531,3 +532,25 @@ def test_a_warehouse_opened_by_a_string_path_is_a_path_and_an_unknown_run_is_nam
     with pytest.raises(RunNotFoundError) as refused:
         opened.run_row("nope")
     assert str(refused.value) == "no run nope"
+
+
+def test_an_export_leaves_the_temporary_files_of_a_live_export_alone(tmp_path: Path) -> None:
+    """Two exports of one run at once: the second removes a killed export's leftovers, but
+    not the files the first is still writing (their process is alive), which it would
+    otherwise pull from under the first one's rename."""
+    cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    store = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").store
+    target = tmp_path / "exports" / f"run_id={result.run_id}"
+    target.mkdir(parents=True)
+    live = target / f".cases.parquet.tmp-{os.getpid()}-abcdef"  # being written by this process
+    killed = target / f".scores.parquet.tmp-{dead_pid()}-abcdef"
+    unnamed = target / ".cases.parquet.tmp-unknown"  # no process id: nobody is writing it
+    for path in (live, killed, unnamed):
+        path.write_bytes(b"half a file")
+    assert store.export_run(result.run_id, tmp_path / "exports") == target
+    assert live.read_bytes() == b"half a file"
+    assert not killed.exists() and not unnamed.exists()
+    assert sorted(p.name for p in target.iterdir()) == sorted(
+        ["cases.parquet", "scores.parquet", live.name]
+    )
