@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evalwh.warehouse.ioerrors import io_guard
+from evalwh.warehouse.tempnames import temp_name
 
 FOLDER = "artifacts"
 CHUNK = 1 << 20
@@ -57,7 +57,7 @@ class ArtifactStore:
     def _copy(self, source: Path, target: Path) -> str:
         """Copy ``source`` to ``target`` (atomically) and return its SHA-256; ``target`` is
         kept only when the caller's hash matches, so it is written under a temporary name."""
-        temp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(3)}")
+        temp = temp_name(target)
         digest = hashlib.sha256()
         try:
             try:

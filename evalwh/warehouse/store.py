@@ -18,8 +18,9 @@ from evalwh.errors import RunNotFoundError, UsageError
 from evalwh.warehouse.connect import HELD, memory_limit, read_connection, write_transaction
 from evalwh.warehouse.ioerrors import io_guard
 from evalwh.warehouse.lake import LakeTarget, Location
-from evalwh.warehouse.lease import DEFAULT_STALE_AFTER_S, HOST, effective_status, pid_alive
+from evalwh.warehouse.lease import DEFAULT_STALE_AFTER_S, HOST, effective_status
 from evalwh.warehouse.queries import run_query
+from evalwh.warehouse.tempnames import temp_name, writer_ended
 from evalwh.warehouse.writer import to_json
 
 if TYPE_CHECKING:
@@ -345,9 +346,8 @@ class Warehouse:
         with io_guard(target, "write the export"):
             target.mkdir(parents=True, exist_ok=True)
             for stale in target.glob(".*.parquet.tmp-*"):  # left by a killed export
-                if not pid_alive(_exporter_pid(stale.name)):  # not a live export's file
+                if writer_ended(stale):  # not a live export's file
                     stale.unlink(missing_ok=True)
-            suffix = f".tmp-{os.getpid()}-{secrets.token_hex(3)}"
             written: list[tuple[Path, Path]] = []
             try:
                 with (
@@ -357,7 +357,7 @@ class Warehouse:
                 ):
                     for table in ("cases", "scores"):
                         final = target / f"{table}.parquet"
-                        temp = target / f".{table}.parquet{suffix}"
+                        temp = temp_name(final)
                         out = temp.as_posix().replace("'", "''")
                         copy = (
                             f"COPY (SELECT * FROM {table} WHERE run_id = $run_id) TO '{out}' "
@@ -380,12 +380,6 @@ class Warehouse:
                 for temp, _ in written:
                     temp.unlink(missing_ok=True)
         return target
-
-
-def _exporter_pid(name: str) -> int | None:
-    """The process id in an export's temporary name (``.cases.parquet.tmp-<pid>-<hex>``)."""
-    pid = name.rpartition(".tmp-")[2].partition("-")[0]
-    return int(pid) if pid.isdigit() else None
 
 
 @contextmanager
