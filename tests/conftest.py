@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import locale
 import os
 import shutil
 import subprocess
@@ -9,11 +10,22 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.fakes.lake import S3, Lake, Postgres, start_postgres, start_s3
+from tests.fakes.servers import FakeLLMServer
+
+# Machines that set PYTHONDONTWRITEBYTECODE=1 (CI's do) would compile evalwh and its libraries
+# from source in every `evalwh` subprocess a test starts (~0.35 s each, hundreds of them): the
+# suite, and the processes it starts, keep their bytecode as a developer's machine does.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "examples" / "quickstart"
+PAIRWISE = ROOT / "examples" / "pairwise"
 
 
 @pytest.fixture(autouse=True)
@@ -29,6 +41,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
+    # wide enough that no message wraps: a worker's temp folders are longer
+    # (pytest-xdist adds popen-gwN/), and tests that check wrapping set COLUMNS themselves
+    monkeypatch.setenv("COLUMNS", "1000")
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -195,3 +210,130 @@ def dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     return proc.pid
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[type]:
+    """The ``counting`` provider (tests.builders.Counting), registered and emptied for a test."""
+    from evalwh import providers
+    from tests.builders import Counting
+
+    monkeypatch.setitem(providers.BUILTIN, "counting", "tests.builders:Counting")
+    providers.available.cache_clear()
+    Counting.calls, Counting.behaviour = [], {}
+    yield Counting
+    providers.available.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A run of the pairwise example with script-bearing text planted in case q03."""
+    from evalwh import api
+    from tests.report_runs import pairwise_copy
+
+    root = tmp_path_factory.mktemp("hostile")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(root))
+        mp.setenv("EVALWH_CONFIG_DIR", str(root / "config"))
+        config = pairwise_copy(root, hostile=True)
+        result = api.run_eval(config, output_dir=root / ".evalwh", html=root / "report.html")
+    view = api.open_warehouse(root / ".evalwh" / "warehouse.duckdb")
+    return {
+        "config": config,
+        "run_id": result.run_id,
+        "view": view,
+        "page": Path(result.report or "").read_text(encoding="utf-8"),
+        "root": root,
+    }
+
+
+@pytest.fixture
+def ascii_locale() -> Iterator[None]:
+    """A user whose locale is not UTF-8 (LANG=C without UTF-8 mode; Windows' cp1252)."""
+    old = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, old)
+
+
+@pytest.fixture
+def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The datasource classes of tests.builders.DATASOURCE_MODULE, importable as `mysources`
+    (a config names them "mysources:Counting"); a fresh module, so its STATE starts empty."""
+    import importlib
+
+    from tests.builders import DATASOURCE_MODULE
+
+    write(tmp_path / "mysources.py", DATASOURCE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("mysources", None)
+    return importlib.import_module("mysources")
+
+
+@pytest.fixture
+def pairwise_example(tmp_path: Path) -> Path:
+    """A private copy of the pairwise example (tests may edit it): its eval.yaml."""
+    shutil.copytree(PAIRWISE, tmp_path / "pairwise", ignore=shutil.ignore_patterns(".evalwh"))
+    return tmp_path / "pairwise" / "eval.yaml"
+
+
+@pytest.fixture
+def empty_warehouse(tmp_path: Path) -> Path:
+    """An empty warehouse, migrated: its path."""
+    from evalwh.warehouse import connect
+
+    path = tmp_path / "w.duckdb"
+    with connect.write_connection(path):
+        pass
+    return path
+
+
+@pytest.fixture(scope="module")
+def quickstart_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Two quickstart runs (one labelled "first") in one warehouse, shared by a module's read
+    tests (tests/warehouse, tests/sql)."""
+    import evalwh
+
+    root = tmp_path_factory.mktemp("stored")
+    shutil.copytree(QUICKSTART, root / "qs", ignore=shutil.ignore_patterns(".evalwh"))
+    out = root / "out"
+    a = evalwh.run_eval(root / "qs" / "eval.yaml", output_dir=out, label="first")
+    b = evalwh.run_eval(root / "qs" / "eval.yaml", output_dir=out)
+    return out, [a.run_id, b.run_id]
+
+
+# -- a DuckLake on loopback servers (tests/fakes/lake.py): PostgreSQL for the catalog, moto
+# for S3; used by tests/warehouse/test_lake.py and tests/features/test_scale_out.py
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    pg = start_postgres()
+    yield pg
+    pg.stop()
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3]:
+    server = start_s3()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def lake(postgres: Postgres, s3: S3, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Lake:
+    """A fresh lake (database + bucket); every evalwh command here points at it."""
+    made = Lake(postgres, s3, postgres.create_database(), s3.create_bucket())
+    made.user_config(tmp_path / "home" / ".config" / "evalwh")
+    for key, value in made.env().items():
+        monkeypatch.setenv(key, value)
+    return made
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    """A fake LLM server on 127.0.0.1 (tests/fakes/servers.py), stopped after the test."""
+    with FakeLLMServer() as srv:
+        yield srv

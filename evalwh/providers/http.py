@@ -35,6 +35,7 @@ import math
 import re
 import ssl
 import sys
+from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -75,8 +76,11 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return sanitize(flat, limit) if flat else "(empty body)"
 
 
-def parse_retry_after(headers: httpx.Headers | dict[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+def parse_retry_after(
+    headers: httpx.Headers | dict[str, str], now: datetime | None = None
+) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date, counted
+    from ``now``: the current time unless given)."""
     lower = {k.lower(): v for k, v in headers.items()}
     raw_ms = lower.get("retry-after-ms")
     if raw_ms:
@@ -100,11 +104,9 @@ def parse_retry_after(headers: httpx.Headers | dict[str, str]) -> float | None:
         return None
     if when is None:
         return None
-    from datetime import datetime, timezone
-
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
 
 
 def stop_list(stop: Any) -> list[str]:

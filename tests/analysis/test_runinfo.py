@@ -1,0 +1,19 @@
+"""What the analysis reads of a run's config (evalwh/analysis/runinfo.py): slice keys and
+the cluster key."""
+
+from __future__ import annotations
+
+from evalwh.analysis.runinfo import cluster_key, split_keys
+
+
+def test_slice_keys_are_split_on_commas_in_text_and_in_lists() -> None:
+    assert split_keys("lang, length,,lang") == ["lang", "length"]
+    assert split_keys(["lang,topic", "length"]) == ["lang", "topic", "length"]
+    assert split_keys("lang length") == ["lang length"]
+    assert split_keys(None) == []
+
+
+def test_the_cluster_key_is_read_only_from_an_analysis_mapping() -> None:
+    assert cluster_key({"analysis": {"cluster": "doc"}}) == "doc"
+    assert cluster_key({"analysis": "doc"}) is None
+    assert cluster_key({}) is None

@@ -1,0 +1,61 @@
+"""Importing promptfoo results (evalwh/importers/promptfoo.py): the real fixture file
+(tests/fixtures/peers) imports with the expected counts, unknown fields are kept and secrets
+in its config are masked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evalwh import api
+from tests.builders import PROMPTFOO, rows
+
+
+def test_promptfoo_fixture_imports_with_expected_counts(tmp_path: Path) -> None:
+    wh = tmp_path / "w.duckdb"
+    [done] = api.import_results("promptfoo", [PROMPTFOO], warehouse=wh, label="pf")
+    assert (done["added"], done["n_cases"], done["n_scores"]) == (True, 24, 46)
+    assert rows(wh, "SELECT suite, label, status, source_tool, source_version FROM runs") == [
+        ("fixture suite", "pf", "completed", "promptfoo", "0.123.1")
+    ]
+    # 2 prompts x 2 providers x 6 tests; 15 passed, 8 failed their assertions, 1 API error
+    counts = rows(
+        wh,
+        "SELECT count(*), count(*) FILTER (passed), count(error), "
+        "count(DISTINCT variant), count(DISTINCT model), sum(input_tokens), sum(output_tokens) "
+        "FROM cases",
+    )
+    assert counts == [(24, 15, 1, 2, 2, 320, 265)]
+    [(error, kind, output)] = rows(
+        wh, "SELECT error, error_kind, output FROM cases WHERE error IS NOT NULL"
+    )
+    assert "500 Internal Server Error" in error and kind == "provider" and output is None
+    # an assertion failure is a graded answer, not an error
+    assert rows(
+        wh, "SELECT count(*) FROM cases WHERE NOT passed AND error IS NULL AND score = 0.5"
+    ) == [(8,)]
+    # unknown fields kept: promptfoo's own result id and the HTTP metadata of the reply
+    [(extra,)] = rows(wh, "SELECT extra FROM cases WHERE case_id = 'test-1' LIMIT 1")
+    assert set(json.loads(extra)) >= {"id", "metadata", "assert", "promptId"}
+    [(source,)] = rows(wh, "SELECT source_extra FROM runs")
+    source_extra = json.loads(source)
+    assert source_extra["evalId"] == "eval-C5b-2026-11-30T14:01:15"
+    assert source_extra["results"]["stats"]["successes"] == 15
+
+
+def test_imported_config_keeps_no_api_key(tmp_path: Path) -> None:
+    """The attack: a results file whose config holds a live key must not put it in the
+    warehouse. promptfoo redacts its own copy; a hand-edited one may not be."""
+    data = json.loads(PROMPTFOO.read_text())
+    data["config"]["providers"][0]["config"]["apiKey"] = "sk-live-" + "x" * 40
+    data["config"]["env"] = {"OPENAI_API_KEY": "sk-proj-" + "y" * 40, "region": "eu"}
+    leaky = tmp_path / "leaky.json"
+    leaky.write_text(json.dumps(data))
+    wh = tmp_path / "w.duckdb"
+    api.import_results("promptfoo", [leaky], warehouse=wh)
+    [(source,)] = rows(wh, "SELECT source_extra FROM runs")
+    assert "x" * 40 not in source and "y" * 40 not in source
+    env = json.loads(source)["config"]["env"]
+    assert env == {"OPENAI_API_KEY": "***", "region": "eu"}  # only the secret-named key
+    # token counts are not secrets: "tokenUsage" is kept as it is
+    assert json.loads(source)["results"]["stats"]["tokenUsage"]["total"] == 585

@@ -1,0 +1,122 @@
+"""What an agent gets back over real runs of the examples, without a server: the run summary
+(the matrix, no outputs), the cost caps, paging, drill-down, compare and query, a rendered
+prompt, and a judge run's calibration flags (evalwh/mcp/briefs.py through the tools)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalwh import api
+from evalwh.engine.budget import CostCapError
+from evalwh.errors import UsageError
+from evalwh.mcp import briefs, tools
+from evalwh.mcp.agent import Agent
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+PAIRWISE = ROOT / "examples" / "pairwise"
+
+
+@pytest.fixture
+def agent(quickstart: Path, isolated: Path) -> Agent:
+    # the quickstart scores with a python scorer: code, allowed as `evalwh mcp --allow-code` does
+    return Agent(root=quickstart.parent.parent.resolve(), env={}, cwd=isolated, allow_code=True)
+
+
+def test_run_eval_summary_has_the_matrix_and_no_outputs(agent, quickstart):
+    calls: list[tuple[int, int]] = []
+    brief = tools.run_eval(
+        agent, "quickstart/eval.yaml", progress=lambda d, t, r: calls.append((d, t))
+    )
+    assert calls[-1] == (48, 48)
+    assert brief["status"] == "completed"
+    assert len(brief["matrix"]) == 4
+    cell = brief["matrix"][0]
+    assert {"variant", "model", "n", "passed", "pass_rate", "ci95", "errors"} <= set(cell)
+    assert brief["totals"]["n"] == 48
+    assert brief["failures"] == brief["totals"]["failed"] == 15
+    assert brief["cap_usd"] == 1.0 and brief["estimate_usd"] > 0
+    assert brief["headline_eligible"] is True and brief["flags"] == []
+    assert brief["gate"]["passed"] is True
+    text = json.dumps(brief)
+    for output in ("Hmm. It is", "Let me work through it", "Answer:"):
+        assert output not in text
+    assert Path(agent.warehouse).exists()
+
+
+def test_the_config_limit_and_the_mcp_default_cap_a_run(agent, quickstart):
+    agent.env = {"EVALWH_MCP_MAX_COST": "0.001"}
+    with pytest.raises(CostCapError) as info:
+        tools.run_eval(agent, "quickstart/eval.yaml")
+    data = info.value.to_dict()
+    assert data["cap_usd"] == 0.001
+    assert data["estimate_usd"] > 0.001 and data["calls"] == 48
+    assert tools.list_runs(agent)["runs"] == []
+
+
+def test_paging_drill_down_compare_and_query(agent, quickstart):
+    first = tools.run_eval(agent, "quickstart")
+    view = agent.view()
+    page1 = tools.case_page(view, "latest", failures=True, page=1, page_size=10)
+    page2 = tools.case_page(view, "latest", failures=True, page=2, page_size=10)
+    assert (page1["total"], page1["pages"], page1["next_page"]) == (15, 2, 2)
+    assert (len(page1["cases"]), len(page2["cases"]), page2["next_page"]) == (10, 5, None)
+    assert all("output" not in c for c in page1["cases"] + page2["cases"])
+    assert all(not c["passed"] for c in page1["cases"])
+    full = tools.case_page(view, "latest", failures=False, page=1, page_size=3)
+    assert full["total"] == 48 and "output" in full["cases"][0]
+    beyond = tools.case_page(view, "latest", failures=True, page=9)
+    assert beyond["cases"] == [] and beyond["next_page"] is None
+
+    one = tools.case_brief(view, "latest", "reasoned", "mock-small", "geo-1")
+    assert one["output"] == "Hmm. It is Paris, I think."
+    assert one["truncated"] == {}
+    assert one["messages"][0]["role"] == "system"
+    with pytest.raises(UsageError, match="has no cell"):
+        tools.case_brief(view, "latest", "nope", "mock-small", "geo-1")
+
+    assert tools.set_baseline(agent, first["run_id"])["run_id"] == first["run_id"]
+    tools.run_eval(agent, "quickstart", label="second")
+    runs = tools.list_runs(agent, limit=1)
+    assert len(runs["runs"]) == 1 and runs["more"] is True
+    assert runs["baselines"] == {"baseline": first["run_id"]}
+    compared = tools.compare_runs(agent, "baseline", "second")
+    assert compared["a"]["run_id"] == first["run_id"]
+    assert compared["overall"]["n"] == 48 and compared["overall"]["verdict"] == "same"
+    assert set(compared["overall"]["pass_rate"]) == {"a", "b", "delta", "ci95", "p"}
+    assert len(compared["cells"]) == 4 and "calibration" not in compared
+
+    rows = tools.query(agent, "SELECT case_id FROM cases ORDER BY case_id", limit=5)
+    assert rows["columns"] == ["case_id"] and rows["row_count"] == 5 and rows["truncated"]
+    same = tools.query(agent, "SELECT 1 AS x, 2 AS x")
+    assert same["rows"] == [[1, 2]]
+    with pytest.raises(UsageError, match="read-only"):
+        tools.query(agent, "DELETE FROM runs")
+
+
+def test_render_prompt_calls_nothing(agent, quickstart):
+    data = tools.render_prompt(agent, "quickstart/eval.yaml", "terse", "geo-1")
+    assert data["messages"][1]["content"][0]["text"] == "What is the capital of France?"
+    assert data["expected"] == "Paris" and data["truncated"] == {}
+    assert not (agent.cwd / ".evalwh").exists()
+    with pytest.raises(UsageError, match="no variant 'nope'"):
+        api.render_prompt(quickstart, "nope", "geo-1")
+    with pytest.raises(UsageError, match="no case 'nope'"):
+        api.render_prompt(quickstart, "terse", "nope")
+
+
+def test_judge_runs_carry_the_calibration_flags(isolated):
+    agent = Agent(root=PAIRWISE.parent, env={}, cwd=isolated, allow_code=True)
+    brief = tools.run_eval(agent, "pairwise/eval.yaml")
+    assert brief["headline_eligible"] is False
+    assert any("UNCALIBRATED" in flag for flag in brief["flags"])
+    comparison = brief["judging"]["comparisons"][0]
+    assert comparison["headline_eligible"] is False and comparison["n_labels"] == 24
+    summary = tools.get_run(agent, "latest")
+    assert summary["headline_eligible"] is False and summary["flags"] == brief["flags"]
+    flags = briefs.judging_for(agent.view(), brief["run_id"])
+    assert flags is not None and flags["headline_eligible"] is False

@@ -1,0 +1,49 @@
+"""The MCP tools (evalwh/mcp/tools.py) called as plain functions: what each returns and what it
+refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalwh.errors import UsageError
+from evalwh.mcp import tools
+from evalwh.mcp.agent import Agent
+
+
+def test_the_mcp_tool_writes_the_page_inside_the_root_only(hostile: dict[str, Any]) -> None:
+    from evalwh.mcp import tools
+
+    root = hostile["root"]
+    agent = Agent(root=root, output_dir=root / ".evalwh", cwd=root)
+    result = tools.write_report(agent, hostile["run_id"])
+    page = Path(result["path"])
+    assert page == root / ".evalwh" / "reports" / f"{hostile['run_id']}.html"
+    assert result["bytes"] == page.stat().st_size and "evalwh-data" in page.read_text()
+    other = tools.write_report(agent, "latest", against=hostile["run_id"], path="cmp.html")
+    assert other["path"] == str(root / "cmp.html") and "compare" in (root / "cmp.html").read_text()
+    for bad in ("../outside.html", str(root.parent / "x.html"), "page.txt"):
+        with pytest.raises(UsageError):
+            tools.write_report(agent, hostile["run_id"], path=bad)
+    assert not (root.parent / "outside.html").exists()
+
+
+def test_progress_throttle_sends_first_last_and_a_bounded_number():
+    throttle = tools.ProgressThrottle(steps=10)
+    sent = [done for done in range(1, 1001) if throttle.due(done, 1000)]
+    assert sent[0] == 1 and sent[-1] == 1000
+    assert len(sent) <= 12
+    small = tools.ProgressThrottle(steps=20)
+    assert [d for d in range(1, 4) if small.due(d, 3)] == [1, 2, 3]
+
+
+def test_progress_of_a_run_of_unknown_size() -> None:
+    from evalwh.mcp.tools import ProgressThrottle
+
+    throttle = ProgressThrottle()
+    due = [n for n in range(1, 3001) if throttle.due(n, 0)]
+    assert due == [1, 1000, 2000, 3000]  # not one notification per cell
+    known = ProgressThrottle(steps=4)
+    assert [n for n in range(1, 9) if known.due(n, 8)] == [1, 2, 4, 6, 8]

@@ -1,0 +1,123 @@
+"""Exports of a stored run (evalwh/reports/exports.py, `evalwh export`): json, csv, md,
+parquet and junit read back; nothing re-runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import evalwh
+from evalwh.errors import UsageError
+from tests.builders import TERSE_RULE
+from tests.conftest import QUICKSTART
+from tests.inprocess import evalwh_inprocess
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    root = tmp_path_factory.mktemp("exports")
+    shutil.copytree(QUICKSTART, root / "qs", ignore=shutil.ignore_patterns(".evalwh"))
+    config = root / "qs" / "eval.yaml"
+    worse = root / "qs" / "worse.yaml"
+    worse.write_text(
+        config.read_text().replace(TERSE_RULE, TERSE_RULE.replace("0.3", "0.8"))
+        + "  regression:\n    max_drop_pass_rate: 0.01\n"
+    )
+    out = root / "out"
+    a = evalwh.run_eval(config, output_dir=out, label="a")
+    b = evalwh.run_eval(worse, output_dir=out, label="b")
+    view = evalwh.open_warehouse(out / "warehouse.duckdb")
+    view.set_baseline("a")
+    return {"view": view, "a": a, "b": b, "out": out}
+
+
+def test_json_export_is_the_whole_run(runs: dict[str, object]) -> None:
+    view = runs["view"]
+    text = view.export("b", "json").text  # type: ignore[attr-defined]
+    data = json.loads(text)
+    b = runs["b"]
+    assert data["run"]["run_id"] == b.run_id and data["run"]["label"] == "b"  # type: ignore[attr-defined]
+    assert data["totals"] == json.loads(json.dumps(b.totals, default=str))  # type: ignore[attr-defined]
+    assert len(data["cases"]) == 48 and data["repeats"] is None
+    case = next(c for c in data["cases"] if c["case_id"] == "geo-1")
+    assert set(case["criteria"]) == {"correct", "mentions-answer", "short"}
+    assert case["metadata"] == {"topic": "geography", "difficulty": "easy"}
+    assert data["gate"]["passed"] is False and data["gate"]["baseline_id"] == runs["a"].run_id  # type: ignore[attr-defined]
+
+
+def test_csv_and_parquet_read_back(runs: dict[str, object], tmp_path: Path) -> None:
+    view = runs["view"]
+    rows = list(csv.DictReader(io.StringIO(view.export("a", "csv").text)))  # type: ignore[attr-defined]
+    assert len(rows) == 48
+    assert sum(r["passed"] == "true" for r in rows) == runs["a"].totals["n_passed"]  # type: ignore[attr-defined]
+    failed = [r for r in rows if r["passed"] == "false" and not r["error"]]
+    assert failed and all(r["failed_criteria"] for r in failed)
+    target = tmp_path / "pq"
+    result = view.export("a", "parquet", out=target)  # type: ignore[attr-defined]
+    assert result.path == target / f"run_id={runs['a'].run_id}"  # type: ignore[attr-defined]
+    cases = pl.scan_parquet(str(target / "*" / "cases.parquet"), hive_partitioning=True).collect()
+    assert cases.height == 48 and cases["run_id"].unique().to_list() == [runs["a"].run_id]  # type: ignore[attr-defined]
+    written = view.export("a", "csv", out=tmp_path / "sub" / "a.csv")  # type: ignore[attr-defined]
+    assert written.text is None and pl.read_csv(written.path).height == 48
+
+
+def test_markdown_is_a_pr_comment_with_gate_and_movers(runs: dict[str, object]) -> None:
+    text = runs["view"].export("b", "md").text  # type: ignore[attr-defined]
+    assert text.startswith("## evalwh · quickstart · run `")
+    assert "**Gate: ❌ failed** (1 of 7 rules)" in text
+    assert "pass_rate_drop &lt;= 0.01 for run:" in text and "(n=48)" in text
+    assert f"### vs baseline `{runs['a'].run_id}` (a)" in text  # type: ignore[attr-defined]
+    assert "**Top movers** (worst first" in text and "| broken |" in text
+    assert "| terse | mock-small | 12 |" in text
+    assert "**Overall:** " in text and "(n=48 paired)" in text
+    assert "Hmm." not in text  # model outputs stay out of PR comments
+    clean = runs["view"].export("a", "md").text  # type: ignore[attr-defined]
+    assert "**Gate: ✅ passed** (all 6 rules)" in clean and "vs baseline" not in clean
+
+
+def test_junit_lists_the_failing_cases_and_the_gate(runs: dict[str, object]) -> None:
+    text = runs["view"].export("b", "junit").text  # type: ignore[attr-defined]
+    root = ET.fromstring(text.split("\n", 1)[1])
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert set(suites) == {
+        "reasoned × mock-large",
+        "reasoned × mock-small",
+        "terse × mock-large",
+        "terse × mock-small",
+        "gate",
+    }
+    cases = [c for name, s in suites.items() if name != "gate" for c in s.iter("testcase")]
+    failures = [c for c in cases if c.find("failure") is not None]
+    errors = [c for c in cases if c.find("error") is not None]
+    totals = runs["b"].totals  # type: ignore[attr-defined]
+    assert len(cases) == 48 and len(errors) == totals["n_errors"] == 2
+    assert len(failures) == 48 - totals["n_passed"] - totals["n_errors"]
+    assert int(root.get("failures")) == len(failures) + 1  # + the failed regression rule
+    assert all("failed: " in c.find("failure").get("message") for c in failures)  # type: ignore[union-attr]
+    gate = [c.find("failure") for c in suites["gate"].iter("testcase")]
+    assert sum(f is not None for f in gate) == 1
+
+
+def test_export_cli_writes_files_and_rejects_bad_formats(
+    runs: dict[str, object], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(runs["out"])
+    target = tmp_path / "report.xml"
+    code, _, err = evalwh_inprocess(
+        capsys, "export", "b", "-f", "junit", "--out", str(target), "-o", out
+    )
+    assert code == 0 and f"wrote {target}" in err
+    ET.parse(target)
+    code, stdout, _ = evalwh_inprocess(capsys, "export", "a", "--format", "md", "-o", out)
+    assert code == 0 and stdout.startswith("## evalwh")
+    code, _, err = evalwh_inprocess(capsys, "export", "a", "--format", "xlsx", "-o", out)
+    assert code == 2 and "unknown export format 'xlsx'" in err
+    with pytest.raises(UsageError):
+        runs["view"].export("nope", "json")  # type: ignore[attr-defined]

@@ -1,0 +1,437 @@
+"""The python scorer's worker process (evalwh/scoring/pyworker.py), from both sides.
+
+Its own loop, in this process: ``_serve`` is fed its frames from memory, so every reply is
+checked exactly (and mutmut, docs/testing.md, whose mutants exist only in this process, sees
+them); ``main`` keeps the protocol on the original stdout and a scorer's prints off it.
+
+From evalwh's side (``ScorerWorker``, a real worker process): what a scorer that raises, hangs,
+exits, is killed or closes its pipe turns into, the load errors' wording and place, and an
+interpreter that ends with a worker still alive. tests/scoring/test_python.py drives the same
+code through the python scorer.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalwh.config.model import Case, Criterion
+from evalwh.errors import ConfigError
+from evalwh.scoring import pyworker
+from evalwh.scoring.base import ScoreResult
+from evalwh.scoring.pyworker import ScorerWorker, _receive, _send, _serve, main
+from tests.conftest import ROOT, write
+
+FILE = "eval.yaml"
+
+
+NAMED = "criterion 'py' (python): "  # how a criterion's option errors begin
+
+
+SCORERS = """\
+import sys
+
+from evalwh.scoring.base import ScoreResult
+
+
+def is_yes(output, case):
+    return output.strip().lower() == "yes"
+
+
+def counts(output, case, *, word, minimum=1):
+    return output.count(word) >= minimum
+
+
+def boom(output, case):
+    raise ValueError("boom on " + case.id)
+
+
+def silent(output, case):
+    raise KeyError()
+
+
+def leaves(output, case):
+    sys.exit(3)
+
+
+def unsendable(output, case):
+    class Local(float):  # a float a pipe cannot carry: pickle cannot find a local class
+        pass
+
+    return ScoreResult(Local(0.5))
+
+
+NOT_CALLABLE = 3
+
+
+def noisy(output, case):
+    import os
+
+    print("printed by the scorer")  # Python-level stdout
+    os.write(1, b"written to fd 1\\n")  # what a C library or a child process would do
+    return os.read(0, 16) == b""  # stdin is /dev/null: the protocol is not readable
+"""
+
+
+@pytest.fixture
+def scorers(tmp_path: Path) -> Iterator[str]:
+    """A module of scorers importable as ``<name>:function`` from ``tmp_path``."""
+    name = f"workerfns_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(SCORERS)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def criterion(function: str, **options: Any) -> Criterion:
+    return Criterion(
+        name="py", type="python", options={"function": function, **options}, where="scorecard[2]"
+    )
+
+
+def serve(frames: list[Any], *, cut: int = 0) -> list[Any]:
+    """The replies of ``_serve`` to ``frames`` (the last ``cut`` bytes left off the input)."""
+    buffer = io.BytesIO()
+    for frame in frames:
+        _send(buffer, frame)
+    data = buffer.getvalue()
+    replies = io.BytesIO()
+    _serve(io.BytesIO(data[: len(data) - cut]), replies)
+    replies.seek(0)
+    out = []
+    while True:
+        try:
+            out.append(_receive(replies))
+        except EOFError:
+            return out
+
+
+def load(crit: Criterion, root: Path) -> tuple[str, Criterion, str, str]:
+    return ("load", crit, str(root), FILE)
+
+
+def test_a_loaded_function_answers_each_call_in_order(tmp_path: Path, scorers: str) -> None:
+    replies = serve(
+        [
+            load(criterion(f"{scorers}:is_yes"), tmp_path),
+            ("call", " Yes ", Case(id="a")),
+            ("call", "no", Case(id="b")),
+        ]
+    )
+    assert replies == [
+        ("loaded", f"{scorers}:is_yes"),
+        ("result", ScoreResult(1.0, passed=True)),
+        ("result", ScoreResult(0.0, passed=False)),
+    ]
+
+
+def test_options_are_passed_as_keyword_arguments(tmp_path: Path, scorers: str) -> None:
+    crit = criterion(f"{scorers}:counts", options={"word": "ab", "minimum": 2})
+    replies = serve(
+        [load(crit, tmp_path), ("call", "ab ab", Case(id="a")), ("call", "ab", Case(id="b"))]
+    )
+    assert [r[1].score for r in replies[1:]] == [1.0, 0.0]
+
+
+def test_a_raising_function_is_a_reply_and_the_worker_keeps_serving(
+    tmp_path: Path, scorers: str
+) -> None:
+    replies = serve(
+        [
+            load(criterion(f"{scorers}:boom"), tmp_path),
+            ("call", "x", Case(id="a")),
+            ("call", "x", Case(id="b")),
+        ]
+    )
+    assert replies[1:] == [("raised", "ValueError: boom on a"), ("raised", "ValueError: boom on b")]
+
+
+def test_an_exception_without_a_message_is_named_by_its_type(tmp_path: Path, scorers: str) -> None:
+    replies = serve([load(criterion(f"{scorers}:silent"), tmp_path), ("call", "x", Case(id="a"))])
+    assert replies[1] == ("raised", "KeyError")
+
+
+def test_sys_exit_in_a_scorer_is_a_scorer_error_not_a_dead_worker(
+    tmp_path: Path, scorers: str
+) -> None:
+    replies = serve(
+        [
+            load(criterion(f"{scorers}:leaves"), tmp_path),
+            ("call", "x", Case(id="a")),
+            ("call", "x", Case(id="b")),
+        ]
+    )
+    message = f"python scorer {scorers}:leaves: called sys.exit(3) instead of returning"
+    assert replies[1:] == [("raised", message), ("raised", message)]
+
+
+def test_a_result_the_pipe_cannot_carry_is_reported_and_serving_goes_on(
+    tmp_path: Path, scorers: str
+) -> None:
+    replies = serve(
+        [
+            load(criterion(f"{scorers}:unsendable"), tmp_path),
+            ("call", "x", Case(id="a")),
+            ("call", "x", Case(id="b")),
+        ]
+    )
+    assert [r[0] for r in replies] == ["loaded", "raised", "raised"]
+    assert replies[1][1].startswith("its result could not be sent back: ")
+    assert "Local" in replies[1][1]
+
+
+def test_a_load_config_error_keeps_its_place_and_fix(tmp_path: Path, scorers: str) -> None:
+    replies = serve([load(criterion(f"{scorers}:nope"), tmp_path)])
+    assert len(replies) == 1
+    kind, message, fields = replies[0]
+    assert (kind, message) == ("config_error", f"{NAMED}'{scorers}' has no attribute 'nope'")
+    assert fields == {
+        "file": FILE,
+        "where": "scorecard[2].function",
+        "line": None,
+        "column": None,
+        "fix": "define `def nope(output, case): ...` in " + scorers + ", or fix the name",
+    }
+    # the parent rebuilds the same error from it
+    rebuilt = ConfigError(message, **fields)
+    assert rebuilt.where == "scorecard[2].function" and rebuilt.file == FILE
+
+
+def test_a_load_that_raises_beyond_exception_is_failed(tmp_path: Path) -> None:
+    (tmp_path / "quits.py").write_text(
+        "raise SystemExit(4)\n\ndef fn(output, case):\n    return 1\n"
+    )
+    replies = serve([load(criterion("quits.py:fn"), tmp_path)])
+    assert replies == [("failed", "SystemExit: 4")]
+    assert not [m for m in sys.modules if m.startswith("_evalwh_scorer_quits")]
+
+
+def test_a_failed_load_leaves_the_worker_serving_the_next_load(
+    tmp_path: Path, scorers: str
+) -> None:
+    replies = serve(
+        [
+            load(criterion(f"{scorers}:NOT_CALLABLE"), tmp_path),
+            load(criterion(f"{scorers}:is_yes"), tmp_path),
+            ("call", "yes", Case(id="a")),
+        ]
+    )
+    assert replies[0][:2] == (
+        "config_error",
+        f"{NAMED}'{scorers}:NOT_CALLABLE' is a int, not a function",
+    )
+    assert replies[1:] == [
+        ("loaded", f"{scorers}:is_yes"),
+        ("result", ScoreResult(1.0, passed=True)),
+    ]
+
+
+@pytest.mark.parametrize("cut", [1, 5, 12])
+def test_a_frame_cut_short_ends_the_worker_quietly(tmp_path: Path, scorers: str, cut: int) -> None:
+    """A parent that dies mid-frame (a cut header or body) leaves the worker nothing to do."""
+    replies = serve(
+        [load(criterion(f"{scorers}:is_yes"), tmp_path), ("call", "yes", Case(id="a"))], cut=cut
+    )
+    assert replies == [("loaded", f"{scorers}:is_yes")]
+
+
+def test_main_keeps_the_protocol_on_the_original_stdout_and_prints_off_it(
+    tmp_path: Path, scorers: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The worker's entry point, in this process with its descriptors swapped for files: the
+    frames arrive on fd 0 and the replies leave on fd 1, while a scorer's print() and a raw
+    write to fd 1 both land on stderr (fd 2), and the scorer reads an empty stdin. A print
+    that reached the reply stream would corrupt the next frame."""
+    requests, replies, stderr = (tmp_path / n for n in ("requests", "replies", "stderr"))
+    with requests.open("wb") as out:
+        _send(out, load(criterion(f"{scorers}:noisy"), tmp_path))
+        _send(out, ("call", "x", Case(id="a")))
+    saved = {fd: os.dup(fd) for fd in (0, 1, 2)}
+    python_stdout = sys.stdout
+    try:
+        with requests.open("rb") as r, replies.open("wb") as w, stderr.open("wb") as e:
+            for fd, file in ((0, r), (1, w), (2, e)):
+                os.dup2(file.fileno(), fd)
+            main()
+            assert sys.stdout is sys.stderr  # print() goes where stderr goes
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        sys.stdout = python_stdout
+    with replies.open("rb") as got:
+        assert _receive(got) == ("loaded", f"{scorers}:noisy")
+        assert _receive(got) == ("result", ScoreResult(1.0, passed=True))
+        assert got.read() == b""  # nothing else on the protocol stream
+    assert stderr.read_bytes() == b"written to fd 1\n"
+    assert capsys.readouterr().err == "printed by the scorer\n"
+
+
+REPO = ROOT
+
+
+FIX = "run the scorer file with python to see the error, and fix it"
+
+
+def attack_criterion(function: str = "attack.py:fn") -> Criterion:
+    return Criterion(name="c", type="python", options={"function": function}, where="sc[0]")
+
+
+def worker(tmp_path: Path, source: str, *, timeout_s: float = 30.0) -> ScorerWorker:
+    (tmp_path / "attack.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    return ScorerWorker(attack_criterion(), tmp_path, "eval.yaml", timeout_s=timeout_s)
+
+
+def test_a_raising_scorer_is_a_zero_score_with_its_error(tmp_path: Path) -> None:
+    fn = worker(tmp_path, "def fn(output, case):\n    raise ValueError('bad ' + output)\n")
+    try:
+        result = fn("x", Case(id="a"))
+    finally:
+        fn.close()
+    assert (result.score, result.passed, result.error) == (0.0, False, "ValueError: bad x")
+
+
+def test_a_timeout_names_the_option_that_gives_more_time(tmp_path: Path) -> None:
+    fn = worker(tmp_path, "import time\ndef fn(output, case):\n    time.sleep(60)\n", timeout_s=0.3)
+    try:
+        result = fn("x", Case(id="a"))
+    finally:
+        fn.close()
+    assert result.error == (
+        "python scorer attack.py:fn: timed out after 0.3 s and was stopped (raise `timeout_s` on"
+        " the criterion if it needs longer)"
+    )
+
+
+def test_a_worker_killed_between_calls_is_reported_with_its_code_and_then_replaced(
+    tmp_path: Path,
+) -> None:
+    # attack: something else kills the worker (the OOM killer, a user's kill). The next call's
+    # request meets a broken pipe: that call is a scorer error naming the signal, and the call
+    # after it starts a fresh worker instead of writing to the dead one again.
+    fn = worker(tmp_path, "def fn(output, case):\n    return len(output) / 10\n")
+    try:
+        proc = fn._proc
+        assert proc is not None
+        proc.kill()
+        proc.wait()
+        result = fn("abc", Case(id="a"))
+        assert (result.score, result.passed) == (0.0, False)
+        assert result.error == (
+            "python scorer attack.py:fn: exited with code -9 instead of returning"
+            " (sys.exit or os._exit in the scorer?)"
+        )
+        assert fn._proc is None  # closed: nothing is written to the dead process again
+        assert fn("abcd", Case(id="b")).score == 0.4
+        assert fn._proc is not None and fn._proc.pid != proc.pid
+    finally:
+        fn.close()
+
+
+def test_a_scorer_that_closes_the_reply_pipe_and_lingers_is_stopped_without_a_code(
+    tmp_path: Path,
+) -> None:
+    # attack: the scorer closes every descriptor but the standard three (the worker's reply pipe
+    # among them) and keeps running. evalwh sees the pipe end, gives the process 5 s to exit,
+    # then kills it: the error has no exit code to name. (Waiting with no bound would hold the
+    # run for the whole sleep, and then name the code of the worker's own failure.)
+    fn = worker(
+        tmp_path,
+        """
+        import os, time
+        def fn(output, case):
+            os.closerange(3, 1024)
+            time.sleep(12)
+        """,
+    )
+    try:
+        result = fn("x", Case(id="a"))
+    finally:
+        fn.close()
+    assert result.error == (
+        "python scorer attack.py:fn: exited instead of returning (sys.exit or os._exit in the"
+        " scorer?)"
+    )
+
+
+def test_a_worker_that_exits_while_importing_is_a_config_error_naming_the_function(
+    tmp_path: Path,
+) -> None:
+    # before the load reply, the scorer is known by its `function` option only
+    with pytest.raises(ConfigError) as info:
+        worker(tmp_path, "import os\nos._exit(5)\n")
+    error = info.value
+    assert error.message == (
+        "the python scorer 'attack.py:fn' could not start: the worker exited while importing it"
+        " (code 5)"
+    )
+    assert (error.file, error.where, error.fix) == ("eval.yaml", "sc[0].function", FIX)
+
+
+def test_an_import_slower_than_the_load_timeout_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pyworker, "LOAD_TIMEOUT_S", 0.5)
+    with pytest.raises(ConfigError) as info:
+        worker(tmp_path, "import time\ntime.sleep(30)\n")
+    assert info.value.message == (
+        "the python scorer 'attack.py:fn' could not start: importing it took longer than 0.5 s"
+    )
+    assert (info.value.where, info.value.fix) == ("sc[0].function", FIX)
+
+
+def test_evalwh_exits_with_a_worker_still_alive(tmp_path: Path) -> None:
+    # the reader thread of a worker nobody closed must not hold the interpreter at exit: it
+    # blocks on the worker's replies for as long as the worker lives, and the worker is only
+    # stopped by the exit hook that runs after the interpreter waited for its threads
+    (tmp_path / "attack.py").write_text("def fn(output, case):\n    return 1\n")
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from evalwh.config.model import Case, Criterion\n"
+        "from evalwh.scoring.pyworker import ScorerWorker\n"
+        "crit = Criterion(name='c', type='python', options={'function': 'attack.py:fn'},"
+        " where='sc[0]')\n"
+        "fn = ScorerWorker(crit, Path(sys.argv[1]), 'eval.yaml', timeout_s=5)\n"
+        "print(fn('x', Case(id='a')).score, flush=True)\n"
+        "KEEP = fn\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # cwd: in mutmut's stats pass the child records its calls too, which reads mutmut's
+    # config from the working folder (the tests run in a temporary one)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True, text=True, timeout=60, env=env, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "1.0\n"), done.stderr
+
+
+def test_a_call_before_any_load_is_a_raised_reply_naming_no_function(tmp_path: Path) -> None:
+    assert serve([("call", "x", Case(id="a"))]) == [
+        ("raised", "TypeError: 'NoneType' object is not callable")
+    ]
+
+
+def test_a_load_that_exits_leaves_the_worker_serving_the_next_load(tmp_path: Path) -> None:
+    write(tmp_path / "quits.py", "raise SystemExit(4)\n")
+    write(tmp_path / "fine.py", "def fn(output, case):\n    return output == 'yes'\n")
+    replies = serve(
+        [
+            ("load", criterion("quits.py:fn"), str(tmp_path), FILE),
+            ("load", criterion("fine.py:fn"), str(tmp_path), FILE),
+            ("call", "yes", Case(id="a")),
+        ]
+    )
+    assert replies == [
+        ("failed", "SystemExit: 4"),
+        ("loaded", "fine.py:fn"),
+        ("result", ScoreResult(1.0, passed=True)),
+    ]

@@ -1,0 +1,216 @@
+"""The viewer in a real browser (system chromium through Playwright) against `evalwh serve`
+in a subprocess: compare two runs by clicking on the runs list, filter it (htmx), label a
+pair and see the calibration page count it, planted script never runs, a running eval's page
+fills in before the run ends, and no page logs a console error or asks for anything but the
+server. Screenshots land in the test's temp folder, or in SCREENSHOTS_DIR (docs/images)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from playwright.sync_api import expect
+
+from tests.browser import browser
+from tests.conftest import run_cli
+from tests.report_runs import SCRIPT, pairwise_copy, regressed
+from tests.viewer.serving import TOKEN, Server, serving, slow_quickstart, start_run
+
+__all__ = ["browser"]  # the module-scoped fixture, imported for pytest
+
+pytestmark = pytest.mark.e2e
+
+
+@dataclass
+class Tab:
+    """A page of the viewer with everything it logged and asked for."""
+
+    page: Any
+    origin: str
+    errors: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+
+    def clean(self) -> None:
+        assert self.errors == [], self.errors
+        assert self.foreign == [], self.foreign
+
+
+def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
+    """A fresh context that opened ``path`` with the token, as a link `evalwh serve` printed
+    would (the server sets the token's cookie and redirects to ``path`` without it); any
+    request off the server is refused and recorded. One navigation: a second one started
+    right after the first was seen aborted (net::ERR_ABORTED) on a loaded machine."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    tab = Tab(page, server.url)
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(server.url + "/"):
+            r.continue_()
+        else:
+            tab.foreign.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: tab.errors.append(str(e)))
+    page.goto(f"{server.url}{path}{'&' if '?' in path else '?'}token={TOKEN}")
+    assert page.url == server.url + path  # the token left the address bar
+    return tab
+
+
+def shot(page: Any, name: str, tmp_path: Path) -> None:
+    folder = Path(os.environ.get("SCREENSHOTS_DIR") or tmp_path)
+    page.screenshot(path=str(folder / name), full_page=False)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Two runs of the pairwise example without its labels (hostile text planted in q03;
+    the second regressed) and `evalwh serve` over their warehouse."""
+    root = tmp_path_factory.mktemp("site")
+    out = root / "out"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(root))
+        mp.setenv("EVALWH_CONFIG_DIR", str(root / "config"))
+        config = pairwise_copy(root, hostile=True)
+        data = yaml.safe_load(config.read_text(encoding="utf-8"))
+        del data["labels"]  # every label comes from the browser
+        config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        for args in (
+            ("run", str(config), "--label", "before"),
+            ("run", str(regressed(config)), "--label", "after"),
+        ):
+            done = run_cli("-o", str(out), *args, cwd=root)
+            assert done.returncode in (0, 1), done.stderr
+        with serving(out) as server:
+            runs = httpx.get(server.url + "/runs.json").json()["runs"]
+            ids = {r["label"]: r["run_id"] for r in runs}
+            yield {"server": server, "before": ids["before"], "after": ids["after"]}
+
+
+def test_compare_two_runs_by_clicking_on_the_runs_list(
+    browser: Any, site: dict[str, Any], tmp_path: Path
+) -> None:
+    tab = open_tab(browser, site["server"])
+    page = tab.page
+    assert page.url == site["server"].url + "/"  # the token went into the cookie
+    assert page.locator("table.runs tr[data-run]").count() == 2
+    shot(page, "viewer-runs.png", tmp_path)
+    page.check(f"tr[data-run='{site['before']}'] input[name=a]")
+    page.check(f"tr[data-run='{site['after']}'] input[name=b]")
+    page.click("#compare-button")
+    page.wait_for_url(f"**/compare/{site['before']}/{site['after']}")
+    assert "Compare" in page.title() or "compare" in page.title()
+    assert page.locator("#gate").count() == 1
+    shot(page, "viewer-compare.png", tmp_path)
+    tab.clean()
+
+
+def test_the_runs_list_filters_in_place(browser: Any, site: dict[str, Any]) -> None:
+    tab = open_tab(browser, site["server"])
+    page = tab.page
+    page.fill("input[name=label]", "after")
+    page.press("input[name=label]", "Enter")
+    expect(page.locator("table.runs tr[data-run]")).to_have_count(1)
+    assert page.locator(f"tr[data-run='{site['after']}']").count() == 1
+    page.wait_for_url("**/?*label=after*")  # the filtered list has a URL to share
+    tab.clean()
+
+
+def test_labelling_a_pair_changes_the_calibration_page(
+    browser: Any, site: dict[str, Any], tmp_path: Path
+) -> None:
+    server, run_id = site["server"], site["before"]
+    pairs = httpx.get(f"{server.url}/runs/{run_id}.json").json()["pairs"]
+    index = next(i for i, p in enumerate(pairs[:20]) if p["human"] is None)
+    comparison = pairs[index]["comparison"]
+
+    def n_labels() -> int:
+        cal = httpx.get(f"{server.url}/runs/{run_id}/calibration.json").json()
+        return next(
+            c["n_labels"] for c in cal["judging"]["comparisons"] if c["comparison"] == comparison
+        )
+
+    before = n_labels()
+    tab = open_tab(browser, server, f"/runs/{run_id}")
+    page = tab.page
+    page.click("a[data-tab=label]")
+    page.locator("#pairs .pair").nth(index).locator("button[data-choice=A]").click()
+    expect(page.locator("#label-saved")).to_have_text("saved in the warehouse")
+    shot(page, "viewer-label.png", tmp_path)
+    assert n_labels() == before + 1
+    page.goto(f"{server.url}/runs/{run_id}/calibration")
+    cell = page.locator(f"tr[data-comparison='{comparison}'] td.n-labels")
+    assert cell.inner_text() == str(before + 1)
+    shot(page, "viewer-calibration.png", tmp_path)
+    tab.clean()
+
+
+def test_planted_script_never_runs_on_any_page(browser: Any, site: dict[str, Any]) -> None:
+    server = site["server"]
+    for path in (
+        "/",
+        f"/runs/{site['before']}",
+        f"/compare/{site['before']}/{site['after']}",
+        "/cases/q03",
+        f"/runs/{site['before']}/slices?by=difficulty",
+        "/baselines",
+    ):
+        tab = open_tab(browser, server, path)
+        page = tab.page
+        page.wait_for_load_state("load")
+        # page.evaluate would need 'unsafe-eval': read what the planted code would have set
+        # through a binding the page cannot fake, the title and body staying as rendered
+        assert page.evaluate("() => typeof window.pwned") == "undefined", path
+        if path == "/cases/q03":
+            assert SCRIPT in page.inner_text("table.history")  # shown as text
+        tab.clean()
+
+
+def test_a_running_evals_page_fills_in_before_the_run_ends(browser: Any, tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    config = slow_quickstart(tmp_path)
+    with serving(output) as server:
+        run = start_run(config, output)
+        try:
+            # poll while the run lives (no wall-clock limit: pytest-timeout bounds the test)
+            live: list[dict[str, Any]] = []
+            while not live and run.poll() is None:
+                live = [
+                    r
+                    for r in httpx.get(server.url + "/runs.json", timeout=30).json()["runs"]
+                    if r["live"]
+                ]
+                time.sleep(0.1)
+            assert live, "the run never showed as live"
+            run_id = live[0]["run_id"]
+            # a write from another origin, or without the token, is refused by the real server
+            refused = httpx.post(
+                f"{server.url}/baselines/pin",
+                json={"run": run_id},
+                headers={"Origin": "http://evil.example"},
+                timeout=30,
+            )
+            assert refused.status_code == 403
+            tab = open_tab(browser, server, f"/runs/{run_id}")
+            page = tab.page
+            expect(page.locator("#live-rows tbody tr").first).to_be_attached(timeout=30_000)
+            still_running = run.poll() is None
+            shown = page.locator("#live-rows tbody tr").count()
+            shot(page, "viewer-live.png", tmp_path)
+            expect(page.locator("#live-status")).to_have_text("completed", timeout=90_000)
+            assert page.inner_text("#live-progress") == "48 / 48"
+            tab.clean()
+            assert run.wait(timeout=60) in (0, 1)
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert still_running and shown > 0, "no row showed while the run was running"

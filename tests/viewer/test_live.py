@@ -1,0 +1,60 @@
+"""The live tail (evalwh/viewer/live.py): a run written by another process while `evalwh serve`
+watches shows as live and its rows arrive by server-sent events before it ends."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.viewer.serving import serving, slow_quickstart, start_run
+
+
+# -- the live tail, across processes -----------------------------------------------------------
+def events(response: httpx.Response) -> Any:
+    name = None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            name = line[len("event: ") :]
+        elif line.startswith("data: ") and name:
+            yield name, json.loads(line[len("data: ") :])
+
+
+@pytest.mark.e2e
+def test_a_running_runs_rows_arrive_by_events_before_it_ends(tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    config = slow_quickstart(tmp_path)
+    with serving(output) as server:
+        run = start_run(config, output)
+        try:
+            c = server.client()
+            # poll while the run lives (no wall-clock limit: pytest-timeout bounds the test)
+            live: list[dict[str, Any]] = []
+            while not live and run.poll() is None:
+                live = [r for r in c.get("/runs.json").json()["runs"] if r["live"]]
+                time.sleep(0.1)
+            assert live, "the run never showed as live"
+            run_id = live[0]["run_id"]
+            assert "LIVE</span>" in c.get("/").text
+            page = c.get(f"/runs/{run_id}").text
+            assert 'id="live"' in page
+            seen_rows_while_running = 0
+            last: dict[str, Any] = {}
+            with c.stream("GET", f"/runs/{run_id}/events", timeout=60) as response:
+                assert response.headers["content-type"].startswith("text/event-stream")
+                for name, data in events(response):
+                    if name == "rows" and last.get("status") == "running":
+                        seen_rows_while_running += len(data)
+                    if name == "progress":
+                        last = data
+            assert run.wait(timeout=60) in (0, 1), run.communicate()
+            c.close()
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert seen_rows_while_running > 0, "no row arrived while the run was running"
+    assert last["status"] == "completed" and last["n"] == last["n_planned"] == 48

@@ -1,0 +1,401 @@
+"""The viewer's pages (evalwh/viewer/pages.py, app.py) without a browser: every page and its
+`.json` twin give the named queries' numbers, filters, stored labels changing calibration,
+baselines, escaping, reads on one connection, and a no-look run's pages."""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalwh import api
+from tests.report_runs import BREAKOUT, IMG, SCRIPT
+from tests.viewer.serving import ORIGIN, client, post
+
+
+# -- pages and their JSON twins ----------------------------------------------------------------
+def test_runs_list_and_its_json_give_the_runs_query(wh: dict[str, Any]) -> None:
+    c = client(wh["view"])
+    runs = c.get("/runs.json").json()["runs"]
+    assert [r["run_id"] for r in runs] == [wh["b"], wh["a"]]
+    expected = {r["run_id"]: r for r in wh["view"].runs()}
+    for r in runs:
+        assert r["n"] == expected[r["run_id"]]["n"]
+        assert r["pass_rate"] == pytest.approx(expected[r["run_id"]]["pass_rate"])
+        assert r["live"] is False
+    page = c.get("/").text
+    assert f'href="/runs/{wh["a"]}"' in page and f'href="/runs/{wh["b"]}"' in page
+    assert "LIVE</span>" not in page
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("label=second", ["b"]),
+        ("label=nope", []),
+        ("suite=pairwise", ["b", "a"]),
+        ("suite=other", []),
+        ("status=completed", ["b", "a"]),
+        ("status=running", []),
+        ("since={today}", ["b", "a"]),  # the first day counts
+        ("since={tomorrow}", []),
+        ("until={today}", ["b", "a"]),  # the last day counts too
+        ("until={yesterday}", []),
+    ],
+)
+def test_runs_list_filters(wh: dict[str, Any], query: str, expected: list[str]) -> None:
+    today = datetime.now(timezone.utc).date()
+    query = query.format(
+        today=today, tomorrow=today + timedelta(days=1), yesterday=today - timedelta(days=1)
+    )
+    suite = wh["view"].run(wh["a"])["suite"]
+    query = query.replace("suite=pairwise", f"suite={suite}")
+    runs = client(wh["view"]).get(f"/runs.json?{query}").json()["runs"]
+    assert [r["run_id"] for r in runs] == [wh[k] for k in expected]
+
+
+def test_a_bad_filter_is_a_clear_400(wh: dict[str, Any]) -> None:
+    c = client(wh["view"])
+    r = c.get("/runs.json?since=last-week")
+    assert r.status_code == 400 and "2026-11-30" in r.json()["error"]
+    assert c.get("/runs.json?status=weird").status_code == 400
+
+
+def test_run_page_has_the_report_sections_and_its_numbers(wh: dict[str, Any]) -> None:
+    c, view, run_id = client(wh["view"]), wh["view"], wh["a"]
+    data = c.get(f"/runs/{run_id}.json").json()
+    totals = view.query("run_totals", run_id=run_id).to_pylist()[0]
+    assert data["totals"]["n"] == totals["n"] and data["n_rows"] == totals["n"]
+    assert data["totals"]["pass_rate"] == pytest.approx(totals["pass_rate"])
+    assert len(data["summary"]) == len(view.query("summary", run_id=run_id))
+    page = c.get(f"/runs/{run_id}").text
+    for section in ('id="gate"', 'id="calibration"', 'id="label"', f"<code>{run_id}</code>"):
+        assert section in page
+    assert 'src="/static/report.js"' in page and 'src="/static/htmx.min.js"' in page
+    # a label reference resolves too, and an unknown run is a 404 naming it
+    assert c.get("/runs/second.json").json()["run"]["run_id"] == wh["b"]
+    missing = c.get("/runs/nope")
+    assert missing.status_code == 404 and "nope" in missing.text
+
+
+def test_run_page_sections_load_on_their_own_with_the_queries_numbers(
+    wh: dict[str, Any],
+) -> None:
+    # The run page leaves its criteria, slices and case rows to requests of their own (each
+    # under a second on a 10M-row warehouse): the page names them, each answers with the
+    # named queries' numbers as HTML and as JSON, and report.js reads the rows from the JSON.
+    c, view, run_id = client(wh["view"]), wh["view"], wh["a"]
+    data = c.get(f"/runs/{run_id}.json").json()
+    base = f"/runs/{run_id}/sections"
+    assert data["sections"] == {n: f"{base}/{n}" for n in ("criteria", "slices", "cases")}
+    assert "rows" not in data and "slices" not in data
+    # a judged run's page reads its criteria itself (the calibration flags need them)
+    assert data["judging"] and [r["criterion"] for r in data["criteria"]]
+    page = c.get(f"/runs/{run_id}").text
+    assert f'hx-get="{base}/slices" hx-trigger="load"' in page
+    assert f'hx-get="{base}/criteria"' not in page and '<table class="criteria">' in page
+    embedded = json.loads(page.split('id="evalwh-data">')[1].split("</script>")[0])
+    assert embedded["rows_url"] == f"{base}/cases.json"
+
+    criteria = c.get(f"{base}/criteria.json").json()["criteria"]
+    expected = view.query("criteria", run_id=run_id).to_pylist()
+    assert sorted((r["criterion"], r["n"], r["n_passed"]) for r in criteria) == sorted(
+        (r["criterion"], r["n"], r["n_passed"]) for r in expected
+    )
+    assert '<table class="criteria">' in c.get(f"{base}/criteria").text
+    sl = c.get(f"{base}/slices.json").json()
+    keys = [r["key"] for r in view.query("metadata_keys", run_ids=[run_id]).to_pylist()]
+    assert [s["key"] for s in sl["slices"]] == keys
+    assert sum(r["n"] for r in sl["slices"][0]["rows"]) == data["totals"]["n"]
+    cases = c.get(f"{base}/cases.json").json()
+    assert len(cases["rows"]) == data["rows_shown"] == data["totals"]["n"]
+    assert [r["c"] for r in cases["rows"]] == [
+        r["case_id"]
+        for r in view.query(
+            "case_list", run_id=run_id, only_failures=False, case_id=None, limit=None
+        ).to_pylist()
+    ]
+    assert cases["rows"][0]["c"] in c.get(f"{base}/cases").text
+    assert c.get(f"{base}/nope").status_code == 404
+    assert c.get("/runs/nope/sections/criteria").status_code == 404
+
+
+def test_the_run_page_lists_at_most_view_rows_failures_first(
+    wh: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The case rows section and the page's count both follow VIEW_ROWS (1,000: the rows a
+    # page turns into JSON in well under a second); at exactly the run's size nothing is cut.
+    from evalwh.viewer import app
+
+    c, view, run_id = client(wh["view"]), wh["view"], wh["a"]
+    n = view.query("run_totals", run_id=run_id).to_pylist()[0]["n"]
+    listed = [
+        r["case_id"]
+        for r in view.query(
+            "case_list", run_id=run_id, only_failures=False, case_id=None, limit=None
+        ).to_pylist()
+    ]
+    assert app.VIEW_ROWS == 1000
+    for limit, shown in ((n, n), (n - 1, n - 1), (2, 2)):
+        monkeypatch.setattr(app, "VIEW_ROWS", limit)
+        cases = c.get(f"/runs/{run_id}/sections/cases.json").json()["rows"]
+        assert [r["c"] for r in cases] == listed[:shown]
+        data = c.get(f"/runs/{run_id}.json").json()
+        assert (data["rows_shown"], data["n_rows"]) == (shown, n)
+        page = c.get(f"/runs/{run_id}").text
+        assert (f"{n - shown} left out" in page) == (shown < n)
+
+
+def test_a_page_reads_on_one_connection_and_a_write_inside_it_is_refused(
+    wh: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from evalwh.errors import WarehouseError
+    from evalwh.warehouse.connect import write_connection
+
+    store, opened = wh["view"].store, []
+    real = duckdb.connect
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: opened.append(1) or real(*a, **k))
+    store.query("run_totals", run_id=wh["a"])
+    store.query("summary", run_id=wh["a"])
+    assert len(opened) == 2  # outside a block: a connection per query
+    with store.reading():
+        with store.reading():  # a block inside a block reuses the outer one
+            store.query("run_totals", run_id=wh["a"])
+        store.query("summary", run_id=wh["a"])
+        store.run_row(wh["a"])
+        with (
+            pytest.raises(WarehouseError, match="inside a read block"),
+            write_connection(store.path),
+        ):
+            pass
+    assert len(opened) == 3
+    with write_connection(store.path):  # the block closed its connection
+        pass
+
+
+def test_a_write_waits_for_a_read_of_another_thread_in_this_process(
+    wh: dict[str, Any],
+) -> None:
+    # DuckDB refuses a read-write connection while this process holds the file read-only
+    # ("different configuration"): the viewer's label write retries until the page's read
+    # block ends instead of failing.
+    import threading
+
+    from evalwh.warehouse.connect import write_connection
+
+    store, entered, done = wh["view"].store, threading.Event(), threading.Event()
+
+    def page() -> None:
+        with store.reading():
+            store.query("run_totals", run_id=wh["a"])
+            entered.set()
+            time.sleep(0.3)
+        done.set()
+
+    reader = threading.Thread(target=page)
+    reader.start()
+    entered.wait(10)
+    with write_connection(store.path, wait_s=10):
+        assert done.is_set()  # it could open only once the read block had ended
+    reader.join(10)
+
+
+def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, Any]) -> None:
+    c, view, a, b = client(wh["view"]), wh["view"], wh["a"], wh["b"]
+    cmp = c.get(f"/compare/{a}/{b}.json").json()
+    assert (cmp["a"]["run_id"], cmp["b"]["run_id"]) == (a, b)
+    assert cmp["overall"]["n"] == view.compare(a, b).to_dict()["overall"]["n"]
+    picked = c.get(f"/compare?a={a}&b=second", follow_redirects=False)
+    assert picked.status_code == 303 and picked.headers["location"] == f"/compare/{a}/{b}"
+    assert c.get(f"/compare/{a}/{b}").status_code == 200
+
+    # the page holds the run and cell deltas; criteria, slices and movers come from requests
+    # of their own, each with the numbers of the whole comparison (`evalwh compare`'s)
+    whole = view.compare(a, b).to_dict()
+    assert (cmp["overall"], cmp["cells"]) == (whole["overall"], whole["cells"])
+    assert not {"criteria", "slices", "movers"} & set(cmp)
+    html_page = c.get(f"/compare/{a}/{b}").text
+    for name in ("criteria", "slices", "movers"):
+        url = f"/compare/{a}/{b}/sections/{name}"
+        assert cmp["sections"][name] == url
+        assert f'hx-get="{url}" hx-trigger="load"' in html_page
+        part = c.get(url + ".json").json()
+        assert (part["a"]["run_id"], part["b"]["run_id"]) == (a, b)
+        got = [{k: v for k, v in r.items() if k in whole[name][0]} for r in part[name]]
+        if name == "movers":  # the page cuts long outputs and counts their length
+            got = [{k: v for k, v in r.items() if not k.startswith("output_")} for r in got]
+            whole[name] = [
+                {k: v for k, v in r.items() if not k.startswith("output_")} for r in whole[name]
+            ]
+        assert len(got) == len(whole[name]) and (got or name == "movers"), name  # none moved
+        for mine, theirs in zip(sorted(got, key=str), sorted(whole[name], key=str), strict=True):
+            assert mine.keys() == theirs.keys(), name
+            for k, v in theirs.items():  # a float may differ in its last bits between runs
+                assert mine[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v)
+        assert f'<div id="{name}-section">' in c.get(url).text
+    first = whole["criteria"][0]["target"]
+    assert first in c.get(f"/compare/{a}/{b}/sections/criteria").text
+    assert c.get(f"/compare/{a}/{b}/sections/nope").status_code == 404
+    assert c.get(f"/compare/{a}/nope/sections/criteria").status_code == 404
+
+    key = view.query("metadata_keys", run_ids=[a]).to_pylist()[0]["key"]
+    crit = view.query("criteria", run_id=a).to_pylist()[0]["criterion"]
+    sl = c.get(f"/runs/{a}/slices.json?by={key}&criterion={crit}").json()
+    expected = view.slice(a, key).to_dicts()
+    assert sum(r["n"] for r in sl["rows"]) == sum(r["n"] for r in expected if r["variant"] is None)
+    assert sum(r["n"] for r in sl["by_criterion"]) == len(
+        view.sql(f"SELECT 1 FROM scores WHERE run_id = '{a}' AND criterion = '{crit}'")
+    )
+    page = c.get(f"/runs/{a}/slices?by={key}&criterion={crit}")
+    assert page.status_code == 200 and f"<h2>criterion {crit}</h2>" in page.text
+    assert f"<option selected>{key}</option>" in page.text
+    assert c.get(f"/runs/{a}/slices?by=nokey").status_code == 400
+
+    history = c.get("/cases/q03.json").json()
+    assert history["notice"] is None  # no no-look run holds q03
+    assert {r["run_id"] for r in history["rows"]} == {a, b}
+    assert sum(r["n"] for r in history["rows"] if r["run_id"] == a) == len(
+        view.cases(a, case_id="q03")
+    )
+    assert c.get("/cases/no-such-case").status_code == 400
+
+    cal = c.get(f"/runs/{a}/calibration.json").json()
+    assert [x["comparison"] for x in cal["judging"]["comparisons"]] == [
+        x["comparison"] for x in view.judging(a)["comparisons"]
+    ]
+
+
+def test_planted_markup_is_escaped_on_every_page(wh: dict[str, Any]) -> None:
+    c, a, b = client(wh["view"]), wh["a"], wh["b"]
+    sections = [f"/compare/{a}/{b}/sections/{name}" for name in ("criteria", "slices", "movers")]
+    for url in ("/cases/q03", f"/runs/{a}", f"/compare/{a}/{b}", "/", *sections):
+        page = c.get(url).text
+        for planted in (SCRIPT, IMG, BREAKOUT):
+            assert planted not in page, (url, planted)
+    assert html.escape(SCRIPT, quote=False) in c.get("/cases/q03").text
+    # a case id that is itself markup comes back as text
+    r = c.get("/cases/" + "<script>alert(1)<%2Fscript>")
+    assert "<script>alert(1)" not in r.text and "&lt;script&gt;alert(1)" in r.text
+
+
+# -- writes: labels and baselines --------------------------------------------------------------
+def test_a_stored_label_changes_calibration_and_names_who_and_when(wh: dict[str, Any]) -> None:
+    c, view, a = client(wh["view"]), wh["view"], wh["a"]
+    pair = view.query("pair_list", run_id=a).to_pylist()[-1]
+    before = c.get(f"/runs/{a}/calibration.json").json()["judging"]["comparisons"][0]["n_labels"]
+    label = {"comparison": pair["comparison"], "case": pair["case_id"], "prefer": "candidate"}
+    r = post(c, f"/runs/{a}/labels", label)
+    assert r.status_code == 200, r.text
+    assert r.json()["by"] == "tester"
+    after = c.get(f"/runs/{a}/calibration.json").json()["judging"]["comparisons"][0]["n_labels"]
+    assert after == before + (0 if pair["human"] else 1)
+    row = view.sql(
+        f"SELECT prefer, labelled_by, labelled_at FROM labels WHERE run_id = '{a}' "
+        f"AND case_id = '{pair['case_id']}' AND comparison = '{pair['comparison']}'"
+    ).to_pylist()
+    assert len(row) == 1 and row[0]["prefer"] == "candidate" and row[0]["labelled_by"] == "tester"
+    assert abs(row[0]["labelled_at"] - datetime.now(timezone.utc)) < timedelta(minutes=1)
+    # labelling it again replaces the label, the calibration page shows the count
+    r = post(c, f"/runs/{a}/labels", {**label, "prefer": "tie", "who": "ann"})
+    assert r.json()["replaced"] == 1 and r.json()["by"] == "ann"
+    assert f">{after}</td>" in c.get(f"/runs/{a}/calibration").text
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"comparison": "x", "case": "q01", "prefer": "candidate"}, "judged no pair"),
+        ({"comparison": "large-vs-small", "case": "q01", "prefer": "A"}, "prefer must be"),
+        (
+            {"comparison": "large-vs-small", "case": "q01", "prefer": "tie", "who": "x" * 101},
+            "1 to 100",
+        ),
+    ],
+)
+def test_a_bad_label_is_refused_with_the_reason(
+    wh: dict[str, Any], body: dict[str, str], fragment: str
+) -> None:
+    r = post(client(wh["view"]), f"/runs/{wh['a']}/labels", body)
+    assert r.status_code == 400 and fragment in r.json()["error"]
+
+
+def test_a_name_of_exactly_100_characters_is_a_labeller(wh: dict[str, Any]) -> None:
+    pair = wh["view"].query("pair_list", run_id=wh["a"]).to_pylist()[0]
+    body = {"comparison": pair["comparison"], "case": pair["case_id"], "prefer": "tie"}
+    r = post(client(wh["view"]), f"/runs/{wh['a']}/labels", {**body, "who": "y" * 100})
+    assert r.status_code == 200 and r.json()["by"] == "y" * 100
+
+
+def test_baselines_pin_and_unpin_from_the_page(wh: dict[str, Any]) -> None:
+    c = client(wh["view"])
+    r = c.post("/baselines/pin", data={"run": "second", "name": "prod"}, headers={"Origin": ORIGIN})
+    assert r.status_code == 200 and wh["b"] in r.text  # followed to the baselines page
+    assert {b["name"]: b["run_id"] for b in c.get("/baselines.json").json()["baselines"]} == {
+        "prod": wh["b"]
+    }
+    assert wh["view"].resolve("prod") == wh["b"]
+    r = c.post(
+        "/baselines/unpin", data={"name": "prod"}, headers={"Referer": ORIGIN + "/baselines"}
+    )
+    assert r.status_code == 200
+    assert c.get("/baselines.json").json()["baselines"] == []
+
+
+# -- a no-look run ------------------------------------------------------------------------------
+NO_LOOK_CANARY = "CNRYviewer7q"  # in the case's vars and expected value, echoed by the mock
+
+
+def test_a_no_look_runs_pages_say_so_and_show_no_output(tmp_path: Path) -> None:
+    """Run, case history and compare pages (and their JSON) of a no-look run name it as such
+    and carry none of its case data, while the same case's ordinary run still shows its
+    output: the pages decline, they do not just find NULLs."""
+    from tests.conftest import write
+
+    cfg = write(
+        tmp_path / "eval.yaml",
+        f"""
+name: nolook-viewer
+models: [{{id: m, provider: mock, mock: {{default: "said {{{{ vars.q }}}}"}}}}]
+variants: [{{id: v, messages: [{{role: user, content: "{{{{ q }}}}"}}]}}]
+cases: [{{id: a, vars: {{q: {NO_LOOK_CANARY}}}, expected: {NO_LOOK_CANARY}}}]
+scorecard: [{{name: exact, type: exact}}]
+""",
+    )
+    out = tmp_path / ".evalwh"
+    seen = api.run_eval(cfg, output_dir=out, no_cache=True)
+    blind = api.run_eval(cfg, output_dir=out, no_look=True)
+    assert blind.no_look and not seen.no_look
+    c = client(api.open_warehouse(out / "warehouse.duckdb"))
+
+    page = c.get(f"/runs/{blind.run_id}").text
+    assert 'id="no-look"' in page and "no-look run" in page
+    assert NO_LOOK_CANARY not in page
+    data = c.get(f"/runs/{blind.run_id}.json").json()
+    assert data["notice"] and data["run"]["no_look"] is True
+    assert NO_LOOK_CANARY not in json.dumps(data)
+    # the case rows load as a section of their own: no output keys for the no-look run
+    rows = c.get(f"/runs/{blind.run_id}/sections/cases.json").json()["rows"]
+    assert rows and not {"o", "exp"} & set(rows[0])
+    assert NO_LOOK_CANARY not in json.dumps(rows)
+    shown = c.get(f"/runs/{seen.run_id}").text
+    assert 'id="no-look"' not in shown
+    assert NO_LOOK_CANARY in c.get(f"/runs/{seen.run_id}/sections/cases.json").text
+
+    history = c.get("/cases/a.json").json()
+    by_run = {r["run_id"]: r for r in history["rows"]}
+    assert history["notice"]
+    assert "output" not in by_run[blind.run_id] and by_run[blind.run_id]["no_look"]
+    assert NO_LOOK_CANARY in by_run[seen.run_id]["output"]
+    text = c.get("/cases/a").text
+    assert 'id="no-look"' in text and "output not kept" in text
+    assert text.count(NO_LOOK_CANARY) == 1  # the ordinary run's output, once
+
+    compared = c.get(f"/compare/{seen.run_id}/{blind.run_id}").text
+    assert "no-look" in compared
