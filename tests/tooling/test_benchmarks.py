@@ -1,5 +1,8 @@
 """benchmarks/run.py keeps working: `--quick` runs every figure at tiny sizes, prints the
-table and writes JSON with every row. Times are never asserted (the machines are shared)."""
+table and writes JSON with every row. Times are never asserted (the machines are shared).
+
+The default run has a smoke test of the in-process groups (seconds); every group, with the
+ones that start browsers and dozens of processes, runs under `-m slow` (CI runs both)."""
 
 from __future__ import annotations
 
@@ -83,6 +86,15 @@ def _quick(tmp_path: Path, groups: str) -> tuple[subprocess.CompletedProcess[str
         assert set(row) >= {"what", "workload", "target", "ratio", "met"}
     assert out.with_suffix(".md").read_text().startswith("| what |")
     return done, data
+
+
+def test_the_in_process_groups_run_at_tiny_sizes_and_write_their_rows(tmp_path: Path) -> None:
+    done, data = _quick(tmp_path, "engine,ingest,queries,memory")
+    ids = {row["id"] for row in data["rows"]}
+    assert ids == {"engine", "cached", "memory", "ingest", "ingest-default-batch"} | {
+        i for i in ROWS if i.startswith("query-")
+    }
+    assert "ratio to target" in done.stdout and "met?" in done.stdout
 
 
 @pytest.mark.slow
