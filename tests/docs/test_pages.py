@@ -44,7 +44,7 @@ QUERIES = sorted((ROOT / "sql").glob("*.sql"))
 
 README_COMMANDS = (
     "uv run evalwh run examples/quickstart/eval.yaml   # the main job: embedded default, no key, no network",
-    "uv run pytest                                      # the whole suite",
+    "uv run pytest                                      # the tests, one worker per core (docs/testing.md)",
 )
 
 FENCE = re.compile(r"^```([\w+-]*)([^\n]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
