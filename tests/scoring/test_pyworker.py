@@ -141,36 +141,33 @@ def test_options_are_passed_as_keyword_arguments(tmp_path: Path, scorers: str) -
     assert [r[1].score for r in replies[1:]] == [1.0, 0.0]
 
 
-def test_a_raising_function_is_a_reply_and_the_worker_keeps_serving(
-    tmp_path: Path, scorers: str
+LEAVES = "python scorer {scorers}:leaves: called sys.exit(3) instead of returning"
+
+
+@pytest.mark.parametrize(
+    ("function", "raised"),
+    [
+        pytest.param("boom", ["ValueError: boom on a", "ValueError: boom on b"], id="raises"),
+        # sys.exit in a scorer is a scorer error, not a dead worker
+        pytest.param("leaves", [LEAVES, LEAVES], id="sys-exit"),
+    ],
+)
+def test_a_function_that_raises_or_exits_is_a_reply_and_the_worker_keeps_serving(
+    tmp_path: Path, scorers: str, function: str, raised: list[str]
 ) -> None:
     replies = serve(
         [
-            load(criterion(f"{scorers}:boom"), tmp_path),
+            load(criterion(f"{scorers}:{function}"), tmp_path),
             ("call", "x", Case(id="a")),
             ("call", "x", Case(id="b")),
         ]
     )
-    assert replies[1:] == [("raised", "ValueError: boom on a"), ("raised", "ValueError: boom on b")]
+    assert replies[1:] == [("raised", r.format(scorers=scorers)) for r in raised]
 
 
 def test_an_exception_without_a_message_is_named_by_its_type(tmp_path: Path, scorers: str) -> None:
     replies = serve([load(criterion(f"{scorers}:silent"), tmp_path), ("call", "x", Case(id="a"))])
     assert replies[1] == ("raised", "KeyError")
-
-
-def test_sys_exit_in_a_scorer_is_a_scorer_error_not_a_dead_worker(
-    tmp_path: Path, scorers: str
-) -> None:
-    replies = serve(
-        [
-            load(criterion(f"{scorers}:leaves"), tmp_path),
-            ("call", "x", Case(id="a")),
-            ("call", "x", Case(id="b")),
-        ]
-    )
-    message = f"python scorer {scorers}:leaves: called sys.exit(3) instead of returning"
-    assert replies[1:] == [("raised", message), ("raised", message)]
 
 
 def test_a_result_the_pipe_cannot_carry_is_reported_and_serving_goes_on(

@@ -104,15 +104,29 @@ def packaged_migrations(
     monkeypatch.setattr(connect, "resource_dir", {"migrations": folder}.__getitem__)
 
 
-def test_a_badly_named_migration_is_refused_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        pytest.param(
+            {"0001_init.sql": "SELECT 1;", "init.sql": "SELECT 1;"},
+            "badly named migration init.sql: expected NNNN_name.sql",
+            id="badly-named",
+        ),
+        # a number reserved by two branches that both landed: neither may be skipped silently
+        pytest.param(
+            {"0001_a.sql": "SELECT 1;", "0001_b.sql": "SELECT 2;"},
+            "duplicate migration numbers in {folder}",
+            id="one-number-twice",
+        ),
+    ],
+)
+def test_a_migrations_folder_that_cannot_be_ordered_is_refused_naming_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], message: str
 ) -> None:
-    packaged_migrations(
-        tmp_path, monkeypatch, {"0001_init.sql": "SELECT 1;", "init.sql": "SELECT 1;"}
-    )
+    packaged_migrations(tmp_path, monkeypatch, files)
     with pytest.raises(WarehouseError) as info:
         connect.migrations()
-    assert str(info.value) == "badly named migration init.sql: expected NNNN_name.sql"
+    assert str(info.value) == message.format(folder=tmp_path)
 
 
 @pytest.mark.usefixtures("ascii_locale")
@@ -122,18 +136,6 @@ def test_a_migration_is_read_as_utf8_whatever_the_locale(
     sql = "-- the café's tables\nCREATE TABLE t (x INTEGER);\n"
     packaged_migrations(tmp_path, monkeypatch, {"0001_t.sql": sql})
     assert connect.migrations() == [(1, "0001_t", sql)]
-
-
-def test_two_migrations_with_one_number_are_refused_naming_the_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a number reserved by two branches that both landed: neither may be skipped silently
-    packaged_migrations(
-        tmp_path, monkeypatch, {"0001_a.sql": "SELECT 1;", "0001_b.sql": "SELECT 2;"}
-    )
-    with pytest.raises(WarehouseError) as info:
-        connect.migrations()
-    assert str(info.value) == f"duplicate migration numbers in {tmp_path}"
 
 
 def test_each_migration_applied_is_logged_with_its_name_and_file(
