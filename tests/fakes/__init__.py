@@ -1,8 +1,7 @@
-"""Test doubles shared by the test suite and the benchmarks (see :mod:`fakes.servers`).
+"""Test doubles shared by the test suite and the benchmarks (see :mod:`tests.fakes.servers`).
 
-Test modules import them as ``from fakes.servers import ...`` (pytest puts ``tests/`` on
-``sys.path`` for test modules in it); scripts outside ``tests/`` add that folder to
-``sys.path`` first.
+Test modules and the benchmarks (with the checkout on ``sys.path``) import them as
+``from tests.fakes.servers import ...``.
 """
 
 from .servers import (
