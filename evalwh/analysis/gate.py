@@ -5,6 +5,7 @@ Config (``thresholds.regression``)::
 
     regression:
       baseline: baseline          # the pinned name to compare with (default: baseline)
+      on_missing_baseline: fail   # no such pin (or one of another suite): fail (default) or pass
       max_drop_pass_rate: 0.05    # run level, in absolute units (0.05 = 5 points)
       max_drop_score: 0.05
       significant_only: true      # fail only on a significant drop (exact test, p < 0.05)
@@ -104,8 +105,10 @@ def judge(
     """Judge a stored run by the thresholds of ``config`` (default: the run's own snapshot).
 
     ``baseline`` (a run reference) overrides the pinned baseline of
-    ``thresholds.regression.baseline``. Regression rules need a baseline: without one they
-    are skipped with a note (the first run of a project has nothing to regress from).
+    ``thresholds.regression.baseline``. Regression rules need a baseline: when the pinned one
+    cannot be resolved, a ``kind: baseline`` rule fails the gate and says why (a gate never
+    passes a limit it could not check), unless ``thresholds.regression.on_missing_baseline``
+    is ``pass``: then the rules are skipped with a note (e.g. a project's first run).
     """
     from evalwh.analysis.thresholds import rules_json
 
@@ -120,8 +123,10 @@ def judge(
     baseline_id = None
     if rules or baseline is not None:
         baseline_id, why = find_baseline(store, run_id, thresholds, baseline)
-        if why:
-            notes.append(f"regression thresholds skipped: {why}")
+        if why and on_missing_baseline(thresholds) == "pass":
+            notes.append(f"regression thresholds skipped (on_missing_baseline: pass): {why}")
+        elif why:
+            rows.append(_unresolved(thresholds, why))
     if rules and baseline_id:
         rows += _regression(store, run_id, baseline_id, config, rules, notes)
     elif baseline_id:
@@ -137,6 +142,32 @@ def judge(
             for rule in calibration_rules(report(store, run_id, config))
         ]
     return GateResult(run_id, baseline_id, rows, notes)
+
+
+def on_missing_baseline(thresholds: dict[str, Any]) -> str:
+    """``thresholds.regression.on_missing_baseline``: ``fail`` (the default) or ``pass``."""
+    return str((thresholds.get("regression") or {}).get("on_missing_baseline") or "fail")
+
+
+def _unresolved(thresholds: dict[str, Any], why: str) -> dict[str, Any]:
+    """The failed rule of a regression baseline that could not be resolved."""
+    name = (thresholds.get("regression") or {}).get("baseline") or DEFAULT_NAME
+    return {
+        "kind": "baseline",
+        "scope": "run",
+        "target": "run",
+        "metric": "baseline",
+        "op": "resolves",
+        "limit": None,
+        "value": None,
+        "n": 0,
+        "passed": False,
+        **dict.fromkeys(EXTRA),
+        "message": (
+            f"regression baseline {name!r} could not be resolved: {why}; limits not judged "
+            "(on_missing_baseline: pass skips them)"
+        ),
+    }
 
 
 def find_baseline(

@@ -70,7 +70,19 @@ def gate_brief(rules: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         {
             k: num(v)
             for k, v in r.items()
-            if k in ("kind", "scope", "target", "metric", "op", "limit", "value", "n", "baseline")
+            if k
+            in (
+                "kind",
+                "scope",
+                "target",
+                "metric",
+                "op",
+                "limit",
+                "value",
+                "n",
+                "baseline",
+                "message",
+            )
         }
         for r in rules
         if not r["passed"]

@@ -319,12 +319,11 @@ def junit(store: Warehouse, run_id: str, baseline: str | None = None) -> str:
         root, "testsuite", name="gate", tests=str(len(gate.rules)), failures=str(failed), errors="0"
     )
     for rule in gate.rules:
-        where = "run" if rule["scope"] == "run" else f"{rule['scope']} {rule['target']}"
         case = ET.SubElement(
             gate_suite,
             "testcase",
             classname=f"{suite_name}.gate",
-            name=(f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}"),
+            name=fmt.rule_name(rule),
             time="0",
         )
         if not rule["passed"]:

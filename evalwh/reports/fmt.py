@@ -67,7 +67,10 @@ def p_value(p: float | None) -> str:
 
 
 def rule_text(rule: dict[str, Any]) -> str:
-    """``pass_rate >= 0.5 for run: 0.6875 (n=48)`` (+ how far off, + the interval of a drop)."""
+    """``pass_rate >= 0.5 for run: 0.6875 (n=48)`` (+ how far off, + the interval of a drop);
+    a rule that could not be judged (``kind: baseline``) is its message."""
+    if rule.get("message"):
+        return str(rule["message"])
     where = "run" if rule["scope"] == "run" else f"{rule['scope']} {rule['target']}"
     value = "no data" if rule["value"] is None else f"{rule['value']:.4g}"
     text = f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}: {value} (n={rule['n']})"
@@ -80,6 +83,14 @@ def rule_text(rule: dict[str, Any]) -> str:
     if not rule["passed"] and rule["value"] is not None:
         text += f", off by {abs(rule['value'] - rule['limit']):.4g}"
     return text
+
+
+def rule_name(rule: dict[str, Any]) -> str:
+    """The rule without its verdict: ``pass_rate >= 0.5 for run`` (a JUnit test case's name)."""
+    where = "run" if rule["scope"] == "run" else f"{rule['scope']} {rule['target']}"
+    if rule["limit"] is None:
+        return f"{rule['metric']} {rule['op']} for {where}"
+    return f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}"
 
 
 def json_value(value: Any) -> Any:

@@ -345,9 +345,18 @@ def test_a_judge_below_its_calibration_floor_fails_the_gate_only_when_told_to(
     assert [r["kind"] for r in judge(store, run.run_id, config).rules] == ["absolute"]
 
 
+def _unresolved(store: Warehouse, config: dict[str, Any]) -> tuple[str | None, list[Any], Any]:
+    """The baseline id, the (kind, passed, message) of each verdict, and the notes."""
+    result = judge(store, "B", config)
+    verdicts = [(r["kind"], r["passed"], r.get("message")) for r in result.rules]
+    return result.baseline_id, verdicts, result.notes
+
+
 def test_the_baseline_is_the_pin_named_in_the_config_of_the_same_suite(tmp_path: Path) -> None:
     # bugs: `regression.baseline` not read (the default pin used whatever the config names),
-    # or a pin of another suite compared with; each skip says why and how to fix it
+    # or a pin of another suite compared with; a baseline that cannot be resolved fails the
+    # gate by default (it passed unchecked), saying which baseline and why, and with
+    # `on_missing_baseline: pass` the gate passes with a note saying the same
     path = tmp_path / "w.duckdb"
     with write_connection(path) as con:
         add_run(con, "A", [("m1", case, True, 1.0, None) for _, case, *_ in ROWS[4:]])
@@ -357,16 +366,39 @@ def test_the_baseline_is_the_pin_named_in_the_config_of_the_same_suite(tmp_path:
     store = Warehouse(path)
     named = {"thresholds": {"regression": {"baseline": "prod", "max_drop_pass_rate": 0.1}}}
     default = {"thresholds": {"regression": {"max_drop_pass_rate": 0.1}}}
-    skipped = "regression thresholds skipped: "
-    result = judge(store, "B", named)
-    assert (result.baseline_id, result.rules) == (None, [])
-    assert result.notes == [
-        skipped
-        + "no baseline pinned as 'prod' (pin one with `evalwh baseline set RUN --name prod`)"
-    ]
-    assert judge(store, "B", default).notes == [
-        skipped + "no baseline pinned as 'baseline' (pin one with `evalwh baseline set RUN`)"
-    ]
+    lenient = {
+        "thresholds": {"regression": {"max_drop_pass_rate": 0.1, "on_missing_baseline": "pass"}}
+    }
+    tail = "; limits not judged (on_missing_baseline: pass skips them)"
+    no_prod = "no baseline pinned as 'prod' (pin one with `evalwh baseline set RUN --name prod`)"
+    no_default = "no baseline pinned as 'baseline' (pin one with `evalwh baseline set RUN`)"
+    assert _unresolved(store, named) == (
+        None,
+        [("baseline", False, f"regression baseline 'prod' could not be resolved: {no_prod}{tail}")],
+        [],
+    )
+    assert not judge(store, "B", named).passed
+    assert _unresolved(store, default) == (
+        None,
+        [
+            (
+                "baseline",
+                False,
+                f"regression baseline 'baseline' could not be resolved: {no_default}{tail}",
+            )
+        ],
+        [],
+    )
+    skipped = "regression thresholds skipped (on_missing_baseline: pass): "
+    assert _unresolved(store, lenient) == (None, [], [skipped + no_default])
+    assert judge(store, "B", lenient).passed
+    # the key says only what a missing baseline does: `fail` is the default spelt out
+    explicit = {
+        "thresholds": {
+            "regression": {**default["thresholds"]["regression"], "on_missing_baseline": "fail"}
+        }
+    }
+    assert _unresolved(store, explicit) == _unresolved(store, default)
 
     set_baseline(store, "A", "prod")
     result = judge(store, "B", named)
@@ -377,12 +409,16 @@ def test_the_baseline_is_the_pin_named_in_the_config_of_the_same_suite(tmp_path:
     assert judge(store, "B", default).baseline_id is None  # "baseline" itself is not pinned
 
     set_baseline(store, "O", "prod")
-    result = judge(store, "B", named)
-    assert (result.baseline_id, result.rules) == (None, [])
-    assert result.notes == [
-        skipped + "the baseline 'prod' is run O of suite 'other', not 's' "
-        "(pass --baseline to use it anyway)"
-    ]
+    other = (
+        "the baseline 'prod' is run O of suite 'other', not 's' (pass --baseline to use it anyway)"
+    )
+    assert _unresolved(store, named) == (
+        None,
+        [("baseline", False, f"regression baseline 'prod' could not be resolved: {other}{tail}")],
+        [],
+    )
+    named["thresholds"]["regression"]["on_missing_baseline"] = "pass"
+    assert _unresolved(store, named) == (None, [], [skipped + other])
 
 
 def test_regression_intervals_follow_the_configs_cluster_key(tmp_path: Path) -> None:

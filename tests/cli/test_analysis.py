@@ -3,7 +3,8 @@
 quickstart runs stored in one warehouse: exit codes, JSON and the printed tables, their numbers
 checked against counts made here from the stored rows. The gate end to end: a planted regression
 versus the pinned baseline makes `evalwh run` exit 1 and say why (with n), an improvement exits 0,
-`evalwh gate` judges stored runs the same way and `--baseline` overrides the pin.
+`evalwh gate` judges stored runs the same way and `--baseline` overrides the pin; with no pin
+both fail, naming the baseline, unless `on_missing_baseline: pass`.
 """
 
 from __future__ import annotations
@@ -311,8 +312,45 @@ def test_planted_regression_fails_the_run_and_an_improvement_passes(
     )
     assert override.returncode == 1 and "FAIL pass_rate_drop <= 0.02 vs baseline" in override.stdout
 
-    # without a pinned baseline the regression rules are skipped, with a note
+    # without a pinned baseline the gate fails, naming the baseline and why, for `evalwh run`
+    # and `evalwh gate` alike (it passed unchecked); `on_missing_baseline: pass` passes it,
+    # with a note that says the same
     assert cli("baseline", "remove", "-o", str(out)).returncode == 0
-    skipped = cli("gate", "w", "-o", str(out))
-    assert skipped.returncode == 0, skipped.stdout
-    assert "regression thresholds skipped: no baseline pinned as 'baseline'" in skipped.stderr
+    unresolved = (
+        "FAIL regression baseline 'baseline' could not be resolved: no baseline pinned as "
+        "'baseline' (pin one with `evalwh baseline set RUN`); limits not judged "
+        "(on_missing_baseline: pass skips them)"
+    )
+    unpinned = run_cli("run", str(variant_of(quickstart, "better", 0.0)), "-o", str(out))
+    assert unpinned.returncode == 1, unpinned.stdout + unpinned.stderr
+    assert "thresholds: 1 of 7 failed" in unpinned.stdout  # 6 absolute rules passed
+    assert unresolved in " ".join(unpinned.stdout.split()), unpinned.stdout
+    failed = cli("gate", "w", "-o", str(out))
+    assert failed.returncode == 1, failed.stdout
+    assert unresolved in " ".join(failed.stdout.split()), failed.stdout
+    data = json.loads(cli("gate", "w", "--json", "-o", str(out)).stdout)
+    assert data["passed"] is False and data["baseline_id"] is None
+    (rule,) = [r for r in data["rules"] if not r["passed"]]
+    assert (rule["kind"], rule["message"]) == ("baseline", unresolved.removeprefix("FAIL "))
+    # the reports carry the same verdict (a rule with no limit must not break the JUnit file)
+    junit = tmp_path / "gate.xml"
+    assert (
+        cli("export", "w", "--format", "junit", "--out", str(junit), "-o", str(out)).returncode == 0
+    )
+    assert 'name="baseline resolves for run"' in junit.read_text()
+
+    lenient = variant_of(quickstart, "lenient", 0.0)
+    text = lenient.read_text().replace(
+        "  regression:\n", "  regression:\n    on_missing_baseline: pass\n"
+    )
+    lenient.write_text(text)
+    passed = run_cli("run", str(lenient), "-o", str(out), "-l", "lenient")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    skipped = (
+        "regression thresholds skipped (on_missing_baseline: pass): no baseline pinned as "
+        "'baseline'"
+    )
+    assert skipped in " ".join(passed.stderr.split()), passed.stderr
+    gate_passed = cli("gate", "lenient", "-o", str(out))
+    assert gate_passed.returncode == 0, gate_passed.stdout
+    assert skipped in " ".join(gate_passed.stderr.split()), gate_passed.stderr
