@@ -345,6 +345,10 @@ class WarehouseView:
 def _next_step(run: dict[str, Any]) -> str | None:
     """What to run for a run that did not complete (shown by `evalwh show`)."""
     config, run_id = run.get("config_path") or "CONFIG", run["run_id"]
+    if run["status"] in ("interrupted", "failed") and _json(run.get("datasources")):
+        from evalwh.engine.feed import restart_hint
+
+        return f"{run['status']}: the stored rows are kept; {restart_hint(config)}"
     if run["status"] == "interrupted":
         return (
             f"interrupted: the stored rows are kept, but the run (and its Parquet export) is "

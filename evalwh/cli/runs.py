@@ -45,7 +45,8 @@ def list_runs(
     if any(r["status"] == "interrupted" for r in rows):
         note(
             "an interrupted run (killed, or its export unfinished) continues, and its export is "
-            "repaired, with: evalwh run CONFIG --resume RUN"
+            "repaired, with: evalwh run CONFIG --resume RUN (a datasource run cannot be "
+            "resumed: start it again, see `evalwh show RUN`)"
         )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from evalwh import __version__
 from evalwh.config.model import EvalConfig, ModelSpec
 from evalwh.config.settings import Settings
-from evalwh.engine.feed import case_batches, with_checks
+from evalwh.engine.feed import case_batches, restart_hint, with_checks
 from evalwh.engine.pairwise import judge_pairs
 from evalwh.engine.plan import (
     Cell,
@@ -659,14 +659,15 @@ def execute(
                 holder[0].feed.queued if holder and holder[0].feed is not None else None,
             )
     if status == "interrupted":
+        if config.sources:  # refused by --resume, and sharded runs refuse datasources
+            hint = restart_hint(str(config.path))
+        elif shard:
+            hint = "continue it with the same `evalwh run ... --shard K/N --run-id RUN` command"
+        else:
+            hint = f"continue it with `evalwh run {config.path} --resume {run_id}`"
         raise RunInterrupted(
             f"interrupted ({caught[0]}): run {run_id} stopped after flushing "
-            f"{writer.rows_written} answered row(s); continue it with "
-            + (
-                "the same `evalwh run ... --shard K/N --run-id RUN` command"
-                if shard
-                else f"`evalwh run {config.path} --resume {run_id}`"
-            ),
+            f"{writer.rows_written} answered row(s); {hint}",
             run_id=run_id,
             signal_name=caught[0],
         )

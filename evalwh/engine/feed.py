@@ -29,6 +29,17 @@ STATIC_BATCH = 1000  # the config's own cases go to the feed in batches of this 
 CACHE_ENTRIES = 10_000  # answers a streaming run keeps in memory for identical requests
 
 
+def restart_hint(config_path: str) -> str:
+    """What to do with an unfinished run that reads a datasource: ``--resume`` refuses it
+    (api.run), and the response cache holds none of its datasource cases' answers (they are
+    looked up by the plan's hashes, which a datasource's rows are not part of)."""
+    return (
+        "a datasource run cannot be resumed: start it again with "
+        f"`evalwh run {config_path}` (every datasource case is asked again: the response cache "
+        "does not hold them), or export the source to a file and run that, which can be resumed"
+    )
+
+
 @dataclass
 class SourceRead:
     """One datasource as a run reads it, with what the run records about it."""

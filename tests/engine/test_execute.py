@@ -55,7 +55,7 @@ from evalwh.engine.execute import (
 )
 from evalwh.engine.feed import BoundedCache
 from evalwh.engine.runner import CachedAnswer
-from evalwh.errors import ConfigError
+from evalwh.errors import ConfigError, UsageError
 from evalwh.warehouse.connect import write_connection
 from evalwh.warehouse.store import Warehouse
 from tests.builders import BASE, PLACE_OUTPUT, ROWS_CONFIG, eval_for, git, only_row, place_config
@@ -940,6 +940,53 @@ def test_a_keyboard_interrupt_inside_the_run_is_stored_and_reported_as_sigint(
     )
     row = only_row(tmp_path / "out" / "warehouse.duckdb", "SELECT run_id, status FROM runs")
     assert row == {"run_id": interrupted.run_id, "status": "interrupted"}
+
+
+def test_an_interrupted_datasource_run_says_to_start_again_not_to_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # bug: the hint said `--resume RUN`, which then refused the run (a datasource run has no
+    # resume); what the hint says instead holds: --resume is refused, `evalwh show` says the
+    # same, and starting again asks the model again for every datasource case (no cache hit)
+    from evalwh.engine.signals import RunInterrupted
+    from tests.inprocess import evalwh_inprocess
+
+    query = "SELECT 'c' || i AS id, 'q' || i AS q FROM range(3) t(i)"
+    config = tmp_path / "eval.yaml"
+    config.write_text(
+        ROWS_CONFIG.split("cases:")[0]
+        + f'cases: [{{source: duckdb, params: {{query: "{query}"}}}}]\n'
+        "scorecard:\n  - {name: has, type: contains, value: hi}\n",
+        encoding="utf-8",
+    )
+
+    def ctrl_c(done: int, total: int, result: Any) -> None:
+        raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    with pytest.raises(RunInterrupted) as info:
+        evalwh.run_eval(config, output_dir=out, progress=ctrl_c)
+    interrupted = info.value
+    hint = (
+        f"a datasource run cannot be resumed: start it again with `evalwh run {config}` (every "
+        "datasource case is asked again: the response cache does not hold them), or export the "
+        "source to a file and run that, which can be resumed"
+    )
+    assert re.fullmatch(
+        rf"interrupted \(SIGINT\): run {re.escape(interrupted.run_id)} stopped after flushing "
+        rf"\d answered row\(s\); {re.escape(hint)}",
+        str(interrupted),
+    ), str(interrupted)
+    assert "--resume" not in str(interrupted)
+    with pytest.raises(UsageError, match=r"--resume refused: run .* reads cases from a datasource"):
+        evalwh.run_eval(config, output_dir=out, resume=interrupted.run_id)
+    code, shown, _ = evalwh_inprocess(capsys, "show", interrupted.run_id, "--json", "-o", str(out))
+    assert (
+        code == 0 and json.loads(shown)["next"] == f"interrupted: the stored rows are kept; {hint}"
+    )
+    again = evalwh.run_eval(config, output_dir=out)
+    assert again.status == "completed"
+    assert (again.stats["requests"], again.stats["cache_hits"]) == (3, 0)
 
 
 def assert_continue_hint(interrupted: Any, hint: str) -> None:
