@@ -8,7 +8,9 @@ Conventions the docs follow so that these tests can read them:
   the config before loading it (with ``encoding=base64`` its body is base64, written as the
   bytes it decodes to: a small image for a multimodal example);
 - a ```yaml block holding ``models:`` and ``scorecard:`` is a full eval config: it must load
-  and validate, unless its first line says ``# not-runnable``.
+  and validate, unless its first line says ``# not-runnable``;
+- ``evalwh <command>`` written as code (an inline span, or a command in a fenced block other
+  than Python) names a command that exists, and a group's subcommand too.
 
 Pages that run as a whole have tests of their own in tests/docs/: docs/analysis.md
 (test_analysis.py), docs/ci.md (test_ci.py), docs/tutorial.md (test_tutorial.py),
@@ -135,6 +137,57 @@ def test_cli_doc_has_a_section_with_every_option_of(path):
         if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", part)
     ]
     assert not missing, f"docs/cli.md '## {path}' lacks {missing}"
+
+
+# An `evalwh` at the start of a command: a line (after `$ ` or `uv run `), after `&&`, `||`,
+# `;`, `|`, `(` or a CI step's `run:`; then the command and, for a group, its subcommand.
+NAMED_COMMAND = re.compile(
+    r"(?:^|&&|\|\||[;|(]|\brun:|\$)[ \t]*(?:uv run[ \t]+)?evalwh((?:[ \t]+[a-z][a-z0-9-]*){1,2})",
+    re.M,
+)
+
+
+def named_commands(text: str) -> list[str]:
+    """Every `evalwh <command> [<subcommand>]` a page writes as code: inline spans and fenced
+    blocks other than Python (whose prose, in docstrings, may begin with "evalwh")."""
+    fenced = [body for lang, _, body in blocks(text) if lang != "python"]
+    code = "\n".join(fenced + INLINE_CODE.findall(without_blocks(text)))
+    return [" ".join(m.group(1).split()) for m in NAMED_COMMAND.finditer(code)]
+
+
+def unknown_commands(text: str) -> list[str]:
+    unknown = []
+    for words in named_commands(text):
+        name, *rest = words.split()
+        command = COMMANDS.get(f"evalwh {name}")
+        if command is None:
+            unknown.append(f"evalwh {name}")
+        elif rest and getattr(command, "commands", None) and f"evalwh {words}" not in COMMANDS:
+            unknown.append(f"evalwh {words}")
+    return unknown
+
+
+def test_a_nonexistent_command_is_caught_in_every_form_a_page_writes_it():
+    # bug: docs/no-look.md named `evalwh render`, a command that does not exist, and no test
+    # looked at the commands pages name outside docs/cli.md's headings
+    page = (
+        "Run `evalwh render` or `uv run evalwh bogus --json`.\n\n```sh\n$ evalwh nope x\n"
+        "evalwh run eval.yaml && evalwh cache wipe\n```\n\n```yaml\n    run: evalwh gone\n```\n"
+        '\n```python\n"""evalwh calls this."""\n```\n'
+    )
+    assert unknown_commands(page) == [
+        "evalwh nope",
+        "evalwh cache wipe",
+        "evalwh gone",
+        "evalwh render",
+        "evalwh bogus",
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_command_a_page_names_exists(page):
+    unknown = unknown_commands(read(page))
+    assert not unknown, f"{page.name} names {unknown}: no such command (see `evalwh --help`)"
 
 
 # --- configuration.md ----------------------------------------------------------------------
