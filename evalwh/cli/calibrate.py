@@ -75,16 +75,21 @@ def calibrate(
             else "left",
         )
     for r in data["ranking"]:
+        # numeric labels only: what the ranking ranks by (api.calibrate._rank_key) is the
+        # weighted kappa and the within-N agreement, on the numeric labels' n
+        numeric = bool(r.get("n_numeric")) and r["kappa"] is None
         table.add_row(
             str(r["rank"]),
             r["kind"],
             r["target"],
             r["judge"],
-            "undefined" if r["kappa"] is None else f"{r['kappa']:.2f}",
+            f"{_kappa(r['weighted_kappa'])} weighted" if numeric else _kappa(r["kappa"]),
             r["kappa_band"] or "",
-            render.pct(r["agreement"]),
+            f"{render.pct(r['within_agreement'])} within {r['within']:g}"
+            if numeric
+            else render.pct(r["agreement"]),
             render.pct(r["flip_rate"]),
-            str(r["n_labels"]),
+            str(r["n_numeric"] if numeric else r["n_labels"]),
             r["run_id"],
         )
     out().print(table)
