@@ -28,6 +28,13 @@ QUICKSTART = ROOT / "examples" / "quickstart"
 PAIRWISE = ROOT / "examples" / "pairwise"
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (the default in pyproject.toml): two workers per core. Many tests wait on the
+    processes, servers and browsers they start, so one worker per core leaves cores idle."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 2 * (cores or 1)
+
+
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No test reads the real user config or writes into the checkout."""
