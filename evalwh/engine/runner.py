@@ -386,7 +386,7 @@ class Engine:
         waited = 0.0  # seconds spent waiting to send: paces, slots, pauses, back-offs
 
         def ended(answer: CachedAnswer | None, error: ProviderError | None, tries: int) -> Call:
-            return Call(key, answer, error, False, tries, round(waited * 1000, 3))
+            return Call(key, answer, error, False, tries, round(waited * 1000, 1))
 
         while True:
             if endpoint.unreachable is not None:
