@@ -1,5 +1,5 @@
 -- title: A case across runs
--- description: One row per run and variant x model cell that holds case $case_id (newest run first, at most $limit runs): the run's suite, label and start, the answers (repeats), how many passed, the mean score, errors, mean latency, whether the run is no-look and the first answer's output (NULL in a no-look run, which stores none).
+-- description: One row per run and variant x model cell that holds case $case_id (newest run first, at most $limit runs): the run's suite, label and start, the answers (repeats), how many passed, the mean score, errors, mean latency and mean time waited before sending (queued_ms), whether the run is no-look and the first answer's output (NULL in a no-look run, which stores none).
 -- params: case_id, limit
 WITH runs_with AS (
     SELECT DISTINCT run_id FROM cases WHERE case_id = $case_id ORDER BY run_id DESC LIMIT $limit
@@ -18,6 +18,7 @@ SELECT
     avg(c.score)                               AS mean_score,
     count(*) FILTER (WHERE c.error IS NOT NULL) AS n_errors,
     avg(c.latency_ms)                          AS latency_ms,
+    avg(c.queued_ms)                           AS queued_ms,
     arg_min(c.output, c.repeat)                AS output
 FROM cases c
 JOIN runs r USING (run_id)

@@ -46,6 +46,7 @@ SELECT
     c.messages,
     c.attachments,
     c.latency_ms,
+    c.queued_ms,
     c.input_tokens,
     c.output_tokens,
     c.cost_usd,

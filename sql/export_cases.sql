@@ -1,5 +1,5 @@
 -- title: Case rows for export
--- description: Every case row of a run, flat (one row per variant x model x case x repeat): the verdict, score, error, cost, latency, the answer, and the criteria as a JSON object {criterion: {score, passed}} plus the names of the failed ones.
+-- description: Every case row of a run, flat (one row per variant x model x case x repeat): the verdict, score, error, cost, latency, the time waited before sending (queued_ms), the answer, and the criteria as a JSON object {criterion: {score, passed}} plus the names of the failed ones.
 -- params: run_id
 WITH crit AS (
     SELECT
@@ -12,7 +12,7 @@ WITH crit AS (
 )
 SELECT
     c.variant, c.model, c.case_id, c.repeat, c.passed, c.score,
-    c.error, c.error_kind, c.latency_ms, c.input_tokens, c.output_tokens, c.cost_usd,
+    c.error, c.error_kind, c.latency_ms, c.queued_ms, c.input_tokens, c.output_tokens, c.cost_usd,
     c.cached, c.attempts,
     coalesce(s.failed_criteria, '') AS failed_criteria,
     s.criteria,

@@ -1,5 +1,5 @@
 -- title: Summary matrix
--- description: One row per variant x model of a run: n answers, n_cases, passes, errors, pass rate (the mean over cases of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases, weighted score, p50/p95 latency, tokens and cost.
+-- description: One row per variant x model of a run: n answers, n_cases, passes, errors, pass rate (the mean over cases of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases, weighted score, p50/p95 latency (each answer's own time), p95 of the time requests waited before they were sent (queued_ms: paces, slots, Retry-After pauses, back-offs; NULL when no request was made), tokens and cost.
 -- params: run_id
 WITH per_case AS (   -- the case is the unit: its repeats are averaged first
     SELECT variant, model, case_id, avg(passed::INTEGER) AS case_pass
@@ -23,6 +23,7 @@ cells AS (
         avg(score)                                      AS mean_score,
         quantile_cont(latency_ms, 0.5)                  AS p50_latency_ms,
         quantile_cont(latency_ms, 0.95)                 AS p95_latency_ms,
+        quantile_cont(queued_ms, 0.95)                  AS p95_queued_ms,
         coalesce(sum(input_tokens), 0)                  AS input_tokens,
         coalesce(sum(output_tokens), 0)                 AS output_tokens,
         coalesce(sum(cost_usd) FILTER (WHERE NOT cached), 0) AS cost_usd,
@@ -52,6 +53,7 @@ SELECT
     mean_score,
     p50_latency_ms,
     p95_latency_ms,
+    p95_queued_ms,
     input_tokens,
     output_tokens,
     cost_usd,

@@ -42,11 +42,20 @@ def num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def waited(queued_ms: float | None) -> bool:
+    """A request waited to be sent long enough to show (a pace, a slot, a back-off)."""
+    return queued_ms is not None and queued_ms >= 1.0
+
+
 def summary_table(rows: list[dict[str, Any]]) -> Table:
+    """The matrix; a "queued p95" column (the time requests waited before they were sent)
+    joins p50/p95 latency when a cell's requests waited."""
+    queued = any(waited(r.get("p95_queued_ms")) for r in rows)
     table = Table(show_lines=False)
     table.add_column("variant", no_wrap=True)
     table.add_column("model", no_wrap=True)
-    for name in ("pass", "95% CI", "n", "score", "errors", "p50", "p95", "cost"):
+    names = ("pass", "95% CI", "n", "score", "errors", "p50", "p95")
+    for name in (*names, *(("queued p95",) if queued else ()), "cost"):
         table.add_column(name, justify="right", no_wrap=True)
     for r in rows:
         errors = Text(str(r["n_errors"]), style="red" if r["n_errors"] else "")
@@ -60,6 +69,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
             errors,
             ms(r["p50_latency_ms"]),
             ms(r["p95_latency_ms"]),
+            *((ms(r.get("p95_queued_ms")),) if queued else ()),
             usd(r["cost_usd"]),
         )
     return table
@@ -209,9 +219,10 @@ def case_block(c: dict[str, Any], *, full: bool) -> None:
         for m in json.loads(c.get("messages") or "[]"):
             text = "".join(part_label(p) for p in m["content"])
             out().print(f"  [{m['role']}] {text}", markup=False)
+        queued = f" (+{ms(c.get('queued_ms'))} queued)" if waited(c.get("queued_ms")) else ""
         out().print(
-            f"  latency {ms(c['latency_ms'])}, tokens {c['input_tokens']}/{c['output_tokens']}, "
-            f"cost {usd(c['cost_usd'])}",
+            f"  latency {ms(c['latency_ms'])}{queued}, tokens {c['input_tokens']}/"
+            f"{c['output_tokens']}, cost {usd(c['cost_usd'])}",
             markup=False,
         )
 

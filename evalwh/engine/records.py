@@ -108,6 +108,7 @@ class RowSink:
                 result.judge_cost_usd,
                 *((None, None, None, None) if check is None else _check_fields(check, hide)),
                 attachments,
+                result.queued_ms,
             ]
         )
         add_score = self.writer.add_score

@@ -67,6 +67,9 @@ class CellResult:
     scored: CaseScore
     judge_cost_usd: float | None = None
     check: CheckOutcome | None = None
+    # waited before the kept (or last) attempt was sent: a rate pace, a concurrency slot, a
+    # Retry-After pause, back-offs between attempts. None: no request was made (a cache hit)
+    queued_ms: float | None = None
 
 
 @dataclass
@@ -120,13 +123,15 @@ class Endpoint:
 
 @dataclass
 class Call:
-    """The outcome of one request after cache and retries."""
+    """The outcome of one request after cache and retries. ``queued_ms``: the time its
+    attempts waited to be sent (pacing, slots, pauses, back-offs), None for a cache hit."""
 
     key: str
     answer: CachedAnswer | None
     error: ProviderError | None
     cached: bool
     attempts: int
+    queued_ms: float | None = None
 
     def cost(self, model: ModelSpec) -> float | None:
         a = self.answer
@@ -378,16 +383,22 @@ class Engine:
         adaptive = endpoint.adaptive
         attempt = 0
         began = time.monotonic()
+        waited = 0.0  # seconds spent waiting to send: paces, slots, pauses, back-offs
+
+        def ended(answer: CachedAnswer | None, error: ProviderError | None, tries: int) -> Call:
+            return Call(key, answer, error, False, tries, round(waited * 1000, 1))
+
         while True:
             if endpoint.unreachable is not None:
                 dead = ProviderError(endpoint.unreachable, retryable=False, kind="unreachable")
-                return Call(key, None, dead, False, attempt)
+                return ended(None, dead, attempt)
             attempt += 1
             remaining = model.deadline_s - (time.monotonic() - began)
             epoch = -1
             try:
                 if remaining <= 0:
                     raise _DeadlinePassed
+                asked = time.monotonic()
                 await endpoint.pacer.wait()
                 if adaptive is not None:
                     epoch = await adaptive.acquire()
@@ -396,6 +407,7 @@ class Engine:
                         await endpoint.limit.acquire()
                     try:
                         async with self._global:
+                            waited += time.monotonic() - asked
                             self.stats.requests += 1
                             started = time.perf_counter()
                             completion = await _with_timeout(
@@ -404,7 +416,9 @@ class Engine:
                                 ),
                                 min(model.timeout_s, max(remaining, 0.001)),
                             )
-                            latency = (time.perf_counter() - started) * 1000
+                            latency = completion.latency_ms
+                            if latency is None:  # the provider does not time its own requests
+                                latency = (time.perf_counter() - started) * 1000
                     finally:
                         if endpoint.limit is not None:
                             endpoint.limit.release()
@@ -420,13 +434,12 @@ class Engine:
                 self.cache[key] = answer
                 if self.remember is not None:
                     self.remember(key, model, answer)
-                return Call(key, answer, None, False, attempt)
+                return ended(answer, None, attempt)
             except _DeadlinePassed:
-                error = _past_deadline(model, attempt - 1)
-                return Call(key, None, error, False, attempt - 1)
+                return ended(None, _past_deadline(model, attempt - 1), attempt - 1)
             except asyncio.TimeoutError:
                 if time.monotonic() - began >= model.deadline_s:
-                    return Call(key, None, _past_deadline(model, attempt), False, attempt)
+                    return ended(None, _past_deadline(model, attempt), attempt)
                 error = ProviderError(
                     f"timed out after {model.timeout_s:g} s", retryable=True, kind="timeout"
                 )
@@ -440,7 +453,7 @@ class Engine:
                     f"{type(exc).__name__}: {exc}", retryable=False, kind="internal"
                 )
             if not error.retryable or attempt > model.max_retries:
-                return Call(key, None, error, False, attempt)
+                return ended(None, error, attempt)
             if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER_S:
                 too_long = ProviderError(
                     f"{error} (the server asked to retry after {error.retry_after:g} s, longer "
@@ -449,12 +462,14 @@ class Engine:
                     status=error.status,
                     kind=error.kind,
                 )
-                return Call(key, None, too_long, False, attempt)
+                return ended(None, too_long, attempt)
             delay = backoff_s(attempt, error.retry_after)
             if time.monotonic() - began + delay >= model.deadline_s:
-                return Call(key, None, _past_deadline(model, attempt, error), False, attempt)
+                return ended(None, _past_deadline(model, attempt, error), attempt)
             self.stats.retries += 1
+            backing_off = time.monotonic()
             await asyncio.sleep(delay)
+            waited += time.monotonic() - backing_off
 
     async def _cell(
         self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int
@@ -478,6 +493,7 @@ class Engine:
             "request_hash": call.key,
             "cached": call.cached,
             "attempts": call.attempts,
+            "queued_ms": call.queued_ms,
         }
         if call.answer is None:
             assert call.error is not None

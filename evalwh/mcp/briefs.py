@@ -43,6 +43,7 @@ def cell_brief(row: Mapping[str, Any]) -> dict[str, Any]:
         "errors": row["n_errors"],
         "cost_usd": num(row.get("cost_usd")),
         "p50_ms": num(row.get("p50_latency_ms"), 3),
+        "queued_p95_ms": num(row.get("p95_queued_ms"), 3),
     }
 
 

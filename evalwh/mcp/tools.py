@@ -215,6 +215,7 @@ def case_brief(
             k: row[k]
             for k in (
                 "latency_ms",
+                "queued_ms",
                 "input_tokens",
                 "output_tokens",
                 "cost_usd",

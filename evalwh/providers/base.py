@@ -40,6 +40,9 @@ class Completion:
     input_tokens: int | None = None
     output_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. finish reason; stored in details
+    # the request's own time, from sending it to the last byte of the answer, when the
+    # provider measures it (HTTP providers); None: the engine times the whole complete() call
+    latency_ms: float | None = None
 
 
 class ProviderError(Exception):

@@ -22,6 +22,10 @@ missing API key                        no         ``auth``
 an HTTP date). Every message names the provider and the status, carries the provider's own
 error message and goes through :func:`evalwh.config.secrets.redact`, so keys never leak into logs.
 
+Each answer carries its own time (``Completion.latency_ms``): from sending the request to
+the last byte of the answer, so neither the client's set-up on first use nor the body's
+building nor the engine's waiting is in the stored latency.
+
 Header values may reference secrets as ``${NAME}`` (resolved like API keys), so configs never
 need to hold a key: ``headers: {X-Api-Key: "${MY_GATEWAY_KEY}"}``.
 """
@@ -35,6 +39,7 @@ import math
 import re
 import ssl
 import sys
+import time
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -339,13 +344,20 @@ class HttpProvider:
 
     async def post_json(self, body: dict[str, Any]) -> Any:
         """POST ``body``; the parsed JSON of a 2xx answer, or a ProviderError."""
+        return (await self._post(body))[0]
+
+    async def _post(self, body: dict[str, Any]) -> tuple[Any, float]:
+        """:meth:`post_json`, and the request's own time in milliseconds: from sending it to
+        the last byte of the answer (the client's set-up on first use is not in it)."""
         if self._headers is None:
             self._headers = self._resolve_headers()
         client = self._client_for_loop()
         busy, shard = self._busy, self._turn
         busy[shard] += 1
         try:
-            response = await client.post(self._target, json=body)
+            sent = time.perf_counter()
+            response = await client.post(self._target, json=body)  # the whole body is read
+            latency_ms = (time.perf_counter() - sent) * 1000
         except httpx.TimeoutException as exc:
             raise self._fail(
                 f"request timed out after {self.spec.timeout_s:g}s ({type(exc).__name__})",
@@ -369,7 +381,7 @@ class HttpProvider:
         if not 200 <= status < 300:
             raise self._status_error(response, text)
         try:
-            return json.loads(text)
+            return json.loads(text), latency_ms
         except ValueError:
             raise self._fail(
                 f"HTTP {status} with a body that is not JSON: {excerpt(text)}",
@@ -406,9 +418,9 @@ class HttpProvider:
 
     async def complete(self, request: Request) -> Completion:
         body = self.build_body(request)
-        data = await self.post_json(body)
+        data, latency_ms = await self._post(body)
         try:
-            return self.parse_body(data)
+            completion = self.parse_body(data)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raw = json.dumps(data, ensure_ascii=False) if not isinstance(data, str) else data
             raise self._fail(
@@ -417,6 +429,8 @@ class HttpProvider:
                 kind="bad_response",
                 status=200,
             ) from None
+        completion.latency_ms = latency_ms
+        return completion
 
     async def aclose(self) -> None:
         clients, self._clients, self._client = self._clients, [], None

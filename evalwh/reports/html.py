@@ -232,6 +232,7 @@ def _case_row(
         "o": cut(output, limit),
         "ol": len(output) if output is not None else 0,
         "lat": round(latency, 2) if latency is not None else None,
+        "q": row.get("queued_ms"),
         "cost": row["cost_usd"],
         "cached": bool(row["cached"]),
         "att": row["attempts"],

@@ -62,6 +62,7 @@ CASE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("check_output", pa.string()),
     ("check_error", pa.string()),
     ("attachments", pa.string()),
+    ("queued_ms", pa.float64()),
 )
 SCORE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("run_id", pa.string()),

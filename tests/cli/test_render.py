@@ -1,10 +1,17 @@
 """How the CLI renders a run (evalwh/cli/render.py): the criteria table names a json-schema
-criterion's mode (native or prompted)."""
+criterion's mode (native or prompted); the summary and a case's detail show the time requests
+waited before they were sent (queued) beside their latency, when they waited."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
+from typing import Any
 
+import pytest
+from rich.console import Console
+
+from evalwh.cli import render
 from tests.builders import PLACE_OUTPUT, place_config
 from tests.conftest import run_cli
 
@@ -15,3 +22,44 @@ def test_criteria_table_shows_the_mode(tmp_path: Path) -> None:
     assert run_cli("run", str(cfg), "-o", str(tmp_path / "out"), cwd=tmp_path).returncode == 0
     done = run_cli("last", "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert "json-schema (native)" in done.stdout  # the mock takes the schema as asked
+
+
+def _summary_row(queued: float | None) -> dict[str, Any]:
+    return {
+        "variant": "v", "model": "m", "n": 4, "n_cases": 4, "n_passed": 4, "n_errors": 0,
+        "pass_rate": 1.0, "pass_rate_lo": 0.5, "pass_rate_hi": 1.0, "mean_score": 1.0,
+        "p50_latency_ms": 12.0, "p95_latency_ms": 30.0, "p95_queued_ms": queued, "cost_usd": 0.0,
+    }  # fmt: skip
+
+
+def _shown(renderable: Any) -> str:
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_summary_shows_the_time_requests_waited_only_when_they_waited() -> None:
+    waited = _shown(render.summary_table([_summary_row(1500.0), _summary_row(None)]))
+    assert "queued p95" in waited and "2 s" not in waited and "1500 ms" in waited
+    assert "30 ms" in waited  # the latency p95 beside it, unchanged
+    for idle in (None, 0.0, 0.4):  # no wait, or less than a millisecond of bookkeeping
+        assert "queued" not in _shown(render.summary_table([_summary_row(idle)]))
+
+
+def test_a_cases_detail_shows_its_wait_beside_its_latency(monkeypatch: pytest.MonkeyPatch) -> None:
+    console = Console(width=200, record=True, file=io.StringIO())
+    monkeypatch.setattr(render, "out", lambda: console)
+    case = {
+        "variant": "v", "model": "m", "case_id": "c1", "repeat": 0, "passed": True,
+        "score": 1.0, "error": None, "output": "4", "expected": None, "criteria": [],
+        "attachments": None, "vars": "{}", "metadata": "{}", "messages": "[]",
+        "latency_ms": 12.0, "queued_ms": 1000.0, "input_tokens": 3, "output_tokens": 1,
+        "cost_usd": None, "attempts": 2,
+    }  # fmt: skip
+    render.case_block(case, full=True)
+    render.case_block({**case, "queued_ms": None}, full=True)
+    lines = [line for line in console.export_text().splitlines() if "latency" in line]
+    assert [line.split(",")[0].strip() for line in lines] == [
+        "latency 12 ms (+1000 ms queued)",
+        "latency 12 ms",
+    ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,6 +23,7 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.engine.records import RowSink
 from evalwh.engine.runner import CachedAnswer, CellResult, CheckOutcome
 from evalwh.scoring.scorecard import CaseScore, CriterionScore
+from evalwh.warehouse.writer import CASE_COLUMNS
 from tests.builders import cell_result
 
 PHOTO = Attachment("photo", Path("/x/dog.jpg"), "ab" * 32, "image/jpeg", 1234)
@@ -37,7 +39,8 @@ MESSAGES, OUTPUT = 9, 10
 CHECK = slice(24, 28)  # passed, exit code, output, error
 
 
-ATTACHMENTS = -1
+COLUMNS = [name for name, _ in CASE_COLUMNS]
+ATTACHMENTS, QUEUED = COLUMNS.index("attachments"), COLUMNS.index("queued_ms")
 
 
 def sink(scores: list[list[Any]] | None = None, **kw: Any) -> tuple[RowSink, list[list[Any]]]:
@@ -77,6 +80,15 @@ def test_a_case_row_stores_the_cases_fields_as_json() -> None:
     assert row[OUTPUT] == "out"
     rows_sink(cell_result(Case(id="c2")))  # no files: no attachments
     assert rows[1][ATTACHMENTS] is None
+
+
+def test_a_case_row_keeps_the_time_its_request_waited_apart_from_its_latency() -> None:
+    rows_sink, rows = sink()
+    rows_sink(replace(cell_result(CASE), latency_ms=12.5, queued_ms=1000.25))
+    rows_sink(replace(cell_result(Case(id="c2")), cached=True))  # no request: nothing waited
+    assert len(rows[0]) == len(CASE_COLUMNS)
+    assert (rows[0][COLUMNS.index("latency_ms")], rows[0][QUEUED]) == (12.5, 1000.25)
+    assert rows[1][QUEUED] is None
 
 
 def test_a_no_look_row_keeps_only_the_metadata_of_the_case() -> None:

@@ -53,10 +53,10 @@ from evalwh.engine.runner import (
     error_text,
 )
 from evalwh.providers.base import Completion, ProviderError, Request
+from tests.builders import case_of, eval_for
 from tests.builders import eval_config as config
-from tests.builders import eval_for
 from tests.conftest import write
-from tests.fakes.servers import FakeLLMServer, reply
+from tests.fakes.servers import FakeLLMServer, error, reply
 
 
 class Tracking:
@@ -604,6 +604,22 @@ def test_a_latency_is_the_providers_time_in_milliseconds(monkeypatch: pytest.Mon
     assert answered.answer is not None and answered.answer.latency_ms == 250.0
 
 
+def test_a_providers_own_time_on_the_wire_is_the_latency(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HTTP provider times its request from sending it to the last byte: that is kept, not
+    the engine's span of the call (which holds the client's set-up and the body's building)."""
+    ticks = iter([10.0, 10.25])
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: next(ticks))
+
+    class Timed:
+        async def complete(self, request: Request) -> Completion:
+            return Completion(text="ok", input_tokens=1, output_tokens=1, latency_ms=7.5)
+
+    ep = Endpoint.for_model(ModelSpec(id="m", provider="timed", model="m"), Timed())  # type: ignore[arg-type]
+    answered = send(engine(ep, reuse=False), ep)
+    assert answered.answer is not None and answered.answer.latency_ms == 7.5
+    assert answered.queued_ms is not None and answered.queued_ms >= 0.0
+
+
 # -- an endpoint and the engine's defaults ----------------------------------------------------
 
 
@@ -937,18 +953,108 @@ def test_a_retry_after_pauses_the_models_other_requests_too(
     ep = Endpoint.for_model(spec, provider)  # type: ignore[arg-type]
     eng = engine(ep, reuse=False)
 
-    async def both() -> None:
+    async def both() -> tuple[Call, Call, float]:
         hand = asyncio.ensure_future(clock.advance())
         first = asyncio.create_task(eng.call(ep, MESSAGES, Case(id="first"), "v"))
         await provider.limited.wait()  # the first request has its 429
-        await eng.call(ep, MESSAGES, Case(id="second"), "v")
-        await first
+        asked = clock.monotonic()
+        second = await eng.call(ep, MESSAGES, Case(id="second"), "v")
         hand.cancel()
+        return await first, second, asked
 
-    asyncio.run(both())
+    first, second, second_asked = asyncio.run(both())
     limited_at = provider.arrived[0][1]
     second_at = next(at for case, at in provider.arrived if case == "second")
     assert second_at - limited_at >= 0.9  # the server's Retry-After held it back
+    # the pause is the second call's queued time, not its latency (the answer took no time);
+    # the first call's back-off is its own queued time
+    assert second.queued_ms == pytest.approx((second_at - second_asked) * 1000)
+    assert second.queued_ms == pytest.approx(1000.0)
+    assert second.answer is not None and second.answer.latency_ms == 0.0
+    assert (first.attempts, first.queued_ms) == (2, pytest.approx(1000.0))
+    assert first.answer is not None and first.answer.latency_ms == 0.0
+
+
+# Beyond the server's own time, what a request may take on loopback on a busy machine: far
+# under the 1 s back-off and the 2 s set-up below, so either would show.
+LOOPBACK_MS = 500.0
+
+
+def test_a_backed_off_request_leaves_the_others_latency_at_the_servers_own_time(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug (issue 45): latency_ms held time that was not the request's own (a run's p95 went
+    from 176 to 1,035 ms on an instant server). Now it is the kept attempt's time from sending
+    to the last byte, checked against the server's own time for that request (stamped by the
+    fake server); the waits are queued_ms.
+
+    The runner's clock is the real one plus the waits injected here: the back-off's sleep
+    moves it by the seconds asked at once (the test waits for nothing and counts the wait
+    exactly), and the HTTP client's set-up on first use moves it by 2 s, as a slow set-up
+    (importing the transport, loading CA certificates) would."""
+    skew: list[float] = []
+
+    class Clock:  # the runner's `time`
+        monotonic = staticmethod(lambda: time.monotonic() + sum(skew))
+        perf_counter = staticmethod(lambda: time.perf_counter() + sum(skew))
+
+    class Waits:  # the runner's `asyncio`: a sleep moves the clock on instead of waiting
+        def __getattr__(self, name: str) -> object:
+            return getattr(asyncio, name)
+
+        @staticmethod
+        async def sleep(delay: float) -> None:
+            skew.append(delay)
+            await asyncio.sleep(0)
+
+    from evalwh.providers.http import HttpProvider
+
+    set_up = HttpProvider._client_for_loop
+
+    def slow_set_up(self: HttpProvider) -> Any:
+        if not self._clients:
+            skew.append(2.0)
+        return set_up(self)
+
+    monkeypatch.setattr(runner, "time", Clock)
+    monkeypatch.setattr(runner, "asyncio", Waits())
+    monkeypatch.setattr(HttpProvider, "_client_for_loop", slow_set_up)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-anthropic-0000")
+    server.latency = 0.02
+    backed_off: list[int] = []
+
+    def overloaded_once(req: Any) -> Any:  # case c0003's first request: 529, retry after 1 s
+        if case_of(req) == "question 3" and not backed_off:
+            backed_off.append(req.index)
+            return error(529, retry_after=1)
+        return None
+
+    server.responder = overloaded_once
+    block = (
+        f"  - {{id: m, provider: anthropic, model: claude-3-5-haiku-20241022, "
+        f"base_url: '{server.url}'}}"
+    )
+    cfg = eval_for(tmp_path, block, 8, concurrency=4)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    assert result.totals["n_passed"] == 8
+    assert skew == [2.0, 1.0]  # the set-up, then the back-off: asked once, for 1 s
+    kept = {case_of(r): r for r in server.requests if r.behavior == "reply"}
+    rows = (
+        evalwh.open_warehouse(tmp_path / "out" / "warehouse.duckdb")
+        .sql("SELECT case_id, attempts, latency_ms, queued_ms FROM cases ORDER BY case_id")
+        .to_pylist()
+    )
+    for row in rows:
+        handled = kept[f"question {int(row['case_id'][1:])}"].handled_ms
+        assert handled is not None and handled >= 20.0  # the server's latency is in its time
+        # the client's span holds the server's; beyond it only the loopback
+        assert handled - 1.0 <= row["latency_ms"] <= handled + LOOPBACK_MS, row
+        if row["case_id"] == "c0003":
+            assert row["attempts"] == 2
+            assert 1000.0 <= row["queued_ms"] < 1000.0 + LOOPBACK_MS
+        else:
+            assert row["attempts"] == 1
+            assert 0.0 <= row["queued_ms"] < LOOPBACK_MS
 
 
 # -- a deadline's error and unrenderable datasource cases ------------------------------------

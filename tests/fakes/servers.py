@@ -31,7 +31,9 @@ Behaviours come from the helpers :func:`reply`, :func:`slow`, :func:`error`,
 never holds up other connections.
 
 Recorded: ``server.requests`` (a list of :class:`RecordedRequest`: ``path``, ``headers`` with
-lower-case names, parsed JSON ``body``, ``api``, ``behavior``), ``server.last``,
+lower-case names, parsed JSON ``body``, ``api``, ``behavior``, ``handled_ms``: the server's own
+time for it, from its request line read to its answer's write, also sent back as the
+``x-fake-handled-ms`` header), ``server.last``,
 ``server.count``, ``server.connections`` (TCP connections accepted: keep-alive reuse shows as
 few connections for many requests) and ``server.max_in_flight``. ``server.reset()`` clears the
 records, the script and the counters.
@@ -213,6 +215,8 @@ class RecordedRequest:
     body: Any  # parsed JSON (None if the body was not JSON)
     api: str  # "anthropic", "openai", "google" or "unknown"
     behavior: str = ""  # the name of the behaviour that answered
+    received: float = 0.0  # time.perf_counter() when the server had read its request line
+    handled_ms: float | None = None  # the server's own time, until it writes its answer
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
@@ -385,6 +389,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return None
+
+    def parse_request(self) -> bool:
+        self.received = time.perf_counter()  # the request line is read: the server's clock starts
+        return super().parse_request()
 
     def do_POST(self) -> None:
         self.server.owner._handle(self)
@@ -600,6 +608,7 @@ class FakeLLMServer:
             raw=raw_body,
             body=body,
             api=api,
+            received=getattr(handler, "received", time.perf_counter()),
         )
         try:
             if api == "unknown" or handler.command != "POST":
@@ -636,13 +645,14 @@ class FakeLLMServer:
             data = json.dumps(self._error_body(api, req, behavior)).encode()
         else:
             data = json.dumps(self._reply_body(api, req, behavior)).encode()
+        # stamped before the answer is written: a client that has read it finds it set
+        req.handled_ms = (time.perf_counter() - req.received) * 1000
+        headers = {"x-fake-handled-ms": f"{req.handled_ms:.3f}", **behavior.headers}
         if behavior.truncate:
             handler.close_connection = True
-            handler.send(
-                behavior.status, data[: len(data) // 2], behavior.headers, declared=len(data)
-            )
+            handler.send(behavior.status, data[: len(data) // 2], headers, declared=len(data))
             return
-        handler.send(behavior.status, data, behavior.headers)
+        handler.send(behavior.status, data, headers)
 
     def _error_body(self, api: str, req: RecordedRequest, behavior: Behavior) -> dict[str, Any]:
         status = behavior.status

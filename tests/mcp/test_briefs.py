@@ -37,6 +37,8 @@ def test_run_eval_summary_has_the_matrix_and_no_outputs(agent, quickstart):
     assert len(brief["matrix"]) == 4
     cell = brief["matrix"][0]
     assert {"variant", "model", "n", "passed", "pass_rate", "ci95", "errors"} <= set(cell)
+    # latency and, apart, the time requests waited to be sent (the mock never waits long)
+    assert cell["p50_ms"] >= 0 and 0 <= cell["queued_p95_ms"] < 1000
     assert brief["totals"]["n"] == 48
     assert brief["failures"] == brief["totals"]["failed"] == 15
     assert brief["cap_usd"] == 1.0 and brief["estimate_usd"] > 0
@@ -76,6 +78,7 @@ def test_paging_drill_down_compare_and_query(agent, quickstart):
     assert one["output"] == "Hmm. It is Paris, I think."
     assert one["truncated"] == {}
     assert one["messages"][0]["role"] == "system"
+    assert one["attempts"] == 1 and one["latency_ms"] >= 0 and one["queued_ms"] >= 0
     with pytest.raises(UsageError, match="has no cell"):
         tools.case_brief(view, "latest", "nope", "mock-small", "geo-1")
 

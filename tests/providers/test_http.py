@@ -944,6 +944,33 @@ def test_a_server_that_does_not_answer_in_timeout_s_is_given_up(transport: str) 
     assert caught.value.kind == "timeout" or "timed out" in str(caught.value).lower()
 
 
+# ---- a request's own time ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai", "google"])
+def test_an_answer_carries_its_time_from_sending_to_the_last_byte(
+    server: FakeLLMServer, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The span holds the server's own time for the request (stamped by the fake server) and
+    nothing before the send: the client's set-up on first use, 2 s here, is not in it."""
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key-gemini-0000")
+    server.latency = 0.02
+    url = {"anthropic": server.url, "openai": server.openai_url, "google": server.url}[name]
+    prov = make(name, url)
+    set_up = prov._client_for_loop
+
+    def slow_set_up() -> Any:
+        time.sleep(0.0 if prov._clients else 2.0)
+        return set_up()
+
+    monkeypatch.setattr(prov, "_client_for_loop", slow_set_up)
+    answer = complete(prov)
+    handled = server.last.handled_ms
+    assert handled is not None and handled >= 20.0
+    assert answer.latency_ms is not None
+    assert handled - 1.0 <= answer.latency_ms <= handled + 1000.0  # not the 2 s set-up
+
+
 # ---- connection handling and the pool ---------------------------------------------------------
 
 

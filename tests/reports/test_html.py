@@ -76,6 +76,9 @@ def test_every_number_is_the_one_the_queries_give(hostile: dict[str, Any]) -> No
     assert f"pass {fmt.rate(totals)}" in page
     for row in view.query("summary", run_id=run_id).to_pylist():
         assert fmt.rate(row) in page
+    assert ">queued p95</th>" in page  # beside p50/p95 latency
+    assert all(r["q"] is None or r["q"] >= 0 for r in embedded(page)["rows"])
+    assert any(r["q"] is not None for r in embedded(page)["rows"])
     for row in view.query("criteria", run_id=run_id).to_pylist():
         assert fmt.rate(row) in page
     judging = view.judging(run_id)

@@ -107,6 +107,25 @@ def _costed_answer(
     )
 
 
+def _timed_answer(
+    con: duckdb.DuckDBPyConnection,
+    model: str,
+    case: str,
+    *,
+    latency: float,
+    queued: float | None,
+    cached: bool = False,
+) -> None:
+    """One passing answer of cell v x ``model`` in run r: its latency (its own time) and the
+    time it waited to be sent (queued_ms; NULL: no request was made)."""
+    con.execute(
+        "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, request_hash, "
+        "attempts, passed, score, latency_ms, queued_ms, created_at) "
+        "VALUES ('r', 'v', ?, ?, 0, ?, 'h', 1, true, 1.0, ?, ?, now())",
+        [model, case, cached, latency, queued],
+    )
+
+
 def _case(
     con: duckdb.DuckDBPyConnection,
     run: str,

@@ -15,7 +15,7 @@ import pytest
 from evalwh.warehouse import queries
 from evalwh.warehouse.store import Warehouse
 from tests.builders import gate_rules, rows_of, warehouse_with
-from tests.sql.conftest import _Z, _row, _warehouse, _wilson, statsmodels_wilson
+from tests.sql.conftest import _Z, _row, _timed_answer, _warehouse, _wilson, statsmodels_wilson
 
 
 def test_summary_matrix_by_hand(tmp_path: Path) -> None:
@@ -60,6 +60,20 @@ def test_summary_matrix_by_hand(tmp_path: Path) -> None:
     assert (m1["cost_usd"], m1["cost_uncached_usd"]) == (1.0, 1.5)
     assert (m2["model"], m2["n"], m2["input_tokens"], m2["output_tokens"]) == ("m2", 1, 0, 0)
     assert (m2["cost_usd"], m2["cost_uncached_usd"]) == (0, 0)
+
+
+def test_the_p95_of_the_time_requests_waited_is_apart_from_latency(tmp_path: Path) -> None:
+    # Cell v x m1: queued 0, 0, 0, 1000 ms and a cached answer (NULL: no request) -> p95 of
+    # the four waits, linear between the 3rd and 4th: 0 + 0.85 * 1000 = 850; the latencies
+    # (10 ms each) are untouched by it. Cell v x m2: only cached answers -> NULL.
+    con = _warehouse(tmp_path)
+    rows = [("m1", f"c{i}", q, q is None) for i, q in enumerate([0.0, 0.0, 0.0, 1000.0, None])]
+    rows += [("m2", "c1", None, True)]
+    for model, case, queued, cached in rows:
+        _timed_answer(con, model, case, latency=10.0, queued=queued, cached=cached)
+    m1, m2 = queries.run_query(con, "summary", run_id="r").to_pylist()
+    assert (m1["p95_queued_ms"], m1["p95_latency_ms"]) == (pytest.approx(850.0), 10.0)
+    assert m2["p95_queued_ms"] is None
 
 
 def test_summary_averages_repeats_per_case_and_gives_the_wilson_interval_on_cases(
@@ -163,8 +177,9 @@ def test_wilson_interval_against_a_reference_value() -> None:
     con.execute(
         "CREATE TABLE cases AS SELECT 'r' AS run_id, 'v' AS variant, 'm' AS model, "
         "'c' || i AS case_id, i < 3 AS passed, "
-        "NULL::VARCHAR AS error, false AS cached, 1.0 AS score, 10.0 AS latency_ms, 1 AS input_tokens, "
-        "1 AS output_tokens, 0.0 AS cost_usd FROM range(12) t(i)"
+        "NULL::VARCHAR AS error, false AS cached, 1.0 AS score, 10.0 AS latency_ms, "
+        "NULL::DOUBLE AS queued_ms, 1 AS input_tokens, 1 AS output_tokens, 0.0 AS cost_usd "
+        "FROM range(12) t(i)"
     )
     row = queries.run_query(con, "summary", run_id="r").to_pylist()[0]
     assert row["pass_rate_lo"] == pytest.approx(0.08894, abs=1e-5)

@@ -49,6 +49,8 @@ def test_a_running_runs_rows_arrive_by_events_before_it_ends(tmp_path: Path) -> 
                 for name, data in events(response):
                     if name == "rows" and last.get("status") == "running":
                         seen_rows_while_running += len(data)
+                    if name == "rows":  # the latency and, apart, the time waited to be sent
+                        assert all("latency_ms" in r and "queued_ms" in r for r in data)
                     if name == "progress":
                         last = data
             assert run.wait(timeout=60) in (0, 1), run.communicate()

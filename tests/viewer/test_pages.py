@@ -261,6 +261,9 @@ def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, 
     history = c.get("/cases/q03.json").json()
     assert history["notice"] is None  # no no-look run holds q03
     assert {r["run_id"] for r in history["rows"]} == {a, b}
+    # latency and, apart, the time its requests waited to be sent
+    assert all("latency_ms" in r and "queued_ms" in r for r in history["rows"])
+    assert '<th class="n">latency</th><th class="n">queued</th>' in c.get("/cases/q03").text
     assert sum(r["n"] for r in history["rows"] if r["run_id"] == a) == len(
         view.cases(a, case_id="q03")
     )

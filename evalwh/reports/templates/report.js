@@ -150,7 +150,7 @@
         var st = status(r);
         var box = el("div", { cls: "side" }, [
           el("h4", { text: cellOf(r) + " · " + st + " · score " + num(r.s) }),
-          el("p", { cls: "muted", text: "latency " + num(r.lat, 0) + " ms · cost " + (r.cost == null ? "–" : "$" + num(r.cost, 4)) + " · attempts " + r.att + (r.cached ? " · cached" : "") })
+          el("p", { cls: "muted", text: "latency " + num(r.lat, 0) + " ms" + (r.q >= 1 ? " · queued " + num(r.q, 0) + " ms" : "") + " · cost " + (r.cost == null ? "–" : "$" + num(r.cost, 4)) + " · attempts " + r.att + (r.cached ? " · cached" : "") })
         ]);
         if (r.e) { box.appendChild(el("p", { cls: "bad", text: "error" + (r.ek ? " (" + r.ek + ")" : "") + ": " + r.e })); }
         clip(r.o, r.ol).forEach(function (k) { box.appendChild(k); });

@@ -38,7 +38,8 @@
       cell(tr, String(r.repeat), "n");
       cell(tr, r.error_kind ? "error: " + r.error_kind : (r.passed ? "pass" : "fail"), r.passed ? "good" : "bad");
       cell(tr, r.score === null ? "–" : r.score.toFixed(2), "n");
-      cell(tr, r.latency_ms === null ? "–" : Math.round(r.latency_ms) + " ms", "n");
+      cell(tr, (r.latency_ms === null ? "–" : Math.round(r.latency_ms) + " ms") +
+        (r.queued_ms >= 1 ? " (+" + Math.round(r.queued_ms) + " ms queued)" : ""), "n");
       body.insertBefore(tr, body.firstChild);
     });
     while (body.children.length > MAX_ROWS) { body.removeChild(body.lastChild); }
