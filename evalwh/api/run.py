@@ -64,6 +64,9 @@ class DryRun:
     estimate: dict[str, Any] | None = None
     no_look: bool = False  # no sample prompt is shown (docs/no-look.md)
     datasources: list[str] = field(default_factory=list)  # read while the run goes: not counted
+    # literal criterion values in another tool's template syntax (evalwh.scoring.values):
+    # {file, where, line, column, found, name, tool, message}
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -395,8 +398,11 @@ def validate(
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
     Raises CostRefusedError (exit code 4) when the estimate exceeds ``max_cost`` (or the
-    settings' ``max_cost_usd``), exactly as the run would.
+    settings' ``max_cost_usd``), exactly as the run would. ``warnings`` lists criterion values
+    written in another tool's template syntax (``{var}``, ``${var}``), compared as written.
     """
+    from evalwh.scoring.values import foreign_templates
+
     planned = _plan(
         config,
         models=models,
@@ -431,6 +437,7 @@ def validate(
         estimate=planned.estimate.to_dict(),
         no_look=planned.config.no_look,
         datasources=[s.name for s in planned.config.sources],
+        warnings=[w.to_dict() for w in foreign_templates(planned.config)],
     )
 
 

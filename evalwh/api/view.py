@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from evalwh.analysis.compare import Comparison
     from evalwh.analysis.gate import GateResult
     from evalwh.analysis.readonly import QueryBounds
-    from evalwh.reports.exports import Export
+    from evalwh.reports.exports import Export, ExportAll
     from evalwh.warehouse.lake import LakeTarget
 
 from evalwh.analysis.nolook import NOTICE, is_no_look, minimal, minimal_table
@@ -259,6 +259,14 @@ class WarehouseView:
         return export_run(
             self.store, ref, format, out=out, baseline=baseline, csv_formulas=csv_formulas
         )
+
+    def export_all(self, *, out: str | Path | None = None) -> ExportAll:
+        """Export every concluded run as Parquet (to ``out``, else the warehouse's
+        ``exports/``), first moving exports kept in the layout before schema version 2 (one
+        ``run_id=<id>/`` folder holding both tables) into ``cases/`` and ``scores/``."""
+        from evalwh.reports.exports import export_all
+
+        return export_all(self.store, out=out if out is not None else self.local_dir / "exports")
 
     # -- HTML pages and the decision log (evalwh/reports) ----------------------------------
     def report(self, ref: str = "latest", out: str | Path | None = None) -> Path | str:

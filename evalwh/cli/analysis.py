@@ -179,17 +179,31 @@ def sql(
 def export(
     run: RunArg = "latest",
     format: Annotated[
-        str, typer.Option("--format", "-f", help="json, csv, md, parquet, junit or html.")
-    ] = "json",
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="json (default), csv, md, parquet, junit or html.",
+            show_default=False,
+        ),
+    ] = None,
     out_path: Annotated[
         Path | None,
         typer.Option(
             "--out",
-            help="Write here (parquet: the folder that gets run_id=<id>/; default: the "
+            help="Write here (parquet: the folder that gets cases/ and scores/; default: the "
             "warehouse's exports/). Without it, text formats go to stdout.",
             show_default=False,
         ),
     ] = None,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Export every concluded run as Parquet (instead of RUN), moving exports of "
+            "the older layout (exports/run_id=<id>/) into cases/ and scores/.",
+        ),
+    ] = False,
     baseline: BaselineOpt = None,
     csv_formulas: Annotated[
         str,
@@ -202,14 +216,29 @@ def export(
 ) -> None:
     """Export a stored run (json, csv, md PR comment, parquet, junit, html page); nothing is
     re-run."""
+    from evalwh.errors import UsageError
+
+    if every:
+        if format not in (None, "parquet") or run != "latest":
+            raise UsageError(
+                "--all exports every run as Parquet: give no RUN and no other --format"
+            )
+        written = _warehouse().export_all(out=out_path)
+        if STATE.json:
+            emit_json(written.to_dict())
+            return
+        note(f"wrote {len(written.run_ids)} run(s) to {written.path}/{{cases,scores}}/")
+        return
     result = _warehouse().export(
-        run, format, out=out_path, baseline=baseline, csv_formulas=csv_formulas
+        run, format or "json", out=out_path, baseline=baseline, csv_formulas=csv_formulas
     )
     if STATE.json:
         emit_json({**result.to_dict(), "content": result.text})
         return
     if result.text is not None:
         sys.stdout.write(result.text)
+    elif result.format == "parquet":
+        note(f"wrote {result.path}/{{cases,scores}}/run_id={result.run_id}/")
     else:
         note(f"wrote {result.path}")
 

@@ -308,6 +308,8 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         )
     if p.no_look:
         console.print("no-look: no sample prompt is shown", markup=False)
+    for warning in p.warnings:
+        render.warn(f"warning: {warning['message']}")
     console.print(f"variants: {', '.join(p.variants)}", markup=False)
     console.print(f"models:   {', '.join(p.models)}", markup=False)
     if p.estimate:

@@ -127,9 +127,13 @@ def _defined(value: Any) -> Any:
     return value
 
 
-def compile_template(text: str, *, file: str, where: str) -> jinja2.Template:
+def compile_template(
+    text: str, *, file: str, where: str, env: jinja2.Environment | None = None
+) -> jinja2.Template:
+    """``text`` compiled in :func:`environment` (or ``env``, an overlay of it: a regex
+    pattern's escapes every value); syntax errors and sandbox violations are ConfigErrors."""
     try:
-        template = environment().from_string(text)
+        template = (env or environment()).from_string(text)
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigError(
             f"template syntax error: {exc.message} (line {exc.lineno} of the template)",
@@ -141,7 +145,7 @@ def compile_template(text: str, *, file: str, where: str) -> jinja2.Template:
     if unsafe is not None:
         name, line = unsafe
         raise sandbox_error(f"access to '{name}'", line, file=file, where=where)
-    if isinstance(template, Template):
+    if isinstance(template, Template) and env is None:  # an overlay's finalize needs Jinja
         template._plan = _plan_of(text)
     return template
 

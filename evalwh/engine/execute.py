@@ -113,6 +113,8 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             )
         )
     scorecard = build_scorecard(config.scorecard, config.root, file)
+    for case in config.cases:  # criteria values that are templates: every case renders now
+        scorecard.prepare(case)
     names = {c.name for c in config.scorecard}
     for name in config.thresholds.get("criteria") or {}:
         if name not in names:

@@ -8,7 +8,9 @@
 
 A no-look run (docs/no-look.md) exports the same columns as the warehouse (its case-data
 columns NULL); json, md and junit say it is no-look instead of showing outputs.
-- ``parquet``: Hive-partitioned ``<out>/run_id=<id>/{cases,scores}.parquet``.
+- ``parquet``: one Hive-partitioned dataset per table, ``<out>/cases/run_id=<id>/cases.parquet``
+  and ``<out>/scores/run_id=<id>/scores.parquet`` (evalwh.warehouse.exportfiles);
+  :func:`export_all` writes every concluded run so, moving exports of the older layout.
 - ``html``: the self-contained run page of ``evalwh.reports.html`` (the same as
   ``run --html``).
 - ``junit``: one testsuite per variant x model with a testcase per case row (failures and
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,13 +77,7 @@ def export_run(
         )
     run_id = store.resolve(ref)
     if format == "parquet":
-        if out is not None:
-            root = Path(out)
-        elif isinstance(store.path, Path):
-            root = store.path.parent / "exports"
-        else:
-            raise UsageError("a DuckLake run exports to a folder on this machine: name it (--out)")
-        return Export(run_id, format, path=store.export_run(run_id, root))
+        return Export(run_id, format, path=store.export_run(run_id, _parquet_root(store, out)))
     if format == "csv":
         text = _csv(store, run_id, keep_formulas=csv_formulas == "keep")
     else:
@@ -92,6 +88,40 @@ def export_run(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return Export(run_id, format, path=path)
+
+
+def _parquet_root(store: Warehouse, out: str | Path | None) -> Path:
+    if out is not None:
+        return Path(out)
+    if isinstance(store.path, Path):
+        return store.path.parent / "exports"
+    raise UsageError("a DuckLake run exports to a folder on this machine: name it (--out)")
+
+
+@dataclass
+class ExportAll:
+    """What :func:`export_all` wrote: the exports folder, the runs exported into it, and the
+    runs whose exports were moved from the layout before schema version 2."""
+
+    path: Path
+    run_ids: list[str]
+    migrated: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": "parquet", **asdict(self)}
+
+
+def export_all(store: Warehouse, *, out: str | Path | None = None) -> ExportAll:
+    """Export every concluded run (completed, failed or stopped) as Parquet to ``out`` (else
+    the warehouse's ``exports/``), after moving exports of the older layout found there."""
+    from evalwh.warehouse.exportfiles import migrate_layout
+
+    root = _parquet_root(store, out)
+    migrated = migrate_layout(root)
+    run_ids = store.concluded_runs()
+    for run_id in run_ids:
+        store.export_run(run_id, root)
+    return ExportAll(root, run_ids, migrated)
 
 
 # -- json / csv ---------------------------------------------------------------------------

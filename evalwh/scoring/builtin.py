@@ -1,7 +1,10 @@
 """Built-in scorers: exact, contains, not-contains, regex, json-valid, json-schema.
 
 Each factory checks its options once and returns a closure that does only per-case work:
-regexes are compiled and schema validators built at build time.
+regexes are compiled and schema validators built at build time. A ``value`` or ``pattern``
+holding ``{{``/``{%`` is a template rendered per case (:mod:`evalwh.scoring.values`); the
+closure's ``prepare(case)`` renders it ahead (check_config does, for every case, so a failing
+template stops validate and run before anything is called).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult, ScorerFn, option_error
 from evalwh.scoring.jsonextract import parse_json
+from evalwh.scoring.values import CaseValues
 
 CLIP = 200  # characters of matched / expected text kept in details
 MAX_SCHEMA_ERRORS = 5
@@ -80,12 +84,12 @@ def exact(criterion: Criterion, root: Path, file: str) -> ScorerFn:
             text = text.casefold()
         return text
 
-    fixed_raw: list[str] | None = None
+    values: CaseValues | None = None
     fixed: list[str] | None = None
     value = criterion.options.get("value")
     if value is not None:
-        fixed_raw = _as_strings(value)
-        if not fixed_raw:
+        given = _as_strings(value)
+        if not given:
             raise option_error(
                 criterion,
                 file,
@@ -93,10 +97,11 @@ def exact(criterion: Criterion, root: Path, file: str) -> ScorerFn:
                 "'value' is an empty list",
                 "list at least one accepted answer, or remove `value` to use the case's expected",
             )
-        fixed = [normalise(v) for v in fixed_raw]
+        values = CaseValues(criterion, file, "value", given)
+        fixed = None if values.fixed is None else [normalise(v) for v in values.fixed]
 
     def score(output: str, case: Case) -> ScoreResult:
-        if fixed is None:
+        if values is None:
             if case.expected is None:
                 return _no_expected(case)
             raw = _as_strings(case.expected)
@@ -104,14 +109,26 @@ def exact(criterion: Criterion, root: Path, file: str) -> ScorerFn:
                 return _empty_expected(case)
             candidates = [normalise(v) for v in raw]
         else:
-            raw, candidates = fixed_raw or [], fixed
+            raw = values(case)
+            candidates = fixed if fixed is not None else [normalise(v) for v in raw]
         got = normalise(output)
         if got in candidates:
             return ScoreResult(1.0)
         expected: Any = clip(raw[0]) if len(raw) == 1 else [clip(v) for v in raw]
         return ScoreResult(0.0, details={"expected": expected})
 
+    return _with_prepare(score, values)
+
+
+def _with_prepare(score: ScorerFn, prepare: Any) -> ScorerFn:
+    """``score`` with ``prepare(case)``, which renders the criterion's templated values for a
+    case ahead of scoring (or does nothing)."""
+    score.prepare = prepare or _nothing  # type: ignore[attr-defined]
     return score
+
+
+def _nothing(case: Case) -> None:
+    return None
 
 
 # --- contains / not-contains -------------------------------------------------------------
@@ -130,6 +147,7 @@ def _contains(criterion: Criterion, file: str, negate: bool) -> ScorerFn:
         )
     match_all = match == "all"
 
+    values: CaseValues | None = None
     fixed: list[tuple[str, str]] | None = None
     value = criterion.options.get("value")
     if value is not None:
@@ -144,19 +162,23 @@ def _contains(criterion: Criterion, file: str, negate: bool) -> ScorerFn:
                 f"'value' must be a string or a non-empty list of strings, got {value!r}",
                 "write `value: text` or `value: [one, two]`",
             )
-        raw = _as_strings(value)
-        fixed = [(v, v if case_sensitive else v.casefold()) for v in raw]
+        values = CaseValues(criterion, file, "value", _as_strings(value))
+        if values.fixed is not None:
+            fixed = [(v, v if case_sensitive else v.casefold()) for v in values.fixed]
 
     def score(output: str, case: Case) -> ScoreResult:
-        if fixed is None:
-            if case.expected is None:
-                return _no_expected(case)
-            raw = _as_strings(case.expected)
-            if not raw:
-                return _empty_expected(case)
-            pairs = [(v, v if case_sensitive else v.casefold()) for v in raw]
-        else:
+        if fixed is not None:
             pairs = fixed
+        else:
+            if values is not None:
+                raw = values(case)
+            elif case.expected is None:
+                return _no_expected(case)
+            else:
+                raw = _as_strings(case.expected)
+                if not raw:
+                    return _empty_expected(case)
+            pairs = [(v, v if case_sensitive else v.casefold()) for v in raw]
         haystack = output if case_sensitive else output.casefold()
         found: list[str] = []
         missing: list[str] = []
@@ -169,7 +191,7 @@ def _contains(criterion: Criterion, file: str, negate: bool) -> ScorerFn:
             ok = not missing if match_all else bool(found)
         return ScoreResult(1.0 if ok else 0.0, details={"found": found, "missing": missing})
 
-    return score
+    return _with_prepare(score, values)
 
 
 def contains(criterion: Criterion, root: Path, file: str) -> ScorerFn:
@@ -212,27 +234,38 @@ def regex(criterion: Criterion, root: Path, file: str) -> ScorerFn:
             )
         flags |= REGEX_FLAGS[name]
     full_match = _bool_option(criterion, file, "full_match", False)
-    try:
-        compiled = re.compile(pattern, flags)
-    except re.error as exc:
-        position = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise option_error(
-            criterion,
-            file,
-            "pattern",
-            f"invalid regular expression {pattern!r}: {exc.msg}{position}",
-            "fix the pattern (Python `re` syntax); in YAML single-quote it so backslashes "
-            "are kept, e.g. pattern: '\\d+'",
-        ) from None
-    matcher = compiled.fullmatch if full_match else compiled.search
+
+    def matcher_of(pattern: str, case: Case | None = None) -> Any:
+        try:
+            compiled = re.compile(pattern, flags)
+        except re.error as exc:
+            position = f" at position {exc.pos}" if exc.pos is not None else ""
+            rendered = f" (as rendered for case '{case.id}')" if case is not None else ""
+            raise option_error(
+                criterion,
+                file,
+                "pattern",
+                f"invalid regular expression {pattern!r}{rendered}: {exc.msg}{position}",
+                "fix the pattern (Python `re` syntax); in YAML single-quote it so backslashes "
+                "are kept, e.g. pattern: '\\d+'",
+            ) from None
+        return compiled.fullmatch if full_match else compiled.search
+
+    values = CaseValues(criterion, file, "pattern", [pattern], regex=True)
+    fixed = matcher_of(pattern) if values.fixed is not None else None
+
+    def prepare(case: Case) -> Any:
+        (rendered,) = values(case)
+        return matcher_of(rendered, case)  # re caches the compiled pattern
 
     def score(output: str, case: Case) -> ScoreResult:
+        matcher = fixed if fixed is not None else prepare(case)
         found = matcher(output)
         if found is None:
             return ScoreResult(0.0, details={"match": None})
         return ScoreResult(1.0, details={"match": clip(found.group(0))})
 
-    return score
+    return _with_prepare(score, None if fixed is not None else prepare)
 
 
 # --- json-valid / json-schema ------------------------------------------------------------

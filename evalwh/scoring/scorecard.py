@@ -58,12 +58,20 @@ class Scorecard:
             for c, fn in zip(self.criteria, scorers, strict=True)
         )
         self._total_weight = sum(c.weight for c in self.criteria if c.weight > 0)
+        # what renders each criterion's templated values for a case (evalwh.scoring.values)
+        self._prepare = [p for fn in scorers if (p := getattr(fn, "prepare", None)) is not None]
         # llm-judge criteria: (name, judge id); the engine awaits them and passes the results in
         self.judged = [
             (c.name, getattr(fn, "judge_id", ""))
             for c, fn in zip(self.criteria, scorers, strict=True)
             if getattr(fn, "is_judge", False)
         ]
+
+    def prepare(self, case: Case) -> None:
+        """Render the criteria's templated values for ``case`` (kept for its scoring); a
+        template that fails is a ConfigError naming the criterion and the case."""
+        for prepare in self._prepare:
+            prepare(case)
 
     def score(
         self, output: str, case: Case, given: dict[str, ScoreResult] | None = None

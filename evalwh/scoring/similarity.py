@@ -72,8 +72,15 @@ from typing import Any
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult, ScorerFn, option_error, option_where
-from evalwh.scoring.builtin import _as_strings, _bool_option, _empty_expected, _no_expected
+from evalwh.scoring.builtin import (
+    _as_strings,
+    _bool_option,
+    _empty_expected,
+    _no_expected,
+    _with_prepare,
+)
 from evalwh.scoring.userfunc import load_function
+from evalwh.scoring.values import CaseValues
 
 SMOOTHING = ("exp", "floor", "add-k", "none")
 SMOOTH_DEFAULTS = {"floor": 0.1, "add-k": 1.0}
@@ -135,15 +142,16 @@ def _number(criterion: Criterion, file: str, name: str, default: float, fix: str
     return float(value)
 
 
-def _fixed_references(criterion: Criterion, file: str) -> list[str] | None:
-    """The ``reference`` option as a list of strings, or None when unset."""
+def _fixed_references(criterion: Criterion, file: str) -> CaseValues | None:
+    """The ``reference`` option's strings for each case (templates rendered per case:
+    evalwh.scoring.values), or None when unset."""
     value = criterion.options.get("reference")
     if value is None:
         return None
     if isinstance(value, str):
-        return [value]
+        return CaseValues(criterion, file, "reference", [value])
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return list(value)
+        return CaseValues(criterion, file, "reference", list(value))
     raise option_error(
         criterion,
         file,
@@ -154,10 +162,10 @@ def _fixed_references(criterion: Criterion, file: str) -> list[str] | None:
     )
 
 
-def _references(fixed: list[str] | None, case: Case) -> list[str] | ScoreResult:
+def _references(fixed: CaseValues | None, case: Case) -> list[str] | ScoreResult:
     """The references to compare against, or the error result when the case has none."""
     if fixed is not None:
-        return fixed
+        return fixed(case)
     if case.expected is None:
         return _no_expected(case)
     refs = _as_strings(case.expected)
@@ -326,7 +334,7 @@ def bleu(criterion: Criterion, root: Path, file: str) -> ScorerFn:
         )
         return ScoreResult(value, details=details)
 
-    return score
+    return _with_prepare(score, references.prepare)  # type: ignore[attr-defined]
 
 
 # --- rouge-l -----------------------------------------------------------------------------
@@ -366,14 +374,15 @@ def _reference_tokens(
     """The tokenised references of a case: the criterion's ``reference`` (tokenised once) or
     the case's expected value(s); a ScoreResult when the case has none."""
     fixed = _fixed_references(criterion, file)
-    fixed_tokens = None if fixed is None else [tok(r) for r in fixed]
+    fixed_tokens = None if fixed is None or fixed.fixed is None else [tok(r) for r in fixed.fixed]
 
     def references(case: Case) -> list[list[str]] | ScoreResult:
         if fixed_tokens is not None:
             return fixed_tokens
-        refs = _references(None, case)
+        refs = _references(fixed, case)
         return refs if isinstance(refs, ScoreResult) else [tok(r) for r in refs]
 
+    references.prepare = fixed  # type: ignore[attr-defined]
     return references
 
 
@@ -401,7 +410,7 @@ def rouge_l_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
             details["reference"] = best_index
         return ScoreResult(f, details=details)
 
-    return score
+    return _with_prepare(score, references.prepare)  # type: ignore[attr-defined]
 
 
 # --- semantic ----------------------------------------------------------------------------
@@ -506,4 +515,4 @@ def semantic(criterion: Criterion, root: Path, file: str) -> ScorerFn:
             details["reference"] = best_index
         return ScoreResult(min(max(best, 0.0), 1.0), details=details)
 
-    return score
+    return _with_prepare(score, fixed)

@@ -15,29 +15,21 @@ import duckdb
 import pyarrow as pa
 
 from evalwh.errors import RunNotFoundError, UsageError
+from evalwh.warehouse import exportfiles
 from evalwh.warehouse.connect import HELD, memory_limit, read_connection, write_transaction
 from evalwh.warehouse.ioerrors import io_guard
 from evalwh.warehouse.lake import LakeTarget, Location
 from evalwh.warehouse.lease import DEFAULT_STALE_AFTER_S, HOST, effective_status
 from evalwh.warehouse.queries import run_query
-from evalwh.warehouse.tempnames import temp_name, writer_ended
 from evalwh.warehouse.writer import to_json
 
 if TYPE_CHECKING:
     import duckdb
 
-EXPORT_SCHEMA_VERSION = "1"
 LABEL_INSERT = (
     "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note, labelled_by, "
     "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# The export streams a run's rows into Parquet in the order they were stored, on one DuckDB
-# thread, in row groups of EXPORT_ROW_GROUP rows: its memory is bounded by a row group, not by
-# the run (a global ORDER BY sorted the whole run: +400 MB at a million cases; benchmarks/
-# README.md, "flat memory"). Readers sort as they need (docs/storage.md).
-EXPORT_MEMORY_LIMIT = "32MB"  # at a million cases: +50 MB of RSS (128 MB: +140), as fast
-EXPORT_MEMORY_RETRY = "512MB"  # a run of very long texts that does not fit EXPORT_MEMORY_LIMIT
-EXPORT_ROW_GROUP = 16_384
 # The DuckDB limit of a run's own queries after its cells (totals, summary, errors, the gate),
 # on one thread: they group by case, and within the warehouse's 2 GB a million cases took
 # +630 MB for the gate alone; DuckDB also keeps what they read cached up to its limit. Within
@@ -334,52 +326,52 @@ class Warehouse:
             what=f"set the status of run {run_id}",
         )
 
-    def export_run(self, run_id: str, exports_dir: Path) -> Path:
-        """Write Hive-partitioned Parquet: exports/run_id=<id>/{cases,scores}.parquet.
+    def concluded_runs(self) -> list[str]:
+        """The ids of the runs that ended (completed, failed, stopped: those a run exports),
+        oldest first."""
+        table = self.sql(
+            "SELECT run_id FROM runs WHERE status IN ('completed', 'failed', 'stopped') "
+            "ORDER BY run_id"
+        )
+        return [str(v) for v in table.column("run_id").to_pylist()]
 
-        Atomic for readers: each file is written under a temporary name in the same folder and
-        renamed into place, so ``exports/*/cases.parquet`` never matches a partial file. The
-        files also hold ``run_id`` as a column, so a reader needs no partition parsing (Polars
-        would otherwise try to read the id as a date).
+    def export_run(self, run_id: str, exports_dir: Path) -> Path:
+        """Write the run's rows as Parquet, one Hive-partitioned dataset per table:
+        ``exports_dir/cases/run_id=<id>/cases.parquet`` and ``.../scores/...`` (layout and
+        column types: :mod:`evalwh.warehouse.exportfiles`); return ``exports_dir``.
+
+        Atomic for readers: each file is written under a temporary name in
+        ``exports_dir/.tmp/`` and renamed into place, so a table's folder only ever holds
+        whole files. The files also hold ``run_id`` as a column, so a reader needs no
+        partition parsing (Polars would otherwise try to read the id as a date). Exports kept
+        in the layout before it are moved first (:func:`~evalwh.warehouse.exportfiles.
+        migrate_layout`).
         """
-        target = exports_dir / f"run_id={run_id}"
-        with io_guard(target, "write the export"):
-            target.mkdir(parents=True, exist_ok=True)
-            for stale in target.glob(".*.parquet.tmp-*"):  # left by a killed export
-                if writer_ended(stale):  # not a live export's file
-                    stale.unlink(missing_ok=True)
+        with io_guard(exports_dir, "write the export"):
+            exportfiles.migrate_layout(exports_dir)
+            (exports_dir / exportfiles.STAGING).mkdir(parents=True, exist_ok=True)
+            exportfiles.clean_staging(exports_dir)
             written: list[tuple[Path, Path]] = []
             try:
                 with (
                     read_connection(self.path) as con,
-                    _memory_limit(con, EXPORT_MEMORY_LIMIT),
+                    _memory_limit(con, exportfiles.MEMORY_LIMIT),
                     _one_thread(con),
                 ):
-                    for table in ("cases", "scores"):
-                        final = target / f"{table}.parquet"
-                        temp = temp_name(final)
-                        out = temp.as_posix().replace("'", "''")
-                        copy = (
-                            f"COPY (SELECT * FROM {table} WHERE run_id = $run_id) TO '{out}' "
-                            f"(FORMAT parquet, COMPRESSION zstd, "
-                            f"ROW_GROUP_SIZE {EXPORT_ROW_GROUP}, KV_METADATA {{schema_version: "
-                            f"'{EXPORT_SCHEMA_VERSION}', run_id: '{run_id}'}})"
-                        )
-                        try:
-                            con.execute(copy, {"run_id": run_id})
-                        except duckdb.OutOfMemoryException:
-                            con.execute(f"SET memory_limit = '{EXPORT_MEMORY_RETRY}'")
-                            con.execute(copy, {"run_id": run_id})
-                        written.append((temp, final))
+                    for table in exportfiles.TABLES:
+                        select, json_columns = exportfiles.text_columns(con, table)
+                        temp = exportfiles.staging_file(exports_dir, table, run_id)
+                        query = f"SELECT {select} FROM {table} WHERE run_id = $run_id"
+                        exportfiles.copy_table(con, query, temp, run_id, json_columns)
+                        written.append((temp, exportfiles.final_file(exports_dir, table, run_id)))
                 pause = float(os.environ.get(EXPORT_PAUSE_ENV) or 0)
                 if pause > 0:
                     time.sleep(pause)
-                for temp, final in written:
-                    os.replace(temp, final)
+                exportfiles.move_into_place(written)
             finally:
                 for temp, _ in written:
                     temp.unlink(missing_ok=True)
-        return target
+        return exports_dir
 
 
 @contextmanager

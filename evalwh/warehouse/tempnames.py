@@ -1,6 +1,7 @@
 """Temporary names of files written in full and then renamed into place (exports,
-artifacts): ``.<final name>.tmp-<pid>-<6 hex>`` beside the final file, hidden from a reader's
-glob. The writer's pid in the name tells a killed writer's leftover from a live one's file."""
+artifacts): ``.<final name>.tmp-<pid>-<6 hex>``, hidden from a reader's glob; an artifact's
+beside its final file, an export's in the exports' ``.tmp/`` folder (exportfiles.py). The
+writer's pid in the name tells a killed writer's leftover from a live one's file."""
 
 from __future__ import annotations
 

@@ -695,7 +695,7 @@ def test_case_rows_and_the_parquet_export_carry_the_hashes(tmp_path: Path) -> No
     result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     sha = hashlib.sha256(media.png(4, 3)).hexdigest()
     table = pq.read_table(
-        tmp_path / "out" / "exports" / f"run_id={result.run_id}" / "cases.parquet"
+        tmp_path / "out" / "exports" / "cases" / f"run_id={result.run_id}" / "cases.parquet"
     )
     stored = json.loads(table.column("attachments")[0].as_py())
     assert stored == {

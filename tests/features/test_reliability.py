@@ -127,11 +127,11 @@ def test_sigkill_during_the_export_leaves_no_partial_file_and_resume_repairs_it(
     cfg = eval_for(tmp_path, "  - {id: m, provider: mock}", 30)
     exports = tmp_path / ".evalwh" / "exports"
     proc = _start(cfg, tmp_path, env={"EVALWH_DEBUG_EXPORT_PAUSE_S": "60"})
-    _wait_for(lambda: any(exports.glob("*/.cases.parquet.tmp-*")))
+    _wait_for(lambda: any(exports.glob(".tmp/.cases.*.parquet.tmp-*")))
     proc.kill()
     proc.wait(timeout=30)
 
-    assert list(exports.glob("*/cases.parquet")) == []  # readers never see the partial file
+    assert list(exports.glob("*/*/*.parquet")) == []  # readers never see the partial file
     (listed,) = _runs(tmp_path)
     assert listed["status"] == "interrupted"
     shown = run_cli("show", listed["run_id"], cwd=tmp_path)
@@ -140,8 +140,8 @@ def test_sigkill_during_the_export_leaves_no_partial_file_and_resume_repairs_it(
 
     repaired = run_cli("run", str(cfg), "--resume", listed["run_id"], "-q", cwd=tmp_path)
     assert repaired.returncode == 0, repaired.stderr
-    (written,) = exports.glob("*/cases.parquet")
-    assert list(exports.glob("*/.*.tmp-*")) == []  # the killed export's leftovers are gone
+    (written,) = exports.glob("cases/*/cases.parquet")
+    assert list(exports.glob(".tmp/*")) == []  # the killed export's leftovers are gone
     with duckdb.connect() as con:
         (n,) = con.execute(f"SELECT count(*) FROM '{written}'").fetchone()  # type: ignore[misc]
     assert n == 30

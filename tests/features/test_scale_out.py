@@ -99,7 +99,8 @@ def test_shards_on_a_file_write_one_run_and_the_last_concludes_it_once(tmp_path:
             "completed",
         )
         assert con.execute("SELECT n_planned FROM runs").fetchone() == (60,)
-    assert (tmp_path / ".evalwh" / "exports" / "run_id=r1" / "cases.parquet").is_file()
+    exports = tmp_path / ".evalwh" / "exports"
+    assert (exports / "cases" / "run_id=r1" / "cases.parquet").is_file()
 
 
 def test_a_shard_of_another_count_or_config_is_refused(tmp_path: Path) -> None:

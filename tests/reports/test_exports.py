@@ -10,7 +10,9 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import duckdb
 import polars as pl
+import pyarrow.dataset as pads
 import pytest
 
 import evalwh
@@ -61,8 +63,8 @@ def test_csv_and_parquet_read_back(runs: dict[str, object], tmp_path: Path) -> N
     assert failed and all(r["failed_criteria"] for r in failed)
     target = tmp_path / "pq"
     result = view.export("a", "parquet", out=target)  # type: ignore[attr-defined]
-    assert result.path == target / f"run_id={runs['a'].run_id}"  # type: ignore[attr-defined]
-    cases = pl.scan_parquet(str(target / "*" / "cases.parquet"), hive_partitioning=True).collect()
+    assert result.path == target  # type: ignore[attr-defined]
+    cases = pl.scan_parquet(str(target / "cases"), hive_partitioning=True).collect()
     assert cases.height == 48 and cases["run_id"].unique().to_list() == [runs["a"].run_id]  # type: ignore[attr-defined]
     written = view.export("a", "csv", out=tmp_path / "sub" / "a.csv")  # type: ignore[attr-defined]
     assert written.text is None and pl.read_csv(written.path).height == 48
@@ -121,3 +123,95 @@ def test_export_cli_writes_files_and_rejects_bad_formats(
     assert code == 2 and "unknown export format 'xlsx'" in err
     with pytest.raises(UsageError):
         runs["view"].export("nope", "json")  # type: ignore[attr-defined]
+
+
+# -- parquet: one dataset per table --------------------------------------------------------
+def _warehouse_columns(db: Path, table: str) -> tuple[int, dict[str, str], object]:
+    """A table's row count, DuckDB column types and Arrow schema in the warehouse file."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        (n,) = con.execute(f"SELECT count(*) FROM {table}").fetchone()  # type: ignore[misc]
+        types = dict(
+            con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall()
+        )
+        con.execute("SET TimeZone = 'UTC'")  # as Parquet stores an instant (not 'Etc/UTC')
+        schema = con.execute(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
+    return n, types, schema
+
+
+@pytest.mark.parametrize("table", ["cases", "scores"])
+def test_each_exported_table_loads_as_a_dataset_with_the_warehouses_rows_and_types(
+    runs: dict[str, object], table: str
+) -> None:
+    """Bug: cases and scores shared each run_id=... folder, so a Hive dataset of the exports
+    mixed both tables under one schema, and Polars read vars, metadata, expected and messages
+    as bytes (DuckDB writes its JSON type as Parquet's JSON annotation on binary). Each table
+    is now a dataset of its own that pyarrow, Polars and a fresh DuckDB read with their Hive
+    option alone: the warehouse's rows and column types, its JSON columns as text."""
+    import pyarrow as pa
+
+    out = Path(runs["out"])  # type: ignore[arg-type]
+    folder = out / "exports" / table
+    n, types, schema = _warehouse_columns(out / "warehouse.duckdb", table)
+    json_columns = [c for c, t in types.items() if t == "JSON"]
+    assert {"cases": {"vars", "expected", "metadata", "messages"}, "scores": {"details"}}[
+        table
+    ] <= set(json_columns)
+
+    dataset = pads.dataset(folder, format="parquet", partitioning="hive")
+    assert dataset.count_rows() == n
+    assert dataset.schema.names == list(types)
+    for field in schema:  # type: ignore[attr-defined]
+        got = dataset.schema.field(field.name).type
+        assert got == (pa.string() if field.name in json_columns else field.type), field.name
+
+    frame = pl.scan_parquet(folder, hive_partitioning=True).collect()
+    assert frame.height == n and frame.columns == list(types)
+    expected = pl.from_arrow(schema.empty_table()).schema  # type: ignore[attr-defined]
+    for name, dtype in frame.schema.items():
+        assert dtype == (pl.String if name in json_columns else expected[name]), name
+    for name in json_columns:  # text that parses as JSON
+        [json.loads(v) for v in frame[name].drop_nulls()]
+    assert frame["run_id"].n_unique() == 2
+
+    with duckdb.connect() as fresh:
+        source = f"read_parquet('{folder.as_posix()}/*/*.parquet', hive_partitioning = true)"
+        (count,) = fresh.execute(f"SELECT count(*) FROM {source}").fetchone()  # type: ignore[misc]
+        read = dict(
+            fresh.execute(
+                f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})"
+            ).fetchall()
+        )
+    assert count == n
+    assert read == {c: ("VARCHAR" if t == "JSON" else t) for c, t in types.items()}
+
+
+def test_export_all_writes_every_concluded_run_and_moves_the_old_layout(
+    runs: dict[str, object], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`evalwh export --all` is the one command that brings an exports folder to the current
+    layout: every old-layout folder moved, every concluded run written."""
+    from tests.warehouse.test_exportfiles import old_layout_export
+
+    out = runs["out"]
+    a, b = runs["a"].run_id, runs["b"].run_id  # type: ignore[attr-defined]
+    target = tmp_path / "pq"
+    old = old_layout_export(out / "warehouse.duckdb", a, target)  # type: ignore[operator]
+    code, stdout, err = evalwh_inprocess(
+        capsys, "--json", "export", "--all", "--out", str(target), "-o", str(out)
+    )
+    assert code == 0, err
+    assert json.loads(stdout) == {
+        "format": "parquet",
+        "path": str(target),
+        "run_ids": [a, b],
+        "migrated": [a],
+    }
+    assert not old.exists()
+    for table in ("cases", "scores"):
+        assert sorted(p.name for p in (target / table).iterdir()) == [f"run_id={a}", f"run_id={b}"]
+    code, _, err = evalwh_inprocess(capsys, "export", "--all", "--out", str(target), "-o", str(out))
+    assert code == 0 and f"wrote 2 run(s) to {target}/{{cases,scores}}/" in err
+    code, _, err = evalwh_inprocess(capsys, "export", "--all", "-f", "csv", "-o", str(out))
+    assert code == 2 and "--all exports every run as Parquet" in err
+    code, _, err = evalwh_inprocess(capsys, "export", "a", "--all", "-o", str(out))
+    assert code == 2 and "--all exports every run as Parquet" in err

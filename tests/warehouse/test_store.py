@@ -48,16 +48,16 @@ from tests.conftest import dead_pid, write
 def test_an_export_that_does_not_fit_its_memory_limit_retries_with_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import evalwh.warehouse.store as store
+    from evalwh.warehouse import exportfiles
 
     cfg = write(
         tmp_path / "eval.yaml", DATASOURCE_HEAD + "cases: [{id: a, vars: {q: x}, expected: x}]\n"
     )
-    monkeypatch.setattr(store, "EXPORT_MEMORY_LIMIT", "1MB")  # no export sorts in 1 MB
+    monkeypatch.setattr(exportfiles, "MEMORY_LIMIT", "1MB")  # no export sorts in 1 MB
     result = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
     assert result.status == "completed"
-    assert (Path(result.exports or "") / "cases.parquet").is_file()
-    monkeypatch.setattr(store, "EXPORT_MEMORY_RETRY", "1MB")
+    assert exportfiles.final_file(Path(result.exports or ""), "cases", result.run_id).is_file()
+    monkeypatch.setattr(exportfiles, "MEMORY_RETRY", "1MB")
     with pytest.raises(Exception, match="Out of Memory"):
         evalwh.run_eval(cfg, output_dir=tmp_path / "o2")
 
@@ -553,34 +553,31 @@ def test_parquet_export_is_hive_partitioned_with_schema_version(
 ) -> None:
     out, (run_a, run_b) = quickstart_runs
     cases = pl.scan_parquet(
-        str(out / "exports" / "*" / "cases.parquet"),
-        hive_partitioning=True,
-        try_parse_hive_dates=False,
+        str(out / "exports" / "cases"), hive_partitioning=True, try_parse_hive_dates=False
     ).collect()
     assert set(cases["run_id"].unique()) == {run_a, run_b}
     assert cases.height == 96
     scores = pl.scan_parquet(
-        str(out / "exports" / "*" / "scores.parquet"),
-        hive_partitioning=True,
-        try_parse_hive_dates=False,
+        str(out / "exports" / "scores"), hive_partitioning=True, try_parse_hive_dates=False
     ).collect()
     with duckdb.connect(str(out / "warehouse.duckdb"), read_only=True) as con:
         (n_scores,) = con.execute("SELECT count(*) FROM scores").fetchone()  # type: ignore[misc]
     assert scores.height == n_scores
-    meta = pq.read_metadata(out / "exports" / f"run_id={run_a}" / "cases.parquet").metadata
-    assert meta[b"schema_version"] == b"1"
+    meta = pq.read_metadata(out / "exports" / "cases" / f"run_id={run_a}" / "cases.parquet")
+    assert meta.metadata[b"schema_version"] == b"2"
+    assert meta.metadata[b"run_id"] == run_a.encode()
 
 
 def test_the_export_streams_in_bounded_row_groups(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import evalwh.warehouse.store as store
+    from evalwh.warehouse import exportfiles
 
-    monkeypatch.setattr(store, "EXPORT_ROW_GROUP", 2048)  # DuckDB's smallest: one vector
+    monkeypatch.setattr(exportfiles, "ROW_GROUP", 2048)  # DuckDB's smallest: one vector
     _, run_id = one_run(tmp_path, 5000)
-    folder = tmp_path / "out" / "exports" / f"run_id={run_id}"
-    cases = pq.ParquetFile(folder / "cases.parquet")
-    for file in (cases, pq.ParquetFile(folder / "scores.parquet")):
+    exports = tmp_path / "out" / "exports"
+    cases = pq.ParquetFile(exportfiles.final_file(exports, "cases", run_id))
+    for file in (cases, pq.ParquetFile(exportfiles.final_file(exports, "scores", run_id))):
         sizes = [file.metadata.row_group(i).num_rows for i in range(file.metadata.num_row_groups)]
         # DuckDB closes a group once it holds the limit, so a group may overshoot by the last
         # chunk it took (under one vector, 2,048 rows); without the limit: one group
@@ -594,15 +591,17 @@ def test_an_export_into_a_quoted_folder_replaces_a_killed_exports_leftovers(
     (tmp_path / "eval.yaml").write_text(CONFIG_WITH_ROWS, encoding="utf-8")
     out = tmp_path / "it's here"  # a quote in the path: the COPY target is escaped
     run = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=out)
-    target = Path(run.exports)
-    assert sorted(pl.read_parquet(target / "cases.parquet")["case_id"]) == ["c1", "c2", "other"]
-    assert pl.read_parquet(target / "scores.parquet").height == 3
-    leftover = target / f".cases.parquet.tmp-{dead_pid()}-abcdef"  # a killed export's file
+    root = Path(run.exports)
+    cases = pl.read_parquet(root / "cases" / f"run_id={run.run_id}" / "cases.parquet")
+    assert sorted(cases["case_id"]) == ["c1", "c2", "other"]
+    assert pl.read_parquet(root / "scores" / f"run_id={run.run_id}" / "scores.parquet").height == 3
+    # a killed export's file
+    leftover = root / ".tmp" / f".cases.{run.run_id}.parquet.tmp-{dead_pid()}-abcdef"
     leftover.write_bytes(b"half a file")
     again = Warehouse(out / "warehouse.duckdb").export_run(run.run_id, out / "exports")
-    assert again == target
+    assert again == root
     assert not leftover.exists()
-    assert sorted(p.name for p in target.iterdir()) == ["cases.parquet", "scores.parquet"]
+    assert files_under(root) == exported(run.run_id)
 
 
 def test_a_leftover_another_export_removed_first_is_no_error(
@@ -610,7 +609,7 @@ def test_a_leftover_another_export_removed_first_is_no_error(
 ) -> None:
     """Two exports of one run at once (the run's own and `evalwh export`): both list a killed
     export's leftover, one removes it first, and the other goes on rather than failing."""
-    leftover = f".cases.parquet.tmp-{dead_pid()}-abcdef"
+    leftover = f".cases.r.parquet.tmp-{dead_pid()}-abcdef"
     cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
     result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     store = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").store
@@ -624,23 +623,33 @@ def test_a_leftover_another_export_removed_first_is_no_error(
 
     monkeypatch.setattr(Path, "glob", listed_then_gone)
     target = store.export_run(result.run_id, exports)
-    assert sorted(p.name for p in target.iterdir()) == ["cases.parquet", "scores.parquet"]
+    assert files_under(target) == exported(result.run_id)
+
+
+def files_under(root: Path) -> list[str]:
+    """Every file under ``root``, hidden ones included, as paths relative to it."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def exported(run_id: str) -> list[str]:
+    """What an export folder holds after one run's export: its two tables' files, nothing
+    else (the staging folder left empty)."""
+    return [f"cases/run_id={run_id}/cases.parquet", f"scores/run_id={run_id}/scores.parquet"]
 
 
 def test_an_export_that_cannot_make_its_folder_says_it_was_writing_the_export(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A file where a run's export folder should be: a storage error that names the action
+    """A file where the exports folder should be: a storage error that names the action
     (writing the export) and the path, and no Parquet file is written anywhere."""
     from evalwh.warehouse.ioerrors import StorageError
 
     exports = tmp_path / "exports"
-    exports.mkdir()
-    (exports / "run_id=r1").write_text("not a folder")
+    exports.write_text("not a folder")
     with pytest.raises(StorageError) as refused:
         file_store(tmp_path, monkeypatch).export_run("r1", exports)
-    assert str(refused.value).startswith(f"cannot write the export {exports / 'run_id=r1'}: ")
-    assert list(exports.rglob("*.parquet*")) == []
+    assert str(refused.value).startswith(f"cannot write the export {exports / '.tmp'}: ")
+    assert list(tmp_path.rglob("*.parquet*")) == []
 
 
 def test_an_export_pauses_only_when_the_debug_variable_asks_and_as_long_as_it_says(

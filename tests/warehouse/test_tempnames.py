@@ -1,7 +1,8 @@
 """Temporary names of files written whole and then renamed into place
-(evalwh/warehouse/tempnames.py): ``.<final name>.tmp-<pid>-<6 hex>`` beside the final file,
-for an attachment being copied and an export being written; the next export removes a
-killed writer's leftovers by that pattern, and leaves the files of a live one alone."""
+(evalwh/warehouse/tempnames.py): ``.<final name>.tmp-<pid>-<6 hex>``, for an attachment
+being copied (beside the final file) and an export being written (in the exports' ``.tmp/``
+folder); the next export removes a killed writer's leftovers by that pattern, and leaves the
+files of a live one alone."""
 
 from __future__ import annotations
 
@@ -44,28 +45,32 @@ def test_a_copy_in_progress_is_a_hidden_temp_file_named_for_its_target_and_proce
 def test_an_exports_temporary_files_are_named_as_the_next_export_cleans_them_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A killed export leaves `.<table>.parquet.tmp-<pid>-<6 hex>` behind, which the next
-    export of the run removes (by that pattern): the names written and the names cleaned
-    up must agree."""
+    """A killed export leaves `.tmp/.<table>.<run id>.parquet.tmp-<pid>-<6 hex>` behind, which
+    the next export removes (by that pattern): the names written and the names cleaned up
+    must agree, and no temporary file is ever inside a table's folder (Polars refuses a
+    folder holding anything but Parquet files)."""
     import re
     from fnmatch import fnmatch
 
-    from evalwh.warehouse import store as store_module
+    from evalwh.warehouse import exportfiles
 
     cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
     result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     store = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").store
     moved, real = [], os.replace
     monkeypatch.setattr(
-        store_module.os, "replace", lambda a, b: (moved.append((Path(a), Path(b))), real(a, b))
+        exportfiles.os, "replace", lambda a, b: (moved.append((Path(a), Path(b))), real(a, b))
     )
-    target = store.export_run(result.run_id, tmp_path / "exports")
+    root = store.export_run(result.run_id, tmp_path / "exports")
     assert [final.name for _, final in moved] == ["cases.parquet", "scores.parquet"]
     for temp, final in moved:
-        assert temp.parent == final.parent == target
-        assert re.fullmatch(rf"\.{final.name}\.tmp-{os.getpid()}-[0-9a-f]{{6}}", temp.name)
+        table = final.stem
+        assert temp.parent == root / ".tmp"
+        assert final.parent == root / table / f"run_id={result.run_id}"
+        name = re.escape(f".{table}.{result.run_id}.parquet")
+        assert re.fullmatch(rf"{name}\.tmp-{os.getpid()}-[0-9a-f]{{6}}", temp.name)
         assert fnmatch(temp.name, ".*.parquet.tmp-*")  # the cleanup's glob
-    assert sorted(p.name for p in target.iterdir()) == ["cases.parquet", "scores.parquet"]
+    assert list((root / ".tmp").iterdir()) == []
 
 
 def test_an_export_leaves_the_temporary_files_of_a_live_export_alone(tmp_path: Path) -> None:
@@ -75,16 +80,15 @@ def test_an_export_leaves_the_temporary_files_of_a_live_export_alone(tmp_path: P
     cfg = write(tmp_path / "eval.yaml", LABELLED_RUN)
     result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
     store = api.open_warehouse(tmp_path / "out" / "warehouse.duckdb").store
-    target = tmp_path / "exports" / f"run_id={result.run_id}"
-    target.mkdir(parents=True)
-    live = target / f".cases.parquet.tmp-{os.getpid()}-abcdef"  # being written by this process
-    killed = target / f".scores.parquet.tmp-{dead_pid()}-abcdef"
-    unnamed = target / ".cases.parquet.tmp-unknown"  # no process id: nobody is writing it
+    staging = tmp_path / "exports" / ".tmp"
+    staging.mkdir(parents=True)
+    run = result.run_id
+    live = staging / f".cases.{run}.parquet.tmp-{os.getpid()}-abcdef"  # this process writes it
+    killed = staging / f".scores.{run}.parquet.tmp-{dead_pid()}-abcdef"
+    unnamed = staging / f".cases.{run}.parquet.tmp-unknown"  # no process id: nobody writes it
     for path in (live, killed, unnamed):
         path.write_bytes(b"half a file")
-    assert store.export_run(result.run_id, tmp_path / "exports") == target
+    assert store.export_run(result.run_id, tmp_path / "exports") == tmp_path / "exports"
     assert live.read_bytes() == b"half a file"
     assert not killed.exists() and not unnamed.exists()
-    assert sorted(p.name for p in target.iterdir()) == sorted(
-        ["cases.parquet", "scores.parquet", live.name]
-    )
+    assert list(staging.iterdir()) == [live]
