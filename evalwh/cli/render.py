@@ -254,7 +254,10 @@ def warn(message: str) -> None:
 
 
 def print_judging(data: dict[str, Any] | None) -> None:
-    """Pairwise comparisons: calibration first, then the win rate (flagged when not a headline)."""
+    """Pairwise comparisons: calibration first, then the win rate (flagged when not a headline);
+    then the llm-judge criteria's calibration and flags (analysis.judging's one set)."""
+    from evalwh.analysis.judging import flag_lines, flag_names
+
     if not data:
         return
     for c in data["comparisons"]:
@@ -278,7 +281,7 @@ def print_judging(data: dict[str, Any] | None) -> None:
             for h in order:
                 counts = "".join(f"{cells.get((h, j), 0):>11}" for j in order)
                 out().print(f"    {h:<13}{counts}", markup=False)
-        flag = Text(" UNCALIBRATED", style="bold red") if not c["calibrated"] else Text("")
+        flag = Text(" " + " ".join(flag_names(c["flags"])), style="bold red")
         line = Text(
             f"  win rate: {pct(c['win_rate'])} [{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}] "
             f"({c['candidate_wins']}/{c['n']} eligible pairs"
@@ -316,3 +319,6 @@ def print_judging(data: dict[str, Any] | None) -> None:
             ),
             markup=False,
         )
+    judged = {k: v for k, v in (data.get("flags") or {}).items() if k.startswith("criterion:")}
+    for reason in flag_lines(judged):
+        out().print(reason, style="red", markup=False)

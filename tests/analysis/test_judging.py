@@ -73,7 +73,7 @@ def test_numeric_labels_get_exact_within_n_and_weighted_kappa(tmp_path: Path) ->
             {"kappa": 0.59, "n_labels": 19, "flip_flagged": True, "flip_rate": 0.35},
             [
                 "UNCALIBRATED: kappa 0.59 below the floor 0.6",
-                "UNCALIBRATED: 19 label(s), fewer than 20",
+                "LOW-N: 19 label(s), fewer than 20",
                 "FLIPPY: flip rate 0.35 above 0.3",
             ],
         ),
@@ -81,7 +81,7 @@ def test_numeric_labels_get_exact_within_n_and_weighted_kappa(tmp_path: Path) ->
             {"kappa": None, "n_labels": 0, "flip_flagged": False},
             [
                 "UNCALIBRATED: kappa undefined (n_labels=0)",
-                "UNCALIBRATED: 0 label(s), fewer than 20",
+                "LOW-N: 0 label(s), fewer than 20",
             ],
         ),
     ],

@@ -156,9 +156,11 @@
         clip(r.o, r.ol).forEach(function (k) { box.appendChild(k); });
         var t = el("table", {}, [el("tr", {}, [el("th", { text: "criterion" }), el("th", { text: "score" }), el("th", { text: "details / rationale" })])]);
         r.crit.forEach(function (c) {
-          var flag = flags["criterion:" + c.n];
           var name = el("td", { text: c.n + (c.req ? " (required)" : "") + " " });
-          if (flag) { name.appendChild(el("span", { cls: "badge uncal", title: flag, text: "UNCALIBRATED" })); }
+          (flags["criterion:" + c.n] || []).forEach(function (reason) {  /* analysis.judging's flags */
+            var tag = reason.split(":")[0];
+            name.appendChild(el("span", { cls: "badge " + (tag === "FLIPPY" ? "flip" : "uncal"), title: reason, text: tag }));
+          });
           var det = el("td", {}, [
             c.det ? el("div", { cls: "mono", text: c.det }) : null,
             c.rat ? el("div", { text: "rationale" + (c.j ? " (" + c.j + ")" : "") + ": " + c.rat }) : null,
