@@ -35,7 +35,9 @@ DEFAULTS = {
     "max_flip_rate": 0.30,
     "on_below_floor": "flag",
     "within": 1.0,  # numeric pointwise labels: agreement within this many points
+    "weights": "quadratic",  # numeric pointwise labels: the weighted kappa's weights
 }
+WEIGHTS = ("quadratic", "linear")
 
 
 def calibration_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +74,7 @@ def report(
             for c in confusion
             if c["comparison"] == row["comparison"]
         ]
-    points = pointwise(store, run_id, float(cal["within"]))
+    points = pointwise(store, run_id, float(cal["within"]), weights=str(cal["weights"]))
     by_name = {p["criterion"]: p for p in points}
     for p in points:
         p["flags"] = criterion_flags(p, cal)
@@ -91,18 +93,44 @@ def report(
     }
     if by:
         out["slices"] = store.query("calibration_slices", run_id=run_id, key=by).to_pylist()
-        out["pointwise_slices"] = pointwise(store, run_id, float(cal["within"]), key=by)
+        out["pointwise_slices"] = pointwise(
+            store, run_id, float(cal["within"]), key=by, weights=str(cal["weights"])
+        )
     return out
 
 
 def pointwise(
-    store: Warehouse, run_id: str, within: float = 1.0, *, key: str | None = None
+    store: Warehouse,
+    run_id: str,
+    within: float = 1.0,
+    *,
+    key: str | None = None,
+    weights: str = "quadratic",
 ) -> list[dict[str, Any]]:
-    """``sql/calibration_pointwise.sql``: per llm-judge criterion (and slice of ``key``)."""
+    """``sql/calibration_pointwise.sql``: per llm-judge criterion (and slice of ``key``), each
+    row with ``label_units``, what its labels are (:func:`label_units`)."""
     rows: list[dict[str, Any]] = store.query(
-        "calibration_pointwise", run_id=run_id, within=float(within), key=key
+        "calibration_pointwise", run_id=run_id, within=float(within), key=key, weights=weights
     ).to_pylist()
+    for row in rows:
+        row["label_units"] = label_units(row)
     return rows
+
+
+def label_units(p: dict[str, Any]) -> str:
+    """What a criterion's labels are, as every surface prints it: labels of single answers
+    (each against the judge's verdict on that answer), and labels of whole cases, each judged
+    against the majority of the case's N answers (the meaning a label naming no answer keeps)."""
+    parts = []
+    if p.get("n_answer_labels"):
+        parts.append(f"{p['n_answer_labels']} answer label(s)")
+    if p.get("n_case_labels"):
+        lo, hi = p["case_label_answers_min"], p["case_label_answers_max"]
+        many = str(lo) if lo == hi else f"{lo}–{hi}"
+        parts.append(
+            f"{p['n_case_labels']} per-case label(s) (judged against the majority of {many} answers)"
+        )
+    return "; ".join(parts)
 
 
 def _floor(kappa: float | None, n: int, cal: dict[str, Any], name: str = "kappa") -> list[str]:

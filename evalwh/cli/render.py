@@ -313,10 +313,11 @@ def print_judging(data: dict[str, Any] | None) -> None:
                 f"; exact {pct(p['exact_agreement'])}, within {p['within']:g} "
                 f"{pct(p['within_agreement'])}, weighted kappa "
                 + ("undefined" if p["weighted_kappa"] is None else f"{p['weighted_kappa']:.2f}")
-                + f" (n={p['n_numeric']})"
+                + f" (n={p['n_numeric']}, {p['weights']} weights)"
                 if p["n_numeric"]
                 else ""
-            ),
+            )
+            + (f"; {p['label_units']}" if p.get("label_units") else ""),
             markup=False,
         )
     judged = {k: v for k, v in (data.get("flags") or {}).items() if k.startswith("criterion:")}

@@ -412,7 +412,10 @@ def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
 def _point_row(
     p: dict[str, Any], scales: dict[str, tuple[float, float]], limit: int = MAX_TEXT
 ) -> dict[str, Any]:
-    """One pointwise labelling item; ``name`` (variant × model) is shown only on unblinding."""
+    """One pointwise labelling item: a case and criterion with its answers, each labelled on
+    its own (``v``, ``m``, ``r`` name the answer in the labels YAML; ``name``, variant × model,
+    is shown only on unblinding). ``human`` is a stored label of the whole case, judged
+    against the majority of its ``n_answers`` answers."""
     return {
         "criterion": p["criterion"],
         "case": p["case_id"],
@@ -421,11 +424,16 @@ def _point_row(
         "expected": cut(json_value(p["expected"]), 500),
         "judge_passed": p["judge_passed"],
         "judge_raw": p["judge_raw_score"],
+        "n_answers": p["n_answers"],
         "human": json_value(p["human"]),
         "answers": [
             _present(
                 {
                     "name": f"{a['variant']} × {a['model']}",
+                    "v": a["variant"],
+                    "m": a["model"],
+                    "r": a["repeat"],
+                    "human": json_value(a["human"]),
                     "o": cut(a["output"], limit),
                     "len": len(a["output"]) if a["output"] is not None else 0,
                     "e": cut(a["error"]),

@@ -180,7 +180,10 @@ def test_the_report_calibrates_a_criterion_labelled_with_scores(tmp_path: Path) 
 
     few, page = flags("", "few")  # 6 numeric labels, weighted kappa 0.61; floor 0.6 on 20
     assert few == ["LOW-N: 6 label(s), fewer than 20"]
-    assert "weighted kappa 0.61, exact 50.0%, within 1 66.7% (n=6, numeric labels)" in page
+    assert (
+        "weighted kappa 0.61, exact 50.0%, within 1 66.7% (n=6, numeric labels, quadratic weights)"
+        in page
+    )
     enough, _ = flags("calibration: {min_labels: 6}\n", "enough")  # exactly at the floor
     assert enough is None
     strict, _ = flags("calibration: {min_labels: 6, min_kappa: 0.62}\n", "strict")
