@@ -140,6 +140,7 @@ def judging_brief(data: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "kappa": num(p.get("kappa")),
             "agreement": num(p.get("agreement")),
             "n_labels": p.get("n_labels"),
+            "label_units": p.get("label_units"),
             "flags": list(p.get("flags") or []),
         }
         for p in data.get("pointwise") or []

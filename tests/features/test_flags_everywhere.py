@@ -109,4 +109,8 @@ def test_every_surface_shows_the_same_flags(
 
     summary = briefs.show_brief(view.show(run_id))
     assert set(summary["flags"]) == expected and summary["headline_eligible"] is False
+    (point,) = summary["judging"]["pointwise"]
+    assert point["label_units"] == (
+        "24 per-case label(s) (judged against the majority of 2 answers)"
+    )
     assert set(briefs.judging_for(view, run_id)["flags"]) == expected  # type: ignore[index]
