@@ -296,7 +296,7 @@ class WarehouseView:
 
     def decide(self, ref: str = "latest", *, append: str | Path | None = None) -> dict[str, Any]:
         """A DECISIONS.md entry prefilled for the run (the one at the bottom of its HTML
-        page): ``{"run_id", "text", "path"}``; appended to ``append`` when given."""
+        page): ``{"run_id", "text", "path", "flags"}``; appended to ``append`` when given."""
         from evalwh.reports.html import decide
 
         return decide(self.store, ref, append)

@@ -33,9 +33,19 @@ def calibrate(
             "or 1).",
         ),
     ] = None,
+    labels_from: Annotated[
+        str | None,
+        typer.Option(
+            "--labels-from",
+            metavar="RUN",
+            help="Use the labels stored with RUN by `evalwh labels import` or the viewer "
+            "(default: the suite's newest run that has any).",
+        ),
+    ] = None,
 ) -> None:
     """Run each judge over the labelled cases and rank them by agreement with the labels."""
     from evalwh import api
+    from evalwh.analysis.judging import flag_names
     from evalwh.cli.progress import progress_reporter
 
     path: Path = _config_path(config_file)
@@ -47,6 +57,7 @@ def calibrate(
             progress=progress,
             by=by,
             within=within,
+            labels_from=labels_from,
         )
     if STATE.json:
         emit_json(data)
@@ -55,6 +66,7 @@ def calibrate(
         f"{len(data['judges'])} judge(s) over {data['labelled_cases']} labelled case(s)",
         markup=False,
     )
+    out().print(data["labels"]["note"], markup=False)
     table = Table()
     for name in (
         "rank",
@@ -66,6 +78,7 @@ def calibrate(
         "agreement",
         "flip rate",
         "labels",
+        "flags",
         "run",
     ):
         table.add_column(
@@ -90,9 +103,13 @@ def calibrate(
             else render.pct(r["agreement"]),
             render.pct(r["flip_rate"]),
             str(r["n_numeric"] if numeric else r["n_labels"]),
+            " ".join(flag_names(r["flags"])),
             r["run_id"],
         )
     out().print(table)
+    for r in data["ranking"]:
+        if r.get("label_units"):
+            out().print(f"{r['judge']} on {r['target']}: {r['label_units']}", markup=False)
     for r in data["ranking"]:
         if r.get("n_numeric"):
             out().print(

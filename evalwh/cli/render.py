@@ -265,7 +265,10 @@ def warn(message: str) -> None:
 
 
 def print_judging(data: dict[str, Any] | None) -> None:
-    """Pairwise comparisons: calibration first, then the win rate (flagged when not a headline)."""
+    """Pairwise comparisons: calibration first, then the win rate (flagged when not a headline);
+    then the llm-judge criteria's calibration and flags (analysis.judging's one set)."""
+    from evalwh.analysis.judging import flag_lines, flag_names
+
     if not data:
         return
     for c in data["comparisons"]:
@@ -289,7 +292,7 @@ def print_judging(data: dict[str, Any] | None) -> None:
             for h in order:
                 counts = "".join(f"{cells.get((h, j), 0):>11}" for j in order)
                 out().print(f"    {h:<13}{counts}", markup=False)
-        flag = Text(" UNCALIBRATED", style="bold red") if not c["calibrated"] else Text("")
+        flag = Text(" " + " ".join(flag_names(c["flags"])), style="bold red")
         line = Text(
             f"  win rate: {pct(c['win_rate'])} [{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}] "
             f"({c['candidate_wins']}/{c['n']} eligible pairs"
@@ -321,9 +324,13 @@ def print_judging(data: dict[str, Any] | None) -> None:
                 f"; exact {pct(p['exact_agreement'])}, within {p['within']:g} "
                 f"{pct(p['within_agreement'])}, weighted kappa "
                 + ("undefined" if p["weighted_kappa"] is None else f"{p['weighted_kappa']:.2f}")
-                + f" (n={p['n_numeric']})"
+                + f" (n={p['n_numeric']}, {p['weights']} weights)"
                 if p["n_numeric"]
                 else ""
-            ),
+            )
+            + (f"; {p['label_units']}" if p.get("label_units") else ""),
             markup=False,
         )
+    judged = {k: v for k, v in (data.get("flags") or {}).items() if k.startswith("criterion:")}
+    for reason in flag_lines(judged):
+        out().print(reason, style="red", markup=False)

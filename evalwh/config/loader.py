@@ -183,7 +183,8 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     labels = _labels(data, comparisons, case_ids, where_line)
     scales = {j.id: j.scale for j in judges}
     judged = {c.name: scales[c.options["judge"]] for c in scorecard if c.type == "llm-judge"}
-    point_labels = _point_labels(data, judged, case_ids, where_line)
+    sides = ([v.id for v in variants], [m.id for m in models])
+    point_labels = _point_labels(data, judged, case_ids, where_line, sides)
     raw_cal = data.get("calibration") or {}
     calibration = Calibration(
         min_kappa=float(raw_cal.get("min_kappa", 0.6)),
@@ -483,14 +484,22 @@ def _label_case(raw: dict[str, Any], i: int, case_ids: set[str] | None, where_li
     return case_id
 
 
+ANSWER_KEYS = ("variant", "model", "repeat")  # a pointwise label naming any grades one answer
+
+
 def _point_labels(
     data: dict[str, Any],
     criteria: dict[str, tuple[float, float]],
     case_ids: set[str] | None,
     where_line: Any,
+    sides: tuple[list[str], list[str]] = ([], []),
+    cells: set[tuple[str, str, str, int]] | None = None,
 ) -> list[PointLabel]:
     """The pointwise ``labels:`` entries (``label:`` instead of ``prefer:``); ``criteria``
-    maps each llm-judge criterion to its judge's scale."""
+    maps each llm-judge criterion to its judge's scale. An entry naming ``variant``,
+    ``model`` or ``repeat`` grades one answer: ``sides`` are the variant and model ids it may
+    name (the only one is the default), ``cells`` the stored (variant, model, case, repeat)
+    answers it must be one of (None: a config's labels, whose answers come with the run)."""
     out = []
     for i, raw in enumerate(data.get("labels") or []):
         if "label" not in raw:
@@ -526,5 +535,51 @@ def _point_labels(
                 **where_line(["labels", i, "label"]),
                 fix=f"give pass, fail or a score from {low:g} to {high:g}",
             )
-        out.append(PointLabel(name, case_id, value, raw.get("note")))
+        if not any(k in raw for k in ANSWER_KEYS):
+            out.append(PointLabel(name, case_id, value, raw.get("note")))
+            continue
+        variant, model, repeat = _answer(raw, i, case_id, sides, cells, where_line)
+        out.append(PointLabel(name, case_id, value, raw.get("note"), variant, model, repeat))
     return out
+
+
+def _answer(
+    raw: dict[str, Any],
+    i: int,
+    case_id: str,
+    sides: tuple[list[str], list[str]],
+    cells: set[tuple[str, str, str, int]] | None,
+    where_line: Any,
+) -> tuple[str, str, int]:
+    """The (variant, model, repeat) a pointwise label of one answer names."""
+    named = []
+    for key, known in zip(("variant", "model"), sides, strict=True):
+        listed = ", ".join(known) or "none"
+        if key in raw and str(raw[key]) not in known:
+            close = difflib.get_close_matches(str(raw[key]), known, n=1)
+            raise ConfigError(
+                f"label for unknown {key} '{raw[key]}'",
+                **where_line(["labels", i, key]),
+                fix=(f"did you mean '{close[0]}'? " if close else "") + f"{key}s: {listed}",
+            )
+        if key not in raw and len(known) != 1:
+            raise ConfigError(
+                f"this label of one answer names no {key}",
+                **where_line(["labels", i]),
+                fix=f"name the answer's {key} with `{key}:` ({key}s: {listed})",
+            )
+        named.append(str(raw[key]) if key in raw else known[0])
+    repeat = raw.get("repeat", 0)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
+        raise ConfigError(
+            f"repeat {repeat!r} is not a repeat number",
+            **where_line(["labels", i, "repeat"]),
+            fix="give the answer's repeat: 0 for the first (the default)",
+        )
+    if cells is not None and (named[0], named[1], case_id, repeat) not in cells:
+        raise ConfigError(
+            f"the run has no answer of case '{case_id}' by {named[0]} × {named[1]}, repeat {repeat}",
+            **where_line(["labels", i]),
+            fix="label an answer the run's Label answers tab shows",
+        )
+    return named[0], named[1], repeat

@@ -155,13 +155,19 @@ class Label:
 
 @dataclass(frozen=True)
 class PointLabel:
-    """A human label of one case for one llm-judge criterion: ``pass``/``fail`` or a score on
-    the criterion judge's scale. It beats the case's ``human_label`` for that criterion."""
+    """A human label for one llm-judge criterion: ``pass``/``fail`` or a score on the
+    criterion judge's scale. With ``variant``, ``model`` and ``repeat`` it grades that one
+    answer (compared with the judge's verdict on it); without, the case (compared with the
+    judge's majority verdict over the case's answers). It beats the case's ``human_label`` for
+    that criterion."""
 
     criterion: str
     case_id: str
     label: str | float  # "pass" | "fail" | a raw score
     note: str | None = None
+    variant: str | None = None
+    model: str | None = None
+    repeat: int | None = None
 
 
 @dataclass(frozen=True)

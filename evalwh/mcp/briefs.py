@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from evalwh.analysis.judging import flag_lines
 from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.mcp.shaping import NOTE_CHARS, SLICES, clip, clip_tree, num, parsed, plain, plain_dict
 
@@ -106,7 +107,8 @@ def errors_brief(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def judging_brief(data: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Judge calibration first, then the win rates, with the same flags as the CLI:
     ``headline_eligible`` is false and ``flags`` says why (``UNCALIBRATED: ...``,
-    ``FLIPPY: ...``) when a win rate is not a headline."""
+    ``LOW-N: ...``, ``FLIPPY: ...``) when a win rate is not a headline; ``flags`` at the top
+    holds every flagged comparison and llm-judge criterion."""
     if not data:
         return None
     comparisons = []
@@ -139,6 +141,8 @@ def judging_brief(data: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "kappa": num(p.get("kappa")),
             "agreement": num(p.get("agreement")),
             "n_labels": p.get("n_labels"),
+            "label_units": p.get("label_units"),
+            "flags": list(p.get("flags") or []),
         }
         for p in data.get("pointwise") or []
         if p.get("n_labels") or p.get("n_numeric")
@@ -147,16 +151,17 @@ def judging_brief(data: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "calibration": plain(data.get("calibration")),
         "comparisons": comparisons,
         "pointwise": pointwise,
+        "flags": {k: list(v) for k, v in (data.get("flags") or {}).items()},
     }
 
 
 def _flags(judging: Mapping[str, Any] | None) -> tuple[bool, list[str]]:
+    """A run's top-level flags: every flagged judged number (analysis.judging's one set, as
+    ``pairwise:<name>: FLIPPY: ...`` lines); ``headline_eligible`` is false when any."""
     if not judging:
         return True, []
-    flags = [
-        f"{c['comparison']}: {reason}" for c in judging["comparisons"] for reason in c["flags"]
-    ]
-    return all(c["headline_eligible"] for c in judging["comparisons"]), flags
+    flags = flag_lines(judging["flags"])
+    return not flags, flags
 
 
 def _next(run_id: str, failed: int) -> list[str]:

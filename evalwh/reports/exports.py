@@ -1,10 +1,12 @@
 """Exports of a stored run: json, csv, md (a PR comment), parquet, junit. Nothing re-runs.
 
-- ``json``: one document — the run, totals, the matrix, criteria, the gate, repeat
-  statistics (when sampled more than once) and every case row.
+- ``json``: one document — the run, totals, the matrix, criteria, the gate, the judge
+  flags (``analysis.judging``'s one set), repeat statistics (when sampled more than once)
+  and every case row.
 - ``csv``: every case row, flat (sql/export_cases.sql).
-- ``md``: a pull-request comment — the gate result, the matrix, and the top movers versus
-  the baseline (``--baseline``, else the pinned one). Model outputs are left out on purpose.
+- ``md``: a pull-request comment — the gate result, the matrix, the judge flags, and the
+  top movers versus the baseline (``--baseline``, else the pinned one). Model outputs are
+  left out on purpose.
 
 A no-look run (docs/no-look.md) exports the same columns as the warehouse (its case-data
 columns NULL); json, md and junit say it is no-look instead of showing outputs.
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalwh.analysis.gate import GateResult, find_baseline, judge
+from evalwh.analysis.judging import flag_lines, run_flags
 from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.analysis.runinfo import snapshot
 from evalwh.errors import UsageError
@@ -146,6 +149,7 @@ def document(store: Warehouse, run_id: str, baseline: str | None = None) -> dict
         "summary": store.query("summary", run_id=run_id).to_pylist(),
         "criteria": store.query("criteria", run_id=run_id).to_pylist(),
         "gate": judge(store, run_id, baseline=baseline).to_dict(),
+        "flags": run_flags(store, run_id),
         "repeats": repeats if repeats["repeats"] > 1 else None,
         "cases": cases,
     }
@@ -286,6 +290,9 @@ def markdown(store: Warehouse, run_id: str, baseline: str | None = None, *, top:
     if is_no_look(run):
         lines += [f"> {NOTICE}", ""]
     lines += [*_gate_md(gate), "", *_summary_md(store, run_id)]
+    flags = flag_lines(run_flags(store, run_id))
+    if flags:
+        lines += ["", "**Flagged judge numbers**", "", *[f"- {_cell(line)}" for line in flags]]
     base_id = gate.baseline_id
     if base_id is None:
         thresholds = snapshot(store, run_id).get("thresholds") or {}

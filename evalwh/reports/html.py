@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalwh.analysis.judging import flag_lines, flag_names, run_flags
 from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.analysis.runinfo import snapshot_of
 from evalwh.reports import fmt
@@ -40,7 +41,6 @@ MAX_TEXT = 4000  # characters of one output, prompt or detail kept in the page
 MAX_ROWS = 20_000  # case rows embedded (failures first); the page says how many were left out
 TEXT_BUDGET = 8_000_000  # characters of outputs and prompts a page embeds, about
 NOJS_ROWS = 100  # case rows rendered as plain HTML for reading without the script
-UNCALIBRATED = "UNCALIBRATED"
 LATENCY_BINS = 20
 
 
@@ -162,40 +162,10 @@ def duration_s(run: dict[str, Any]) -> float | None:
 
 
 # -- the run page ---------------------------------------------------------------------------
-def uncalibrated(judging: dict[str, Any] | None, criteria: list[dict[str, Any]]) -> dict[str, str]:
-    """Every judged number below its calibration floor: ``{"pairwise:<name>" or
-    "criterion:<name>": reason}``. An llm-judge criterion counts as calibrated only when its
-    pointwise agreement with human labels reaches the floor: Cohen's kappa on pass/fail labels,
-    or, for a criterion labelled with scores only, the weighted kappa on the numeric labels."""
-    if judging is None:
-        return {}
-    cal = judging["calibration"]
-    out = {
-        f"pairwise:{c['comparison']}": "; ".join(c["flags"])
-        for c in judging["comparisons"]
-        if not c["calibrated"]
-    }
-    pointwise = {p["criterion"]: p for p in judging["pointwise"]}
-    for row in criteria:
-        if row["scorer"] != "llm-judge":
-            continue
-        p = pointwise.get(row["criterion"])
-        name, kappa, n = "kappa", None, 0
-        if p is not None and not p["n_labels"] and p.get("n_numeric"):  # scores only
-            name, kappa, n = "weighted kappa", p["weighted_kappa"], p["n_numeric"]
-        elif p is not None:
-            kappa, n = p["kappa"], p["n_labels"]
-        if not n:
-            out[f"criterion:{row['criterion']}"] = f"{UNCALIBRATED}: no human labels"
-        elif kappa is None or kappa < cal["min_kappa"]:
-            out[f"criterion:{row['criterion']}"] = (
-                f"{UNCALIBRATED}: {name} {fmt.num(kappa, 2)} below {cal['min_kappa']:g}"
-            )
-        elif n < cal["min_labels"]:
-            out[f"criterion:{row['criterion']}"] = (
-                f"{UNCALIBRATED}: {n} label(s), fewer than {cal['min_labels']}"
-            )
-    return out
+def uncalibrated(judging: dict[str, Any] | None) -> dict[str, list[str]]:
+    """Every flagged judged number of a run (``analysis.judging.report``'s ``flags``:
+    ``{"pairwise:<name>" or "criterion:<name>": [reason, ...]}``; empty without a judge)."""
+    return dict(judging["flags"]) if judging else {}
 
 
 def _present(values: dict[str, Any]) -> dict[str, Any]:
@@ -301,7 +271,7 @@ def run_data(
         if judged or "criteria" in parts
         else None
     )
-    flags = uncalibrated(judging, criteria or [])
+    flags = uncalibrated(judging)
     for c in criteria or []:
         c["flag"] = flags.get(f"criterion:{c['criterion']}")
     latency: dict[str, list[dict[str, Any]]] = {}
@@ -403,7 +373,7 @@ def criteria_data(store: Warehouse, run_id: str) -> dict[str, Any]:
     judging = (
         report(store, run_id, config) if config.get("pairwise") or config.get("judges") else None
     )
-    flags = uncalibrated(judging, criteria)
+    flags = uncalibrated(judging)
     for c in criteria:
         c["flag"] = flags.get(f"criterion:{c['criterion']}")
     return {"run_id": run_id, "criteria": worst_first(criteria)}
@@ -443,7 +413,10 @@ def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
 def _point_row(
     p: dict[str, Any], scales: dict[str, tuple[float, float]], limit: int = MAX_TEXT
 ) -> dict[str, Any]:
-    """One pointwise labelling item; ``name`` (variant × model) is shown only on unblinding."""
+    """One pointwise labelling item: a case and criterion with its answers, each labelled on
+    its own (``v``, ``m``, ``r`` name the answer in the labels YAML; ``name``, variant × model,
+    is shown only on unblinding). ``human`` is a stored label of the whole case, judged
+    against the majority of its ``n_answers`` answers."""
     return {
         "criterion": p["criterion"],
         "case": p["case_id"],
@@ -452,11 +425,16 @@ def _point_row(
         "expected": cut(json_value(p["expected"]), 500),
         "judge_passed": p["judge_passed"],
         "judge_raw": p["judge_raw_score"],
+        "n_answers": p["n_answers"],
         "human": json_value(p["human"]),
         "answers": [
             _present(
                 {
                     "name": f"{a['variant']} × {a['model']}",
+                    "v": a["variant"],
+                    "m": a["model"],
+                    "r": a["repeat"],
+                    "human": json_value(a["human"]),
                     "o": cut(a["output"], limit),
                     "len": len(a["output"]) if a["output"] is not None else 0,
                     "e": cut(a["error"]),
@@ -514,7 +492,7 @@ def decision_entry(data: dict[str, Any], comparison: dict[str, Any] | None = Non
     judging = data.get("judging")
     if judging:
         for c in judging["comparisons"]:
-            status = "calibrated" if c["calibrated"] else UNCALIBRATED
+            status = "calibrated" if not c["flags"] else ", ".join(flag_names(c["flags"]))
             kappa = fmt.num(c["kappa"], 2)
             lines.append(
                 f"- Pairwise {c['comparison']} (judge {c['judge']}): kappa {kappa} "
@@ -522,7 +500,7 @@ def decision_entry(data: dict[str, Any], comparison: dict[str, Any] | None = Non
                 f"{fmt.pct(c['win_rate'])} [{fmt.pct(c['win_rate_lo'])}–{fmt.pct(c['win_rate_hi'])}] "
                 f"({c['candidate_wins']}/{c['n']}); flip rate {fmt.pct(c['flip_rate'])}"
             )
-        lines += [f"- {key}: {reason}" for key, reason in data["flags"].items()]
+        lines += [f"- {line}" for line in flag_lines(data["flags"])]
     if comparison:
         o = comparison["overall"]
         lines.append(
@@ -535,9 +513,11 @@ def decision_entry(data: dict[str, Any], comparison: dict[str, Any] | None = Non
 
 
 def decide(store: Warehouse, ref: str, append: str | Path | None = None) -> dict[str, Any]:
-    """The DECISIONS.md entry for run ``ref``; appended to ``append`` when given."""
+    """The DECISIONS.md entry for run ``ref`` and the run's judge flags (the ones the entry
+    lists); appended to ``append`` when given."""
     run_id = store.resolve(ref)
-    text = decision_entry(run_data(store, run_id, max_rows=0, parts=frozenset()))
+    data = run_data(store, run_id, max_rows=0, parts=frozenset())
+    text = decision_entry(data)
     if append is not None:
         path = Path(append)
         before = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -548,7 +528,12 @@ def decide(store: Warehouse, ref: str, append: str | Path | None = None) -> dict
         )
         with path.open("a", encoding="utf-8") as f:
             f.write(sep + text)
-    return {"run_id": run_id, "text": text, "path": str(append) if append is not None else None}
+    return {
+        "run_id": run_id,
+        "text": text,
+        "path": str(append) if append is not None else None,
+        "flags": data["flags"],
+    }
 
 
 # -- the compare page -----------------------------------------------------------------------
@@ -618,17 +603,6 @@ def compare_section(store: Warehouse, ref_a: str, ref_b: str, name: str) -> dict
         for row in data["criteria"]:
             row["flag"] = flags.get(f"criterion:{row['target']}")
     return data
-
-
-def run_flags(store: Warehouse, run_id: str) -> dict[str, str]:
-    """:func:`uncalibrated` of a stored run (empty when it used no judge)."""
-    from evalwh.analysis.judging import report
-
-    config = snapshot_of(store.run_row(run_id))
-    if not (config.get("pairwise") or config.get("judges")):
-        return {}
-    criteria = store.query("criteria", run_id=run_id).to_pylist()
-    return uncalibrated(report(store, run_id, config), criteria)
 
 
 def render_compare(store: Warehouse, cmp: Comparison) -> str:

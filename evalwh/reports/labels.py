@@ -13,6 +13,7 @@ answer or judge is asked again::
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -79,7 +80,9 @@ def _pointwise(
             file=file,
             fix="import into a run whose scorecard has an llm-judge criterion",
         )
-    return _point_labels(data, criteria, {i["case_id"] for i in items}, where_line)
+    cells = store.cells(run_id)
+    sides = (sorted({c[0] for c in cells}), sorted({c[1] for c in cells}))
+    return _point_labels(data, criteria, {i["case_id"] for i in items}, where_line, sides, cells)
 
 
 def judge_scales(config: dict[str, Any], names: set[str]) -> dict[str, tuple[float, float]]:
@@ -142,6 +145,46 @@ def import_labels(
 MAX_WHO = 100  # characters of a labeller's name
 
 
+def _who(by: str) -> str:
+    who = by.strip()
+    if not who or len(who) > MAX_WHO:
+        raise ConfigError(
+            f"the labeller's name must have 1 to {MAX_WHO} characters",
+            fix="give a shorter name",
+        )
+    return who
+
+
+def store_point_label(
+    store: Warehouse, run_id: str, form: dict[str, str], by: str
+) -> dict[str, Any]:
+    """One label of one judged answer from the viewer's Label answers tab (``criterion``,
+    ``case``, ``variant``, ``model``, ``repeat``, ``label``: pass, fail or a score), checked
+    as `evalwh labels import` checks a file's entry and stored by the same write path
+    (replacing that answer's earlier label)."""
+    who = _who(by)
+    value: Any = form.get("label", "")
+    with contextlib.suppress(ValueError):  # _point_labels names a bad value
+        value = float(value) if value not in ("pass", "fail") else value
+    repeat: Any = form.get("repeat", "0")
+    repeat = int(repeat) if str(repeat).isdigit() else repeat
+    entry: dict[str, Any] = {k: form[k] for k in ("criterion", "variant", "model") if k in form}
+    entry.update({"case": form.get("case", ""), "repeat": repeat, "label": value})
+    (label,) = _pointwise({"labels": [entry]}, store, run_id, "the viewer", lambda p: {})
+    replaced = store.replace_labels(run_id, [label], by=who)
+    return {
+        "run_id": run_id,
+        "criterion": label.criterion,
+        "case": label.case_id,
+        "variant": label.variant,
+        "model": label.model,
+        "repeat": label.repeat,
+        "label": label.label,
+        "by": who,
+        "replaced": replaced,
+    }
+
+
 def store_label(
     store: Warehouse, run_id: str, comparison: str, case_id: str, prefer: str, by: str
 ) -> dict[str, Any]:
@@ -153,12 +196,7 @@ def store_label(
             f"prefer must be baseline, candidate or tie, not {prefer[:40]!r}",
             fix="send the side the labeller preferred",
         )
-    who = by.strip()
-    if not who or len(who) > MAX_WHO:
-        raise ConfigError(
-            f"the labeller's name must have 1 to {MAX_WHO} characters",
-            fix="give a shorter name",
-        )
+    who = _who(by)
     pairs = store.query("pair_list", run_id=run_id).to_pylist()
     if not any(p["comparison"] == comparison and p["case_id"] == case_id for p in pairs):
         raise ConfigError(

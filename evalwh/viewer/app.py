@@ -295,10 +295,16 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
     async def label(request: Request, ref: str) -> Response:
         import anyio
 
-        from evalwh.reports.labels import store_label
+        from evalwh.reports.labels import store_label, store_point_label
 
         form = await _form(request)
         run_id = resolve(ref)
+        who = form.get("who") or labeller
+        if "label" in form:  # the Label answers tab: one judged answer
+            result = await anyio.to_thread.run_sync(
+                lambda: store_point_label(store, run_id, form, who)
+            )
+            return json_response(result)
         result = await anyio.to_thread.run_sync(
             lambda: store_label(
                 store,
@@ -306,7 +312,7 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
                 form.get("comparison", ""),
                 form.get("case", ""),
                 form.get("prefer", ""),
-                form.get("who") or labeller,
+                who,
             )
         )
         return json_response(result)

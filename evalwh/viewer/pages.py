@@ -122,12 +122,11 @@ def calibration_page(store: Warehouse, run_id: str) -> dict[str, Any]:
     if not (config.get("pairwise") or config.get("judges")):
         return {"run_id": run_id, "suite": row["suite"], "judging": None, "flags": {}}
     judging = report(store, run_id, config)
-    criteria = store.query("criteria", run_id=run_id).to_pylist()
     return {
         "run_id": run_id,
         "suite": row["suite"],
         "judging": judging,
-        "flags": uncalibrated(judging, criteria),
+        "flags": uncalibrated(judging),
     }
 
 

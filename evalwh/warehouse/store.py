@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 LABEL_INSERT = (
     "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note, labelled_by, "
-    "labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "labelled_at, variant, model, repeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # The DuckDB limit of a run's own queries after its cells (totals, summary, errors, the gate),
 # on one thread: they group by case, and within the warehouse's 2 GB a million cases took
@@ -207,7 +207,7 @@ class Warehouse:
         passes ``pointwise=False``: a case's own label is case data."""
         rows = label_rows(run_id, [*config.labels, *(config.point_labels if pointwise else ())])
         rows += [
-            [run_id, "pointwise", None, c.id, None, to_json(c.human_label), None, None, None]
+            [run_id, "pointwise", None, c.id, None, to_json(c.human_label), *[None] * 6]
             for c in (config.cases if pointwise else ())
             if c.human_label is not None
         ]
@@ -221,27 +221,28 @@ class Warehouse:
 
     def replace_labels(self, run_id: str, labels: Any, *, by: str | None = None) -> int:
         """Store labels with a run (pairwise ``Label`` and pointwise ``PointLabel``) as given
-        by ``by`` now, replacing its labels of the same kind, comparison or criterion, and
-        case; returns how many stored labels were replaced (one transaction, retried whole on
-        a lake)."""
+        by ``by`` now, replacing its labels of the same kind, comparison or criterion, case
+        and answer (a label of one answer replaces that answer's, a label of the case the
+        case's); returns how many stored labels were replaced (one transaction, retried whole
+        on a lake)."""
         rows = label_rows(run_id, labels, by=by, at=utcnow())
-        keys = [row[:4] for row in rows]
+        keys = [row[:4] + row[9:] for row in rows]
+        same = (
+            "EXISTS (SELECT 1 FROM new_keys k WHERE k.run_id = l.run_id AND k.kind = l.kind "
+            "AND k.comparison IS NOT DISTINCT FROM l.comparison AND k.case_id = l.case_id "
+            "AND k.variant IS NOT DISTINCT FROM l.variant AND k.model IS NOT DISTINCT FROM "
+            "l.model AND k.repeat IS NOT DISTINCT FROM l.repeat)"
+        )
 
         def body(con: Any) -> int:
             con.execute(
-                "CREATE TEMP TABLE new_keys "
-                "(run_id VARCHAR, kind VARCHAR, comparison VARCHAR, case_id VARCHAR)"
+                "CREATE TEMP TABLE new_keys (run_id VARCHAR, kind VARCHAR, comparison VARCHAR, "
+                "case_id VARCHAR, variant VARCHAR, model VARCHAR, repeat INTEGER)"
             )
             if keys:
-                con.executemany("INSERT INTO new_keys VALUES (?, ?, ?, ?)", keys)
-            found = con.execute(
-                "SELECT count(*) FROM labels l "
-                "SEMI JOIN new_keys k USING (run_id, kind, comparison, case_id)"
-            ).fetchone()
-            con.execute(
-                "DELETE FROM labels WHERE (run_id, kind, comparison, case_id) IN "
-                "(SELECT (run_id, kind, comparison, case_id) FROM new_keys)"
-            )
+                con.executemany("INSERT INTO new_keys VALUES (?, ?, ?, ?, ?, ?, ?)", keys)
+            found = con.execute(f"SELECT count(*) FROM labels l WHERE {same}").fetchone()
+            con.execute(f"DELETE FROM labels l WHERE {same}")
             if rows:
                 con.executemany(LABEL_INSERT, rows)
             con.execute("DROP TABLE new_keys")
@@ -405,11 +406,15 @@ def label_rows(
     run_id: str, labels: Any, *, by: str | None = None, at: datetime | None = None
 ) -> list[list[Any]]:
     """Rows of the labels table (``LABEL_INSERT``'s columns) for pairwise ``Label``s and
-    pointwise ``PointLabel``s (whose ``comparison`` column holds the criterion's name), stored
-    by ``by`` at ``at`` (both NULL for labels from an eval config)."""
-    return [
-        [run_id, "pointwise", lb.criterion, lb.case_id, None, to_json(lb.label), lb.note, by, at]
-        if hasattr(lb, "criterion")
-        else [run_id, "pairwise", lb.comparison, lb.case_id, lb.prefer, None, lb.note, by, at]
-        for lb in labels
-    ]
+    pointwise ``PointLabel``s (whose ``comparison`` column holds the criterion's name, and
+    ``variant``, ``model``, ``repeat`` the answer a label of one answer grades), stored by
+    ``by`` at ``at`` (both NULL for labels from an eval config)."""
+    rows = []
+    for lb in labels:
+        if hasattr(lb, "criterion"):
+            point = [lb.criterion, lb.case_id, None, to_json(lb.label), lb.note]
+            rows.append([run_id, "pointwise", *point, by, at, lb.variant, lb.model, lb.repeat])
+        else:
+            pair = [lb.comparison, lb.case_id, lb.prefer, None, lb.note]
+            rows.append([run_id, "pairwise", *pair, by, at, None, None, None])
+    return rows

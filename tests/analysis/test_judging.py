@@ -64,6 +64,19 @@ def test_numeric_labels_get_exact_within_n_and_weighted_kappa(tmp_path: Path) ->
     assert point2["within"] == 2 and point2["within_agreement"] == 1.0
 
 
+def test_calibration_weights_linear_gives_the_linear_weighted_kappa(tmp_path: Path) -> None:
+    """``calibration.weights: linear`` (Cohen 1968's absolute-difference weights) replaces the
+    quadratic default for numeric labels; the report says which weights it used."""
+    from sklearn.metrics import cohen_kappa_score
+
+    cfg = ordinal_config(tmp_path, "calibration: {weights: linear}\n")
+    [point] = evalwh.run_eval(cfg, output_dir=tmp_path / "out").pairwise["pointwise"]
+    humans, judges = [h for _, h, _, _ in ORDINAL], [j for _, _, j, _ in ORDINAL]
+    linear = cohen_kappa_score(humans, judges, weights="linear")
+    assert point["weights"] == "linear" and point["weighted_kappa"] == pytest.approx(linear)
+    assert linear != pytest.approx(quadratic_kappa(list(zip(humans, judges, strict=True))))
+
+
 @pytest.mark.parametrize(
     ("row", "expected"),
     [
@@ -73,7 +86,7 @@ def test_numeric_labels_get_exact_within_n_and_weighted_kappa(tmp_path: Path) ->
             {"kappa": 0.59, "n_labels": 19, "flip_flagged": True, "flip_rate": 0.35},
             [
                 "UNCALIBRATED: kappa 0.59 below the floor 0.6",
-                "UNCALIBRATED: 19 label(s), fewer than 20",
+                "LOW-N: 19 label(s), fewer than 20",
                 "FLIPPY: flip rate 0.35 above 0.3",
             ],
         ),
@@ -81,7 +94,7 @@ def test_numeric_labels_get_exact_within_n_and_weighted_kappa(tmp_path: Path) ->
             {"kappa": None, "n_labels": 0, "flip_flagged": False},
             [
                 "UNCALIBRATED: kappa undefined (n_labels=0)",
-                "UNCALIBRATED: 0 label(s), fewer than 20",
+                "LOW-N: 0 label(s), fewer than 20",
             ],
         ),
     ],

@@ -70,3 +70,58 @@ def test_calibrating_two_judges_slices_each_ones_own_pairs_and_flags_each_agains
         # the judges' runs share one warehouse: each judge's slices count its own run only
         assert {s["slice"] for s in mine} == {"easy", "hard"}
         assert sum(s["n"] for s in mine) == row["n_labels"] == 24
+
+
+def test_calibrate_uses_the_labels_imported_into_a_run_of_the_suite(
+    pairwise_example: Path, tmp_path: Path
+) -> None:
+    """The bug it names: labels stored with `evalwh labels import` were ignored without a word
+    (they live with the run they were imported into, not in the config calibrate reads).
+    Now calibrate says it found none, then uses them once they are stored, and says whose."""
+    import duckdb
+    import yaml
+
+    out = str(tmp_path / "out")
+    assert run_cli("-o", out, "run", str(pairwise_example), "-q").returncode == 0
+
+    def calibrate() -> dict[str, object]:
+        done = run_cli("-o", out, "--json", "calibrate", str(pairwise_example), "-j", "fair")
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout))
+
+    before = calibrate()
+    assert before["labels"] == {
+        "config": 24,
+        "imported": 0,
+        "imported_from": None,
+        "left_out": 0,
+        "note": "no labels stored with any run of suite 'pairwise' by `evalwh labels import` or "
+        "the viewer: only the config's 24 label(s) count",
+    }
+    assert not [r for r in before["ranking"] if r["kind"] == "pointwise"]  # type: ignore[attr-defined]
+    with duckdb.connect(f"{out}/warehouse.duckdb", read_only=True) as con:
+        run_id, *_ = con.execute("SELECT min(run_id) FROM runs").fetchone()  # type: ignore[misc]
+        exact = con.execute(
+            "SELECT case_id, variant, model, passed FROM scores "
+            "WHERE criterion = 'exact' AND run_id = ?",
+            [run_id],
+        ).fetchall()
+    entries = [
+        {
+            "case": c,
+            "criterion": "judged",
+            "variant": v,
+            "model": m,
+            "label": "pass" if ok else "fail",
+        }
+        for c, v, m, ok in exact
+    ]
+    file = tmp_path / "answers.yaml"
+    file.write_text(yaml.safe_dump({"labels": entries}), encoding="utf-8")
+    assert run_cli("-o", out, "labels", "import", str(file), run_id).returncode == 0
+    after = calibrate()
+    labels = after["labels"]
+    assert (labels["imported"], labels["imported_from"]) == (48, run_id)  # type: ignore[index]
+    (point,) = [r for r in after["ranking"] if r["kind"] == "pointwise"]  # type: ignore[attr-defined]
+    assert (point["n_labels"], point["kappa"], point["flags"]) == (48, 1.0, [])
+    assert point["label_units"] == "48 answer label(s)"

@@ -434,6 +434,45 @@ def test_pointwise_labels_take_the_only_judged_criterion_and_keep_their_note(
     ]
 
 
+def test_a_pointwise_label_naming_an_answer_grades_that_answer(tmp_path: Path) -> None:
+    """A label with variant/model/repeat grades one answer (repeat 0 by default); one naming
+    neither is a label of the case, as before."""
+    assert point_labels(
+        tmp_path,
+        "{case: c1, variant: v2, model: b, repeat: 1, label: 4}",
+        "{case: c1, variant: v1, model: a, label: pass}",
+        "{case: c1, label: fail}",
+    ) == [
+        PointLabel("good", "c1", 4, None, "v2", "b", 1),
+        PointLabel("good", "c1", "pass", None, "v1", "a", 0),
+        PointLabel("good", "c1", "fail", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message", "where", "fix"),
+    [
+        (
+            "{case: c1, variant: v1, label: pass}",
+            "this label of one answer names no model",
+            "labels[0]",
+            "name the answer's model with `model:` (models: a, b)",
+        ),
+        (
+            "{case: c1, variant: v3, model: a, label: pass}",
+            "label for unknown variant 'v3'",
+            "labels[0].variant",
+            "variants: v1, v2",
+        ),
+    ],
+)
+def test_a_label_of_one_answer_must_name_an_answer_of_the_matrix(
+    tmp_path: Path, entry: str, message: str, where: str, fix: str
+) -> None:
+    error = point_refused(tmp_path, entry)
+    assert (error.message, error.where, error.fix) == (message, where, fix)
+
+
 def test_a_pointwise_label_after_a_preference_label_is_read(tmp_path: Path) -> None:
     text = (
         JUDGED + "pairwise:\n  - {name: p, judge: j, baseline: {model: a}, candidate: {model: b}}\n"

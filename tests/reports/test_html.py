@@ -145,7 +145,7 @@ def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
     assert "both references name the same run" in page and "No case moved." in page
     assert f"- Versus run {run_id}: pass rate {fmt.delta(cmp.overall, 'pass_rate')}" in page
     assert SCRIPT not in page
-    assert "UNCALIBRATED judges in these runs" in page
+    assert "Flagged judge numbers in these runs" in page
     judged = re.search(r"<td>judged <span class=\"badge uncal\"", page)
     assert judged, "the judged criterion's delta is not flagged"
 
@@ -175,16 +175,19 @@ def test_the_report_calibrates_a_criterion_labelled_with_scores(tmp_path: Path) 
     from evalwh.reports.html import render_run, run_flags
     from evalwh.warehouse.store import Warehouse
 
-    def flags(extra: str, name: str) -> tuple[str | None, str]:
+    def flags(extra: str, name: str) -> tuple[list[str] | None, str]:
         cfg = ordinal_config(tmp_path / name, extra)
         run = evalwh.run_eval(cfg, output_dir=tmp_path / name / "out")
         store = Warehouse(tmp_path / name / "out" / "warehouse.duckdb")
         return run_flags(store, run.run_id).get("criterion:judged"), render_run(store, run.run_id)
 
     few, page = flags("", "few")  # 6 numeric labels, weighted kappa 0.61; floor 0.6 on 20
-    assert few == "UNCALIBRATED: 6 label(s), fewer than 20"
-    assert "weighted kappa 0.61, exact 50.0%, within 1 66.7% (n=6, numeric labels)" in page
+    assert few == ["LOW-N: 6 label(s), fewer than 20"]
+    assert (
+        "weighted kappa 0.61, exact 50.0%, within 1 66.7% (n=6, numeric labels, quadratic weights)"
+        in page
+    )
     enough, _ = flags("calibration: {min_labels: 6}\n", "enough")  # exactly at the floor
     assert enough is None
     strict, _ = flags("calibration: {min_labels: 6, min_kappa: 0.62}\n", "strict")
-    assert strict == "UNCALIBRATED: weighted kappa 0.61 below 0.62"
+    assert strict == ["UNCALIBRATED: weighted kappa 0.61 below the floor 0.62"]

@@ -105,3 +105,66 @@ def test_pointwise_labels_of_a_numeric_judge_take_its_scale_and_no_more(
         else:
             with pytest.raises(ConfigError, match=r"outside the judge's scale 1\.\.5"):
                 load_config(config)
+
+
+def test_labels_of_each_answer_calibrate_the_judge_that_per_case_labels_failed(
+    pairwise_example: Path, tmp_path: Path
+) -> None:
+    """The issue's case: the example's judge agrees with exact match on all 48 answers. Labels
+    of each case "pass only if every answer is right" gave kappa 0.11, UNCALIBRATED (a label
+    of the case is compared with the judge's majority over its two answers, and the report
+    now says so); a label of each answer, compared with the judge's verdict on that answer,
+    gives kappa 1, calibrated. The per-case file still imports, with its old meaning."""
+    import duckdb
+
+    from evalwh.api.view import WarehouseView
+    from evalwh.reports.html import render_run
+
+    out = tmp_path / "out"
+    done = run_cli("-o", str(out), "run", str(pairwise_example), "-q")
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect(str(out / "warehouse.duckdb"), read_only=True) as con:
+        exact = con.execute(
+            "SELECT case_id, variant, model, repeat, passed FROM scores "
+            "WHERE criterion = 'exact' ORDER BY ALL"
+        ).fetchall()
+        judge = con.execute(
+            "SELECT case_id, variant, model, repeat, passed FROM scores "
+            "WHERE criterion = 'judged' ORDER BY ALL"
+        ).fetchall()
+    assert exact == judge and len(exact) == 48  # the judge agrees with exact match
+    every = {c: all(ok for c2, *_, ok in exact if c2 == c) for c, *_ in exact}
+    per_case = [{"case": c, "criterion": "judged", "label": "pass" if ok else "fail"}
+                for c, ok in every.items()]  # fmt: skip
+    per_answer = [
+        {"case": c, "criterion": "judged", "variant": v, "model": m, "repeat": r,
+         "label": "pass" if ok else "fail"}
+        for c, v, m, r, ok in exact
+    ]  # fmt: skip
+    view = WarehouseView(out / "warehouse.duckdb")
+    run_id = view.resolve("latest")
+
+    def calibration(entries: list[dict[str, Any]], name: str) -> dict[str, Any]:
+        file = tmp_path / name
+        file.write_text(yaml.safe_dump({"labels": entries}), encoding="utf-8")
+        done = run_cli("-o", str(out), "labels", "import", str(file))
+        assert done.returncode == 0, done.stderr
+        return view.judging(run_id)
+
+    cased = calibration(per_case, "per-case.yaml")
+    (p,) = cased["pointwise"]
+    assert (p["n_labels"], f"{p['kappa']:.2f}") == (24, "0.11")
+    assert p["label_units"] == "24 per-case label(s) (judged against the majority of 2 answers)"
+    assert cased["flags"]["criterion:judged"] == ["UNCALIBRATED: kappa 0.11 below the floor 0.6"]
+    assert p["label_units"] in render_run(view.store, run_id)
+
+    answered = calibration(per_answer, "per-answer.yaml")
+    (p,) = answered["pointwise"]
+    assert (p["n_labels"], p["n_answer_labels"], p["n_case_labels"]) == (48, 48, 0)
+    assert p["kappa"] == 1.0 and p["agreement"] == 1.0
+    assert "criterion:judged" not in answered["flags"]  # calibrated: 48 labels, kappa 1
+    page = render_run(view.store, run_id)
+    assert "48 answer label(s)" in page
+    stored = view.query("point_list", run_id=run_id).to_pylist()
+    assert all(a["human"] is not None for i in stored for a in i["answers"])
+    assert all(i["human"] is not None for i in stored)  # the per-case labels are kept

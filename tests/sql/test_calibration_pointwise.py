@@ -72,7 +72,7 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     rows = {
         r["criterion"]: r
         for r in queries.run_query(
-            con, "calibration_pointwise", run_id="r", within=1.0, key=None
+            con, "calibration_pointwise", run_id="r", within=1.0, key=None, weights="quadratic"
         ).to_pylist()
     }
     j = rows["j"]
@@ -124,7 +124,7 @@ def test_pointwise_labels_precedence_half_passes_and_the_runs_own_labels(tmp_pat
     got = {
         r["criterion"]: (r["n_labels"], r["agreement"])
         for r in queries.run_query(
-            con, "calibration_pointwise", run_id="r", within=1.0, key=None
+            con, "calibration_pointwise", run_id="r", within=1.0, key=None, weights="quadratic"
         ).to_pylist()
     }
     assert got == {"j1": (2, 1.0), "j2": (1, 1.0)}
@@ -158,11 +158,11 @@ def test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass(
         con.execute(label, ["r", case_id, json.dumps(human)])
         con.execute(label, ["o", case_id, json.dumps("fail" if human == "pass" else "pass")])
     [row] = queries.run_query(
-        con, "calibration_pointwise", run_id="r", within=1.0, key=None
+        con, "calibration_pointwise", run_id="r", within=1.0, key=None, weights="quadratic"
     ).to_pylist()
     assert (row["n_labels"], row["agreement"]) == (3, 1.0)
     [sliced] = queries.run_query(
-        con, "calibration_pointwise", run_id="r", within=1.0, key="topic"
+        con, "calibration_pointwise", run_id="r", within=1.0, key="topic", weights="quadratic"
     ).to_pylist()
     assert (sliced["slice"], sliced["n_labels"], sliced["agreement"]) == ("t", 3, 1.0)
 
@@ -188,7 +188,7 @@ def test_weighted_kappa_at_an_expected_disagreement_of_exactly_one(tmp_path: Pat
     rows = {
         r["criterion"]: r
         for r in queries.run_query(
-            con, "calibration_pointwise", run_id="r", within=1.0, key=None
+            con, "calibration_pointwise", run_id="r", within=1.0, key=None, weights="quadratic"
         ).to_pylist()
     }
     assert rows["k"]["n_numeric"] == 2 and rows["k"]["weighted_kappa"] == 0.0
@@ -217,7 +217,9 @@ def test_pointwise_labels_count_once_per_case_and_criterion(tmp_path):
                     "VALUES ('J', 'v', ?, ?, 0, 'judged', 'llm-judge', ?, ?, 1, true, 'jm', ?)",
                     [model, case, float(passed), passed, 5.0 if passed else 1.0],
                 )
-    (row,) = store.query("calibration_pointwise", run_id="J", within=1.0, key=None).to_pylist()
+    (row,) = store.query(
+        "calibration_pointwise", run_id="J", within=1.0, key=None, weights="quadratic"
+    ).to_pylist()
     assert row["n_labels"] == 24  # not 48 (24 labels x 2 models)
     verdict = [sum(judged[c]) / 2 >= 0.5 for c in labels]
     assert row["kappa"] == pytest.approx(
@@ -258,10 +260,85 @@ def test_a_criterions_own_label_beats_the_cases_human_label(tmp_path):
                 )
     rows = {
         r["criterion"]: r
-        for r in store.query("calibration_pointwise", run_id="J", within=1.0, key=None).to_pylist()
+        for r in store.query(
+            "calibration_pointwise", run_id="J", within=1.0, key=None, weights="quadratic"
+        ).to_pylist()
     }
     assert (rows["c1"]["n_labels"], rows["c2"]["n_labels"]) == (4, 4)  # once per case x criterion
     assert rows["c1"]["agreement"] == pytest.approx(0.75)
     assert rows["c1"]["kappa"] == pytest.approx(0.5)
     assert rows["c2"]["agreement"] == pytest.approx(0.5)
     assert rows["c2"]["kappa"] == pytest.approx(0.0)
+
+
+def _verdicts(
+    con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, bool, float | None]]
+) -> None:
+    """Judged answers of criterion 'j' in run 'r': (case, model, passed, raw score)."""
+    for case_id, model, passed, raw in rows:
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required, judge_model, raw_score) "
+            "VALUES ('r', 'v', ?, ?, 0, 'j', 'llm-judge', 0.5, ?, 1, true, 'jm', ?)",
+            [model, case_id, passed, raw],
+        )
+
+
+def _label(con: duckdb.DuckDBPyConnection, case_id: str, label: object, model: str | None) -> None:
+    """A label of criterion 'j' in run 'r': of answer (v, model, repeat 0), or of the case."""
+    con.execute(
+        "INSERT INTO labels (run_id, kind, comparison, case_id, label, variant, model, repeat) "
+        "VALUES ('r', 'pointwise', 'j', ?, ?, ?, ?, ?)",
+        [case_id, json.dumps(label), "v" if model else None, model, 0 if model else None],
+    )
+
+
+def test_a_label_of_one_answer_meets_the_verdict_on_that_answer_a_case_label_the_majority(
+    tmp_path: Path,
+) -> None:
+    # judged answers (m1, m2): a pass/fail, b pass/fail, c pass/pass.
+    # a: labels of both answers, pass and fail -> two items, both agree with the judge;
+    # b: a label of the case, fail -> one item against the majority of 2 answers (half pass:
+    #    pass) -> disagrees;
+    # c: a label of the case, pass, and a label of answer m1, fail -> the answer's label
+    #    counts (the case's is not counted twice): one item, fail against pass.
+    # items (human, judge): (P, P) (F, F) (F, P) (F, P): n 4, agreement 2/4, human yes 1,
+    # judge yes 3, chance (1*3 + 3*1) / 16 = 0.375, kappa (0.5 - 0.375) / 0.625 = 0.2.
+    con = _warehouse(tmp_path)
+    _verdicts(con, [("a", "m1", True, None), ("a", "m2", False, None), ("b", "m1", True, None)])
+    _verdicts(con, [("b", "m2", False, None), ("c", "m1", True, None), ("c", "m2", True, None)])
+    _label(con, "a", "pass", "m1")
+    _label(con, "a", "fail", "m2")
+    _label(con, "b", "fail", None)
+    _label(con, "c", "pass", None)
+    _label(con, "c", "fail", "m1")
+    (row,) = queries.run_query(
+        con, "calibration_pointwise", run_id="r", within=1.0, key=None, weights="quadratic"
+    ).to_pylist()
+    assert (row["n_labels"], row["agreement"]) == (4, 0.5)
+    assert row["kappa"] == pytest.approx(0.2)
+    assert (row["n_answer_labels"], row["n_case_labels"]) == (3, 1)
+    assert (row["case_label_answers_min"], row["case_label_answers_max"]) == (2, 2)
+
+
+@pytest.mark.parametrize(("weights", "expected"), [("linear", 8 / 13), ("quadratic", 14 / 19)])
+def test_the_weighted_kappa_takes_linear_or_quadratic_weights(
+    tmp_path: Path, weights: str, expected: float
+) -> None:
+    # (human, judge) 1-1, 2-3, 3-3, 4-2, 5-5. Linear: observed mean |h - j| 3/5, expected
+    # over every (h, j) of the marginals 39/25 -> 1 - 0.6/1.56 = 8/13. Quadratic: observed
+    # 5/5, expected 95/25 -> 1 - 1/3.8 = 14/19 (Cohen 1968; Fleiss & Cohen 1973).
+    from sklearn.metrics import cohen_kappa_score
+
+    pairs = [(1, 1), (2, 3), (3, 3), (4, 2), (5, 5)]
+    con = _warehouse(tmp_path)
+    for i, (human, judge) in enumerate(pairs):
+        _verdicts(con, [(f"c{i}", "m", judge >= 3, float(judge))])
+        _label(con, f"c{i}", human, "m")
+    (row,) = queries.run_query(
+        con, "calibration_pointwise", run_id="r", within=1.0, key=None, weights=weights
+    ).to_pylist()
+    assert row["weights"] == weights and row["n_numeric"] == 5
+    assert row["weighted_kappa"] == pytest.approx(expected)
+    reference = cohen_kappa_score([h for h, _ in pairs], [j for _, j in pairs], weights=weights)
+    assert row["weighted_kappa"] == pytest.approx(reference)

@@ -311,6 +311,39 @@ def test_a_stored_label_changes_calibration_and_names_who_and_when(wh: dict[str,
     assert f">{after}</td>" in c.get(f"/runs/{a}/calibration").text
 
 
+def test_a_label_of_one_answer_is_stored_and_counted_against_that_answers_verdict(
+    wh: dict[str, Any],
+) -> None:
+    """The Label answers tab's write: one judged answer's label, stored with its variant,
+    model and repeat; the calibration page counts it as an answer label, against the judge's
+    verdict on that answer; a second label of the same answer replaces it; an answer the run
+    does not have is refused."""
+    c, view, b = client(wh["view"]), wh["view"], wh["b"]
+    item = view.query("point_list", run_id=b).to_pylist()[0]
+    answer = item["answers"][0]
+    body = {
+        "criterion": item["criterion"],
+        "case": item["case_id"],
+        "variant": answer["variant"],
+        "model": answer["model"],
+        "repeat": "0",
+        "label": "fail" if answer["passed"] else "pass",  # against the judge
+    }
+    r = post(c, f"/runs/{b}/labels", body)
+    assert r.status_code == 200, r.text
+    assert (r.json()["model"], r.json()["repeat"], r.json()["by"]) == (answer["model"], 0, "tester")
+    (p,) = c.get(f"/runs/{b}/calibration.json").json()["judging"]["pointwise"]
+    assert (p["n_labels"], p["n_answer_labels"], p["agreement"]) == (1, 1, 0.0)
+    assert p["label_units"] == "1 answer label(s)"
+    assert "1 answer label(s)" in c.get(f"/runs/{b}/calibration").text
+    again = post(c, f"/runs/{b}/labels", {**body, "label": "pass" if answer["passed"] else "fail"})
+    assert again.json()["replaced"] == 1
+    (p,) = c.get(f"/runs/{b}/calibration.json").json()["judging"]["pointwise"]
+    assert (p["n_labels"], p["agreement"]) == (1, 1.0)
+    r = post(c, f"/runs/{b}/labels", {**body, "model": "nope"})
+    assert r.status_code == 400 and "unknown model 'nope'" in r.json()["error"]
+
+
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [

@@ -156,9 +156,11 @@
         clip(r.o, r.ol).forEach(function (k) { box.appendChild(k); });
         var t = el("table", {}, [el("tr", {}, [el("th", { text: "criterion" }), el("th", { text: "score" }), el("th", { text: "details / rationale" })])]);
         r.crit.forEach(function (c) {
-          var flag = flags["criterion:" + c.n];
           var name = el("td", { text: c.n + (c.req ? " (required)" : "") + " " });
-          if (flag) { name.appendChild(el("span", { cls: "badge uncal", title: flag, text: "UNCALIBRATED" })); }
+          (flags["criterion:" + c.n] || []).forEach(function (reason) {  /* analysis.judging's flags */
+            var tag = reason.split(":")[0];
+            name.appendChild(el("span", { cls: "badge " + (tag === "FLIPPY" ? "flip" : "uncal"), title: reason, text: tag }));
+          });
           var det = el("td", {}, [
             c.det ? el("div", { cls: "mono", text: c.det }) : null,
             c.rat ? el("div", { text: "rationale" + (c.j ? " (" + c.j + ")" : "") + ": " + c.rat }) : null,
@@ -218,7 +220,8 @@
     doc.addEventListener("keydown", function (ev) {
       if ($(panel).hidden || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
       var tag = (ev.target && ev.target.tagName) || "";
-      if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") { return; }
+      var choice = tag === "INPUT" && ev.target.type === "radio";  /* a label's own control keeps the keys */
+      if ((tag === "INPUT" && !choice) || tag === "TEXTAREA" || tag === "SELECT") { return; }
       if (handle(ev.key.toLowerCase())) { ev.preventDefault(); }
     });
   }
@@ -348,11 +351,11 @@
   }
   if (data.pairs && data.pairs.length && $("pairs")) { setupLabels(data.pairs); }
 
-  /* -- blind pointwise labelling: one item per llm-judge criterion x case ----------------- */
+  /* -- blind pointwise labelling: one card per llm-judge criterion x case, one label per answer -- */
   function setupPointLabels(items) {
-    var storeKey = "evalwh-point-labels:" + data.run_id, labels = loadLabels(storeKey), current = 0, unblind = false, cards = [];
+    var storeKey = "evalwh-answer-labels:" + data.run_id, labels = loadLabels(storeKey), current = 0, unblind = false, cards = [];
     var holder = $("points"), LPAGE = 20, shownPage = -1, first = 0;
-    function key(it) { return it.criterion + "\u0000" + it.case; }
+    function key(it, a) { return [it.criterion, it.case, a.v, a.m, a.r].join("\u0000"); }
     function choices(it) {  /* pass/fail, or each whole score of a numeric judge's scale */
       var lo = it.scale[0], hi = it.scale[1];
       if (lo === 0 && hi === 1) { return [["pass", "Pass", "p"], ["fail", "Fail", "f"]]; }
@@ -361,78 +364,111 @@
       return out;
     }
     function shown(it) {  /* the answers in a fixed random order per item */
-      return it.answers.slice().sort(function (x, y) { return hash(data.run_id + key(it) + x.name) - hash(data.run_id + key(it) + y.name); });
+      return it.answers.slice().sort(function (x, y) { return hash(data.run_id + it.criterion + it.case + x.name) - hash(data.run_id + it.criterion + it.case + y.name); });
     }
+    var flat = [];  /* every answer in the order shown: [item index, answer] */
+    items.forEach(function (it, i) { shown(it).forEach(function (a) { flat.push([i, a]); }); });
+    function itemStart(i) { for (var n = 0; n < flat.length; n++) { if (flat[n][0] === i) { return n; } } return 0; }
     function save() { saveLabels(storeKey, labels); }
+    function yamlValue(v) { return typeof v === "number" ? String(v) : v; }
     yamlSources.push(function () {
       var lines = [];
-      items.forEach(function (it) {
-        var v = labels[key(it)];
+      flat.forEach(function (f) {
+        var it = items[f[0]], a = f[1], v = labels[key(it, a)];
         if (v === undefined || v === null) { return; }
-        lines.push("  - {case: " + JSON.stringify(it.case) + ", criterion: " + JSON.stringify(it.criterion) + ", label: " + (typeof v === "number" ? String(v) : v) + "}");
+        lines.push("  - {case: " + JSON.stringify(it.case) + ", criterion: " + JSON.stringify(it.criterion) + ", variant: " + JSON.stringify(a.v) + ", model: " + JSON.stringify(a.m) + ", repeat: " + a.r + ", label: " + yamlValue(v) + "}");
       });
       return lines;
     });
+    function store(it, a, value) {  /* the viewer (evalwh serve) keeps labels in the warehouse */
+      var status = $("point-saved");
+      fetch(data.label_url, {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ criterion: it.criterion, "case": it.case, variant: a.v, model: a.m, repeat: String(a.r), label: String(value) })
+      }).then(function (r) {
+        if (status) { status.textContent = r.ok ? "saved in the warehouse" : "not saved (" + r.status + ")"; }
+      }, function () { if (status) { status.textContent = "not saved (no answer)"; } });
+    }
     function refresh() {
-      var n = items.filter(function (it) { return labels[key(it)] !== undefined; }).length;
-      $("point-progress").textContent = n + " / " + items.length;
+      var n = flat.filter(function (f) { return labels[key(items[f[0]], f[1])] !== undefined; }).length;
+      $("point-progress").textContent = n + " / " + flat.length;
       showYaml();
       drawPage();
-      cards.forEach(function (c) { c.update(); c.box.classList.toggle("current", c.index === current); });
+      cards.forEach(function (c) { c.update(); });
     }
-    function choose(i, value) {
-      labels[key(items[i])] = value;
+    function choose(n, value) {
+      var f = flat[n];
+      labels[key(items[f[0]], f[1])] = value;
       save();
-      current = Math.min(i + 1, items.length - 1);
+      if (data.label_url) { store(items[f[0]], f[1], value); }
+      current = Math.min(n + 1, flat.length - 1);
       refresh();
-      if (cards[current - first]) { cards[current - first].box.scrollIntoView({ block: "nearest" }); }
+      var box = holder.querySelector(".answer.current");
+      if (box) { box.scrollIntoView({ block: "nearest" }); }
     }
     function makeCard(it, i) {
-      var buttons = [], names = [];
-      var row = el("div", { cls: "choices" });
-      choices(it).forEach(function (c) {
-        var b = el("button", { type: "button", "data-choice": String(c[0]), title: "key " + c[2], text: c[1] });
-        b.addEventListener("click", function () { current = i; choose(i, c[0]); });
-        buttons.push([c[0], b]); row.appendChild(b);
-      });
+      var boxes = [], base = itemStart(i);
       var answers = el("div", { cls: "sides" });
       shown(it).forEach(function (a, j) {
-        var name = el("span", { cls: "muted side-name" });
-        names.push([name, a.name]);
-        var box = el("div", { cls: "side" }, [el("h4", {}, ["Answer " + (j + 1) + " ", name])]);
+        var n = base + j, name = el("span", { cls: "muted side-name" }), inputs = [];
+        var group = "answer-" + i + "-" + j;
+        var legend = el("legend", { text: "Answer " + (j + 1) + ": does it meet " + it.criterion + "?" });
+        var fieldset = el("fieldset", { cls: "choices" }, [legend]);
+        choices(it).forEach(function (c) {
+          var id = group + "-" + String(c[0]);
+          var input = el("input", { type: "radio", name: group, id: id, value: String(c[0]), "data-choice": String(c[0]) });
+          input.addEventListener("change", function () { if (input.checked) { current = n; choose(n, c[0]); } });
+          inputs.push([c[0], input]);
+          fieldset.appendChild(el("label", { "for": id, title: "key " + c[2] }, [input, " " + c[1]]));
+        });
+        var stored = a.human !== undefined && a.human !== null ? el("p", { cls: "muted", text: "stored label of this answer: " + a.human }) : null;
+        var verdict = el("details", { cls: "verdict" });
+        var box = el("div", { cls: "side answer", "data-key": key(it, a) }, [el("h4", {}, ["Answer " + (j + 1) + " ", name])]);
         if (a.e) { box.appendChild(el("p", { cls: "bad", text: "error: " + a.e })); }
         clip(a.o, a.len).forEach(function (k) { box.appendChild(k); });
+        box.appendChild(fieldset);
+        if (stored) { box.appendChild(stored); }
+        box.appendChild(verdict);
+        box.addEventListener("focusin", function () { if (current !== n) { current = n; cards.forEach(function (c) { c.update(); }); } });
         answers.appendChild(box);
+        boxes.push({ n: n, a: a, box: box, name: name, inputs: inputs, verdict: verdict });
       });
-      var verdict = el("details", { cls: "verdict" });
-      var box = el("div", { cls: "point", "data-key": key(it) }, [
+      var caseLabel = it.human !== undefined && it.human !== null
+        ? el("p", { cls: "muted", text: "stored per-case label: " + it.human + " (judged against the majority of " + it.n_answers + " answers, unless its answers are labelled)" }) : null;
+      var box = el("div", { cls: "point", "data-key": it.criterion + "\u0000" + it.case }, [
         el("h3", { text: (i + 1) + ". case " + it.case + " · criterion " + it.criterion }),
         el("pre", { cls: "prompt", text: it.prompt || "" }),
         it.expected !== null && it.expected !== undefined ? el("p", { cls: "muted", text: "reference: " + it.expected }) : null,
-        answers, row, verdict
+        answers, caseLabel
       ]);
       holder.appendChild(box);
       return {
-        index: i,
         box: box,
         update: function () {
-          var mine = labels[key(it)], done = mine !== undefined;
-          box.classList.toggle("done", done);
-          buttons.forEach(function (b) { b[1].classList.toggle("on", done && b[0] === mine); });
-          names.forEach(function (n) { n[0].textContent = unblind ? "(" + n[1] + ")" : ""; });
-          verdict.textContent = "";
-          if (!done && !unblind) { verdict.hidden = true; return; }
-          verdict.hidden = false;
-          var scale = it.scale[0] === 0 && it.scale[1] === 1 ? "" : ", mean score " + num(it.judge_raw, 2);
-          verdict.appendChild(el("summary", { text: "judge: " + (it.judge_passed === null ? "–" : (it.judge_passed ? "pass" : "fail")) + scale }));
-          shown(it).forEach(function (a, j) {
-            verdict.appendChild(el("p", { text: "answer " + (j + 1) + ": " + (a.ok ? "pass" : "fail") + " (score " + num(a.raw, 2) + ")" + (a.rat ? " · rationale: " + a.rat : "") + (a.jerr ? " · judge error: " + a.jerr : "") }));
+          var all = true;
+          boxes.forEach(function (b) {
+            var mine = labels[key(it, b.a)], done = mine !== undefined;
+            all = all && done;
+            b.box.classList.toggle("done", done);
+            b.box.classList.toggle("current", b.n === current);
+            b.inputs.forEach(function (x) { x[1].checked = done && x[0] === mine; });
+            b.name.textContent = unblind ? "(" + b.a.name + ")" : "";
+            b.verdict.textContent = "";
+            if (!done && !unblind) { b.verdict.hidden = true; return; }
+            b.verdict.hidden = false;
+            var scale = it.scale[0] === 0 && it.scale[1] === 1 ? "" : " (score " + num(b.a.raw, 2) + ")";
+            b.verdict.appendChild(el("summary", { text: "judge: " + (b.a.ok ? "pass" : "fail") + scale }));
+            if (b.a.rat) { b.verdict.appendChild(el("p", { text: "rationale: " + b.a.rat })); }
+            if (b.a.jerr) { b.verdict.appendChild(el("p", { cls: "bad", text: "judge error: " + b.a.jerr })); }
           });
+          box.classList.toggle("done", all);
+          box.classList.toggle("current", flat[current][0] === i);
         }
       };
     }
     function drawPage() {
-      var page = Math.floor(current / LPAGE);
+      var page = Math.floor(flat[current][0] / LPAGE);
       if (page === shownPage) { return; }
       shownPage = page; first = page * LPAGE; holder.textContent = ""; cards = [];
       items.slice(first, first + LPAGE).forEach(function (it, j) { cards.push(makeCard(it, first + j)); });
@@ -440,12 +476,12 @@
       $("point-prev").disabled = page === 0;
       $("point-next").disabled = first + LPAGE >= items.length;
     }
-    $("point-prev").addEventListener("click", function () { current = Math.max(0, first - LPAGE); refresh(); });
-    $("point-next").addEventListener("click", function () { current = Math.min(items.length - 1, first + LPAGE); refresh(); });
+    $("point-prev").addEventListener("click", function () { current = itemStart(Math.max(0, first - LPAGE)); refresh(); });
+    $("point-next").addEventListener("click", function () { current = itemStart(Math.min(items.length - 1, first + LPAGE)); refresh(); });
     keysFor("label-points", function (k) {
-      var hit = choices(items[current]).filter(function (c) { return c[2] === k; })[0];
+      var hit = choices(items[flat[current][0]]).filter(function (c) { return c[2] === k; })[0];
       if (hit) { choose(current, hit[0]); }
-      else if (k === "j") { current = Math.min(current + 1, items.length - 1); refresh(); }
+      else if (k === "j") { current = Math.min(current + 1, flat.length - 1); refresh(); }
       else if (k === "k") { current = Math.max(current - 1, 0); refresh(); }
       else { return false; }
       return true;
