@@ -203,8 +203,9 @@ def test_planted_script_never_runs(browser: Any, pages: dict[str, Path], tmp_pat
     item = page.locator("#points .point").filter(has_text="case q03")
     assert "<script>window.pwned=1</script>" in item.inner_text()
     assert item.locator("script, img").count() == 0
-    item.locator("button[data-choice=pass]").click()
-    item.locator("details.verdict").click()
+    hostile = item.locator(".answer").filter(has_text="<script>window.pwned=1</script>")
+    hostile.locator("input[data-choice=pass]").check()  # one label per answer
+    hostile.locator("details.verdict").click()
     assert RATIONALE in item.inner_text()
     page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
     assert page.evaluate("typeof window.pwned") == "undefined"
@@ -235,22 +236,27 @@ def test_labelling_three_answers_gives_pointwise_yaml_that_changes_calibrate(
     page.click("a[data-tab=label-points]")
     assert page.is_visible("#label-points") and not page.is_visible("#label")
     items = page.locator("#points .point")
-    assert page.inner_text("#point-progress") == "0 / 24"  # 24 cases × 1 llm-judge criterion
+    # 24 cases × 1 llm-judge criterion × 2 answers (one per model): a label per answer
+    assert page.inner_text("#point-progress") == "0 / 48"
     first = items.first
     assert first.locator(".side").count() == 2  # both models' answers ...
     assert first.locator(".side-name").first.inner_text() == ""  # ... with their names hidden
-    assert not first.locator("details.verdict").is_visible()  # collapsed until labelled
-    first.locator("button[data-choice=fail]").click()
-    assert first.locator("details.verdict").is_visible()
-    page.keyboard.press("p")  # the second item is current now
-    page.keyboard.press("f")
-    assert page.inner_text("#point-progress") == "3 / 24"
+    answers = page.locator("#points .answer")
+    assert not answers.first.locator("details.verdict").is_visible()  # collapsed until labelled
+    assert not answers.nth(1).locator("details.verdict").is_visible()
+    answers.first.locator("input[data-choice=fail]").check()
+    assert answers.first.locator("details.verdict").is_visible()
+    assert not answers.nth(1).locator("details.verdict").is_visible()  # its own label only
+    page.keyboard.press("p")  # the first card's second answer is current now
+    page.keyboard.press("f")  # and then the second card's first answer
+    assert page.inner_text("#point-progress") == "3 / 48"
+    assert answers.nth(1).locator("input[data-choice=pass]").is_checked()
     page.reload()  # local storage keeps the labels
     page.click("a[data-tab=label-points]")
-    assert page.inner_text("#point-progress") == "3 / 24"
+    assert page.inner_text("#point-progress") == "3 / 48"
     page.click("#point-unblind")
     assert "(plain × " in first.locator(".side-name").first.inner_text()
-    judge = [items.nth(i).locator("details.verdict summary").inner_text() for i in range(3)]
+    judge = [answers.nth(i).locator("details.verdict summary").inner_text() for i in range(3)]
     text, downloaded = copy_and_download(page, "point-", tmp_path)
     page.screenshot(path=str(tmp_path / "label-answers-tab.png"), full_page=True)
     clean(opened)

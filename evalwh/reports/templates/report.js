@@ -454,9 +454,11 @@
             b.box.classList.toggle("current", b.n === current);
             b.inputs.forEach(function (x) { x[1].checked = done && x[0] === mine; });
             b.name.textContent = unblind ? "(" + b.a.name + ")" : "";
-            b.verdict.textContent = "";
-            if (!done && !unblind) { b.verdict.hidden = true; return; }
-            b.verdict.hidden = false;
+            var shows = done || unblind;
+            b.verdict.hidden = !shows;
+            /* built once when it first shows: rebuilding it under a click (focusing an answer
+               updates every card) would swallow the click that opens it */
+            if (!shows || b.verdict.firstChild) { return; }
             var scale = it.scale[0] === 0 && it.scale[1] === 1 ? "" : " (score " + num(b.a.raw, 2) + ")";
             b.verdict.appendChild(el("summary", { text: "judge: " + (b.a.ok ? "pass" : "fail") + scale }));
             if (b.a.rat) { b.verdict.appendChild(el("p", { text: "rationale: " + b.a.rat })); }
