@@ -1,5 +1,5 @@
 -- title: Compare two runs
--- description: Run B minus run A, paired on (variant, model, case_id, repeat); the case in its cell is the unit: a case's repeats are averaged into one paired difference first ($cluster 'case_id' also clusters a case's cells). One row for the whole run (scope 'run'), per variant x model cell ('cell', with cells only one run has), per criterion ('criterion') and per metadata slice ('slice'; $keys, combined into one dimension when $combine, else one dimension per key). For pass_rate, score, cost_usd and latency_ms: n cases (n_pairs answers), the means in A and B, the mean paired difference with its standard error (sample sd of the case differences / sqrt(n), or cluster-robust CR1 over the clusters of metadata key $cluster) and 95% t-interval (n - 1 df, or clusters - 1); cases fixed and broken and the exact two-sided sign-test p-value on them (pass_rate_p: McNemar's exact test when each case has one answer a side; score_p on the cases whose score moved); a verdict: pass rate better/worse when pass_rate_p < 0.05, score when its interval excludes 0 and score_p < 0.05. Criteria and slices come worst first. $scopes lists the scopes computed (NULL: all four); a scope left out costs nothing (the criterion scope alone reads the scores table).
+-- description: Run B minus run A, paired on (variant, model, case_id, repeat); the case in its cell is the unit: a case's repeats are averaged into one paired difference first ($cluster 'case_id' also clusters a case's cells). One row for the whole run (scope 'run'), per variant x model cell ('cell', with cells only one run has), per criterion ('criterion') and per metadata slice ('slice'; $keys, combined into one dimension when $combine, else one dimension per key). For pass_rate, score, cost_usd and latency_ms: n cases (n_pairs answers), the means in A and B, the mean paired difference with its standard error (sample sd of the case differences / sqrt(n), or cluster-robust CR1 over the clusters of metadata key $cluster), its 95% t-interval and the two-sided p-value of the same paired t statistic (delta / se on n - 1 df, or clusters - 1), so that the interval excludes 0 exactly when p < 0.05 (sql/macros/stats.sql: t_975, paired_p); no interval and no p where there is no standard error (one case, one cluster), a zero-width interval and p 0 (1 for no change) where every case moved by the same amount; each side's pass rate with its interval (Wilson when every case's pass fraction is 0 or 1, else CLT); cases fixed and broken, as counts; a verdict: worse when the pass rate's or the score's p < 0.05 with a drop, better when one of them rose so and none dropped, same when nothing moved, else within noise. Criteria and slices come worst first. $scopes lists the scopes computed (NULL: all four); a scope left out costs nothing (the criterion scope alone reads the scores table).
 -- params: run_a, run_b, cluster, keys, combine, scopes
 WITH a AS (
     SELECT variant, model, case_id, repeat, passed, score,
@@ -159,6 +159,12 @@ stats AS (
         nullif(count(*) FILTER (WHERE pass_a IS NOT NULL AND pass_b IS NOT NULL), 0) AS pass_rate_n,
         avg(pass_a)                                         AS pass_rate_a,
         avg(pass_b)                                         AS pass_rate_b,
+        -- each side's spread over the cases, and whether every case's pass fraction is 0 or 1
+        -- (then the side's interval is Wilson's, else the CLT interval on the case means)
+        stddev_samp(pass_a) FILTER (WHERE pass_b IS NOT NULL) AS pass_rate_a_sd,
+        stddev_samp(pass_b) FILTER (WHERE pass_a IS NOT NULL) AS pass_rate_b_sd,
+        bool_and(pass_a IN (0, 1)) FILTER (WHERE pass_b IS NOT NULL) AS pass_rate_a_binary,
+        bool_and(pass_b IN (0, 1)) FILTER (WHERE pass_a IS NOT NULL) AS pass_rate_b_binary,
         avg(pass_b - pass_a)                                AS pass_rate_delta,
         stddev_samp(pass_b - pass_a)                        AS pass_rate_sd,
         count(*) FILTER (WHERE pass_b > pass_a)             AS pass_rate_up,
@@ -168,8 +174,6 @@ stats AS (
         avg(score_b)                                        AS score_b,
         avg(score_b - score_a)                              AS score_delta,
         stddev_samp(score_b - score_a)                      AS score_sd,
-        count(*) FILTER (WHERE score_b > score_a)           AS score_up,
-        count(*) FILTER (WHERE score_b < score_a)           AS score_down,
         nullif(count(*) FILTER (WHERE cost_a IS NOT NULL AND cost_b IS NOT NULL), 0) AS cost_usd_n,
         avg(cost_a)                                         AS cost_usd_a,
         avg(cost_b)                                         AS cost_usd_b,
@@ -215,9 +219,6 @@ robust AS (
     FROM clusters c JOIN stats st USING (scope, target)
     GROUP BY c.scope, c.target
 ),
--- (quantiles) Student's t 0.975 quantile: exact values (scipy.stats.t.ppf) for df 1..30; above 30 the
--- Cornish-Fisher expansion in 1/df to the 4th order (Abramowitz & Stegun 26.7.5), which is
--- within 3.1e-8 of the exact quantile at df 31 and closer above. DuckDB has no t quantile.
 estimates AS (
     SELECT
         st.*,
@@ -245,57 +246,31 @@ estimates AS (
         CASE WHEN $cluster IS NULL THEN st.latency_ms_n ELSE r.latency_ms_g END - 1 AS latency_ms_df
     FROM stats st LEFT JOIN robust r USING (scope, target)
 ),
-quantiles AS (
-    SELECT
-        e.*,
-        list_transform(
-            [pass_rate_df, score_df, cost_usd_df, latency_ms_df],
-            v -> CASE
-                WHEN v BETWEEN 1 AND 30 THEN
-                 [12.7062047361747, 4.30265272974946, 3.18244630528371, 2.77644510519779,
-                  2.57058183563631, 2.44691185114498, 2.36462425159278, 2.30600413520417,
-                  2.2621571627982, 2.22813885198627, 2.20098516009164, 2.17881282966723,
-                  2.16036865646279, 2.1447866879178, 2.13144954555978, 2.11990529922125,
-                  2.10981557783332, 2.10092204024104, 2.09302405440831, 2.08596344726586,
-                  2.07961384472768, 2.07387306790403, 2.06865761041905, 2.06389856162802,
-                  2.0595385527533, 2.05552943864287, 2.05183051648028, 2.04840714179525,
-                  2.0452296421327, 2.04227245630124][v]
-                WHEN v > 30 THEN  -- in DOUBLE: v**4 overflows BIGINT past ~55,000 df
-                 1.959963984540054 + 2.372271230298562 / v::DOUBLE
-                    + 2.8224986157396112 / pow(v::DOUBLE, 2)
-                    + 2.555849679507722 / pow(v::DOUBLE, 3)
-                    + 1.5895340533938225 / pow(v::DOUBLE, 4)
-            END
-        ) AS tq
-    FROM estimates e
-),
+-- One method per delta: the paired t on the case differences (or over the clusters). The
+-- interval is delta -/+ t_975(df) * se and the p-value the two-sided p of delta / se on the same
+-- df (macros in sql/macros/stats.sql), so the interval excludes 0 exactly when p < 0.05. No
+-- standard error (n = 1, one cluster): no interval and no p. A difference of two rates or
+-- scores in [0, 1] lies in [-1, 1]: so do the bounds of its interval, when it has one.
 wide AS (
     SELECT
         *,
-        -- a difference of two rates or scores in [0, 1] lies in [-1, 1]: so do its bounds
-        greatest(-1, pass_rate_delta - tq[1] * pass_rate_se) AS pass_rate_lo,
-        least(1, pass_rate_delta + tq[1] * pass_rate_se)     AS pass_rate_hi,
-        greatest(-1, score_delta - tq[2] * score_se)         AS score_lo,
-        least(1, score_delta + tq[2] * score_se)             AS score_hi,
-        cost_usd_delta - tq[3] * cost_usd_se     AS cost_usd_lo,
-        cost_usd_delta + tq[3] * cost_usd_se     AS cost_usd_hi,
-        latency_ms_delta - tq[4] * latency_ms_se AS latency_ms_lo,
-        latency_ms_delta + tq[4] * latency_ms_se AS latency_ms_hi,
-        -- exact two-sided sign test on the cases that moved (b up, c down): McNemar's exact
-        -- test when each case has one answer a side; 2 * P(Binomial(b + c, 1/2) <= min(b, c)),
-        -- capped at 1, binomial coefficients through lgamma.
-        least(1.0, 2 * list_sum(list_transform(
-            range(0, least(pass_rate_up, pass_rate_down) + 1),
-            k -> exp(lgamma(pass_rate_up + pass_rate_down + 1) - lgamma(k + 1)
-                     - lgamma(pass_rate_up + pass_rate_down - k + 1)
-                     - (pass_rate_up + pass_rate_down) * ln(2))
-        ))) AS pass_rate_p,
-        least(1.0, 2 * list_sum(list_transform(
-            range(0, least(score_up, score_down) + 1),
-            k -> exp(lgamma(score_up + score_down + 1) - lgamma(k + 1)
-                     - lgamma(score_up + score_down - k + 1) - (score_up + score_down) * ln(2))
-        ))) AS score_p
-    FROM quantiles
+        CASE WHEN pass_rate_se IS NOT NULL
+            THEN greatest(-1, pass_rate_delta - t_975(pass_rate_df) * pass_rate_se) END AS pass_rate_lo,
+        CASE WHEN pass_rate_se IS NOT NULL
+            THEN least(1, pass_rate_delta + t_975(pass_rate_df) * pass_rate_se) END     AS pass_rate_hi,
+        CASE WHEN score_se IS NOT NULL
+            THEN greatest(-1, score_delta - t_975(score_df) * score_se) END             AS score_lo,
+        CASE WHEN score_se IS NOT NULL
+            THEN least(1, score_delta + t_975(score_df) * score_se) END                 AS score_hi,
+        cost_usd_delta - t_975(cost_usd_df) * cost_usd_se       AS cost_usd_lo,
+        cost_usd_delta + t_975(cost_usd_df) * cost_usd_se       AS cost_usd_hi,
+        latency_ms_delta - t_975(latency_ms_df) * latency_ms_se AS latency_ms_lo,
+        latency_ms_delta + t_975(latency_ms_df) * latency_ms_se AS latency_ms_hi,
+        paired_p(pass_rate_delta, pass_rate_se, pass_rate_df)   AS pass_rate_p,
+        paired_p(score_delta, score_se, score_df)               AS score_p,
+        paired_p(cost_usd_delta, cost_usd_se, cost_usd_df)      AS cost_usd_p,
+        paired_p(latency_ms_delta, latency_ms_se, latency_ms_df) AS latency_ms_p
+    FROM estimates
 ),
 presence AS (
     SELECT 'cell' AS scope, variant || ' × ' || model AS target, variant, model,
@@ -322,14 +297,14 @@ joined AS (
         coalesce(w.n_pairs, 0) AS n_pairs,
         w.pass_rate_up AS n_fixed,
         w.pass_rate_down AS n_broken,
-        w.pass_rate_a, w.pass_rate_b, w.pass_rate_delta, w.pass_rate_se, w.pass_rate_lo, w.pass_rate_hi,
-        CASE WHEN w.pass_rate_n > 0 THEN w.pass_rate_p END AS pass_rate_p,
-        w.score_n, w.score_a, w.score_b, w.score_delta, w.score_se, w.score_lo, w.score_hi,
-        CASE WHEN w.score_n > 0 THEN w.score_p END AS score_p,
-        w.cost_usd_n, w.cost_usd_a, w.cost_usd_b, w.cost_usd_delta, w.cost_usd_se, w.cost_usd_lo, w.cost_usd_hi,
+        w.pass_rate_a, w.pass_rate_a_sd, w.pass_rate_a_binary,
+        w.pass_rate_b, w.pass_rate_b_sd, w.pass_rate_b_binary,
+        w.pass_rate_delta, w.pass_rate_se, w.pass_rate_lo, w.pass_rate_hi, w.pass_rate_p,
+        w.score_n, w.score_a, w.score_b, w.score_delta, w.score_se, w.score_lo, w.score_hi, w.score_p,
+        w.cost_usd_n, w.cost_usd_a, w.cost_usd_b, w.cost_usd_delta, w.cost_usd_se, w.cost_usd_lo,
+        w.cost_usd_hi, w.cost_usd_p,
         w.latency_ms_n, w.latency_ms_a, w.latency_ms_b, w.latency_ms_delta, w.latency_ms_se,
-        w.latency_ms_lo, w.latency_ms_hi,
-        1.959963984540054 AS z
+        w.latency_ms_lo, w.latency_ms_hi, w.latency_ms_p
     FROM wide w FULL JOIN presence p USING (scope, target)
 )
 SELECT
@@ -338,28 +313,27 @@ SELECT
         WHEN n = 0 AND n_b = 0 THEN 'only in A'
         WHEN n = 0 AND n_a = 0 THEN 'only in B'
         WHEN n = 0 THEN 'no pairs'
-        -- pass rate: the exact test; score: the t-interval excludes 0 and the exact sign test
-        -- agrees (a t-interval is 0 wide when every case moves by the same amount)
-        WHEN (pass_rate_p < 0.05 AND pass_rate_delta < 0) OR (score_hi < 0 AND score_p < 0.05) THEN 'worse'
-        WHEN (pass_rate_p < 0.05 AND pass_rate_delta > 0) OR (score_lo > 0 AND score_p < 0.05) THEN 'better'
+        -- the pass rate's or the score's paired t-test (p < 0.05: its interval excludes 0),
+        -- in the direction of its mean difference; a significant drop of either is worse
+        WHEN (pass_rate_p < 0.05 AND pass_rate_delta < 0) OR (score_p < 0.05 AND score_delta < 0) THEN 'worse'
+        WHEN (pass_rate_p < 0.05 AND pass_rate_delta > 0) OR (score_p < 0.05 AND score_delta > 0) THEN 'better'
         WHEN pass_rate_delta = 0 AND coalesce(score_delta, 0) = 0 THEN 'same'
         ELSE 'within noise'
     END AS verdict,
+    -- each side's pass rate over the n paired cases: Wilson when every case's pass fraction is
+    -- 0 or 1, else the CLT interval on the case means (sql/macros/stats.sql)
     pass_rate_a,
-    greatest(0, (pass_rate_a + z * z / (2 * n) - z * sqrt(pass_rate_a * (1 - pass_rate_a) / n + z * z / (4 * n * n)))
-        / (1 + z * z / n)) AS pass_rate_a_lo,
-    least(1, (pass_rate_a + z * z / (2 * n) + z * sqrt(pass_rate_a * (1 - pass_rate_a) / n + z * z / (4 * n * n)))
-        / (1 + z * z / n)) AS pass_rate_a_hi,
+    case_rate_lo(pass_rate_a, pass_rate_a_sd, n, pass_rate_a_binary) AS pass_rate_a_lo,
+    case_rate_hi(pass_rate_a, pass_rate_a_sd, n, pass_rate_a_binary) AS pass_rate_a_hi,
     pass_rate_b,
-    greatest(0, (pass_rate_b + z * z / (2 * n) - z * sqrt(pass_rate_b * (1 - pass_rate_b) / n + z * z / (4 * n * n)))
-        / (1 + z * z / n)) AS pass_rate_b_lo,
-    least(1, (pass_rate_b + z * z / (2 * n) + z * sqrt(pass_rate_b * (1 - pass_rate_b) / n + z * z / (4 * n * n)))
-        / (1 + z * z / n)) AS pass_rate_b_hi,
+    case_rate_lo(pass_rate_b, pass_rate_b_sd, n, pass_rate_b_binary) AS pass_rate_b_lo,
+    case_rate_hi(pass_rate_b, pass_rate_b_sd, n, pass_rate_b_binary) AS pass_rate_b_hi,
     pass_rate_delta, pass_rate_se, pass_rate_lo, pass_rate_hi, pass_rate_p,
     score_n, score_a, score_b, score_delta, score_se, score_lo, score_hi, score_p,
     cost_usd_n, cost_usd_a, cost_usd_b, cost_usd_delta, cost_usd_se, cost_usd_lo, cost_usd_hi,
+    cost_usd_p,
     latency_ms_n, latency_ms_a, latency_ms_b, latency_ms_delta, latency_ms_se, latency_ms_lo,
-    latency_ms_hi
+    latency_ms_hi, latency_ms_p
 FROM joined
 ORDER BY
     CASE scope WHEN 'run' THEN 0 WHEN 'cell' THEN 1 WHEN 'criterion' THEN 2 ELSE 3 END,

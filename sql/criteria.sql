@@ -1,5 +1,5 @@
 -- title: Criteria summary
--- description: One row per criterion of a run: n scored, n_cases, pass rate (the mean over cases of each case's pass fraction across its repeats, per variant x model cell) with its 95% Wilson interval on n_cases (cases x cells), mean score, scorer errors, and for a schema asked of the model how it was asked (mode: native, prompted, or both, from details.mode).
+-- description: One row per criterion of a run: n scored, n_cases, pass rate (the mean over cases of each case's pass fraction across its repeats, per variant x model cell) with its 95% interval on n_cases (cases x cells) (Wilson when every case's pass fraction is 0 or 1, else the CLT interval on the case means; sql/macros/stats.sql), mean score, scorer errors, and for a schema asked of the model how it was asked (mode: native, prompted, or both, from details.mode).
 -- params: run_id
 -- the case (in its cell) is the unit: its repeats are averaged first. Only cases answered
 -- more than once need that grouping (a cell's case, repeat and criterion is one score row:
@@ -19,7 +19,8 @@ per_case AS (
     WHERE run_id = $run_id
 ),
 case_rates AS (
-    SELECT criterion, count(*) AS n_cases, avg(case_pass) AS pass_rate
+    SELECT criterion, count(*) AS n_cases, avg(case_pass) AS pass_rate,
+           stddev_samp(case_pass) AS pass_sd, bool_and(case_pass IN (0, 1)) AS zero_one
     FROM per_case GROUP BY criterion
 ),
 c AS (
@@ -32,21 +33,22 @@ c AS (
         count(*) FILTER (WHERE passed)             AS n_passed,
         count(*) FILTER (WHERE error IS NOT NULL)  AS n_errors,
         avg(score)                                 AS mean_score,
-        string_agg(DISTINCT details ->> 'mode', ', ' ORDER BY details ->> 'mode') AS mode,
-        1.959963984540054                          AS z
+        string_agg(DISTINCT details ->> 'mode', ', ' ORDER BY details ->> 'mode') AS mode
     FROM scores
     WHERE run_id = $run_id
     GROUP BY criterion
 ),
-rated AS (SELECT c.*, r.n_cases, r.pass_rate AS p FROM c JOIN case_rates r USING (criterion))
+rated AS (
+    SELECT c.*, r.n_cases, r.pass_rate AS p, r.pass_sd, r.zero_one
+    FROM c JOIN case_rates r USING (criterion)
+)
 SELECT
     criterion, scorer, weight, required, n, n_cases, n_passed, n_errors,
     p AS pass_rate,
-    -- Wilson score interval on n = n_cases, clamped to [0, 1]
-    greatest(0, (p + z * z / (2 * n_cases) - z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) AS pass_rate_lo,
-    least(1, (p + z * z / (2 * n_cases) + z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) AS pass_rate_hi,
+    -- Wilson on n_cases when every case's pass fraction is 0 or 1, else the CLT interval on
+    -- the case means (sql/macros/stats.sql)
+    case_rate_lo(p, pass_sd, n_cases, zero_one) AS pass_rate_lo,
+    case_rate_hi(p, pass_sd, n_cases, zero_one) AS pass_rate_hi,
     mean_score, mode
 FROM rated
 ORDER BY criterion;

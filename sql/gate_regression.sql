@@ -1,5 +1,5 @@
 -- title: Regression gate
--- description: Checks regression rules (a JSON list of {scope, target, metric, limit, significant_only}) against a run's paired deltas versus its baseline: the rows of sql/compare.sql (baseline as run A), registered as the relation `deltas`. The drop (baseline minus run) may not exceed the limit; with significant_only a larger drop fails only when it is significant: for pass_rate the exact sign test (McNemar's exact with one answer per case) gives p < 0.05, for score the 95% t-interval of the drop excludes 0 and the sign test on the score moves gives p < 0.05. A drop within limit + $tolerance passes (evalwh.scoring.tolerance.TOLERANCE). One row per rule and target with the drop, its interval and the paired n; failures first.
+-- description: Checks regression rules (a JSON list of {scope, target, metric, limit, significant_only}) against a run's paired deltas versus its baseline: the rows of sql/compare.sql (baseline as run A), registered as the relation `deltas`. The drop (baseline minus run) may not exceed the limit; with significant_only a larger drop fails only when it is significant: compare.sql's paired t-test of the delta (or its cluster-robust t with analysis.cluster) gives p < 0.05, which is when the drop's 95% interval excludes 0; a drop without a standard error (one case, one cluster) is never significant. A drop within limit + $tolerance passes (evalwh.scoring.tolerance.TOLERANCE). One row per rule and target with the drop, its interval and the paired n; failures first.
 -- params: rules, tolerance
 WITH rules AS (
     SELECT unnest(
@@ -12,13 +12,15 @@ long AS (
            pass_rate_a AS baseline_value, pass_rate_b AS run_value,
            -- 0 - x, not -x: no negative zero for an unchanged rate
            0 - pass_rate_delta AS drop, 0 - pass_rate_hi AS drop_lo, 0 - pass_rate_lo AS drop_hi,
+           -- the drop is significant when the paired t-test of the delta (compare.sql: the
+           -- interval excludes 0 exactly when p < 0.05) finds it below 0
            pass_rate_p AS p_value,
            pass_rate_delta < 0 AND pass_rate_p < 0.05 AS significant
     FROM deltas
     UNION ALL
     SELECT scope, target, coalesce(score_n, 0), 'score',
            score_a, score_b, 0 - score_delta, 0 - score_hi, 0 - score_lo,
-           score_p, score_hi < 0 AND score_p < 0.05
+           score_p, score_delta < 0 AND score_p < 0.05
     FROM deltas
 )
 SELECT

@@ -1,5 +1,5 @@
 -- title: Run totals
--- description: One row for a whole run: n answers, n_cases, passes, errors, pass rate (the mean over the cases of every variant x model cell of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases (cases x cells), mean score, cost (answers, and judges apart), tokens and how many answers came from the cache.
+-- description: One row for a whole run: n answers, n_cases, passes, errors, pass rate (the mean over the cases of every variant x model cell of each case's pass fraction across its repeats) with its 95% interval on n_cases (cases x cells) (Wilson when every case's pass fraction is 0 or 1, else the CLT interval on the case means; sql/macros/stats.sql), mean score, cost (answers, and judges apart), tokens and how many answers came from the cache.
 -- params: run_id
 WITH per_case AS (   -- the case (in its cell) is the unit: its repeats are averaged first
     SELECT variant, model, case_id, avg(passed::INTEGER) AS case_pass
@@ -22,7 +22,8 @@ t AS (
             + (SELECT coalesce(sum(cost_usd), 0) FROM pairs WHERE run_id = $run_id) AS judge_cost_usd,
         (SELECT count(*) FROM per_case)                   AS n_cases,
         (SELECT avg(case_pass) FROM per_case)             AS p,
-        1.959963984540054                                 AS z
+        (SELECT stddev_samp(case_pass) FROM per_case)     AS pass_sd,
+        (SELECT bool_and(case_pass IN (0, 1)) FROM per_case) AS zero_one
     FROM cases
     WHERE run_id = $run_id
 )
@@ -33,12 +34,10 @@ SELECT
     n_errors,
     n_cached,
     p AS pass_rate,
-    -- Wilson score interval on n = n_cases, clamped to [0, 1]
-    -- (none for a run without answers: greatest/least would turn NULL into 0 and 1)
-    CASE WHEN n_cases > 0 THEN greatest(0, (p + z * z / (2 * n_cases) - z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) END AS pass_rate_lo,
-    CASE WHEN n_cases > 0 THEN least(1, (p + z * z / (2 * n_cases) + z * sqrt(p * (1 - p) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) END AS pass_rate_hi,
+    -- Wilson on n_cases when every case's pass fraction is 0 or 1, else the CLT interval on
+    -- the case means (sql/macros/stats.sql); none for a run without answers
+    case_rate_lo(p, pass_sd, n_cases, zero_one) AS pass_rate_lo,
+    case_rate_hi(p, pass_sd, n_cases, zero_one) AS pass_rate_hi,
     n_errors / nullif(n, 0) AS error_rate,
     mean_score,
     cost_usd,

@@ -1,5 +1,5 @@
 -- title: Slices of a run
--- description: The run cut by case metadata keys ($keys, combined: one slice per combination of their values; a missing key reads '(none)'). Per slice overall (variant and model NULL) and per slice x variant x model: n answers, n_cases, passes, errors, pass rate (the mean over cases, per cell, of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases (cases x cells), mean score, cost.
+-- description: The run cut by case metadata keys ($keys, combined: one slice per combination of their values; a missing key reads '(none)'). Per slice overall (variant and model NULL) and per slice x variant x model: n answers, n_cases, passes, errors, pass rate (the mean over cases, per cell, of each case's pass fraction across its repeats) with its 95% interval on n_cases (cases x cells) (Wilson when every case's pass fraction is 0 or 1, else the CLT interval on the case means; sql/macros/stats.sql), mean score, cost.
 -- params: run_id, keys
 WITH sliced AS (
     SELECT
@@ -32,11 +32,12 @@ per_case AS (
     GROUP BY slice, variant, model, case_id
 ),
 case_rates AS (
-    SELECT slice, variant, model, count(*) AS n_cases, avg(case_pass) AS pass_rate
+    SELECT slice, variant, model, count(*) AS n_cases, avg(case_pass) AS pass_rate,
+           stddev_samp(case_pass) AS pass_sd, bool_and(case_pass IN (0, 1)) AS zero_one
     FROM per_case GROUP BY GROUPING SETS ((slice), (slice, variant, model))
 ),
 rated AS (
-    SELECT g.*, r.n_cases, r.pass_rate, 1.959963984540054 AS z
+    SELECT g.*, r.n_cases, r.pass_rate, r.pass_sd, r.zero_one
     FROM groups g
     JOIN case_rates r
       ON r.slice = g.slice AND r.variant IS NOT DISTINCT FROM g.variant
@@ -44,10 +45,10 @@ rated AS (
 )
 SELECT
     slice, slice_values, variant, model, n, n_cases, n_passed, n_errors, pass_rate,
-    greatest(0, (pass_rate + z * z / (2 * n_cases) - z * sqrt(pass_rate * (1 - pass_rate) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) AS pass_rate_lo,
-    least(1, (pass_rate + z * z / (2 * n_cases) + z * sqrt(pass_rate * (1 - pass_rate) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) AS pass_rate_hi,
+    -- Wilson on n_cases when every case's pass fraction is 0 or 1, else the CLT interval on
+    -- the case means (sql/macros/stats.sql)
+    case_rate_lo(pass_rate, pass_sd, n_cases, zero_one) AS pass_rate_lo,
+    case_rate_hi(pass_rate, pass_sd, n_cases, zero_one) AS pass_rate_hi,
     mean_score,
     cost_usd
 FROM rated

@@ -1,5 +1,5 @@
 -- title: Summary matrix
--- description: One row per variant x model of a run: n answers, n_cases, passes, errors, pass rate (the mean over cases of each case's pass fraction across its repeats) with its 95% Wilson interval on n_cases, weighted score, p50/p95 latency (each answer's own time), p95 of the time requests waited before they were sent (queued_ms: paces, slots, Retry-After pauses, back-offs; NULL when no request was made), tokens and cost.
+-- description: One row per variant x model of a run: n answers, n_cases, passes, errors, pass rate (the mean over cases of each case's pass fraction across its repeats) with its 95% interval on n_cases (Wilson when every case's pass fraction is 0 or 1, else the CLT interval on the case means; sql/macros/stats.sql), weighted score, p50/p95 latency (each answer's own time), p95 of the time requests waited before they were sent (queued_ms: paces, slots, Retry-After pauses, back-offs; NULL when no request was made), tokens and cost.
 -- params: run_id
 WITH per_case AS (   -- the case is the unit: its repeats are averaged first
     SELECT variant, model, case_id, avg(passed::INTEGER) AS case_pass
@@ -8,7 +8,8 @@ WITH per_case AS (   -- the case is the unit: its repeats are averaged first
     GROUP BY variant, model, case_id
 ),
 case_rates AS (
-    SELECT variant, model, count(*) AS n_cases, avg(case_pass) AS pass_rate
+    SELECT variant, model, count(*) AS n_cases, avg(case_pass) AS pass_rate,
+           stddev_samp(case_pass) AS pass_sd, bool_and(case_pass IN (0, 1)) AS zero_one
     FROM per_case
     GROUP BY variant, model
 ),
@@ -33,7 +34,7 @@ cells AS (
     GROUP BY variant, model
 ),
 rated AS (
-    SELECT cells.*, r.n_cases, r.pass_rate, 1.959963984540054 AS z
+    SELECT cells.*, r.n_cases, r.pass_rate, r.pass_sd, r.zero_one
     FROM cells JOIN case_rates r USING (variant, model)
 )
 SELECT
@@ -45,11 +46,10 @@ SELECT
     n_errors,
     n_cached,
     pass_rate,
-    -- Wilson score interval on n = n_cases, clamped to [0, 1] (no -5e-17 at 0/n).
-    greatest(0, (pass_rate + z * z / (2 * n_cases) - z * sqrt(pass_rate * (1 - pass_rate) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) AS pass_rate_lo,
-    least(1, (pass_rate + z * z / (2 * n_cases) + z * sqrt(pass_rate * (1 - pass_rate) / n_cases + z * z / (4 * n_cases * n_cases)))
-        / (1 + z * z / n_cases)) AS pass_rate_hi,
+    -- Wilson on n_cases when every case's pass fraction is 0 or 1, else the CLT interval on
+    -- the case means (sql/macros/stats.sql)
+    case_rate_lo(pass_rate, pass_sd, n_cases, zero_one) AS pass_rate_lo,
+    case_rate_hi(pass_rate, pass_sd, n_cases, zero_one) AS pass_rate_hi,
     mean_score,
     p50_latency_ms,
     p95_latency_ms,

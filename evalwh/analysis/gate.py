@@ -8,7 +8,7 @@ Config (``thresholds.regression``)::
       on_missing_baseline: fail   # no such pin (or one of another suite): fail (default) or pass
       max_drop_pass_rate: 0.05    # run level, in absolute units (0.05 = 5 points)
       max_drop_score: 0.05
-      significant_only: true      # fail only on a significant drop (exact test, p < 0.05)
+      significant_only: true      # fail only on a significant drop (paired t-test, p < 0.05)
       per_cell: {max_drop_pass_rate: 0.10}
       criteria: {correct: {max_drop_pass_rate: 0.10}}
 """

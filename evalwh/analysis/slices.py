@@ -32,7 +32,8 @@ def check_keys(store: Warehouse, run_ids: Sequence[str], keys: Sequence[str]) ->
 
 
 def slice_run(store: Warehouse, run_id: str, keys: Sequence[str]) -> pa.Table:
-    """``sql/slice.sql``: n and pass rate (Wilson) per combination of the keys' values."""
+    """``sql/slice.sql``: n and pass rate (with its 95% interval) per combination of the keys'
+    values."""
     if not keys:
         raise UsageError("--by needs at least one metadata key, e.g. --by topic,difficulty")
     check_keys(store, [run_id], keys)

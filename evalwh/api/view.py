@@ -98,8 +98,8 @@ class WarehouseView:
         return self.store.run_row(self.resolve(ref))
 
     def summary(self, ref: str = "latest") -> pl.DataFrame:
-        """One row per variant × model cell: n, pass rate with its Wilson interval, score,
-        errors, latency and cost."""
+        """One row per variant × model cell: n, pass rate with its 95% interval (Wilson; CLT
+        over the case means when repeats disagree), score, errors, latency and cost."""
         import polars as pl
 
         return pl.from_arrow(self.query("summary", run_id=self.resolve(ref)))  # type: ignore[return-value]
@@ -192,7 +192,7 @@ class WarehouseView:
         return compare(self.store, a, b, by=split_keys(by), cluster=cluster, movers=movers)
 
     def slice(self, ref: str = "latest", by: str | Sequence[str] = ()) -> pl.DataFrame:
-        """The run cut by metadata keys: n and pass rate (Wilson) per slice and per cell."""
+        """The run cut by metadata keys: n and pass rate (with its interval) per slice and per cell."""
         import polars as pl
 
         from evalwh.analysis.runinfo import split_keys

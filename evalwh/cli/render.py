@@ -19,13 +19,11 @@ def pct(x: float | None) -> str:
 
 
 def rate(row: dict[str, Any]) -> str:
-    """Pass rate with n and its 95% Wilson interval: never a rate without its n."""
+    """Pass rate with n and its 95% interval (Wilson, or CLT over cases with repeats): never a
+    rate without its n."""
     if not row.get("n"):
         return "– (n=0)"
-    return (
-        f"{pct(row['pass_rate'])} [{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}] "
-        f"({row['n_passed']}/{row['n']}{cases_note(row)})"
-    )
+    return f"{pct(row['pass_rate'])} [{ci(row)}] ({row['n_passed']}/{row['n']}{cases_note(row)})"
 
 
 def ms(x: float | None) -> str:
@@ -76,7 +74,12 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def ci(row: dict[str, Any]) -> str:
-    return f"{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}" if row.get("n") else "–"
+    """``54.7%–80.1%``; ``undefined`` for one case with mixed repeats (no spread to measure)."""
+    if not row.get("n"):
+        return "–"
+    if row.get("pass_rate_lo") is None:
+        return "undefined"
+    return f"{pct(row['pass_rate_lo'])}–{pct(row['pass_rate_hi'])}"
 
 
 def totals_line(t: dict[str, Any]) -> str:

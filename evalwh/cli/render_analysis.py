@@ -15,7 +15,7 @@ from rich.text import Text
 
 from evalwh.cli.render import num, pct, usd
 from evalwh.cli.state import note, out
-from evalwh.reports.fmt import cases_note, p_value
+from evalwh.reports.fmt import cases_note, delta, p_value
 
 VERDICT_STYLE = {
     "worse": "bold red",
@@ -40,26 +40,20 @@ def delta_text(
     row: dict[str, Any], metric: str, *, unit: str = "pts", lower_is_better: bool = False
 ) -> Text:
     """``-6.3 pts [-13.2, +0.6]`` coloured by direction, bold when significant as the verdict
-    counts it (pass rate: exact p < 0.05; else the interval excludes 0, and the exact p, when
-    there is one, is < 0.05)."""
-    d, lo, hi = row.get(f"{metric}_delta"), row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
+    counts it: the p of its paired t-test < 0.05, which is when its interval excludes 0. A delta
+    without a standard error (one case, one cluster) says its interval is undefined."""
+    d = row.get(f"{metric}_delta")
     if d is None:
         return Text("–")
     p = row.get(f"{metric}_p")
-    interval = lo is not None and hi is not None and (lo > 0 or hi < 0)
-    exact = p is not None and p < 0.05
-    clear = exact if metric == "pass_rate" else interval and (p is None or exact)
-    if unit == "pts":
-        body = f"{100 * d:+.1f} pts"
-        ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else ""
-    elif unit == "usd":
-        body, ci = (f"+{usd(d)}" if d >= 0 else f"-{usd(-d)}"), ""
+    clear = p is not None and p < 0.05
+    if unit == "usd":
+        body = f"+{usd(d)}" if d >= 0 else f"-{usd(-d)}"
     elif unit == "ms":
-        body, ci = (f"{d:+.0f} ms" if abs(d) >= 0.5 else "±0 ms"), ""
+        body = f"{d:+.0f} ms" if abs(d) >= 0.5 else "±0 ms"
     else:
-        body = f"{d:+.3f}"
-        ci = f" [{lo:+.3f}, {hi:+.3f}]" if lo is not None and hi is not None else ""
-    return Text(body + ci, style=_style(d, bold=clear, lower_is_better=lower_is_better))
+        body = delta(row, metric, unit, with_p=False)
+    return Text(body, style=_style(d, bold=clear, lower_is_better=lower_is_better))
 
 
 def _rates(row: dict[str, Any]) -> str:
@@ -76,7 +70,7 @@ def _delta_table(title: str, first: list[str], rows: list[dict[str, Any]], cost:
     table = Table(title=title, title_justify="left")
     for name in first:
         table.add_column(name, no_wrap=True)
-    names = ["n", "pass A → B", "Δ pass [95% CI]", "p (exact)", "Δ score [95% CI]"]
+    names = ["n", "pass A → B", "Δ pass [95% CI]", "p", "Δ score [95% CI]", "p"]
     names += ["Δ cost", "Δ latency"] if cost else []
     for name in [*names, "fixed", "broken", "verdict"]:
         table.add_column(name, justify="right", no_wrap=True)
@@ -91,6 +85,7 @@ def _delta_table(title: str, first: list[str], rows: list[dict[str, Any]], cost:
             delta_text(r, "pass_rate"),
             p_value(r.get("pass_rate_p")),
             delta_text(r, "score", unit="abs"),
+            p_value(r.get("score_p")),
         ]
         if cost:
             cells += [
@@ -118,9 +113,12 @@ def print_comparison(data: dict[str, Any], *, max_slices: int = 15) -> None:
     if o.get("n"):
         head.append(f"pass {_rates(o)} ")
         head.append_text(delta_text(o, "pass_rate"))
-        head.append(f" exact {p_value(o.get('pass_rate_p'))}")
+        if o.get("pass_rate_p") is not None:
+            head.append(f" {p_value(o['pass_rate_p'])}")
         head.append("  score ")
         head.append_text(delta_text(o, "score", unit="abs"))
+        if o.get("score_p") is not None:
+            head.append(f" {p_value(o['score_p'])}")
         head.append(f"  fixed {o['n_fixed']}, broken ")
         head.append(str(o["n_broken"]), style="red" if o["n_broken"] else "")
         head.append("  ")

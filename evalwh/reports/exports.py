@@ -256,7 +256,8 @@ def _compare_md(cmp: Comparison, top: int) -> list[str]:
         ]
         for r in cmp.rows("cell")
     ]
-    headers = ["variant", "model", "n pairs", "pass", "Δ pass [95% CI]", "Δ score", "fixed"]
+    headers = ["variant", "model", "n pairs", "pass", "Δ pass [95% CI] p", "Δ score [95% CI] p"]
+    headers.append("fixed")
     lines += ["", *_table([*headers, "broken", "verdict"], cells)]
     movers = cmp.movers.to_pylist()[:top]
     if movers:
@@ -276,7 +277,7 @@ def _compare_md(cmp: Comparison, top: int) -> list[str]:
     if worst:
         rows = [[s["target"], s["n"], fmt.delta(s, "pass_rate")] for s in worst]
         lines += ["", "**Slices that dropped most**", ""]
-        lines += _table(["slice", "n pairs", "Δ pass [95% CI]"], rows)
+        lines += _table(["slice", "n pairs", "Δ pass [95% CI] p"], rows)
     return lines
 
 

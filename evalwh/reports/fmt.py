@@ -33,10 +33,14 @@ def rate(row: dict[str, Any], prefix: str = "pass_rate") -> str:
     """``68.8% [54.7%–80.1%] (33/48)``: a rate always with its interval and n."""
     if not row.get("n"):
         return "– (n=0)"
-    return (
-        f"{pct(row[prefix])} [{pct(row[prefix + '_lo'])}–{pct(row[prefix + '_hi'])}] "
-        f"({row['n_passed']}/{row['n']}{cases_note(row)})"
-    )
+    return f"{pct(row[prefix])} {interval(row, prefix)} ({row['n_passed']}/{row['n']}{cases_note(row)})"
+
+
+def interval(row: dict[str, Any], prefix: str = "pass_rate") -> str:
+    """``[54.7%–80.1%]``, or ``[undefined]`` for a rate without one (a single case answered with
+    mixed verdicts: the CLT interval of one case mean has no spread to measure)."""
+    lo, hi = row.get(prefix + "_lo"), row.get(prefix + "_hi")
+    return "[undefined]" if lo is None or hi is None else f"[{pct(lo)}–{pct(hi)}]"
 
 
 def cases_note(row: dict[str, Any]) -> str:
@@ -45,22 +49,32 @@ def cases_note(row: dict[str, Any]) -> str:
     return f", {n_cases} cases" if n_cases is not None and n_cases != row["n"] else ""
 
 
-def delta(row: dict[str, Any], metric: str, unit: str = "pts") -> str:
-    """``-6.3 pts [-13.2, +0.6]``: a paired difference with its 95% interval."""
+def delta(row: dict[str, Any], metric: str, unit: str = "pts", *, with_p: bool = True) -> str:
+    """``-6.3 pts [-13.2, +0.6] p=0.12``: a paired difference with its 95% interval and the p of
+    the same paired t-test (``with_p``); ``-100.0 pts, interval and p undefined (n=1)`` where
+    there is no standard error (one case, or one cluster), never a made-up range."""
     d, lo, hi = row.get(f"{metric}_delta"), row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
     if d is None:
         return "–"
-    if unit == "pts":
-        head = pts(d)
-        ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else ""
-    else:
-        head = signed(d)
-        ci = f" [{lo:+.3f}, {hi:+.3f}]" if lo is not None and hi is not None else ""
-    return head + ci
+    head = pts(d) if unit == "pts" else signed(d)
+    if lo is None or hi is None:
+        return f"{head}, interval and p undefined ({undefined_why(row, metric)})"
+    scale, digits = (100, 1) if unit == "pts" else (1, 3)
+    text = f"{head} [{scale * lo:+.{digits}f}, {scale * hi:+.{digits}f}]"
+    p = row.get(f"{metric}_p")
+    return text + (f" {p_value(p)}" if with_p and p is not None else "")
+
+
+def undefined_why(row: dict[str, Any], metric: str) -> str:
+    """Why a delta has no standard error: ``n=1`` (one case) or ``1 cluster``."""
+    n = row.get(f"{metric}_n", row.get("n"))
+    if n is not None and n < 2:
+        return f"n={n}"
+    return "1 cluster" if row.get("n_clusters") == 1 else "no standard error"
 
 
 def p_value(p: float | None) -> str:
-    """``p=0.25``, ``p<0.001``: an exact test's two-sided p-value."""
+    """``p=0.25``, ``p<0.001``: the two-sided p-value of a paired t-test (the interval's)."""
     if p is None:
         return "–"
     return "p<0.001" if p < 0.001 else f"p={p:.3g}"
@@ -77,9 +91,12 @@ def rule_text(rule: dict[str, Any]) -> str:
     if rule.get("kind") == "regression" and rule.get("drop_lo") is not None:
         text += f", 95% CI [{rule['drop_lo']:.4g}, {rule['drop_hi']:.4g}]"
         if rule.get("p_value") is not None:
-            text += f", exact {p_value(rule['p_value'])}"
-        if rule.get("significant_only") and rule["value"] > rule["limit"]:
-            text += " (a clear drop)" if rule.get("significant") else " (not a clear drop: passes)"
+            text += f", {p_value(rule['p_value'])}"
+    elif rule.get("kind") == "regression" and rule["value"] is not None:
+        text += ", 95% CI and p undefined (one case or one cluster)"
+    judged = rule.get("kind") == "regression" and rule["value"] is not None
+    if judged and rule.get("significant_only") and rule["value"] > rule["limit"]:
+        text += " (a clear drop)" if rule.get("significant") else " (not a clear drop: passes)"
     if not rule["passed"] and rule["value"] is not None:
         text += f", off by {abs(rule['value'] - rule['limit']):.4g}"
     return text

@@ -7,6 +7,10 @@ Each ``sql/<name>.sql`` starts with header comments::
     -- params: run_id
 
 and uses named parameters (``$run_id``). Results come back as Arrow tables.
+
+The functions DuckDB lacks (Student's t quantile and p-value, Wilson bounds, ...) are temporary
+macros in ``sql/macros/*.sql``, defined on the connection before every named query runs, so that
+each formula is written once for all the queries that use it.
 """
 
 from __future__ import annotations
@@ -63,6 +67,13 @@ def registry() -> dict[str, NamedQuery]:
     }
 
 
+@lru_cache(maxsize=1)
+def macros() -> str:
+    """The ``CREATE OR REPLACE TEMP MACRO`` statements of ``sql/macros/*.sql``, in name order."""
+    folder = resource_dir("sql") / "macros"
+    return "\n".join(f.read_text(encoding="utf-8") for f in sorted(folder.glob("*.sql")))
+
+
 def get(name: str) -> NamedQuery:
     try:
         return registry()[name]
@@ -77,4 +88,5 @@ def run_query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.Ta
     if missing:
         raise TypeError(f"query {name!r} needs parameter(s): {', '.join(missing)}")
     args = {p: params[p] for p in query.params}
+    con.execute(macros())  # temporary: each connection holds its own, redefined at no cost
     return con.execute(query.sql, args).to_arrow_table()

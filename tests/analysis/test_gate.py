@@ -481,14 +481,17 @@ def test_three_answers_of_exactly_the_minimum_score_pass_the_gate(tmp_path):
     assert raw.to_pylist()[0]["passed"] is False
 
 
-def test_three_broken_of_three_is_not_significant_and_passes_significant_only(tmp_path):
+def test_every_case_broken_is_a_drop_without_spread_and_fails_significant_only(tmp_path):
+    # Three cases broken of three: every difference is -1, so the standard error is 0, the
+    # interval [-1, -1] and the p of the infinite t 0: worse, and significant_only fails (the
+    # exact sign test gave 0.25 beside that interval, and passed). Three of three unchanged:
+    # p 1, same, and the gate passes.
     store = paired_runs(
         tmp_path, {f"c{i}": [1] for i in range(3)}, {f"c{i}": [0] for i in range(3)}
     )
     run = next(r for r in deltas(store, "A", "B").to_pylist() if r["scope"] == "run")
-    assert run["pass_rate_p"] == pytest.approx(0.25)
-    assert run["pass_rate_lo"] == run["pass_rate_hi"] == -1  # a 0-wide interval ...
-    assert run["verdict"] == "within noise"  # ... that decides nothing
+    assert (run["pass_rate_p"], run["pass_rate_lo"], run["pass_rate_hi"]) == (0.0, -1, -1)
+    assert run["verdict"] == "worse"
     config = {
         "thresholds": {
             "regression": {
@@ -500,5 +503,8 @@ def test_three_broken_of_three_is_not_significant_and_passes_significant_only(tm
     }
     result = judge(store, "B", config, baseline="A")
     drops = [r for r in result.rules if r["kind"] == "regression"]
-    assert drops and all(r["passed"] and not r["significant"] for r in drops)
-    assert all(r["p_value"] == pytest.approx(0.25) for r in drops)
+    assert drops and all(not r["passed"] and r["significant"] for r in drops)
+    assert all(r["p_value"] == 0.0 for r in drops)
+    same = judge(store, "A", config, baseline="A")
+    kept = [r for r in same.rules if r["kind"] == "regression"]
+    assert kept and all(r["passed"] and r["p_value"] == 1.0 for r in kept)

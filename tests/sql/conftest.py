@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,20 @@ def _row(con: duckdb.DuckDBPyConnection, run: str, **values: Any) -> None:
 def statsmodels_wilson(count: float, n: int) -> tuple[float, float]:
     lo, hi = proportion_confint(count, n, alpha=0.05, method="wilson")
     return max(0.0, float(lo)), min(1.0, float(hi))
+
+
+def case_rate_interval(means: list[float]) -> tuple[float | None, float | None]:
+    """The 95% interval of a pass rate over cases with these pass fractions, as the named queries
+    give it: Wilson when every fraction is 0 or 1, else the CLT interval mean -/+ t(0.975, n - 1)
+    * sd / sqrt(n) with scipy's t quantile, clamped to [0, 1]; (None, None) for one fractional
+    case."""
+    from scipy.stats import t as student_t
+
+    n, mean = len(means), sum(means) / len(means)
+    if all(m in (0, 1) for m in means):
+        lo, hi = _wilson(mean, n)
+        return max(0.0, lo), min(1.0, hi)
+    if n < 2:
+        return None, None
+    half = float(student_t.ppf(0.975, n - 1)) * statistics.stdev(means) / math.sqrt(n)
+    return max(0.0, mean - half), min(1.0, mean + half)

@@ -17,7 +17,7 @@ import pytest
 
 from evalwh.warehouse import queries
 from tests.builders import cluster_se
-from tests.sql.conftest import _answer, _warehouse
+from tests.sql.conftest import _answer, _warehouse, case_rate_interval
 
 DOCS = ["d1", "d1", "d2", "d2"]
 
@@ -155,9 +155,8 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
     (k,) = [r for r in table.to_pylist() if r["scope"] == "criterion"]
     assert (k["target"], k["n"], k["n_fixed"], k["n_broken"]) == ("k", 4, 1, 0)
     assert k["n_pairs"] == 4  # answers: one per case here (a count off by one per case: 8)
-    # score sign test on the cases whose score moved: c1, c3 up, c2 down, c4 equal (not a
-    # move): exact two-sided p = 2 * P(X <= 1 | n 3) = 2 * 4/8 = 1.0
-    assert k["score_p"] == pytest.approx(1.0)
+    # the score's p is the paired t-test's on the differences 0.5 -1 0.5 0 (scipy's as reference)
+    assert k["score_p"] == pytest.approx(_t_test_p([0.5, -1, 0.5, 0]), abs=1e-12)
     assert (k["pass_rate_a"], k["pass_rate_b"], k["pass_rate_delta"]) == (0.5, 0.75, 0.25)
     assert (k["score_n"], k["score_a"], k["score_b"], k["score_delta"]) == (4, 0.5, 0.5, 0)
     assert k["pass_rate_se"] == pytest.approx(statistics.stdev([0, 0, 1, 0]) / 2)
@@ -170,8 +169,8 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
         assert (row["n_fixed"], row["n_broken"]) == (1, 1)
         assert (row["pass_rate_a"], row["pass_rate_b"], row["pass_rate_delta"]) == (0.5, 0.5, 0)
         assert row["score_n"] == 3 and row["n_pairs"] == 4
-        # score moved up in c1 and c3, c4 stayed (not a move): p = 2 * (1/2)^2 = 0.5
-        assert row["score_p"] == pytest.approx(0.5)
+        # the paired t-test on the score differences 0.5 0.5 0 (c2 has no pair)
+        assert row["score_p"] == pytest.approx(_t_test_p([0.5, 0.5, 0.0]), abs=1e-12)
         assert row["score_a"] == pytest.approx(1 / 3) and row["score_b"] == pytest.approx(2 / 3)
         assert row["score_delta"] == pytest.approx(1 / 3)
         assert row["cost_usd_n"] == 4
@@ -441,24 +440,24 @@ def test_compare_averages_cost_and_latency_over_a_cases_repeats(tmp_path: Path) 
     )
 
 
-def _sign_test_p(up: int, down: int) -> float:
-    """Exact two-sided sign test: 2 * P(Binomial(up + down, 1/2) <= min(up, down)), capped at 1."""
-    n = up + down
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(up, down) + 1)) / 2**n)
+def _t_test_p(d: list[float]) -> float:
+    """The two-sided p-value of the one-sample t-test of mean 0 on the differences (scipy)."""
+    from scipy.stats import ttest_1samp
+
+    return float(ttest_1samp(d, 0.0).pvalue)
 
 
-def test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests(tmp_path: Path) -> None:
-    # bugs: an interval read at another metric's t quantile (tq[2] for tq[1], tq[4] for tq[3]:
-    # the same when every metric has the same n, as in the test above); McNemar's exact p-value
-    # with any term of its binomial sum or its cap changed. Slices of n = 6, 9, 12, 15 and 23
+def test_each_metric_has_its_own_degrees_of_freedom_and_t_test(tmp_path: Path) -> None:
+    # bugs: an interval or p read at another metric's degrees of freedom (the same when every
+    # metric has the same n, as in the test above). Slices of n = 4, 6, 9, 12, 15 and 23
     # cases; case j: A passes when j % 3 == 0, B when j is even; B's score is missing when
     # j % 5 == 4 (fewer score pairs), else 0.5 - 0.1 when j % 3 == 0 and 0.5 + 0.1 otherwise;
     # B's latency is missing when j % 4 == 3 (fewer latency pairs). Expected values from
-    # scipy's t and the binomial sums computed here.
+    # scipy's t quantile and ttest_1samp.
     from scipy.stats import t as student_t
 
     con = _warehouse(tmp_path)
-    sizes = [4, 6, 9, 12, 15, 23]  # n 4: one fixed, one broken: 2 * P = 1.5, capped at 1
+    sizes = [4, 6, 9, 12, 15, 23]
     for n in sizes:
         for j in range(n):
             meta = json.dumps({"g": f"n{n}"})
@@ -511,42 +510,49 @@ def test_each_metric_has_its_own_degrees_of_freedom_and_exact_sign_tests(tmp_pat
                 lo, hi = max(-1.0, lo), min(1.0, hi)
             assert row[f"{metric}_lo"] == pytest.approx(lo, rel=1e-9), (n, metric)
             assert row[f"{metric}_hi"] == pytest.approx(hi, rel=1e-9), (n, metric)
-        fixed = sum(1 for j in js if j % 2 == 0 and j % 3 != 0)
-        broken = sum(1 for j in js if j % 3 == 0 and j % 2 != 0)
-        assert row["pass_rate_p"] == pytest.approx(_sign_test_p(fixed, broken), rel=1e-9), n
-        up = sum(1 for j in scored if j % 3 != 0)
-        down = sum(1 for j in scored if j % 3 == 0)
-        assert row["score_p"] == pytest.approx(_sign_test_p(up, down), rel=1e-9), n
+        pass_d = [int(j % 2 == 0) - int(j % 3 == 0) for j in js]
+        score_d = [-0.1 if j % 3 == 0 else 0.1 for j in scored]
+        cost_d = [0.001 * (j % 4) for j in js]
+        latency_d = [10.0 * (j % 5) - 15 for j in js if j % 4 != 3]
+        for metric, d in (
+            ("pass_rate", pass_d), ("score", score_d), ("cost_usd", cost_d),
+            ("latency_ms", latency_d),
+        ):  # fmt: skip
+            assert row[f"{metric}_p"] == pytest.approx(_t_test_p(d), rel=1e-9, abs=1e-12), (
+                n,
+                metric,
+            )
     assert True in differs  # some slices tell each metric's degrees of freedom apart
 
 
 # One cell per verdict branch of sql/compare.sql, each on the near side of its boundary:
-# (variant, model) -> the answers (run, case, repeat, passed, score) are built below.
+# (variant, model) -> the answers (run, case, repeat, passed, score) are built below. The
+# verdict is the paired t-test's: p < 0.05 (scipy's ttest_1samp as the reference).
 VERDICT_CELLS = {
-    # 6 cases broken, none fixed: sign test 2 / 2^6 = 0.03125 < 0.05, delta -1
+    # 4 cases broken of 8: differences -1 x4, 0 x4, t = -2.65 on 7 df, p 0.033
     ("a", "worse-pass"): "worse",
-    # 5 cases broken: 2 / 2^5 = 0.0625, not below 0.05 (nor is 5 fixed)
+    # 3 broken of 8: t = -2.05, p 0.080, not below 0.05 (nor is 3 fixed of 8)
     ("a", "noise-down"): "within noise",
     ("a", "noise-up"): "within noise",
-    # 7 fixed of 8 (one passes both): 2 / 2^7, delta 7/8: better though below 1
+    # 4 fixed of 8
     ("a", "better-pass"): "better",
-    # verdicts unchanged, every score -0.4 (6 cases): interval [-0.4, -0.4], sign test 0.03125
+    # verdicts unchanged, every score -0.4 (6 cases): no spread, interval [-0.4, -0.4], p 0
     ("a", "worse-score"): "worse",
     ("a", "better-score"): "better",
-    # 5 scores moved: 0.0625
+    # 2 of 5 scores down by 0.4: t = -1.63 on 4 df, p 0.18
     ("a", "noise-score-down"): "within noise",
     ("a", "noise-score-up"): "within noise",
-    # 7 scores up (sign test 2 / 2^7) but spread so wide the interval holds 0
+    # 7 scores up (the sign test would say 2 / 2^7) but spread so wide that t's p is 0.26
     ("a", "noise-score-wide"): "within noise",
     # 11 cases passing both times, no scores
     ("a", "same"): "same",
     # 1 case fixed (+1) and 8 cases answered 8 times, broken once each (-1/8): delta exactly 0,
-    # sign test 2 * 9 / 2^9 = 0.035 < 0.05: neither better nor worse
+    # p 1 (the sign test gave 0.035): neither better nor worse
     ("a", "zero-delta"): "same",
     ("b", "no-pairs"): "no pairs",
     ("b", "only-a"): "only in A",
     ("b", "only-b"): "only in B",
-    # one pair: fixed, score 0.2 -> 0.6; its sign tests are 2 * 1/2 capped at 1
+    # one pair: fixed, score 0.2 -> 0.6; no standard error: no interval, no p
     ("b", "single"): "within noise",
 }
 
@@ -562,21 +568,24 @@ def _verdict_answers() -> list[tuple[str, str, str, str, int, bool, float | None
             rows.append(("A", "a", model, f"c{j}", 0, *a))
             rows.append(("B", "a", model, f"c{j}", 0, *b))
 
-    both("worse-pass", 6, (True, 0.5), (False, 0.5))
-    both("noise-down", 5, (True, 0.5), (False, 0.5))
-    both("noise-up", 5, (False, 0.5), (True, 0.5))
-    both("better-pass", 7, (False, 0.5), (True, 0.5))
-    rows += [("A", "a", "better-pass", "c7", 0, True, 0.5)]
-    rows += [("B", "a", "better-pass", "c7", 0, True, 0.5)]
-    for model, n, score_a, score_b in (
-        ("worse-score", 6, 0.9, 0.5),
-        ("better-score", 6, 0.5, 0.9),
-        ("noise-score-down", 5, 0.9, 0.5),
-        ("noise-score-up", 5, 0.5, 0.9),
+    def moved(model: str, n: int, k: int, a: tuple[bool, float], b: tuple[bool, float]) -> None:
+        for j in range(n):  # the first k cases move from a to b, the others stay at a
+            rows.append(("A", "a", model, f"c{j}", 0, *a))
+            rows.append(("B", "a", model, f"c{j}", 0, *(b if j < k else a)))
+
+    moved("worse-pass", 8, 4, (True, 0.5), (False, 0.5))
+    moved("noise-down", 8, 3, (True, 0.5), (False, 0.5))
+    moved("noise-up", 8, 3, (False, 0.5), (True, 0.5))
+    moved("better-pass", 8, 4, (False, 0.5), (True, 0.5))
+    for model, n, k, score_a, score_b in (
+        ("worse-score", 6, 6, 0.9, 0.5),
+        ("better-score", 6, 6, 0.5, 0.9),
+        ("noise-score-down", 5, 2, 0.9, 0.5),
+        ("noise-score-up", 5, 2, 0.5, 0.9),
     ):
         for j in range(n):  # verdicts unchanged: every other case passes
             rows += [("A", "a", model, f"c{j}", 0, j % 2 == 0, score_a)]
-            rows += [("B", "a", model, f"c{j}", 0, j % 2 == 0, score_b)]
+            rows += [("B", "a", model, f"c{j}", 0, j % 2 == 0, score_b if j < k else score_a)]
     for j in range(7):
         rows += [("A", "a", "noise-score-wide", f"c{j}", 0, True, 0.5)]
         rows += [("B", "a", "noise-score-wide", f"c{j}", 0, True, 0.95 if j == 6 else 0.5 + 1 / 64)]
@@ -595,12 +604,12 @@ def _verdict_answers() -> list[tuple[str, str, str, str, int, bool, float | None
 
 def test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand(tmp_path: Path) -> None:
     # bugs: any operator or constant of the verdict CASE moved (each cell of VERDICT_CELLS sits
-    # next to one boundary: a sign test of 0.03125 or 0.0625, a delta of exactly 0 with a
-    # sign test below 0.05, a score interval holding 0, a cell with no pairs or one pair);
-    # the per-side Wilson bounds (statsmodels' as the reference, clamped to exactly 0 and 1:
-    # at n = 11 the unclamped upper bound of 11/11 is 1 + 2^-52); n_pairs of a cell only one
-    # run has; the sign tests of a single pair; the documented row order (run, cells by
-    # variant then model, criteria, then slices, each worst first).
+    # next to one boundary: p 0.033 or 0.080, a delta of exactly 0, a zero spread, a score
+    # interval holding 0, a cell with no pairs or one pair); the per-side Wilson bounds
+    # (statsmodels' as the reference, clamped to exactly 0 and 1: at n = 11 the unclamped upper
+    # bound of 11/11 is 1 + 2^-52) and the CLT bounds of a side with fractional cases; n_pairs
+    # of a cell only one run has; no p for a single pair; the documented row order (run, cells
+    # by variant then model, criteria, then slices, each worst first).
     from statsmodels.stats.proportion import proportion_confint
 
     con = _warehouse(tmp_path)
@@ -624,13 +633,24 @@ def test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand(tmp_path:
     assert {cell: r["verdict"] for cell, r in cells.items()} == VERDICT_CELLS
     zero = cells[("a", "zero-delta")]
     assert (zero["pass_rate_delta"], zero["n_fixed"], zero["n_broken"]) == (0.0, 1, 8)
-    assert zero["pass_rate_p"] == pytest.approx(_sign_test_p(1, 8)) and zero["pass_rate_p"] < 0.05
-    assert cells[("a", "worse-pass")]["pass_rate_p"] == pytest.approx(0.03125)
-    assert cells[("a", "noise-down")]["pass_rate_p"] == pytest.approx(0.0625)
+    assert zero["pass_rate_p"] == pytest.approx(_t_test_p([1] + [-1 / 8] * 8)) == 1.0
+    worse, noise = cells[("a", "worse-pass")], cells[("a", "noise-down")]
+    assert worse["pass_rate_p"] == pytest.approx(_t_test_p([-1] * 4 + [0] * 4))
+    assert noise["pass_rate_p"] == pytest.approx(_t_test_p([-1] * 3 + [0] * 5))
+    assert worse["pass_rate_p"] < 0.05 < noise["pass_rate_p"]
+    assert worse["pass_rate_hi"] < 0 < noise["pass_rate_hi"]
+    flat = cells[("a", "worse-score")]
+    assert (flat["score_p"], flat["score_lo"], flat["score_hi"]) == (
+        0.0,
+        *[pytest.approx(-0.4)] * 2,
+    )
     wide = cells[("a", "noise-score-wide")]
-    assert wide["score_p"] == pytest.approx(2 / 2**7) and wide["score_lo"] < 0 < wide["score_hi"]
+    assert wide["score_p"] == pytest.approx(_t_test_p([1 / 64] * 6 + [0.45]))
+    assert wide["score_p"] > 0.05 and wide["score_lo"] < 0 < wide["score_hi"]
     single = cells[("b", "single")]
-    assert (single["n"], single["pass_rate_p"], single["score_p"]) == (1, 1.0, 1.0)
+    assert (single["n"], single["pass_rate_p"], single["score_p"]) == (1, None, None)
+    assert (single["pass_rate_lo"], single["pass_rate_hi"]) == (None, None)  # not [-1, 1]
+    assert (single["score_lo"], single["score_hi"]) == (None, None)
     # presence: answers a side, pairs
     presence = {
         cell: (cells[cell]["n_a"], cells[cell]["n_b"], cells[cell]["n"], cells[cell]["n_pairs"])
@@ -642,9 +662,14 @@ def test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand(tmp_path:
         ("b", "only-b"): (0, 1, 0, 0),
         ("a", "zero-delta"): (65, 65, 9, 65),
     }
-    # Wilson bounds of each side's pass rate over the n paired cases
+    # B's side of zero-delta has fractional cases (7/8): the CLT interval on the case means
+    b_means = [1.0] + [7 / 8] * 8
+    assert (zero["pass_rate_b_lo"], zero["pass_rate_b_hi"]) == pytest.approx(
+        case_rate_interval(b_means)
+    )
+    # Wilson bounds of each side's pass rate over the n paired cases, where no case repeats
     for r in rows:
-        if not r["n"]:
+        if not r["n"] or r["n_pairs"] != r["n"]:
             continue
         for side in ("a", "b"):
             n, p = r["n"], r[f"pass_rate_{side}"]
@@ -664,18 +689,18 @@ def test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand(tmp_path:
         ("slice", "g=lo"),
         ("slice", "g=hi"),
     ]
-    assert next(r["pass_rate_delta"] for r in rows if r["scope"] == "slice") == -1.0
-    assert rows[-3]["pass_rate_delta"] > -1.0  # the criterion sorts before a worse slice
+    assert next(r["pass_rate_delta"] for r in rows if r["scope"] == "slice") == -0.5
+    assert rows[-3]["pass_rate_delta"] > -0.5  # the criterion sorts before a worse slice
 
 
 def test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero(
     tmp_path: Path,
 ) -> None:
-    # bugs: 'score_hi < 0' as '<= 0' (and 'score_lo > 0' as '>= 0'). Clustered on doc, each
+    # bugs: a zero standard error read as significant at a delta of 0. Clustered on doc, each
     # cluster's score differences sum to 0 (+5/8 once, -1/8 five times: exact in binary), so
-    # the mean difference and the CR1 standard error are exactly 0: the interval is [0, 0].
-    # The sign test on 2 up and 10 down: 2 * (1 + 12 + 66) / 2^12 = 0.0386 < 0.05. Verdicts
-    # unchanged: 'same', not worse (nor better).
+    # the mean difference and the CR1 standard error are exactly 0: the interval is [0, 0] and
+    # p is 1 (the sign test on 2 up and 10 down gave 0.0386). Verdicts unchanged: 'same', not
+    # worse (nor better).
     con = _warehouse(tmp_path)
     for doc in ("d1", "d2"):
         for j in range(6):
@@ -695,7 +720,7 @@ def test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero(
     assert (cell["score_delta"], cell["score_se"], cell["score_lo"], cell["score_hi"]) == (
         0.0, 0.0, 0.0, 0.0,
     )  # fmt: skip
-    assert cell["score_p"] == pytest.approx(2 * (1 + 12 + 66) / 2**12)
+    assert cell["score_p"] == 1.0
     assert cell["verdict"] == "same"
 
 

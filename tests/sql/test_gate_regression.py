@@ -14,32 +14,33 @@ import duckdb
 from evalwh.scoring.tolerance import TOLERANCE
 from evalwh.warehouse import queries
 
-# Hand-made rows of sql/compare.sql for sql/gate_regression.sql, one cell per target:
+# Hand-made rows of sql/compare.sql for sql/gate_regression.sql, one cell per target; each
+# interval and p-value as the one paired t-test of compare.sql gives them together (the interval
+# excludes 0 exactly when p < 0.05):
 # target: (n, pass delta, pass lo, pass hi, pass p, score n, score delta, lo, hi, score p)
 REGRESSION_DELTAS: dict[str, tuple[Any, ...]] = {
-    # both drops 0.25, significant (p 0.03125, the score interval below 0)
-    "t1": (8, -0.25, -0.5, -0.125, 0.03125, 8, -0.25, -0.5, -0.125, 0.03125),
-    # the same drops, sign tests 0.0625: not significant
-    "t2": (8, -0.25, -0.5, -0.125, 0.0625, 8, -0.25, -0.5, -0.125, 0.0625),
-    # no drop with a sign test below 0.05 (one case +1, eight -1/8); a score interval that
-    # holds 0 with a sign test below 0.05
-    "t3": (9, 0.0, -0.5, 0.5, 0.03515625, 9, 0.0, -0.5, 0.5, 0.03125),
+    # both drops 0.25, significant (p 0.01, the intervals below 0)
+    "t1": (8, -0.25, -0.5, -0.125, 0.01, 8, -0.25, -0.5, -0.125, 0.01),
+    # the same drops, p 0.0625 and intervals holding 0: not significant
+    "t2": (8, -0.25, -0.5, 0.05, 0.0625, 8, -0.25, -0.5, 0.05, 0.0625),
+    # no drop (p 1 at a mean difference of 0)
+    "t3": (9, 0.0, -0.5, 0.5, 1.0, 9, 0.0, -0.5, 0.5, 1.0),
     # a cell only in the baseline: no pairs
     "t4": (0, None, None, None, None, None, None, None, None, None),
-    # one pair
-    "t5": (1, -1.0, None, None, 1.0, 1, -0.5, None, None, 1.0),
-    # clustered into one cluster: no interval (significance unknown) but sign tests below 0.05
-    "t6": (6, -1.0, None, None, 0.03125, 6, -0.5, None, None, 0.03125),
-    # a score interval ending exactly at 0: it does not exclude 0
-    "t7": (6, 0.0, -0.25, 0.25, 1.0, 6, -0.25, -0.5, 0.0, 0.03125),
+    # one pair: no standard error, so no interval and no p
+    "t5": (1, -1.0, None, None, None, 1, -0.5, None, None, None),
+    # clustered into one cluster: no interval and no p either (never significant)
+    "t6": (6, -1.0, None, None, None, 6, -0.5, None, None, None),
+    # a score interval ending exactly at 0, p exactly 0.05: not significant
+    "t7": (6, 0.0, -0.25, 0.25, 1.0, 6, -0.25, -0.5, 0.0, 0.05),
 }
 
 
 def test_regression_gate_rules_on_hand_made_deltas(tmp_path: Path) -> None:
     # bugs: the significance tests of sql/gate_regression.sql with a bound or a constant moved
-    # (t2: p 0.0625; t3: no drop; t7: an interval ending at 0), the drop interval's signs, a
-    # drop exactly on its limit failing, '*' reaching cells without pairs (t4) or missing one
-    # pair (t5), a rule naming no target dropped or passed, an unknown significance (t6)
+    # (t2: p 0.0625; t3: no drop; t7: p 0.05 exactly), the drop interval's signs, a drop exactly
+    # on its limit failing, '*' reaching cells without pairs (t4) or missing one pair (t5), a
+    # rule naming no target dropped or passed, an undefined p (t5, t6: one case, one cluster)
     # read as significant, significant_only defaulting to true.
     import pyarrow as pa
 
@@ -73,15 +74,15 @@ def test_regression_gate_rules_on_hand_made_deltas(tmp_path: Path) -> None:
 
     assert gate(("*", "pass_rate", 0.125, True)) == {
         ("pass_rate_drop", "t1"): (0.25, 8, 0.125, 0.5, True, True, False),
-        ("pass_rate_drop", "t2"): (0.25, 8, 0.125, 0.5, False, True, True),
+        ("pass_rate_drop", "t2"): (0.25, 8, -0.05, 0.5, False, True, True),
         ("pass_rate_drop", "t3"): (0.0, 9, -0.5, 0.5, False, True, True),
         ("pass_rate_drop", "t5"): (1.0, 1, None, None, False, True, True),
-        ("pass_rate_drop", "t6"): (1.0, 6, None, None, True, True, False),
+        ("pass_rate_drop", "t6"): (1.0, 6, None, None, False, True, True),
         ("pass_rate_drop", "t7"): (0.0, 6, -0.25, 0.25, False, True, True),
     }
     assert gate(("*", "score", 0.125, True)) == {
         ("score_drop", "t1"): (0.25, 8, 0.125, 0.5, True, True, False),
-        ("score_drop", "t2"): (0.25, 8, 0.125, 0.5, False, True, True),
+        ("score_drop", "t2"): (0.25, 8, -0.05, 0.5, False, True, True),
         ("score_drop", "t3"): (0.0, 9, -0.5, 0.5, False, True, True),
         ("score_drop", "t5"): (0.5, 1, None, None, False, True, True),
         ("score_drop", "t6"): (0.5, 6, None, None, False, True, True),
@@ -112,14 +113,14 @@ def test_gate_regression_judges_each_drop_at_its_limit_significance_and_missing_
     #   target n  pass: a    b     delta   lo     hi     p     | score: n  delta  lo    hi     p
     #   A      1       1.0  0.75  -at     -0.5   -0.125 0.01  |        1  -0.25 -0.5  -0.125 0.01
     #   B      0       (no pairs: left out of '*')            |        0
-    #   C      3       0.5  0.5    0      -0.25   0.25  0.01  |        3  -0.25 -0.5   0.0   0.01
-    #   D      4       0.75 0.25  -0.5    -0.75  -0.25  0.05  |        4  -0.25 -0.5  -0.125 0.05
-    #   E      5       0.75 0.25  -0.5    -0.75  -0.25  0.125 |        5  -0.25 -0.5  -0.125 0.125
+    #   C      3       0.5  0.5    0      -0.25   0.25  1.0   |        3  -0.25 -0.5   0.0   0.05
+    #   D      4       0.75 0.25  -0.5    -0.75   0.0   0.05  |        4  -0.25 -0.5   0.0   0.05
+    #   E      5       0.75 0.25  -0.5    -0.75   0.25  0.125 |        5  -0.25 -0.5   0.125 0.125
     #   F      6       0.25 0.5    0.25    0      0.5   0.5   |     NULL  (no score)
     #   G      7       0.5  0.5    0       0      0     1.0   |        2  -0.5  NULL  NULL   NULL
-    # Significant: pass_rate delta < 0 and p < 0.05 -> only A (C has delta 0, D p = 0.05 exactly,
-    # E p = 0.125); score hi < 0 and p < 0.05 -> only A (C hi = 0 exactly, D p = 0.05,
-    # E p = 0.125); G's is unknown (NULL), shown as false.
+    # (C and D: p exactly 0.05, so D's hi is exactly 0 as well.)
+    # Significant: delta < 0 and p < 0.05 -> only A (C has a pass delta 0 and a score p of
+    # 0.05 exactly, D p = 0.05 exactly, E p = 0.125); G's score has none (NULL), shown as false.
     # Rules:
     #   R1 cell * pass_rate limit 0.25: A at limit + tolerance passes; C 0, F -0.25, G 0 pass;
     #      D and E drop 0.5 fail (not significant_only).
@@ -132,9 +133,9 @@ def test_gate_regression_judges_each_drop_at_its_limit_significance_and_missing_
     rows = [
         ("A", 1, 1.0, 0.75, -at, -0.5, -0.125, 0.01, 1, 0.5, 0.25, -0.25, -0.5, -0.125, 0.01),
         ("B", 0, None, None, None, None, None, None, 0, None, None, None, None, None, None),
-        ("C", 3, 0.5, 0.5, 0.0, -0.25, 0.25, 0.01, 3, 0.5, 0.25, -0.25, -0.5, 0.0, 0.01),
-        ("D", 4, 0.75, 0.25, -0.5, -0.75, -0.25, 0.05, 4, 0.5, 0.25, -0.25, -0.5, -0.125, 0.05),
-        ("E", 5, 0.75, 0.25, -0.5, -0.75, -0.25, 0.125, 5, 0.5, 0.25, -0.25, -0.5, -0.125, 0.125),
+        ("C", 3, 0.5, 0.5, 0.0, -0.25, 0.25, 1.0, 3, 0.5, 0.25, -0.25, -0.5, 0.0, 0.05),
+        ("D", 4, 0.75, 0.25, -0.5, -0.75, 0.0, 0.05, 4, 0.5, 0.25, -0.25, -0.5, 0.0, 0.05),
+        ("E", 5, 0.75, 0.25, -0.5, -0.75, 0.25, 0.125, 5, 0.5, 0.25, -0.25, -0.5, 0.125, 0.125),
         ("F", 6, 0.25, 0.5, 0.25, 0.0, 0.5, 0.5, None, None, None, None, None, None, None),
         ("G", 7, 0.5, 0.5, 0.0, 0.0, 0.0, 1.0, 2, 0.75, 0.25, -0.5, None, None, None),
     ]
@@ -180,15 +181,15 @@ def test_gate_regression_judges_each_drop_at_its_limit_significance_and_missing_
     # failures first, then by scope, target, metric
     assert [tuple(r[k] for k in keys) for r in got] == [
         ("cell", "A", "score_drop", 0.1, 0.25, 1, 0.125, 0.5, True, True, False),
-        ("cell", "D", "pass_rate_drop", 0.25, 0.5, 4, 0.25, 0.75, False, False, False),
-        ("cell", "E", "pass_rate_drop", 0.25, 0.5, 5, 0.25, 0.75, False, False, False),
+        ("cell", "D", "pass_rate_drop", 0.25, 0.5, 4, 0.0, 0.75, False, False, False),
+        ("cell", "E", "pass_rate_drop", 0.25, 0.5, 5, -0.25, 0.75, False, False, False),
         ("cell", "F", "score_drop", 0.0, None, 0, None, None, False, False, False),
         ("run", "run", "pass_rate_drop", 0.05, None, 0, None, None, False, True, False),
         ("cell", "A", "pass_rate_drop", 0.25, at, 1, 0.125, 0.5, True, False, True),
         ("cell", "C", "pass_rate_drop", 0.25, 0.0, 3, -0.25, 0.25, False, False, True),
         ("cell", "C", "score_drop", 0.1, 0.25, 3, 0.0, 0.5, False, True, True),
-        ("cell", "D", "score_drop", 0.1, 0.25, 4, 0.125, 0.5, False, True, True),
-        ("cell", "E", "score_drop", 0.1, 0.25, 5, 0.125, 0.5, False, True, True),
+        ("cell", "D", "score_drop", 0.1, 0.25, 4, 0.0, 0.5, False, True, True),
+        ("cell", "E", "score_drop", 0.1, 0.25, 5, -0.125, 0.5, False, True, True),
         ("cell", "F", "pass_rate_drop", 0.25, -0.25, 6, -0.5, 0.0, False, False, True),
         ("cell", "G", "pass_rate_drop", 0.25, 0.0, 7, 0.0, 0.0, False, False, True),
         ("cell", "G", "score_drop", 0.1, 0.5, 2, None, None, False, True, True),

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from evalwh.warehouse import queries
-from tests.sql.conftest import _Z, _answer, _judged, _pair_votes, _row, _warehouse, _wilson
+from tests.sql.conftest import (
+    _Z,
+    _answer,
+    _judged,
+    _pair_votes,
+    _row,
+    _warehouse,
+    case_rate_interval,
+)
 
 
 def test_run_totals_by_hand_and_an_empty_run(tmp_path: Path) -> None:
@@ -45,8 +53,13 @@ def test_run_totals_by_hand_and_an_empty_run(tmp_path: Path) -> None:
     (t,) = queries.run_query(con, "run_totals", run_id="r").to_pylist()
     assert (t["n"], t["n_cases"], t["n_passed"], t["n_errors"], t["n_cached"]) == (4, 3, 2, 1, 1)
     assert (t["pass_rate"], t["error_rate"], t["mean_score"]) == (0.5, 0.25, 0.5)
-    lo, hi = proportion_confint(1.5, 3, alpha=0.05, method="wilson")
-    assert (t["pass_rate_lo"], t["pass_rate_hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    # a fractional case (c1): the CLT interval on the case means, not Wilson's on 1.5 of 3
+    assert (t["pass_rate_lo"], t["pass_rate_hi"]) == case_rate_interval([0.5, 1, 0])
+    lo, hi = proportion_confint(1, 2, alpha=0.05, method="wilson")  # c1 and c2 of run r only
+    _answer(con, "w", "c1", 0, True)
+    _answer(con, "w", "c2", 0, False)
+    (w,) = queries.run_query(con, "run_totals", run_id="w").to_pylist()
+    assert (w["pass_rate_lo"], w["pass_rate_hi"]) == (pytest.approx(lo), pytest.approx(hi))
     assert (t["cost_usd"], t["cost_uncached_usd"]) == (0.75, 0.875)
     assert (t["input_tokens"], t["output_tokens"]) == (60, 6)
     assert t["judge_cost_usd"] == 0.0625 + 0.03125
@@ -102,7 +115,7 @@ def test_run_totals_by_hand_with_cached_errored_and_judged_answers(tmp_path: Pat
     counts = ("n", "n_cases", "n_passed", "n_errors", "n_cached")
     assert [t[k] for k in counts] == [4, 3, 1, 1, 1]
     assert math.isclose(t["pass_rate"], 1 / 6)
-    lo, hi = _wilson(1 / 6, 3)
+    lo, hi = case_rate_interval([0.5, 0, 0])  # CLT: c1 is fractional
     assert math.isclose(t["pass_rate_lo"], lo) and math.isclose(t["pass_rate_hi"], hi)
     assert (t["error_rate"], t["mean_score"]) == (0.25, 1.75 / 4)
     assert (t["cost_usd"], t["cost_uncached_usd"], t["judge_cost_usd"]) == (0.75, 1.25, 1.75)

@@ -6,11 +6,12 @@ and the expected numbers are worked out in the comments.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
+import pytest
+
 from evalwh.warehouse import queries
-from tests.sql.conftest import _costed_answer, _row, _warehouse, _wilson
+from tests.sql.conftest import _costed_answer, _row, _warehouse, case_rate_interval
 
 
 def test_slices_count_errors_and_only_the_uncached_cost(tmp_path: Path) -> None:
@@ -88,7 +89,9 @@ def test_slices_by_two_keys_average_repeats_per_case_and_cell(tmp_path: Path) ->
         (1.0, 0.75, 0.125),
         (1.0, 0.75, 0.125),
     ]
-    for r in got:
-        lo, hi = _wilson(r["pass_rate"], r["n_cases"])
-        assert math.isclose(r["pass_rate_lo"], lo)
-        assert math.isclose(r["pass_rate_hi"], min(1.0, hi))
+    # Wilson where every case's pass fraction is 0 or 1, else the CLT interval (v c1: 1/2)
+    means = [[0.5, 0, 1], [0.5, 0], [1], [1], [1]]
+    for r, case_means in zip(got, means, strict=True):
+        assert (r["pass_rate_lo"], r["pass_rate_hi"]) == pytest.approx(
+            case_rate_interval(case_means)
+        )

@@ -78,3 +78,24 @@ def test_every_query_has_a_header_and_declared_params() -> None:
     )
     for q in registry.values():
         assert q.title and q.description
+
+
+def test_a_query_runs_with_the_shared_macros_on_a_read_only_connection(tmp_path: Path) -> None:
+    # bug: a query that uses a macro of sql/macros/*.sql run on a connection that never defined
+    # it ("Catalog Error: Scalar Function with name t_975 does not exist"). run_query defines
+    # them (as temporary macros, so a read-only connection takes them too) before every query.
+    import duckdb
+
+    from evalwh.warehouse.connect import write_connection
+
+    path = tmp_path / "w.duckdb"
+    with write_connection(path):
+        pass
+    assert "CREATE OR REPLACE TEMP MACRO t_975(df)" in queries.macros()
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = queries.run_query(con, "run_totals", run_id="none").to_pylist()
+        assert rows[0]["n"] == 0
+        assert con.execute("SELECT t_975(1), paired_p(0.0, 0.0, 3)").fetchone() == (
+            12.7062047361747,
+            1.0,
+        )

@@ -1,0 +1,58 @@
+"""The plain-text number formats of the exports (evalwh/reports/fmt.py): a paired delta with its
+interval and the p of the same test, a delta without a standard error said to be undefined (not a
+made-up range), a regression rule's line, a rate whose interval is undefined."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalwh.cli.render_analysis import delta_text
+from evalwh.reports import fmt
+
+
+def _row(**values: Any) -> dict[str, Any]:
+    return {"n": 10, "n_clusters": None, **values}
+
+
+def test_a_delta_shows_its_interval_and_p_or_says_they_are_undefined() -> None:
+    row = _row(pass_rate_delta=-0.4, pass_rate_lo=-0.769, pass_rate_hi=-0.031, pass_rate_p=0.0368)
+    assert fmt.delta(row, "pass_rate") == "-40.0 pts [-76.9, -3.1] p=0.0368"
+    assert fmt.delta(row, "pass_rate", with_p=False) == "-40.0 pts [-76.9, -3.1]"
+    score = _row(score_n=8, score_delta=0.15, score_lo=-0.1, score_hi=0.4, score_p=0.21)
+    assert fmt.delta(score, "score", "abs") == "+0.150 [-0.100, +0.400] p=0.21"
+    # one case: no standard error, so no interval and no p (was [-100.0, +100.0])
+    one = _row(n=1, pass_rate_delta=-1.0, pass_rate_lo=None, pass_rate_hi=None, pass_rate_p=None)
+    assert fmt.delta(one, "pass_rate") == "-100.0 pts, interval and p undefined (n=1)"
+    assert str(delta_text(one, "pass_rate")) == "-100.0 pts, interval and p undefined (n=1)"
+    # every case in one cluster
+    clustered = _row(n=8, n_clusters=1, score_n=8, score_delta=-0.5, score_lo=None)
+    assert fmt.delta(clustered, "score", "abs").endswith("interval and p undefined (1 cluster)")
+    assert fmt.delta(_row(pass_rate_delta=None), "pass_rate") == "–"
+
+
+def test_a_regression_rule_names_its_p_or_its_undefined_interval() -> None:
+    rule = {
+        "kind": "regression", "scope": "run", "target": "run", "metric": "pass_rate_drop",
+        "op": "<=", "limit": 0.05, "value": 0.1, "n": 40, "drop_lo": 0.002833, "drop_hi": 0.1972,
+        "p_value": 0.044, "significant": True, "significant_only": False, "passed": False,
+    }  # fmt: skip
+    assert fmt.rule_text(rule) == (
+        "pass_rate_drop <= 0.05 for run: 0.1 (n=40), 95% CI [0.002833, 0.1972], p=0.044, "
+        "off by 0.05"
+    )
+    single = {**rule, "n": 1, "value": 1.0, "drop_lo": None, "drop_hi": None, "p_value": None}
+    single |= {"significant": False, "significant_only": True, "passed": True}
+    assert fmt.rule_text(single) == (
+        "pass_rate_drop <= 0.05 for run: 1 (n=1), 95% CI and p undefined (one case or one "
+        "cluster) (not a clear drop: passes)"
+    )
+
+
+def test_a_rate_without_an_interval_says_so() -> None:
+    row = {"n": 3, "n_cases": 1, "n_passed": 2, "pass_rate": 2 / 3}
+    assert fmt.rate({**row, "pass_rate_lo": None, "pass_rate_hi": None}) == (
+        "66.7% [undefined] (2/3, 1 cases)"
+    )
+    assert fmt.rate({**row, "pass_rate_lo": 0.5, "pass_rate_hi": 0.75}) == (
+        "66.7% [50.0%–75.0%] (2/3, 1 cases)"
+    )
