@@ -46,7 +46,7 @@ from typing import Any
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import redact, sanitize
 from evalwh.errors import ConfigError
-from evalwh.providers.base import Completion, ProviderError, Request
+from evalwh.providers.base import Completion, ProviderError, Request, int_or_none
 
 STDERR_TAIL = 500
 
@@ -205,8 +205,8 @@ class CommandProvider:
                     extra = data.get("extra")
                     return Completion(
                         text=text,
-                        input_tokens=_int_or_none(data.get("input_tokens")),
-                        output_tokens=_int_or_none(data.get("output_tokens")),
+                        input_tokens=int_or_none(data.get("input_tokens")),
+                        output_tokens=int_or_none(data.get("output_tokens")),
                         extra=extra if isinstance(extra, dict) else {},
                     )
                 if "error" in data:
@@ -227,7 +227,3 @@ async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:
             proc.kill()
     with contextlib.suppress(Exception):
         await asyncio.shield(proc.wait())
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -33,7 +33,7 @@ from typing import Any
 
 from evalwh.config.model import ModelSpec
 from evalwh.errors import ConfigError
-from evalwh.providers.base import Completion, Request
+from evalwh.providers.base import Completion, Request, int_or_none
 from evalwh.providers.gemini_schema import response_schema
 from evalwh.providers.http import HttpProvider, merge_extra, stop_list
 from evalwh.providers.parts import part_base64, unsupported_part
@@ -41,6 +41,22 @@ from evalwh.providers.parts import part_base64, unsupported_part
 KEY_NAMES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ROLES = {"user": "user", "assistant": "model"}
+# finishReason -> the finish reason evalwh stores (the raw value is kept in extra.finish_reason);
+# a prompt the API blocks (promptFeedback.blockReason, no candidate) is content_filter too
+FINISH_REASONS = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "LANGUAGE": "error",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "OTHER": "error",
+}
 
 
 class GoogleProvider(HttpProvider):
@@ -128,40 +144,53 @@ class GoogleProvider(HttpProvider):
             body["generationConfig"] = config
         return merge_extra(body, params)
 
-    def parse_body(self, data: Any) -> Completion:
+    def parse_body(self, data: Any, request: Request | None = None) -> Completion:
         usage = data.get("usageMetadata") or {}
         extra: dict[str, Any] = {}
         candidates = data.get("candidates")
+        thoughts: list[str] = []
+        calls: list[dict[str, Any]] = []
         if not candidates:
             feedback = data.get("promptFeedback") or {}
             if not feedback.get("blockReason"):
                 raise KeyError("candidates")
-            extra["block_reason"] = feedback["blockReason"]
-            text = ""
+            extra["block_reason"] = feedback["blockReason"]  # the prompt itself was blocked
+            text, finish = "", "content_filter"
         else:
             first = candidates[0]
             parts = (first.get("content") or {}).get("parts") or []
             if not isinstance(parts, list):
                 raise TypeError("'parts' is not a list")
-            text = "".join(
-                p["text"]
-                for p in parts
-                if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
-            )
-            if first.get("finishReason") is not None:
-                extra["finish_reason"] = first["finishReason"]
-        output = _int_or_none(usage.get("candidatesTokenCount"))
-        thoughts = _int_or_none(usage.get("thoughtsTokenCount"))
-        if thoughts:
-            extra["thoughts_tokens"] = thoughts
-            output = (output or 0) + thoughts
+            texts: list[str] = []
+            for p in (p for p in parts if isinstance(p, dict)):
+                if isinstance(p.get("text"), str):
+                    (thoughts if p.get("thought") else texts).append(p["text"])
+                elif isinstance(p.get("functionCall"), dict):
+                    call = p["functionCall"]
+                    calls.append({"name": call.get("name"), "arguments": call.get("args")})
+            text = "".join(texts)
+            raw = first.get("finishReason")
+            finish = FINISH_REASONS.get(raw) if isinstance(raw, str) else None
+            if calls and finish == "stop":  # the API says STOP after a function call
+                finish = "tool_calls"
+            if raw is not None:
+                extra["finish_reason"] = raw
+        output = int_or_none(usage.get("candidatesTokenCount"))
+        thinking = int_or_none(usage.get("thoughtsTokenCount"))
+        if thinking:  # billed as output, counted apart by the API
+            output = (output or 0) + thinking
         if data.get("modelVersion"):
             extra["model_version"] = data["modelVersion"]
         return Completion(
             text=text,
-            input_tokens=_int_or_none(usage.get("promptTokenCount")),
+            input_tokens=int_or_none(usage.get("promptTokenCount")),
             output_tokens=output,
             extra=extra,
+            finish_reason=finish,
+            tool_calls=calls or None,
+            reasoning="\n\n".join(thoughts) if thoughts else None,
+            reasoning_tokens=thinking or None,
+            cache_read_tokens=int_or_none(usage.get("cachedContentTokenCount")) or None,
         )
 
     def error_detail(self, data: Any) -> str | None:
@@ -171,7 +200,3 @@ class GoogleProvider(HttpProvider):
             status = err.get("status")
             return f"{status}: {err['message']}" if status else str(err["message"])
         return super().error_detail(data)
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -208,8 +208,9 @@ class HttpProvider:
     def build_body(self, request: Request) -> dict[str, Any]:
         raise NotImplementedError
 
-    def parse_body(self, data: Any) -> Completion:
-        """Turn a 2xx JSON body into a Completion; raise KeyError/TypeError/ValueError if malformed."""
+    def parse_body(self, data: Any, request: Request | None = None) -> Completion:
+        """Turn a 2xx JSON body (the answer to ``request``) into a Completion; raise
+        KeyError/TypeError/ValueError if malformed."""
         raise NotImplementedError
 
     def error_detail(self, data: Any) -> str | None:
@@ -408,7 +409,7 @@ class HttpProvider:
         body = self.build_body(request)
         data = await self.post_json(body)
         try:
-            return self.parse_body(data)
+            return self.parse_body(data, request)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raw = json.dumps(data, ensure_ascii=False) if not isinstance(data, str) else data
             raise self._fail(

@@ -22,6 +22,7 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.engine.records import RowSink
 from evalwh.engine.runner import CachedAnswer, CellResult, CheckOutcome
 from evalwh.scoring.scorecard import CaseScore, CriterionScore
+from evalwh.warehouse.writer import CASE_COLUMNS
 from tests.builders import cell_result
 
 PHOTO = Attachment("photo", Path("/x/dog.jpg"), "ab" * 32, "image/jpeg", 1234)
@@ -37,7 +38,7 @@ MESSAGES, OUTPUT = 9, 10
 CHECK = slice(24, 28)  # passed, exit code, output, error
 
 
-ATTACHMENTS = -1
+ATTACHMENTS = [name for name, _ in CASE_COLUMNS].index("attachments")
 
 
 def sink(scores: list[list[Any]] | None = None, **kw: Any) -> tuple[RowSink, list[list[Any]]]:

@@ -16,6 +16,7 @@ import evalwh
 from evalwh import __version__
 from evalwh.config import attachments
 from evalwh.config.model import Case, ModelSpec
+from evalwh.config.outputs import OutputSpec
 from evalwh.providers.anthropic import AnthropicProvider
 from evalwh.providers.base import Request
 from tests.builders import PLACE_OUTPUT, PLACE_SCHEMA, place_config, place_scores
@@ -266,12 +267,14 @@ def test_anthropic_joins_text_blocks(server: FakeLLMServer) -> None:
         )
     )
     result = complete(make("anthropic", server.url))
-    assert result.text == "Hello, world"
-    assert (result.input_tokens, result.output_tokens) == (3, 4)
-    assert result.extra["cache_read_input_tokens"] == 10
+    assert result.text == "Hello, world"  # the tool call is not the answer: it is kept apart
+    assert result.tool_calls == [{"name": "calc", "arguments": {}}]
+    # every prompt token (3 uncached + 10 read from the cache), of which 10 cached
+    assert (result.input_tokens, result.output_tokens, result.cache_read_tokens) == (13, 4, 10)
 
 
-def anthropic_reply(**changes: Any) -> Any:
+def anthropic_reply(*, schema: str | None = None, **changes: Any) -> Any:
+    """Parse a reply; ``schema``: the request asked for JSON by the schema of that name."""
     spec = ModelSpec(id="a", provider="anthropic", model="claude-sonnet-4-5")
     data = {
         "id": "msg_01",
@@ -284,7 +287,9 @@ def anthropic_reply(**changes: Any) -> Any:
         "usage": {"input_tokens": 12, "output_tokens": 3},
     }
     data.update(changes)
-    return AnthropicProvider(spec).parse_body(data)
+    output = None if schema is None else OutputSpec(schema={"type": "object"}, name=schema)
+    request = Request(model=spec, messages=[], case=Case(id="c"), variant="v", output=output)
+    return AnthropicProvider(spec).parse_body(data, request)
 
 
 def test_a_reply_whose_content_is_not_a_list_says_so() -> None:
@@ -300,9 +305,11 @@ def test_a_forced_tool_call_after_a_text_block_answers_with_the_tools_input() ->
             {"type": "tool_use", "id": "toolu_01", "name": "answer", "input": {"b": 1}},
         ],
         stop_reason="tool_use",
+        schema="answer",
     )
     assert found.text == '{"b": 1}'
     assert found.extra == {"stop_reason": "tool_use"}
+    assert (found.finish_reason, found.tool_calls) == ("stop", None)  # the answer, not a call
 
 
 def test_a_structured_answer_is_sorted_json_keeping_non_ascii_text() -> None:
@@ -316,6 +323,7 @@ def test_a_structured_answer_is_sorted_json_keeping_non_ascii_text() -> None:
             }
         ],
         stop_reason="tool_use",
+        schema="answer",
     )
     assert found.text == '{"accent": "é", "pays": "Suisse", "ville": "Zürich"}'
 
@@ -334,12 +342,10 @@ def test_cache_creation_and_read_tokens_are_kept() -> None:
             "cache_read_input_tokens": 512,
         }
     )
-    assert (found.text, found.input_tokens, found.output_tokens) == ("Paris.", 12, 3)
-    assert found.extra == {
-        "stop_reason": "end_turn",
-        "cache_creation_input_tokens": 2048,
-        "cache_read_input_tokens": 512,
-    }
+    # input_tokens is every prompt token: 12 uncached, 2048 written, 512 read
+    assert (found.text, found.input_tokens, found.output_tokens) == ("Paris.", 2572, 3)
+    assert (found.cache_write_tokens, found.cache_read_tokens) == (2048, 512)
+    assert found.extra == {"stop_reason": "end_turn"}
 
 
 @pytest.mark.parametrize("bad", ["12", 12.0, None, True])

@@ -186,7 +186,7 @@ def test_google_thinking_tokens_alone_are_the_output_tokens() -> None:
         }
     )
     assert (result.input_tokens, result.output_tokens) == (7, 5)
-    assert result.extra == {"thoughts_tokens": 5}
+    assert result.reasoning_tokens == 5 and result.extra == {}
 
 
 @pytest.mark.parametrize("bad", ["12", True, 1.5])

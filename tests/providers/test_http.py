@@ -1129,14 +1129,15 @@ def test_the_sniffio_fix_makes_the_import_fail_at_once(monkeypatch: pytest.Monke
     from evalwh.providers.http import fast_async_detection
 
     monkeypatch.delitem(sys.modules, "sniffio", raising=False)
-    installed = importlib.util.find_spec("sniffio") is not None
+    # absent: the path without the folder that holds it (the dev env installs it for the
+    # openai and anthropic SDKs; installed, nothing changes: the next test)
+    hidden = [p for p in sys.path if not (Path(p) / "sniffio").exists()]
+    monkeypatch.setattr(sys, "path", hidden)
+    assert importlib.util.find_spec("sniffio") is None
     fast_async_detection()
-    if installed:
-        assert sys.modules.get("sniffio") is not None  # nothing changes
-    else:
-        assert "sniffio" in sys.modules and sys.modules["sniffio"] is None
-        with pytest.raises(ModuleNotFoundError):
-            import sniffio  # noqa: F401
+    assert "sniffio" in sys.modules and sys.modules["sniffio"] is None
+    with pytest.raises(ModuleNotFoundError):
+        import sniffio  # noqa: F401
     fast_async_detection()  # idempotent
 
 
@@ -1149,8 +1150,12 @@ def test_httpcores_sniffio_lookup_is_cut_short_only_when_sniffio_is_absent(
     from evalwh.providers.http import fast_async_detection
 
     monkeypatch.delitem(sys.modules, "sniffio", raising=False)
+    # absent: the path without the folder that holds it (the dev env installs it for the
+    # openai and anthropic SDKs)
+    hidden = [p for p in sys.path if not (Path(p) / "sniffio").exists()]
+    monkeypatch.setattr(sys, "path", hidden)
     fast_async_detection()
-    assert "sniffio" in sys.modules and sys.modules["sniffio"] is None  # absent here
+    assert "sniffio" in sys.modules and sys.modules["sniffio"] is None
     # installed (a module on the path) and not yet imported: left for the import to find
     monkeypatch.delitem(sys.modules, "sniffio")
     (tmp_path / "sniffio.py").write_text("def current_async_library():\n    return 'asyncio'\n")

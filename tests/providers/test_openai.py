@@ -147,7 +147,7 @@ def test_openai_null_content_and_missing_usage(server: FakeLLMServer) -> None:
     result = complete(make("openai", server.openai_url))
     assert result.text == ""
     assert result.input_tokens is None and result.output_tokens is None
-    assert result.extra["refusal"] == "no"
+    assert (result.refusal, result.finish_reason) == ("no", "refusal")
 
 
 def test_openai_compatible_without_key(
