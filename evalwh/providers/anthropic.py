@@ -2,8 +2,10 @@
 
 ``POST {base_url}/v1/messages`` (default base URL ``https://api.anthropic.com``) with the
 ``x-api-key`` (from ``ANTHROPIC_API_KEY``, or the secret named by ``api_key_env``) and
-``anthropic-version: 2023-06-01`` headers. System messages (or ``params.system``) go to the
-top-level ``system`` field; ``max_tokens`` is required by the API and defaults to 1024;
+``anthropic-version: 2023-06-01`` headers. Only the parameters a config sets are sent, plus
+``max_tokens``, which the API requires (default 1024, or the thinking budget + 1024).
+System messages (or ``params.system``) go to the top-level ``system`` field;
+``thinking_budget`` becomes ``thinking: {type: enabled, budget_tokens}`` (extended thinking);
 ``stop`` becomes ``stop_sequences``; ``params.extra`` is merged into the body as-is.
 Parts: text; ``image`` as an image block (base64 source, or a URL source); ``file`` as a
 document block (a PDF as a base64 source, text/plain as a text source). Audio and video
@@ -95,11 +97,17 @@ class AnthropicProvider(HttpProvider):
             # The API rejects empty text blocks; drop them unless nothing else is left.
             kept = [b for b in blocks if b["type"] != "text" or b["text"]]
             messages.append({"role": message["role"], "content": kept or blocks})
+        budget = params.get("thinking_budget")
+        # max_tokens is required; with thinking it counts the thinking too, so its default
+        # leaves the answer DEFAULT_MAX_TOKENS above the budget
+        room = DEFAULT_MAX_TOKENS + (int(budget) if budget else 0)
         body: dict[str, Any] = {
             "model": self.spec.model,
-            "max_tokens": int(params.get("max_tokens") or DEFAULT_MAX_TOKENS),
+            "max_tokens": int(params.get("max_tokens") or room),
             "messages": messages,
         }
+        if budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": int(budget)}
         system = params["system"] if params.get("system") is not None else "\n\n".join(system_parts)
         if system:
             body["system"] = system

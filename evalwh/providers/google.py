@@ -13,13 +13,18 @@ The request is the API's ``GenerateContentRequest``: ``contents`` (roles ``user`
 ``model``), each message's parts as ``{"text": ...}`` or ``{"inlineData": {"mimeType": ...,
 "data": <base64>}}`` (images, PDFs and other documents, audio), system messages (or
 ``params.system``) as ``systemInstruction``, and ``generationConfig`` from ``temperature``,
-``top_p`` (``topP``), ``max_tokens`` (``maxOutputTokens``) and ``stop``
-(``stopSequences``); ``params.extra`` is merged into the body as-is (``safetySettings``,
-``generationConfig`` keys of its own...). The answer is the first candidate's text parts
-(thought summaries left out); ``usageMetadata`` gives the tokens (thinking tokens count as
-output, as they are billed). A prompt the API blocks is an empty answer with its
-``block_reason`` in the details, like a refusal elsewhere. Video parts and URL parts are
-refused when the run is planned (:mod:`evalwh.providers.capabilities`).
+``top_p`` (``topP``), ``max_tokens`` (``maxOutputTokens``), ``stop`` (``stopSequences``)
+and ``thinking_budget`` (``thinkingConfig: {thinkingBudget, includeThoughts}``), only those
+set; ``params.extra`` is merged into the body as-is (``safetySettings``,
+``generationConfig`` keys of its own...). The answer is the first candidate's text parts;
+thought summaries are the ``reasoning``, ``functionCall`` parts the ``tool_calls``;
+``usageMetadata`` gives the tokens (thinking tokens count as output, as they are billed, and
+as ``reasoning_tokens``; ``cachedContentTokenCount`` as ``cache_read_tokens``).
+``finishReason`` maps onto the finish reasons of :mod:`evalwh.providers.base` (MAX_TOKENS
+``length``; SAFETY, RECITATION and the other blocks ``content_filter``); a prompt the API
+blocks (``promptFeedback.blockReason``, no candidate) is ``content_filter`` too, a failed
+cell, never an empty answer. Video parts and URL parts are refused when the run is planned
+(:mod:`evalwh.providers.capabilities`).
 
 JSON by schema, asked for natively, is ``generationConfig.responseMimeType:
 application/json`` with the schema as ``generationConfig.responseSchema``, translated to the
@@ -134,6 +139,12 @@ class GoogleProvider(HttpProvider):
                 config[field] = params[key]
         if params.get("max_tokens") is not None:
             config["maxOutputTokens"] = int(params["max_tokens"])
+        budget = params.get("thinking_budget")
+        if budget is not None:  # 0 off, -1 dynamic; the thought summaries are kept (reasoning)
+            thinking: dict[str, Any] = {"thinkingBudget": int(budget)}
+            if budget != 0:
+                thinking["includeThoughts"] = True
+            config["thinkingConfig"] = thinking
         stops = stop_list(params.get("stop"))
         if stops:
             config["stopSequences"] = stops

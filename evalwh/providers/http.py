@@ -52,7 +52,16 @@ DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)
 EXCERPT_CHARS = 200  # of a body that is not the API's error JSON
 DETAIL_CHARS = 1000  # of the provider's own error message
-PARAM_KEYS = ("temperature", "max_tokens", "top_p", "stop", "system", "extra")
+PARAM_KEYS = (
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "stop",
+    "system",
+    "reasoning_effort",
+    "thinking_budget",
+    "extra",
+)
 
 
 def fast_async_detection() -> None:
@@ -188,6 +197,12 @@ class HttpProvider:
                         fix='never put keys in a config: reference one as "${NAME}" and set NAME '
                         "in the environment or .evalwh.secrets.yaml",
                     )
+        from evalwh.providers.capabilities import sampling_problem
+
+        problem = sampling_problem(spec)
+        if problem is not None:
+            message, fix = problem
+            raise ConfigError(message, file=file, where=f"{spec.where}.params", fix=fix)
         extra = spec.params.get("extra")
         if extra is not None and not isinstance(extra, dict):
             raise ConfigError(

@@ -3,7 +3,9 @@
 ``provider: openai`` posts to ``{base_url}/chat/completions`` (default base URL
 ``https://api.openai.com/v1``) with ``Authorization: Bearer $OPENAI_API_KEY`` (or the
 secret named by ``api_key_env``) and sends ``max_tokens`` as ``max_completion_tokens``,
-the field every current OpenAI model accepts.
+the field every current OpenAI model accepts. Only the parameters a config sets are sent;
+``reasoning_effort`` goes as it is (reasoning models, which refuse ``temperature`` and
+``top_p``: :func:`evalwh.providers.capabilities.sampling_problem`).
 
 ``provider: openai-compatible`` is the same wire format for other servers (vLLM, llama.cpp,
 Ollama, LM Studio, gateways): ``base_url`` is required, the key is optional (only sent when
@@ -93,7 +95,7 @@ class OpenAIProvider(HttpProvider):
         body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
         if params.get("max_tokens") is not None:
             body[self.max_tokens_field] = int(params["max_tokens"])
-        for key in ("temperature", "top_p", "stop"):
+        for key in ("temperature", "top_p", "stop", "reasoning_effort"):
             if params.get(key) is not None:
                 body[key] = params[key]
         if request.output is not None:

@@ -19,7 +19,7 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.config.outputs import OutputSpec
 from evalwh.providers.anthropic import AnthropicProvider
 from evalwh.providers.base import Request
-from tests.builders import PLACE_OUTPUT, PLACE_SCHEMA, place_config, place_scores
+from tests.builders import PLACE_OUTPUT, PLACE_SCHEMA, materialised, place_config, place_scores
 from tests.fakes.servers import (
     FakeLLMServer,
     raw,
@@ -383,3 +383,51 @@ def test_anthropic_is_asked_with_a_forced_tool_call(
         ]
     finally:
         con.close()
+
+
+# ---- extended thinking and what is sent ---------------------------------------------------------
+
+IMAGE = {"type": "image", "url": "https://example.com/cat.png"}
+
+
+def test_a_thinking_budget_enables_extended_thinking_with_max_tokens_above_it() -> None:
+    body = body_for([user(text("Think."))], thinking_budget=2048)
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert body["max_tokens"] == 2048 + 1024  # room for the answer after the thinking
+    assert (
+        body_for([user(text("Think."))], thinking_budget=2048, max_tokens=4000)["max_tokens"]
+        == 4000
+    )
+
+
+def test_only_the_parameters_the_config_sets_are_sent_besides_max_tokens() -> None:
+    body = body_for([user(text("Hi."))])
+    assert body == {
+        "model": "claude-test",
+        "max_tokens": 1024,  # the API requires it
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi."}]}],
+    }
+
+
+def test_the_bodies_sent_are_the_sdks_request_type() -> None:
+    """Each body validates as the SDK's MessageCreateParamsNonStreaming and loses nothing in
+    doing so (a field the API does not know would be dropped), but temperature and top_p: the
+    current SDK's request type no longer lists the sampling parameters, so evalwh sends them
+    only when a config sets them."""
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(MessageCreateParamsNonStreaming)
+    output = OutputSpec(schema={"type": "object", "properties": {"a": {"type": "string"}}})
+    prov = claude({"thinking_budget": 1024, "system": "Be brief.", "stop": ["END"]})
+    bodies = [
+        body_for([system(text("Terse.")), user(text("Hi."), IMAGE)], temperature=0.5),
+        body_for([user(text("Read."))], top_p=0.9, stop="###", max_tokens=10),
+        prov.build_body(Request(prov.spec, [user(text("Think."))], Case(id="c1"), "v")),
+        claude().build_body(
+            Request(claude().spec, [user(text("J"))], Case(id="c"), "v", output=output)
+        ),
+    ]
+    for body in bodies:
+        kept = {k: v for k, v in body.items() if k not in ("temperature", "top_p")}
+        assert materialised(adapter.validate_python(body)) == kept
