@@ -16,7 +16,7 @@ import pytest
 
 import evalwh
 from tests.builders import stored
-from tests.conftest import write
+from tests.conftest import run_cli, write
 from tests.fakes.servers import WIRE, FakeLLMServer, wire
 
 # USD per million tokens, given in the config so the costs below are plain arithmetic
@@ -434,3 +434,55 @@ def test_the_openai_replies_are_the_sdks_shapes(fixture: str) -> None:
         )
     else:
         assert ChatCompletion.model_validate(body).model_dump(exclude_unset=True) == body
+
+
+def test_a_runs_finish_reasons_are_shown_on_every_surface(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """One answer truncated, one refused, one plain: the run summary, `evalwh show` (text and
+    JSON), the HTML report (and so the viewer, which renders it), the MCP brief, the Markdown
+    comment and the JSON export all say so, with the cell's n."""
+    from evalwh.api.view import WarehouseView
+    from evalwh.mcp.briefs import run_brief, show_brief
+    from evalwh.reports.exports import document, markdown
+    from evalwh.reports.html import render_run
+    from evalwh.warehouse.store import Warehouse
+
+    server.script(wire("openai", "length"), wire("openai", "refusal"), wire("openai", "plain"))
+    cfg = write(
+        tmp_path / "eval.yaml",
+        f"""\
+settings: {{concurrency: 1}}
+models:
+  - {{id: m, provider: openai, model: gpt-4o, base_url: '{server.openai_url}', max_retries: 0}}
+variants:
+  - {{id: v, messages: [{{role: user, content: "{{{{ q }}}}"}}]}}
+cases:
+  - {{id: c1, vars: {{q: one}}}}
+  - {{id: c2, vars: {{q: two}}}}
+  - {{id: c3, vars: {{q: three}}}}
+scorecard:
+  - {{name: answered, type: regex, pattern: "."}}
+""",
+    )
+    out = tmp_path / ".evalwh"
+    result = evalwh.run_eval(cfg, output_dir=out)
+    line = "v × m: 1 truncated, 1 refused (of 3 answers)"
+    assert [(r["n"], r["n_truncated"], r["n_refused"]) for r in result.endings] == [(3, 1, 1)]
+    assert run_brief(result)["endings"][0]["text"] == "1 truncated, 1 refused (of 3 answers)"
+    shown = run_cli("show", result.run_id, cwd=tmp_path)
+    assert shown.returncode == 0 and line in shown.stdout
+    as_json = json.loads(run_cli("--json", "show", result.run_id, cwd=tmp_path).stdout)
+    assert as_json["endings"][0]["n_truncated"] == 1
+    view = WarehouseView(out / "warehouse.duckdb")
+    assert show_brief(view.show(result.run_id))["endings"][0]["refused"] == 1
+    store = Warehouse(out / "warehouse.duckdb")
+    assert "v × m: 1 truncated, 1 refused (of 3 answers)" in render_run(store, result.run_id)
+    assert f"- {line}" in markdown(store, result.run_id)
+    exported = {r["case_id"]: r for r in document(store, result.run_id)["cases"]}
+    assert {k: r["finish_reason"] for k, r in exported.items()} == {
+        "c1": "length",
+        "c2": "refusal",
+        "c3": "stop",
+    }
+    assert exported["c2"]["refusal"] == "I'm very sorry, but I can't assist with that."
