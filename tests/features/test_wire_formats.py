@@ -41,8 +41,11 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, "test-key")
 
 
-def run_one(tmp_path: Path, server: FakeLLMServer, provider: str, fixture: str) -> dict[str, Any]:
-    """Run one case whose request the server answers with the fixture; its stored row."""
+def run_one(
+    tmp_path: Path, server: FakeLLMServer, provider: str, fixture: str, more: str = ""
+) -> dict[str, Any]:
+    """Run one case whose request the server answers with the fixture (``more``: lines added
+    to the model entry); its stored row."""
     url = server.openai_url if provider == "openai" else server.url
     server.script(wire(provider, fixture))
     cfg = write(
@@ -55,6 +58,7 @@ models:
     base_url: '{url}'
     max_retries: 0
     price: {PRICES[provider]}
+{more}
 variants:
   - {{id: v, messages: [{{role: user, content: "{{{{ q }}}}"}}]}}
 cases:
@@ -486,3 +490,35 @@ scorecard:
         "c3": "stop",
     }
     assert exported["c2"]["refusal"] == "I'm very sorry, but I can't assist with that."
+
+
+def test_a_cached_truncated_answer_fails_as_the_one_first_received(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    first = run_one(tmp_path, server, "openai", "length")
+    again = stored_again(tmp_path)
+    assert server.count == 1  # the second run asked nothing: the answer came from the cache
+    for row in (first, again):
+        assert (row["finish_reason"], row["error_kind"], row["passed"]) == (
+            "length",
+            "truncated",
+            False,
+        )
+
+
+def stored_again(tmp_path: Path) -> dict[str, Any]:
+    """The same config run again in the same folder: the latest run's row."""
+    evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    rows = stored(
+        tmp_path / "out",
+        f"SELECT {COLUMNS}, cached FROM cases ORDER BY created_at DESC LIMIT 1",
+    )
+    return rows[0]
+
+
+def test_on_truncated_score_scores_a_cut_answer_as_given(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    row = run_one(tmp_path, server, "openai", "length", more="    on_truncated: score")
+    got = {k: row[k] for k in ("output", "finish_reason", "error", "passed")}
+    assert got == {"output": '{"', "finish_reason": "length", "error": None, "passed": True}
