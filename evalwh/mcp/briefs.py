@@ -47,7 +47,7 @@ def cell_brief(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def endings_brief(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def endings_brief(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The cells whose answers did not all simply stop: counts with their n and one line."""
     keys = [key for key, _ in ENDINGS]
     return [

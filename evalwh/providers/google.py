@@ -161,6 +161,7 @@ class GoogleProvider(HttpProvider):
         candidates = data.get("candidates")
         thoughts: list[str] = []
         calls: list[dict[str, Any]] = []
+        finish: str | None = None
         if not candidates:
             feedback = data.get("promptFeedback") or {}
             if not feedback.get("blockReason"):
@@ -181,7 +182,8 @@ class GoogleProvider(HttpProvider):
                     calls.append({"name": call.get("name"), "arguments": call.get("args")})
             text = "".join(texts)
             raw = first.get("finishReason")
-            finish = FINISH_REASONS.get(raw) if isinstance(raw, str) else None
+            if isinstance(raw, str):
+                finish = FINISH_REASONS.get(raw)
             if calls and finish == "stop":  # the API says STOP after a function call
                 finish = "tool_calls"
             if raw is not None:
