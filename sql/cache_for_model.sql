@@ -1,6 +1,6 @@
 -- title: Cache of one model
 -- description: Every cached reply of one provider model (judge requests are loaded this way: their hashes are only known once the answers exist).
 -- params: provider, model
-SELECT request_hash, output, input_tokens, output_tokens, latency_ms
+SELECT request_hash, output, input_tokens, output_tokens, latency_ms, wire
 FROM response_cache
 WHERE provider = $provider AND model = $model;

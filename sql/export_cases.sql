@@ -1,5 +1,5 @@
 -- title: Case rows for export
--- description: Every case row of a run, flat (one row per variant x model x case x repeat): the verdict, score, error, cost, latency, the time waited before sending (queued_ms), the answer, and the criteria as a JSON object {criterion: {score, passed}} plus the names of the failed ones.
+-- description: Every case row of a run, flat (one row per variant x model x case x repeat): the verdict, score, error, cost, latency, the time waited before sending (queued_ms), why the answer ended (finish reason, refusal, tool calls, reasoning and cache tokens), the answer, and the criteria as a JSON object {criterion: {score, passed}} plus the names of the failed ones.
 -- params: run_id
 WITH crit AS (
     SELECT
@@ -14,6 +14,7 @@ SELECT
     c.variant, c.model, c.case_id, c.repeat, c.passed, c.score,
     c.error, c.error_kind, c.latency_ms, c.queued_ms, c.input_tokens, c.output_tokens, c.cost_usd,
     c.cached, c.attempts,
+    c.finish_reason, c.refusal, c.tool_calls, c.reasoning_tokens, c.cache_read_tokens, c.cache_write_tokens,
     coalesce(s.failed_criteria, '') AS failed_criteria,
     s.criteria,
     c.output, c.expected, c.vars, c.metadata

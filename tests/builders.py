@@ -620,3 +620,12 @@ def place_scores(out: Path) -> list[tuple[Any, ...]]:
         ).fetchall()
     finally:
         con.close()
+
+
+def materialised(value: Any) -> Any:
+    """A validated TypedDict as plain data (pydantic validates an Iterable field lazily)."""
+    if isinstance(value, dict):
+        return {k: materialised(v) for k, v in value.items()}
+    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+        return value
+    return [materialised(v) for v in value]

@@ -20,7 +20,8 @@ def prices(
     fake: bool = False,
     warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
-    """The dated table as rows (provider, model, USD per million input / output tokens);
+    """The dated table as rows (provider, model, USD per million input / output tokens and
+    prompt-cache reads / writes, None where the input price applies);
     with ``config``, ``for``: its models' prices (``source``: ``config`` for a ``price:``,
     ``table``, or ``none``) and the estimate of a run of the whole matrix."""
     from evalwh.providers.pricing import price_table
@@ -31,7 +32,14 @@ def prices(
         "source": table["source"],
         "unit": table["unit"],
         "table": [
-            {"provider": p, "model": m, "input_per_mtok": v[0], "output_per_mtok": v[1]}
+            {
+                "provider": p,
+                "model": m,
+                "input_per_mtok": v[0],
+                "output_per_mtok": v[1],
+                "cache_read_per_mtok": v[2] if len(v) > 2 else None,
+                "cache_write_per_mtok": v[3] if len(v) > 3 else None,
+            }
             for p, models in table["providers"].items()
             for m, v in models.items()
         ],
@@ -63,6 +71,8 @@ def _for_config(
                 "model": given.model,
                 "input_per_mtok": price.input_per_mtok if price else None,
                 "output_per_mtok": price.output_per_mtok if price else None,
+                "cache_read_per_mtok": price.cache_read_per_mtok if price else None,
+                "cache_write_per_mtok": price.cache_write_per_mtok if price else None,
                 "source": "config" if given.price else "table" if price else "none",
             }
         )

@@ -94,6 +94,8 @@ class RunResult:
     concluded: bool = True  # False: the gate was not judged here (a shard left it to others)
     no_look: bool = False  # the run stored no case data: readers decline to show outputs
     report: str | None = None  # the HTML page written with ``html=``
+    # cells whose answers did not all simply stop (sql/finish_reasons.sql): truncated, refused...
+    endings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def gate_passed(self) -> bool:
@@ -627,6 +629,7 @@ def conclude(
             status = "failed" if failure else "completed"
             warehouse.set_status(run_id, status, token=token)
         summary = warehouse.query("summary", run_id=run_id).to_pylist()
+        endings = warehouse.query("finish_reasons", run_id=run_id).to_pylist()
         errors = warehouse.query("errors", run_id=run_id).to_pylist()
         judged = judge(warehouse, run_id, raw_config, baseline=baseline_id)
         log_notes(judged)
@@ -653,6 +656,7 @@ def conclude(
         stats=stats or {},
         no_look=no_look,
         report=report,
+        endings=endings,
     )
 
 

@@ -156,6 +156,7 @@ class WarehouseView:
             "run": {k: v for k, v in run.items() if k not in ("config_snapshot",)},
             "totals": self.query("run_totals", run_id=run_id).to_pylist()[0],
             "summary": self.query("summary", run_id=run_id).to_pylist(),
+            "endings": self.query("finish_reasons", run_id=run_id).to_pylist(),
             "criteria": self.query("criteria", run_id=run_id).to_pylist(),
             "errors": self.query("errors", run_id=run_id).to_pylist(),
             "gate": self.gate(run_id).rules,

@@ -11,6 +11,8 @@ from rich.table import Table
 from evalwh.cli import render
 from evalwh.cli.state import STATE, emit_json, out, with_globals
 
+PRICE_KEYS = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok")
+
 
 @with_globals
 def prices(
@@ -54,8 +56,10 @@ def _table(rows: list[dict[str, object]], keys: tuple[str, ...]) -> Table:
         table.add_column(key)
     table.add_column("input $/Mtok", justify="right")
     table.add_column("output $/Mtok", justify="right")
+    table.add_column("cache read", justify="right")  # "–": billed as input
+    table.add_column("cache write", justify="right")
     for r in rows:
         cells = [str(r[k]) for k in keys]
-        price = [r["input_per_mtok"], r["output_per_mtok"]]
+        price = [r[k] for k in PRICE_KEYS]
         table.add_row(*cells, *("–" if p is None else f"{p:g}" for p in price))
     return table

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalwh.cli.state import err, out
-from evalwh.reports.fmt import cases_note
+from evalwh.reports.fmt import cases_note, endings
 
 
 def pct(x: float | None) -> str:
@@ -94,6 +94,13 @@ def totals_line(t: dict[str, Any]) -> str:
         f"cost {usd(t['cost_usd'])}{uncached}"
         + (f", judges {usd(t['judge_cost_usd'])}" if t.get("judge_cost_usd") else "")
     )
+
+
+def print_endings(rows: list[dict[str, Any]]) -> None:
+    """Cells whose answers did not all simply stop: ``v × m: 3 truncated, 1 refused (of 40
+    answers)``."""
+    for r in rows:
+        out().print(f"{r['variant']} × {r['model']}: {endings(r)}", markup=False)
 
 
 def print_errors(groups: list[dict[str, Any]]) -> None:

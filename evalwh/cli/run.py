@@ -244,6 +244,7 @@ def print_result(result: RunResult, *, label: str | None = None, retry: str = ""
         title = f"run {result.run_id}" + (f" ({label})" if label else "") + f" — {result.suite}"
         out().print(title, style="bold", markup=False)
         out().print(render.summary_table(result.summary))
+        render.print_endings(result.endings)
         out().print(render.totals_line(result.totals))
         if result.stats.get("retries"):
             note(f"{result.stats['retries']} transient failure(s) retried")

@@ -96,6 +96,7 @@ def show(
     if data.get("next"):
         note(data["next"])
     out().print(render.summary_table(data["summary"]))
+    render.print_endings(data.get("endings") or [])
     out().print(render.totals_line(data["totals"]))
     files = render.attachments_line(data.get("attachments") or [])
     if files:

@@ -39,6 +39,7 @@ MODEL_KEYS = {
     "deadline_s",
     "adaptive_concurrency",
     "price",
+    "on_truncated",
 }
 # Sections that do not change what a run asks or scores (resume keeps working when they change).
 NOT_HASHED = ("cases", "settings", "labels", "calibration", "thresholds", "description")
@@ -255,6 +256,7 @@ def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSp
         adaptive_concurrency=bool(raw.get("adaptive_concurrency", True)),
         price=Price(0.0, 0.0) if price == 0 else (Price(**price) if price else None),
         options={k: v for k, v in raw.items() if k not in MODEL_KEYS},
+        on_truncated=str(raw.get("on_truncated", "fail")),
         where=where,
         root=root,
     )

@@ -52,9 +52,34 @@ class Variant:
 class Price:
     input_per_mtok: float
     output_per_mtok: float
+    # prompt tokens read from / written to the provider's prompt cache (None: the input price)
+    cache_read_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+    def cost(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+    ) -> float:
+        """USD for one answer. ``input_tokens`` counts every prompt token, the cached ones
+        included; ``output_tokens`` every generated one, reasoning included (billed at the
+        output price)."""
+        read, written = cache_read_tokens or 0, cache_write_tokens or 0
+        plain = max(0, input_tokens - read - written)
+        read_price = (
+            self.input_per_mtok if self.cache_read_per_mtok is None else self.cache_read_per_mtok
+        )
+        write_price = (
+            self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        )
+        return (
+            plain * self.input_per_mtok
+            + read * read_price
+            + written * write_price
+            + output_tokens * self.output_per_mtok
+        ) / 1e6
 
 
 @dataclass(frozen=True)
@@ -71,6 +96,8 @@ class ModelSpec:
     adaptive_concurrency: bool = True  # back off on 429s (evalwh.engine.limits.AdaptiveLimit)
     price: Price | None = None
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific keys (mock: ...)
+    # an answer cut at the token limit: a failed cell (error_kind truncated), or scored as given
+    on_truncated: str = "fail"
     where: str = ""
     root: Path | None = None  # the config's folder: relative files (images, commands) resolve here
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -423,13 +424,14 @@ def cached_answers(table: Any) -> dict[str, CachedAnswer]:
     """request_hash -> CachedAnswer from a cache query's Arrow table."""
     cols = table.to_pydict()
     return {
-        h: CachedAnswer(o, i, t, lat)
-        for h, o, i, t, lat in zip(
+        h: CachedAnswer(o, i, t, lat, json.loads(w) if w else None)
+        for h, o, i, t, lat, w in zip(
             cols["request_hash"],
             cols["output"],
             cols["input_tokens"],
             cols["output_tokens"],
             cols["latency_ms"],
+            cols["wire"],
             strict=True,
         )
     }

@@ -109,6 +109,7 @@ class RowSink:
                 *((None, None, None, None) if check is None else _check_fields(check, hide)),
                 attachments,
                 result.queued_ms,
+                *_wire_fields(result.wire, hide),
             ]
         )
         add_score = self.writer.add_score
@@ -149,6 +150,7 @@ class RowSink:
                 answer.latency_ms,
                 time.time_ns() // 1000,
                 self.run_id,
+                to_json(answer.wire),
             ]
         )
 
@@ -160,6 +162,36 @@ def attachment_fields(files: dict[str, Any]) -> dict[str, dict[str, Any]]:
         name: {"sha256": f.sha256, "media_type": f.media_type, "bytes": f.size}
         for name, f in files.items()
     }
+
+
+NO_WIRE = (None,) * 8
+
+
+def _wire_fields(wire: dict[str, Any] | None, hide: bool) -> tuple[Any, ...]:
+    """The columns of how an answer ended (finish_reason ... extra). A no-look run keeps the
+    finish reason and the token counts: the refusal, tool calls, reasoning and the raw values
+    (which may quote the answer) are model output."""
+    if not wire:
+        return NO_WIRE
+    get = wire.get
+    if hide:
+        return (get("finish_reason"), None, None, None, *_wire_tokens(wire), None)
+    return (
+        get("finish_reason"),
+        _clean(get("refusal")),
+        to_json(get("tool_calls")),
+        get("reasoning"),
+        *_wire_tokens(wire),
+        to_json(get("extra")),
+    )
+
+
+def _wire_tokens(wire: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        wire.get("reasoning_tokens"),
+        wire.get("cache_read_tokens"),
+        wire.get("cache_write_tokens"),
+    )
 
 
 def _check_fields(check: Any, hide: bool) -> tuple[Any, ...]:

@@ -37,6 +37,9 @@ class CachedAnswer:
     input_tokens: int | None
     output_tokens: int | None
     latency_ms: float | None
+    # why it ended and its token kinds (Completion.wire: finish_reason, refusal, tool_calls,
+    # reasoning, reasoning/cache tokens, the provider's raw values); kept in the cache too
+    wire: dict[str, Any] | None = None
 
 
 @dataclass
@@ -70,6 +73,7 @@ class CellResult:
     # waited before the kept (or last) attempt was sent: a rate pace, a concurrency slot, a
     # Retry-After pause, back-offs between attempts. None: no request was made (a cache hit)
     queued_ms: float | None = None
+    wire: dict[str, Any] | None = None  # CachedAnswer.wire of the answer
 
 
 @dataclass
@@ -137,7 +141,13 @@ class Call:
         a = self.answer
         if a is None or model.price is None or a.input_tokens is None or a.output_tokens is None:
             return None
-        return model.price.cost(a.input_tokens, a.output_tokens)
+        wire = a.wire or {}
+        return model.price.cost(
+            a.input_tokens,
+            a.output_tokens,
+            wire.get("cache_read_tokens"),
+            wire.get("cache_write_tokens"),
+        )
 
 
 @dataclass
@@ -199,6 +209,44 @@ def error_text(error: ProviderError, redact: Callable[[str], str], *, no_look: b
     if error.status and str(error.status) not in message:
         message = f"HTTP {error.status}: {message}"
     return redact(message)
+
+
+def ending_failure(answer: CachedAnswer, model: ModelSpec) -> tuple[str, str] | None:
+    """Why an answer that came back is a failed cell (its error text and kind), else None.
+
+    Cut at the token limit: ``truncated`` (unless the model says ``on_truncated: score``); a
+    refusal: ``refusal`` with the model's words; blocked by the provider's safety system:
+    ``content_filter`` with the provider's reason; a generation the provider says failed:
+    ``finish_error``. Tool calls and plain stops are scored as any answer.
+    """
+    wire = answer.wire
+    if not wire:
+        return None
+    finish = wire.get("finish_reason")
+    raw = _raw_reason(wire.get("extra") or {})
+    if finish == "length" and model.on_truncated != "score":
+        limit = model.params.get("max_tokens")
+        cap = f" (max_tokens {limit})" if limit is not None else ""
+        return (
+            f"truncated: the answer was cut at the token limit{cap} ({raw}); "
+            "raise max_tokens, or set on_truncated: score to score it as given",
+            "truncated",
+        )
+    if finish == "refusal":
+        return f"refused: {wire.get('refusal') or raw}", "refusal"
+    if finish == "content_filter":
+        return f"blocked by the provider's safety filter ({raw})", "content_filter"
+    if finish == "error":
+        return f"the provider ended the answer with an error ({raw})", "finish_error"
+    return None
+
+
+def _raw_reason(extra: dict[str, Any]) -> str:
+    """The provider's own word for why an answer ended, as named in its reply."""
+    for key in ("stop_reason", "finish_reason", "block_reason"):
+        if extra.get(key) is not None:
+            return f"{key}: {extra[key]}"
+    return "no reason given"
 
 
 class _DeadlinePassed(Exception):
@@ -429,7 +477,11 @@ class Engine:
                 if adaptive is not None:
                     adaptive.answered()
                 answer = CachedAnswer(
-                    completion.text, completion.input_tokens, completion.output_tokens, latency
+                    completion.text,
+                    completion.input_tokens,
+                    completion.output_tokens,
+                    latency,
+                    completion.wire(),
                 )
                 self.cache[key] = answer
                 if self.remember is not None:
@@ -513,6 +565,22 @@ class Engine:
                 scored=self.scorecard.failed(text),
             )
         answer = call.answer
+        ended = ending_failure(answer, model)
+        if ended is not None:  # truncated, refused or blocked: a failed cell, what it cost kept
+            self.stats.errors += 1
+            text, kind = ended
+            return CellResult(
+                **base,
+                output=answer.output or None,
+                error=text if not self.no_look else kind,
+                error_kind=kind,
+                latency_ms=answer.latency_ms,
+                input_tokens=answer.input_tokens,
+                output_tokens=answer.output_tokens,
+                cost_usd=call.cost(model),
+                scored=self.scorecard.failed(text if not self.no_look else kind),
+                wire=answer.wire,
+            )
         if self.scorecard.judged or (case.check is not None and self.check_runner is not None):
             scored, judge_cost, check = await self._score(answer.output, case, messages)
         else:  # deterministic scorers only: nothing to await
@@ -534,6 +602,7 @@ class Engine:
             scored=scored,
             judge_cost_usd=judge_cost,
             check=check,
+            wire=answer.wire,
         )
 
     def _render_error_text(self, exc: Exception) -> str:

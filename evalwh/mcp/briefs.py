@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from evalwh.analysis.judging import flag_lines
 from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.mcp.shaping import NOTE_CHARS, SLICES, clip, clip_tree, num, parsed, plain, plain_dict
+from evalwh.reports.fmt import ENDINGS, endings
 
 if TYPE_CHECKING:
     from evalwh.api import RunResult, WarehouseView
@@ -46,6 +47,21 @@ def cell_brief(row: Mapping[str, Any]) -> dict[str, Any]:
         "p50_ms": num(row.get("p50_latency_ms"), 3),
         "queued_p95_ms": num(row.get("p95_queued_ms"), 3),
     }
+
+
+def endings_brief(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The cells whose answers did not all simply stop: counts with their n and one line."""
+    keys = [key for key, _ in ENDINGS]
+    return [
+        {
+            "variant": r["variant"],
+            "model": r["model"],
+            "n": r["n"],
+            **{k.removeprefix("n_"): r[k] for k in keys if r.get(k)},
+            "text": endings(dict(r)),
+        }
+        for r in rows
+    ]
 
 
 def totals_brief(t: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,6 +205,7 @@ def run_brief(
             "suite": result.suite,
             "label": label,
             "matrix": [cell_brief(r) for r in result.summary],
+            "endings": endings_brief(result.endings),
             "totals": totals,
             "failures": totals["failed"],
             "cost_usd": totals["cost_usd"],
@@ -223,6 +240,7 @@ def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
         {
             "run": _run_head(run),
             "matrix": [cell_brief(r) for r in data["summary"]],
+            "endings": endings_brief(data.get("endings") or []),
             "totals": totals,
             "criteria": [
                 {

@@ -2,8 +2,10 @@
 
 ``POST {base_url}/v1/messages`` (default base URL ``https://api.anthropic.com``) with the
 ``x-api-key`` (from ``ANTHROPIC_API_KEY``, or the secret named by ``api_key_env``) and
-``anthropic-version: 2023-06-01`` headers. System messages (or ``params.system``) go to the
-top-level ``system`` field; ``max_tokens`` is required by the API and defaults to 1024;
+``anthropic-version: 2023-06-01`` headers. Only the parameters a config sets are sent, plus
+``max_tokens``, which the API requires (default 1024, or the thinking budget + 1024).
+System messages (or ``params.system``) go to the top-level ``system`` field;
+``thinking_budget`` becomes ``thinking: {type: enabled, budget_tokens}`` (extended thinking);
 ``stop`` becomes ``stop_sequences``; ``params.extra`` is merged into the body as-is.
 Parts: text; ``image`` as an image block (base64 source, or a URL source); ``file`` as a
 document block (a PDF as a base64 source, text/plain as a text source). Audio and video
@@ -12,6 +14,11 @@ are refused when the run is planned (:mod:`evalwh.providers.capabilities`).
 JSON by schema, asked for natively, is a forced tool call: one tool named after the schema
 with it as ``input_schema`` and ``tool_choice: {type: tool, name}``; the ``tool_use`` block's
 ``input`` is the answer (serialised as JSON text).
+
+The reply: the answer is the text blocks joined; any other ``tool_use`` block is a tool call
+(``tool_calls``: name and input), ``thinking`` blocks are the ``reasoning``; ``stop_reason``
+maps onto the finish reasons of :mod:`evalwh.providers.base` (``max_tokens`` is ``length``,
+``refusal`` a refusal whose text is ``stop_details.explanation`` or the partial answer).
 """
 
 from __future__ import annotations
@@ -19,12 +26,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evalwh.providers.base import Completion, Request
+from evalwh.providers.base import Completion, Request, int_or_none
 from evalwh.providers.http import HttpProvider, merge_extra, stop_list
 from evalwh.providers.parts import part_base64, part_bytes, unsupported_part
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
+# stop_reason -> the finish reason evalwh stores (evalwh.providers.base.FINISH_REASONS); the raw
+# value is kept in extra.stop_reason
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+}
 
 
 class AnthropicProvider(HttpProvider):
@@ -80,11 +97,17 @@ class AnthropicProvider(HttpProvider):
             # The API rejects empty text blocks; drop them unless nothing else is left.
             kept = [b for b in blocks if b["type"] != "text" or b["text"]]
             messages.append({"role": message["role"], "content": kept or blocks})
+        budget = params.get("thinking_budget")
+        # max_tokens is required; with thinking it counts the thinking too, so its default
+        # leaves the answer DEFAULT_MAX_TOKENS above the budget
+        room = DEFAULT_MAX_TOKENS + (int(budget) if budget else 0)
         body: dict[str, Any] = {
             "model": self.spec.model,
-            "max_tokens": int(params.get("max_tokens") or DEFAULT_MAX_TOKENS),
+            "max_tokens": int(params.get("max_tokens") or room),
             "messages": messages,
         }
+        if budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": int(budget)}
         system = params["system"] if params.get("system") is not None else "\n\n".join(system_parts)
         if system:
             body["system"] = system
@@ -105,34 +128,61 @@ class AnthropicProvider(HttpProvider):
             body["tool_choice"] = {"type": "tool", "name": request.output.name}
         return merge_extra(body, params)
 
-    def parse_body(self, data: Any) -> Completion:
+    def parse_body(self, data: Any, request: Request | None = None) -> Completion:
         content = data["content"]
         if not isinstance(content, list):
             raise TypeError("'content' is not a list")
-        tools = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
-        if tools and data.get("stop_reason") == "tool_use":  # the forced call: its input
-            # is the structured answer (tools are only sent to ask for JSON by schema)
-            text = json.dumps(tools[0].get("input"), ensure_ascii=False, sort_keys=True)
-        else:
-            text = "".join(
-                block["text"]
-                for block in content
-                if isinstance(block, dict) and block.get("type") == "text"
-            )
-        usage = data.get("usage") or {}
+        # JSON by schema is a forced call of the tool named after the schema: its input is the
+        # answer. Any other tool_use block is a tool call the model made; the text beside it
+        # is the answer.
+        forced = request.output.name if request is not None and request.output else None
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        thinking: list[str] = []
+        answer: str | None = None
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(block["text"])
+            elif kind == "tool_use" and answer is None and block.get("name") == forced:
+                answer = json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True)
+            elif kind == "tool_use":
+                calls.append({"name": block.get("name"), "arguments": block.get("input")})
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                thinking.append(block["thinking"])
+        raw = data.get("stop_reason")
+        finish = STOP_REASONS.get(raw) if isinstance(raw, str) else None
+        if answer is not None and finish == "tool_calls":
+            finish = "stop"  # the forced call is the answer, not a call to act on
+        text = answer if answer is not None else "".join(texts)
         extra: dict[str, Any] = {}
-        if data.get("stop_reason") is not None:
-            extra["stop_reason"] = data["stop_reason"]
-        for key in ("cache_creation_input_tokens", "cache_read_input_tokens"):
-            if usage.get(key):
-                extra[key] = usage[key]
+        if raw is not None:
+            extra["stop_reason"] = raw
+        details = data.get("stop_details")
+        if isinstance(details, dict):
+            extra["stop_details"] = details
+        refusal = None
+        if finish == "refusal":
+            explained = details.get("explanation") if isinstance(details, dict) else None
+            refusal = explained or text or f"refused (stop_reason: {raw})"
+        usage = data.get("usage") or {}
+        written = int_or_none(usage.get("cache_creation_input_tokens"))
+        read = int_or_none(usage.get("cache_read_input_tokens"))
+        given = int_or_none(usage.get("input_tokens"))
+        # the API counts uncached input apart from cache writes and reads; input_tokens here is
+        # every prompt token, as OpenAI and Gemini count it
+        total_in = None if given is None else given + (written or 0) + (read or 0)
         return Completion(
             text=text,
-            input_tokens=_int_or_none(usage.get("input_tokens")),
-            output_tokens=_int_or_none(usage.get("output_tokens")),
+            input_tokens=total_in,
+            output_tokens=int_or_none(usage.get("output_tokens")),
             extra=extra,
+            finish_reason=finish,
+            refusal=refusal,
+            tool_calls=calls or None,
+            reasoning="\n\n".join(thinking) if thinking else None,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

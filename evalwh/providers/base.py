@@ -1,7 +1,7 @@
 """The small async Provider protocol every model backend implements.
 
 A provider gets a :class:`Request` (rendered messages + the model's spec) and returns a
-:class:`Completion` (text + token usage) or raises :class:`ProviderError`. The engine owns
+:class:`Completion` (text, why it ended, token usage) or raises :class:`ProviderError`. The engine owns
 timing, timeouts, retries, rate limits, caching and cost; a provider only speaks its wire
 format. ``retryable`` tells the engine whether another attempt can succeed (429, 5xx, a
 dropped connection) or not (400, 401, 404); ``retry_after`` carries a server's Retry-After.
@@ -34,15 +34,57 @@ class Request:
         return self.model.params
 
 
+# Why an answer ended, the same words for every provider (the provider's own value is kept in
+# ``Completion.extra``): ``stop`` it finished (or hit a stop sequence), ``length`` it was cut at
+# the token limit, ``tool_calls`` it called tools, ``refusal`` the model declined,
+# ``content_filter`` the provider's safety system blocked the prompt or the answer, ``error``
+# the provider says the generation failed.
+FINISH_REASONS = ("stop", "length", "tool_calls", "refusal", "content_filter", "error")
+
+
 @dataclass
 class Completion:
+    """One answer as the provider gave it.
+
+    ``text`` is the answer (the text before a tool call included; reasoning never). Tokens:
+    ``input_tokens`` counts every prompt token, cache reads and writes included (of which
+    ``cache_read_tokens`` / ``cache_write_tokens``); ``output_tokens`` every generated token,
+    reasoning included (of which ``reasoning_tokens``), as the providers bill them.
+    """
+
     text: str
     input_tokens: int | None = None
     output_tokens: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. finish reason; stored in details
+    extra: dict[str, Any] = field(default_factory=dict)  # the provider's raw values, stored
+    finish_reason: str | None = None  # one of FINISH_REASONS, or None when not said
+    refusal: str | None = None  # the model's refusal text, apart from the answer
+    tool_calls: list[dict[str, Any]] | None = None  # [{"name": ..., "arguments": {...}}]
+    reasoning: str | None = None  # thinking / reasoning text the API returned; never scored
+    reasoning_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
     # the request's own time, from sending it to the last byte of the answer, when the
     # provider measures it (HTTP providers); None: the engine times the whole complete() call
     latency_ms: float | None = None
+
+    def wire(self) -> dict[str, Any] | None:
+        """How the answer ended and its token kinds, as stored beside it (cases and the
+        response cache): the fields of WIRE_FIELDS that are set, or None."""
+        found = {k: getattr(self, k) for k in WIRE_FIELDS}
+        kept = {k: v for k, v in found.items() if v is not None and v != {} and v != []}
+        return kept or None
+
+
+WIRE_FIELDS = (
+    "finish_reason",
+    "refusal",
+    "tool_calls",
+    "reasoning",
+    "reasoning_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "extra",
+)
 
 
 class ProviderError(Exception):
@@ -71,6 +113,11 @@ class Provider(Protocol):
     async def complete(self, request: Request) -> Completion: ...
 
     async def aclose(self) -> None: ...
+
+
+def int_or_none(value: Any) -> int | None:
+    """A token count from a reply: an int, else None (a bool, a float or a string is not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def message_text(message: dict[str, Any]) -> str:

@@ -25,6 +25,18 @@ A URL part (``- image: https://...``) is sent as a URL by anthropic and openai (
 A provider from a plug-in declares a ``capabilities`` class attribute (a :class:`Capability`);
 one that declares none is sent every part as it is.
 
+Parameters a model refuses (:func:`sampling_problem`, checked at validation; evalwh sends
+only the parameters a config sets, plus what an API requires: Anthropic's ``max_tokens``):
+
+- OpenAI's reasoning models (``o1*``, ``o3*``, ``o4*``, ``gpt-5*`` but ``gpt-5-chat*``) take no
+  ``temperature`` or ``top_p``; ``reasoning_effort`` is for them alone (and any
+  ``openai-compatible`` server).
+- Anthropic's ``claude-sonnet-4-5``, ``claude-haiku-4-5`` and ``claude-opus-4-1`` (and later)
+  take ``temperature`` or ``top_p``, not both; with ``thinking_budget`` (at least 1,024) no
+  ``temperature`` and a ``max_tokens``, when set, above the budget.
+- ``thinking_budget`` is for ``anthropic`` and ``google`` (Gemini's ``thinkingBudget``: 0 off,
+  -1 dynamic); ``reasoning_effort`` is not.
+
 Token estimates for the cost estimate and ``--max-cost`` (:func:`estimate_tokens`):
 
 - anthropic image: width x height / 750, after scaling the long edge down to 1568 px;
@@ -50,6 +62,81 @@ from evalwh.errors import ConfigError
 
 MB = 1024 * 1024
 ANY = None  # every media type of the part's kind
+
+
+# OpenAI models that reason before answering: no sampling parameters, reasoning_effort taken
+REASONING_MODELS = ("o1*", "o3*", "o4*", "gpt-5*")
+NOT_REASONING = ("gpt-5-chat*",)
+# Anthropic models that refuse temperature and top_p together
+ONE_SAMPLING_PARAM = (
+    "claude-sonnet-4-5*",
+    "claude-haiku-4-5*",
+    "claude-opus-4-1*",
+    "claude-opus-4-5*",
+)
+MIN_THINKING_BUDGET = 1024  # Anthropic's smallest budget_tokens
+
+
+def reasoning_model(model: str) -> bool:
+    """An OpenAI reasoning model (o-series, gpt-5): it refuses temperature and top_p."""
+    return _matches(model, REASONING_MODELS) and not _matches(model, NOT_REASONING)
+
+
+def _matches(model: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(model, p) for p in patterns)
+
+
+def sampling_problem(spec: ModelSpec) -> tuple[str, str] | None:
+    """Why the API would refuse this model's params (message, fix), or None."""
+    params, provider, model = spec.params, spec.provider, spec.model
+    sampling = [k for k in ("temperature", "top_p") if params.get(k) is not None]
+    effort, budget = params.get("reasoning_effort"), params.get("thinking_budget")
+    if effort is not None and (
+        provider in ("anthropic", "google") or (provider == "openai" and not reasoning_model(model))
+    ):
+        return (
+            f"{provider} model '{model}' takes no reasoning_effort",
+            "use it with an OpenAI reasoning model (o3, o4-mini, gpt-5); Anthropic and Gemini "
+            "take thinking_budget",
+        )
+    if budget is not None and provider == "openai":
+        return (
+            f"openai model '{model}' takes no thinking_budget",
+            "use reasoning_effort: low | medium | high",
+        )
+    if provider == "openai" and reasoning_model(model) and sampling:
+        return (
+            f"OpenAI reasoning model '{model}' refuses {' and '.join(sampling)}",
+            f"remove {', '.join(sampling)} from its params (or from defaults.params); "
+            "set reasoning_effort instead",
+        )
+    if provider != "anthropic":
+        return None
+    if len(sampling) == 2 and _matches(model, ONE_SAMPLING_PARAM):
+        return (
+            f"Anthropic model '{model}' refuses temperature and top_p together",
+            "keep one of them",
+        )
+    if budget is None:
+        return None
+    if budget < MIN_THINKING_BUDGET:
+        return (
+            f"thinking_budget {budget} is below Anthropic's minimum of {MIN_THINKING_BUDGET}",
+            f"set thinking_budget: {MIN_THINKING_BUDGET} or more",
+        )
+    if params.get("temperature") is not None:
+        return (
+            "Anthropic refuses temperature with extended thinking (thinking_budget)",
+            "remove temperature",
+        )
+    limit = params.get("max_tokens")
+    if limit is not None and limit <= budget:
+        return (
+            f"max_tokens {limit} is not above thinking_budget {budget}: the answer would have "
+            "no room after the thinking",
+            f"raise max_tokens above {budget}, or leave it out (then it is the budget + 1024)",
+        )
+    return None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,10 @@ large video never goes through the pipe: ``{"type": "image", "name": "photo", "s
 
 The program answers on stdout, either with a JSON object ``{"text": ..., "input_tokens": 12,
 "output_tokens": 3}`` (``"output"`` works as well as ``"text"``; the token counts are
-optional; ``{"error": "...", "retryable": true}`` reports a failure), or with plain text: the
+optional, and so are how the answer ended, as the HTTP providers store it: ``finish_reason``
+(one of :data:`evalwh.providers.base.FINISH_REASONS`), ``refusal``, ``tool_calls``,
+``reasoning``, ``reasoning_tokens``, ``cache_read_tokens``, ``cache_write_tokens``;
+``{"error": "...", "retryable": true}`` reports a failure), or with plain text: the
 whole of stdout, trailing newlines removed. A non-zero exit is a non-retryable failure that
 quotes the end of stderr; running longer than ``timeout_s`` kills the program (and its
 children) and is a retryable timeout.
@@ -46,7 +49,13 @@ from typing import Any
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import redact, sanitize
 from evalwh.errors import ConfigError
-from evalwh.providers.base import Completion, ProviderError, Request
+from evalwh.providers.base import (
+    FINISH_REASONS,
+    Completion,
+    ProviderError,
+    Request,
+    int_or_none,
+)
 
 STDERR_TAIL = 500
 
@@ -205,9 +214,10 @@ class CommandProvider:
                     extra = data.get("extra")
                     return Completion(
                         text=text,
-                        input_tokens=_int_or_none(data.get("input_tokens")),
-                        output_tokens=_int_or_none(data.get("output_tokens")),
+                        input_tokens=int_or_none(data.get("input_tokens")),
+                        output_tokens=int_or_none(data.get("output_tokens")),
                         extra=extra if isinstance(extra, dict) else {},
+                        **_ending(data),
                     )
                 if "error" in data:
                     raise self._fail(
@@ -229,5 +239,18 @@ async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:
         await asyncio.shield(proc.wait())
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _ending(data: dict[str, Any]) -> dict[str, Any]:
+    """How the program says its answer ended: the Completion fields it gave, of the right type
+    (a finish reason evalwh does not know, or a field of another type, is left out)."""
+    finish = data.get("finish_reason")
+    calls = data.get("tool_calls")
+    if isinstance(calls, list):
+        calls = [c for c in calls if isinstance(c, dict)] or None
+    texts = {k: data[k] for k in ("refusal", "reasoning") if isinstance(data.get(k), str)}
+    counts = ("reasoning_tokens", "cache_read_tokens", "cache_write_tokens")
+    return {
+        "finish_reason": finish if finish in FINISH_REASONS else None,
+        "tool_calls": calls if isinstance(calls, list) else None,
+        **texts,
+        **{k: int_or_none(data.get(k)) for k in counts},
+    }

@@ -13,13 +13,18 @@ The request is the API's ``GenerateContentRequest``: ``contents`` (roles ``user`
 ``model``), each message's parts as ``{"text": ...}`` or ``{"inlineData": {"mimeType": ...,
 "data": <base64>}}`` (images, PDFs and other documents, audio), system messages (or
 ``params.system``) as ``systemInstruction``, and ``generationConfig`` from ``temperature``,
-``top_p`` (``topP``), ``max_tokens`` (``maxOutputTokens``) and ``stop``
-(``stopSequences``); ``params.extra`` is merged into the body as-is (``safetySettings``,
-``generationConfig`` keys of its own...). The answer is the first candidate's text parts
-(thought summaries left out); ``usageMetadata`` gives the tokens (thinking tokens count as
-output, as they are billed). A prompt the API blocks is an empty answer with its
-``block_reason`` in the details, like a refusal elsewhere. Video parts and URL parts are
-refused when the run is planned (:mod:`evalwh.providers.capabilities`).
+``top_p`` (``topP``), ``max_tokens`` (``maxOutputTokens``), ``stop`` (``stopSequences``)
+and ``thinking_budget`` (``thinkingConfig: {thinkingBudget, includeThoughts}``), only those
+set; ``params.extra`` is merged into the body as-is (``safetySettings``,
+``generationConfig`` keys of its own...). The answer is the first candidate's text parts;
+thought summaries are the ``reasoning``, ``functionCall`` parts the ``tool_calls``;
+``usageMetadata`` gives the tokens (thinking tokens count as output, as they are billed, and
+as ``reasoning_tokens``; ``cachedContentTokenCount`` as ``cache_read_tokens``).
+``finishReason`` maps onto the finish reasons of :mod:`evalwh.providers.base` (MAX_TOKENS
+``length``; SAFETY, RECITATION and the other blocks ``content_filter``); a prompt the API
+blocks (``promptFeedback.blockReason``, no candidate) is ``content_filter`` too, a failed
+cell, never an empty answer. Video parts and URL parts are refused when the run is planned
+(:mod:`evalwh.providers.capabilities`).
 
 JSON by schema, asked for natively, is ``generationConfig.responseMimeType:
 application/json`` with the schema as ``generationConfig.responseSchema``, translated to the
@@ -33,7 +38,7 @@ from typing import Any
 
 from evalwh.config.model import ModelSpec
 from evalwh.errors import ConfigError
-from evalwh.providers.base import Completion, Request
+from evalwh.providers.base import Completion, Request, int_or_none
 from evalwh.providers.gemini_schema import response_schema
 from evalwh.providers.http import HttpProvider, merge_extra, stop_list
 from evalwh.providers.parts import part_base64, unsupported_part
@@ -41,6 +46,22 @@ from evalwh.providers.parts import part_base64, unsupported_part
 KEY_NAMES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ROLES = {"user": "user", "assistant": "model"}
+# finishReason -> the finish reason evalwh stores (the raw value is kept in extra.finish_reason);
+# a prompt the API blocks (promptFeedback.blockReason, no candidate) is content_filter too
+FINISH_REASONS = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "LANGUAGE": "error",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "OTHER": "error",
+}
 
 
 class GoogleProvider(HttpProvider):
@@ -118,6 +139,12 @@ class GoogleProvider(HttpProvider):
                 config[field] = params[key]
         if params.get("max_tokens") is not None:
             config["maxOutputTokens"] = int(params["max_tokens"])
+        budget = params.get("thinking_budget")
+        if budget is not None:  # 0 off, -1 dynamic; the thought summaries are kept (reasoning)
+            thinking: dict[str, Any] = {"thinkingBudget": int(budget)}
+            if budget != 0:
+                thinking["includeThoughts"] = True
+            config["thinkingConfig"] = thinking
         stops = stop_list(params.get("stop"))
         if stops:
             config["stopSequences"] = stops
@@ -128,40 +155,55 @@ class GoogleProvider(HttpProvider):
             body["generationConfig"] = config
         return merge_extra(body, params)
 
-    def parse_body(self, data: Any) -> Completion:
+    def parse_body(self, data: Any, request: Request | None = None) -> Completion:
         usage = data.get("usageMetadata") or {}
         extra: dict[str, Any] = {}
         candidates = data.get("candidates")
+        thoughts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        finish: str | None = None
         if not candidates:
             feedback = data.get("promptFeedback") or {}
             if not feedback.get("blockReason"):
                 raise KeyError("candidates")
-            extra["block_reason"] = feedback["blockReason"]
-            text = ""
+            extra["block_reason"] = feedback["blockReason"]  # the prompt itself was blocked
+            text, finish = "", "content_filter"
         else:
             first = candidates[0]
             parts = (first.get("content") or {}).get("parts") or []
             if not isinstance(parts, list):
                 raise TypeError("'parts' is not a list")
-            text = "".join(
-                p["text"]
-                for p in parts
-                if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
-            )
-            if first.get("finishReason") is not None:
-                extra["finish_reason"] = first["finishReason"]
-        output = _int_or_none(usage.get("candidatesTokenCount"))
-        thoughts = _int_or_none(usage.get("thoughtsTokenCount"))
-        if thoughts:
-            extra["thoughts_tokens"] = thoughts
-            output = (output or 0) + thoughts
+            texts: list[str] = []
+            for p in (p for p in parts if isinstance(p, dict)):
+                if isinstance(p.get("text"), str):
+                    (thoughts if p.get("thought") else texts).append(p["text"])
+                elif isinstance(p.get("functionCall"), dict):
+                    call = p["functionCall"]
+                    calls.append({"name": call.get("name"), "arguments": call.get("args")})
+            text = "".join(texts)
+            raw = first.get("finishReason")
+            if isinstance(raw, str):
+                finish = FINISH_REASONS.get(raw)
+            if calls and finish == "stop":  # the API says STOP after a function call
+                finish = "tool_calls"
+            if raw is not None:
+                extra["finish_reason"] = raw
+        output = int_or_none(usage.get("candidatesTokenCount"))
+        thinking = int_or_none(usage.get("thoughtsTokenCount"))
+        if thinking:  # billed as output, counted apart by the API
+            output = (output or 0) + thinking
         if data.get("modelVersion"):
             extra["model_version"] = data["modelVersion"]
         return Completion(
             text=text,
-            input_tokens=_int_or_none(usage.get("promptTokenCount")),
+            input_tokens=int_or_none(usage.get("promptTokenCount")),
             output_tokens=output,
             extra=extra,
+            finish_reason=finish,
+            tool_calls=calls or None,
+            reasoning="\n\n".join(thoughts) if thoughts else None,
+            reasoning_tokens=thinking or None,
+            cache_read_tokens=int_or_none(usage.get("cachedContentTokenCount")) or None,
         )
 
     def error_detail(self, data: Any) -> str | None:
@@ -171,7 +213,3 @@ class GoogleProvider(HttpProvider):
             status = err.get("status")
             return f"{status}: {err['message']}" if status else str(err["message"])
         return super().error_detail(data)
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -57,7 +57,16 @@ DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)
 EXCERPT_CHARS = 200  # of a body that is not the API's error JSON
 DETAIL_CHARS = 1000  # of the provider's own error message
-PARAM_KEYS = ("temperature", "max_tokens", "top_p", "stop", "system", "extra")
+PARAM_KEYS = (
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "stop",
+    "system",
+    "reasoning_effort",
+    "thinking_budget",
+    "extra",
+)
 
 
 def fast_async_detection() -> None:
@@ -193,6 +202,12 @@ class HttpProvider:
                         fix='never put keys in a config: reference one as "${NAME}" and set NAME '
                         "in the environment or .evalwh.secrets.yaml",
                     )
+        from evalwh.providers.capabilities import sampling_problem
+
+        problem = sampling_problem(spec)
+        if problem is not None:
+            message, fix = problem
+            raise ConfigError(message, file=file, where=f"{spec.where}.params", fix=fix)
         extra = spec.params.get("extra")
         if extra is not None and not isinstance(extra, dict):
             raise ConfigError(
@@ -213,8 +228,9 @@ class HttpProvider:
     def build_body(self, request: Request) -> dict[str, Any]:
         raise NotImplementedError
 
-    def parse_body(self, data: Any) -> Completion:
-        """Turn a 2xx JSON body into a Completion; raise KeyError/TypeError/ValueError if malformed."""
+    def parse_body(self, data: Any, request: Request | None = None) -> Completion:
+        """Turn a 2xx JSON body (the answer to ``request``) into a Completion; raise
+        KeyError/TypeError/ValueError if malformed."""
         raise NotImplementedError
 
     def error_detail(self, data: Any) -> str | None:
@@ -420,7 +436,7 @@ class HttpProvider:
         body = self.build_body(request)
         data, latency_ms = await self._post(body)
         try:
-            completion = self.parse_body(data)
+            completion = self.parse_body(data, request)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raw = json.dumps(data, ensure_ascii=False) if not isinstance(data, str) else data
             raise self._fail(

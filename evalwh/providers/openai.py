@@ -3,7 +3,9 @@
 ``provider: openai`` posts to ``{base_url}/chat/completions`` (default base URL
 ``https://api.openai.com/v1``) with ``Authorization: Bearer $OPENAI_API_KEY`` (or the
 secret named by ``api_key_env``) and sends ``max_tokens`` as ``max_completion_tokens``,
-the field every current OpenAI model accepts.
+the field every current OpenAI model accepts. Only the parameters a config sets are sent;
+``reasoning_effort`` goes as it is (reasoning models, which refuse ``temperature`` and
+``top_p``: :func:`evalwh.providers.capabilities.sampling_problem`).
 
 ``provider: openai-compatible`` is the same wire format for other servers (vLLM, llama.cpp,
 Ollama, LM Studio, gateways): ``base_url`` is required, the key is optional (only sent when
@@ -20,14 +22,25 @@ files as content arrays: ``image`` as an ``image_url`` part (a base64 data URL, 
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any
 
 from evalwh.config.attachments import filename_for
-from evalwh.providers.base import Completion, Request, message_text
+from evalwh.providers.base import Completion, Request, int_or_none, message_text
 from evalwh.providers.http import HttpProvider, merge_extra
 from evalwh.providers.parts import data_url, part_base64, unsupported_part
 
 AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
+# finish_reason -> the finish reason evalwh stores (a message with a refusal is ``refusal``
+# whatever finish_reason says); the raw value is kept in extra.finish_reason
+FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
 
 
 class OpenAIProvider(HttpProvider):
@@ -82,7 +95,7 @@ class OpenAIProvider(HttpProvider):
         body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
         if params.get("max_tokens") is not None:
             body[self.max_tokens_field] = int(params["max_tokens"])
-        for key in ("temperature", "top_p", "stop"):
+        for key in ("temperature", "top_p", "stop", "reasoning_effort"):
             if params.get(key) is not None:
                 body[key] = params[key]
         if request.output is not None:
@@ -96,28 +109,60 @@ class OpenAIProvider(HttpProvider):
             }
         return merge_extra(body, params)
 
-    def parse_body(self, data: Any) -> Completion:
+    def parse_body(self, data: Any, request: Request | None = None) -> Completion:
         choice = data["choices"][0]
         message = choice["message"]
         content = message["content"]
-        extra: dict[str, Any] = {}
-        if content is None:
+        if content is None:  # a refusal, or tool calls only
             content = ""
-            if message.get("refusal"):
-                extra["refusal"] = message["refusal"]
         elif isinstance(content, list):  # some compatible servers answer with parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         elif not isinstance(content, str):
             raise TypeError("'content' is not a string")
-        if choice.get("finish_reason") is not None:
-            extra["finish_reason"] = choice["finish_reason"]
+        raw = choice.get("finish_reason")
+        finish = FINISH_REASONS.get(raw) if isinstance(raw, str) else None
+        refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else None
+        if refusal:
+            finish = "refusal"
+        calls = [_call(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+        legacy = message.get("function_call")  # the deprecated single-function form
+        if isinstance(legacy, dict):
+            calls.append(_call({"function": legacy}))
+        # reasoning text: OpenAI keeps it server-side; vLLM, DeepSeek and gateways return it
+        reasoning = next(
+            (
+                message[k]
+                for k in ("reasoning_content", "reasoning")
+                if isinstance(message.get(k), str)
+            ),
+            None,
+        )
         usage = data.get("usage") or {}
+        prompt = usage.get("prompt_tokens_details") or {}
+        completion = usage.get("completion_tokens_details") or {}
         return Completion(
             text=content,
-            input_tokens=_int_or_none(usage.get("prompt_tokens")),
-            output_tokens=_int_or_none(usage.get("completion_tokens")),
-            extra=extra,
+            input_tokens=int_or_none(usage.get("prompt_tokens")),
+            output_tokens=int_or_none(usage.get("completion_tokens")),
+            extra={"finish_reason": raw} if raw is not None else {},
+            finish_reason=finish,
+            refusal=refusal or None,
+            tool_calls=calls or None,
+            reasoning=reasoning or None,
+            reasoning_tokens=int_or_none(completion.get("reasoning_tokens")) or None,
+            cache_read_tokens=int_or_none(prompt.get("cached_tokens")) or None,
         )
+
+
+def _call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call as stored: its function's name and arguments (parsed when they are JSON,
+    else the string the model wrote)."""
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError):
+            arguments = json.loads(arguments)
+    return {"name": function.get("name"), "arguments": arguments}
 
 
 class OpenAICompatibleProvider(OpenAIProvider):
@@ -126,7 +171,3 @@ class OpenAICompatibleProvider(OpenAIProvider):
     default_base_url = None  # required: check() insists on base_url
     default_key_env = None  # optional: local servers need none
     max_tokens_field = "max_tokens"
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

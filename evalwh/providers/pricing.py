@@ -1,5 +1,9 @@
 """Token prices: a dated table shipped in the package, overridden per model by ``price:``.
 
+Each table entry is ``[input, output]`` USD per million tokens, followed by the prompt cache's
+``cache_read`` (and ``cache_write``) rates where the provider prices them apart; a rate not
+given is the input price (:meth:`evalwh.config.model.Price.cost`).
+
 A paid provider (one whose class sets ``paid = True``) must know the price of every model it
 runs: from ``price:`` in eval.yaml, or from the table. An unknown price is a validation error,
 never a silent $0. Local models say ``price: 0``.
@@ -32,7 +36,11 @@ def table_price(provider: str, model: str) -> Price | None:
     models = price_table()["providers"].get(provider, {})
     # Exact names only (after a date suffix): a guess from a prefix could be a wrong price.
     entry = models.get(model) or models.get(_DATE_SUFFIX.sub("", model))
-    return Price(float(entry[0]), float(entry[1])) if entry else None
+    if not entry:
+        return None
+    # [input, output] and, where the provider prices its prompt cache, cache_read, cache_write
+    cached = [float(v) for v in entry[2:4]] + [None, None]
+    return Price(float(entry[0]), float(entry[1]), cached[0], cached[1])
 
 
 def price_for(spec: ModelSpec, *, paid: bool, file: str | None = None) -> Price | None:

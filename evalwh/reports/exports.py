@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
 
 FORMATS = ("json", "csv", "md", "parquet", "junit", "html")
-JSON_COLUMNS = ("criteria", "expected", "vars", "metadata")
+JSON_COLUMNS = ("criteria", "expected", "vars", "metadata", "tool_calls")
 CSV_FORMULAS = ("neutralise", "keep")
 
 
@@ -225,7 +225,11 @@ def _summary_md(store: Warehouse, run_id: str) -> list[str]:
         f"errors {totals['n_errors']}/{totals['n']} · cost {fmt.usd(totals['cost_usd'])}"
     )
     headers = ["variant", "model", "pass [95% CI] (passed/n)", "score", "errors", "cost"]
-    return [overall, "", *_table(headers, rows)]
+    endings = [
+        f"- {r['variant']} × {r['model']}: {fmt.endings(r)}"
+        for r in store.query("finish_reasons", run_id=run_id).to_pylist()
+    ]
+    return [overall, "", *_table(headers, rows), *(["", *endings] if endings else [])]
 
 
 def _run_name(run: dict[str, Any]) -> str:

@@ -43,6 +43,22 @@ def interval(row: dict[str, Any], prefix: str = "pass_rate") -> str:
     return "[undefined]" if lo is None or hi is None else f"[{pct(lo)}–{pct(hi)}]"
 
 
+ENDINGS = (
+    ("n_truncated", "truncated"),
+    ("n_refused", "refused"),
+    ("n_blocked", "blocked by a safety filter"),
+    ("n_finish_error", "ended by a provider error"),
+    ("n_tool_calls", "called tools"),
+)
+
+
+def endings(row: dict[str, Any]) -> str:
+    """How a cell's answers ended when not plainly (a row of sql/finish_reasons.sql):
+    ``3 truncated, 1 refused (of 40 answers)``."""
+    said = [f"{row[key]} {words}" for key, words in ENDINGS if row.get(key)]
+    return f"{', '.join(said)} (of {row['n']} answers)" if said else ""
+
+
 def cases_note(row: dict[str, Any]) -> str:
     """``, 12 cases`` when repeats make the answers more than the cases (the interval's n)."""
     n_cases = row.get("n_cases")

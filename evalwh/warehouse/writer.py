@@ -63,6 +63,15 @@ CASE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("check_error", pa.string()),
     ("attachments", pa.string()),
     ("queued_ms", pa.float64()),
+    # why the answer ended and its token kinds (migration 0012; evalwh.providers.base)
+    ("finish_reason", pa.string()),
+    ("refusal", pa.string()),
+    ("tool_calls", pa.string()),
+    ("reasoning", pa.string()),
+    ("reasoning_tokens", pa.int64()),
+    ("cache_read_tokens", pa.int64()),
+    ("cache_write_tokens", pa.int64()),
+    ("extra", pa.string()),  # the provider's raw values (stop_reason, finish_reason, ...)
 )
 SCORE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("run_id", pa.string()),
@@ -119,6 +128,7 @@ CACHE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("latency_ms", pa.float64()),
     ("created_at", pa.timestamp("us", tz="UTC")),
     ("run_id", pa.string()),
+    ("wire", pa.string()),  # CachedAnswer.wire: why it ended, token kinds
 )
 CASES_SCHEMA = pa.schema(CASE_COLUMNS)
 SCORES_SCHEMA = pa.schema(SCORE_COLUMNS)

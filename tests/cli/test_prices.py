@@ -15,6 +15,7 @@ def test_prices_show_the_dated_table_and_a_configs_prices(quickstart: Path) -> N
     assert table["as_of"] == "2025-08-15" and "anthropic.com/pricing" in table["source"]
     sonnet = next(r for r in table["table"] if r["model"] == "claude-sonnet-4-5")
     assert (sonnet["input_per_mtok"], sonnet["output_per_mtok"]) == (3.0, 15.0)
+    assert (sonnet["cache_read_per_mtok"], sonnet["cache_write_per_mtok"]) == (0.3, 3.75)
     mine = api.prices(quickstart)["for"]
     assert [(m["id"], m["source"], m["input_per_mtok"]) for m in mine["models"]] == [
         ("mock-large", "config", 3.0),
@@ -31,3 +32,4 @@ def test_prices_for_a_config_over_its_cap_still_shows_the_estimate(tmp_path: Pat
     cfg = eval_for(tmp_path, block, 300)  # ~ $3, over the default cap: a run would refuse
     mine = api.prices(cfg)["for"]
     assert mine["models"][0]["source"] == "table" and mine["estimate"]["cost_usd"] > 2.0
+    assert mine["models"][0]["cache_read_per_mtok"] == 1.25  # gpt-4o's cached input

@@ -217,7 +217,9 @@ def test_a_faked_model_keeps_its_own_price_and_gets_a_short_timeout_and_no_retri
     config = load_config(write(tmp_path / "eval.yaml", FAKE_CONFIG))
     big, small = fake_models(config).models
     assert big.price == Price(1.0, 2.0)  # the table says 3.0 / 15.0 for claude-sonnet-4-5
-    assert small.price == Price(0.15, 0.6)  # the table's price of gpt-4o-mini
+    assert small.price == Price(
+        0.15, 0.6, 0.075
+    )  # the table's price of gpt-4o-mini (cached input 0.075)
     for spec in (big, small, fake_models(config).judges[0].model):
         assert (spec.timeout_s, spec.max_retries) == (10.0, 0)
     assert (config.models[0].timeout_s, config.models[0].max_retries) == (45.0, 6)

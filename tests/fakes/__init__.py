@@ -21,6 +21,7 @@ from .servers import (
     server_error,
     slow,
     truncated,
+    wire,
 )
 
 __all__ = [
@@ -40,4 +41,5 @@ __all__ = [
     "server_error",
     "slow",
     "truncated",
+    "wire",
 ]

@@ -10,7 +10,8 @@ Start it as a context manager (or with the ``fake_llm_server`` pytest fixture)::
 Routes: ``POST .../v1/messages`` answers like Anthropic, ``POST .../chat/completions`` like
 OpenAI (any prefix, so ``server.url`` and ``server.openai_url`` both work), ``POST
 .../models/{model}:generateContent`` like the Gemini API (``server.url`` is the google
-provider's ``base_url``; replies follow tests/fakes/gemini_*.json, documented examples). By default it
+provider's ``base_url``; replies follow tests/fixtures/wire/gemini/plain.json, a documented
+example). By default it
 echoes the text of the last user message, with made-up token counts. A Gemini request whose
 ``generationConfig.responseSchema`` the API would refuse (a field its Schema object does not
 have, a type outside its Type enum, no ``responseMimeType: application/json``) gets the API's
@@ -26,7 +27,8 @@ Scripting, in the order the server consults them for each request:
 
 Behaviours come from the helpers :func:`reply`, :func:`slow`, :func:`error`,
 :func:`rate_limited`, :func:`server_error`, :func:`overloaded`, :func:`malformed`,
-:func:`missing_fields`, :func:`drop`, :func:`truncated` and :func:`raw`. ``server.latency``
+:func:`missing_fields`, :func:`drop`, :func:`truncated`, :func:`raw` and :func:`wire` (a
+documented reply of tests/fixtures/wire/). ``server.latency``
 (seconds) is added to every response; each connection has its own thread, so a slow response
 never holds up other connections.
 
@@ -54,6 +56,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 ReplyText = str | Callable[["RecordedRequest"], str] | None
@@ -168,6 +171,19 @@ def raw(
 ) -> Behavior:
     """Any status with any body."""
     return Behavior(f"raw_{status}", status=status, body=body, headers=dict(headers or {}))
+
+
+WIRE = Path(__file__).resolve().parent.parent / "fixtures" / "wire"
+
+
+def wire(provider: str, name: str) -> Behavior:
+    """A documented reply, ``tests/fixtures/wire/<provider>/<name>.json``, sent as it is
+    (README.md there says where each came from). A name ending in a status (``overloaded_529``)
+    is sent with that status, any other with 200."""
+    body = json.loads((WIRE / provider / f"{name}.json").read_text("utf-8"))
+    tail = name.rsplit("_", 1)[-1]
+    status = int(tail) if tail.isdigit() else 200
+    return Behavior(f"wire_{provider}_{name}", status=status, body=body)
 
 
 @dataclass

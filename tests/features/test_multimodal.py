@@ -25,9 +25,8 @@ from evalwh.providers.base import ProviderError, Request
 from evalwh.providers.capabilities import estimate_tokens
 from tests.conftest import run_cli, write
 from tests.fakes import media
-from tests.fakes.servers import FakeLLMServer, raw
+from tests.fakes.servers import FakeLLMServer, wire
 
-FAKES = Path(__file__).parents[1] / "fakes"
 KEYS = {
     "ANTHROPIC_API_KEY": "sk-ant-api03-" + "Tk3yAnThr0p1c" * 4,
     "OPENAI_API_KEY": "sk-proj-" + "Tk3y0pen41" * 5,
@@ -371,23 +370,21 @@ TEXT = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
 @pytest.mark.parametrize(
     ("fixture", "text", "tokens", "extra"),
     [
-        ("gemini_generate_content.json", "A red square on a white background.", (265, 9), {}),
-        ("gemini_thinking.json", "Red.", (290, 43), {"thoughts_tokens": 41}),
-        ("gemini_blocked.json", "", (12, None), {"block_reason": "SAFETY"}),
+        ("plain", "A red square on a white background.", (265, 9), {}),
+        ("thinking", "Red.", (290, 43), {"reasoning_tokens": 41}),
+        ("blocked_prompt", "", (12, None), {"finish_reason": "content_filter"}),
     ],
 )
 def test_google_parses_documented_responses(
     fixture: str, text: str, tokens: tuple[int, int | None], extra: dict[str, Any]
 ) -> None:
-    body = json.loads((FAKES / fixture).read_text())
     with FakeLLMServer() as server:
-        server.script(raw(200, body))
+        server.script(wire("gemini", fixture))
         result = send(spec_google(server.url), TEXT)
     assert result.text == text
     assert (result.input_tokens, result.output_tokens) == tokens
     for key, value in extra.items():
-        assert result.extra[key] == value
-    assert "thoughts_tokens" in result.extra or not extra.get("thoughts_tokens")
+        assert getattr(result, key) == value
 
 
 def test_google_key_falls_back_to_google_api_key(monkeypatch: pytest.MonkeyPatch) -> None:

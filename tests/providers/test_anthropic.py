@@ -16,9 +16,10 @@ import evalwh
 from evalwh import __version__
 from evalwh.config import attachments
 from evalwh.config.model import Case, ModelSpec
+from evalwh.config.outputs import OutputSpec
 from evalwh.providers.anthropic import AnthropicProvider
 from evalwh.providers.base import Request
-from tests.builders import PLACE_OUTPUT, PLACE_SCHEMA, place_config, place_scores
+from tests.builders import PLACE_OUTPUT, PLACE_SCHEMA, materialised, place_config, place_scores
 from tests.fakes.servers import (
     FakeLLMServer,
     raw,
@@ -266,12 +267,14 @@ def test_anthropic_joins_text_blocks(server: FakeLLMServer) -> None:
         )
     )
     result = complete(make("anthropic", server.url))
-    assert result.text == "Hello, world"
-    assert (result.input_tokens, result.output_tokens) == (3, 4)
-    assert result.extra["cache_read_input_tokens"] == 10
+    assert result.text == "Hello, world"  # the tool call is not the answer: it is kept apart
+    assert result.tool_calls == [{"name": "calc", "arguments": {}}]
+    # every prompt token (3 uncached + 10 read from the cache), of which 10 cached
+    assert (result.input_tokens, result.output_tokens, result.cache_read_tokens) == (13, 4, 10)
 
 
-def anthropic_reply(**changes: Any) -> Any:
+def anthropic_reply(*, schema: str | None = None, **changes: Any) -> Any:
+    """Parse a reply; ``schema``: the request asked for JSON by the schema of that name."""
     spec = ModelSpec(id="a", provider="anthropic", model="claude-sonnet-4-5")
     data = {
         "id": "msg_01",
@@ -284,7 +287,9 @@ def anthropic_reply(**changes: Any) -> Any:
         "usage": {"input_tokens": 12, "output_tokens": 3},
     }
     data.update(changes)
-    return AnthropicProvider(spec).parse_body(data)
+    output = None if schema is None else OutputSpec(schema={"type": "object"}, name=schema)
+    request = Request(model=spec, messages=[], case=Case(id="c"), variant="v", output=output)
+    return AnthropicProvider(spec).parse_body(data, request)
 
 
 def test_a_reply_whose_content_is_not_a_list_says_so() -> None:
@@ -300,9 +305,11 @@ def test_a_forced_tool_call_after_a_text_block_answers_with_the_tools_input() ->
             {"type": "tool_use", "id": "toolu_01", "name": "answer", "input": {"b": 1}},
         ],
         stop_reason="tool_use",
+        schema="answer",
     )
     assert found.text == '{"b": 1}'
     assert found.extra == {"stop_reason": "tool_use"}
+    assert (found.finish_reason, found.tool_calls) == ("stop", None)  # the answer, not a call
 
 
 def test_a_structured_answer_is_sorted_json_keeping_non_ascii_text() -> None:
@@ -316,6 +323,7 @@ def test_a_structured_answer_is_sorted_json_keeping_non_ascii_text() -> None:
             }
         ],
         stop_reason="tool_use",
+        schema="answer",
     )
     assert found.text == '{"accent": "é", "pays": "Suisse", "ville": "Zürich"}'
 
@@ -334,12 +342,10 @@ def test_cache_creation_and_read_tokens_are_kept() -> None:
             "cache_read_input_tokens": 512,
         }
     )
-    assert (found.text, found.input_tokens, found.output_tokens) == ("Paris.", 12, 3)
-    assert found.extra == {
-        "stop_reason": "end_turn",
-        "cache_creation_input_tokens": 2048,
-        "cache_read_input_tokens": 512,
-    }
+    # input_tokens is every prompt token: 12 uncached, 2048 written, 512 read
+    assert (found.text, found.input_tokens, found.output_tokens) == ("Paris.", 2572, 3)
+    assert (found.cache_write_tokens, found.cache_read_tokens) == (2048, 512)
+    assert found.extra == {"stop_reason": "end_turn"}
 
 
 @pytest.mark.parametrize("bad", ["12", 12.0, None, True])
@@ -377,3 +383,51 @@ def test_anthropic_is_asked_with_a_forced_tool_call(
         ]
     finally:
         con.close()
+
+
+# ---- extended thinking and what is sent ---------------------------------------------------------
+
+IMAGE = {"type": "image", "url": "https://example.com/cat.png"}
+
+
+def test_a_thinking_budget_enables_extended_thinking_with_max_tokens_above_it() -> None:
+    body = body_for([user(text("Think."))], thinking_budget=2048)
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert body["max_tokens"] == 2048 + 1024  # room for the answer after the thinking
+    assert (
+        body_for([user(text("Think."))], thinking_budget=2048, max_tokens=4000)["max_tokens"]
+        == 4000
+    )
+
+
+def test_only_the_parameters_the_config_sets_are_sent_besides_max_tokens() -> None:
+    body = body_for([user(text("Hi."))])
+    assert body == {
+        "model": "claude-test",
+        "max_tokens": 1024,  # the API requires it
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi."}]}],
+    }
+
+
+def test_the_bodies_sent_are_the_sdks_request_type() -> None:
+    """Each body validates as the SDK's MessageCreateParamsNonStreaming and loses nothing in
+    doing so (a field the API does not know would be dropped), but temperature and top_p: the
+    current SDK's request type no longer lists the sampling parameters, so evalwh sends them
+    only when a config sets them."""
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(MessageCreateParamsNonStreaming)
+    output = OutputSpec(schema={"type": "object", "properties": {"a": {"type": "string"}}})
+    prov = claude({"thinking_budget": 1024, "system": "Be brief.", "stop": ["END"]})
+    bodies = [
+        body_for([system(text("Terse.")), user(text("Hi."), IMAGE)], temperature=0.5),
+        body_for([user(text("Read."))], top_p=0.9, stop="###", max_tokens=10),
+        prov.build_body(Request(prov.spec, [user(text("Think."))], Case(id="c1"), "v")),
+        claude().build_body(
+            Request(claude().spec, [user(text("J"))], Case(id="c"), "v", output=output)
+        ),
+    ]
+    for body in bodies:
+        kept = {k: v for k, v in body.items() if k not in ("temperature", "top_p")}
+        assert materialised(adapter.validate_python(body)) == kept

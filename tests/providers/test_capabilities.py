@@ -280,3 +280,57 @@ def test_a_file_with_no_page_count_is_not_estimated_as_free(provider: str) -> No
 def test_pages_on_a_part_that_is_no_file_are_not_priced_as_pages() -> None:
     # only a file part is priced per page: an audio part with no length stays unknown
     assert estimate_tokens("anthropic", AUDIO, {"pages": 2}) is None
+
+
+# ---- parameters a model refuses -----------------------------------------------------------------
+
+
+def params_spec(provider: str, model: str, **params: Any) -> ModelSpec:
+    return ModelSpec(id="m", provider=provider, model=model, params=params, where="models[0]")
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "params", "refused"),
+    [
+        ("openai", "o3", {"temperature": 0}, "OpenAI reasoning model 'o3' refuses temperature"),
+        ("openai", "gpt-5-mini", {"top_p": 0.9}, "refuses top_p"),
+        ("openai", "gpt-4o", {"reasoning_effort": "low"}, "takes no reasoning_effort"),
+        ("openai", "o4-mini", {"thinking_budget": 2048}, "takes no thinking_budget"),
+        ("anthropic", "claude-sonnet-4-5", {"temperature": 0, "top_p": 0.9}, "together"),
+        ("anthropic", "claude-sonnet-4-5", {"reasoning_effort": "high"}, "no reasoning_effort"),
+        ("anthropic", "claude-sonnet-4-5", {"thinking_budget": 512}, "below Anthropic's minimum"),
+        ("anthropic", "claude-sonnet-4-5", {"thinking_budget": 2048, "temperature": 0}, "thinking"),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            {"thinking_budget": 2048, "max_tokens": 2048},
+            "not above",
+        ),
+        ("google", "gemini-2.5-flash", {"reasoning_effort": "low"}, "no reasoning_effort"),
+    ],
+)
+def test_a_parameter_the_model_refuses_is_a_validation_error(
+    provider: str, model: str, params: dict[str, Any], refused: str
+) -> None:
+    with pytest.raises(ConfigError, match=refused) as info:
+        providers.check(params_spec(provider, model, **params))
+    assert info.value.where == "models[0].params"
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "params"),
+    [
+        ("openai", "o3", {"reasoning_effort": "high", "max_tokens": 4000}),
+        ("openai", "gpt-5-chat-latest", {"temperature": 0.2}),  # the chat model samples
+        ("openai", "gpt-4o", {"temperature": 0, "top_p": 0.9}),
+        ("anthropic", "claude-sonnet-4-5", {"temperature": 0}),
+        ("anthropic", "claude-3-5-haiku", {"temperature": 0, "top_p": 0.9}),  # older: both fine
+        ("anthropic", "claude-sonnet-4-5", {"thinking_budget": 2048, "max_tokens": 4096}),
+        ("google", "gemini-2.5-flash", {"thinking_budget": -1, "temperature": 0}),
+        ("openai-compatible", "local", {"reasoning_effort": "low", "temperature": 0}),
+    ],
+)
+def test_parameters_the_model_takes_pass(provider: str, model: str, params: dict[str, Any]) -> None:
+    options = {"base_url": "http://127.0.0.1:9/v1"} if provider == "openai-compatible" else {}
+    spec = params_spec(provider, model, **params)
+    providers.check(ModelSpec(**{**spec.__dict__, "options": options}))

@@ -583,6 +583,22 @@ def test_json_reply_keeps_its_text_token_counts_and_extra() -> None:
     )
 
 
+def test_json_reply_says_how_the_answer_ended_as_the_http_providers_do() -> None:
+    got = parse(
+        '{"text": "Once upon", "finish_reason": "length", "reasoning": "plan", '
+        '"tool_calls": [{"name": "f", "arguments": {"a": 1}}, "junk"], "reasoning_tokens": 7, '
+        '"cache_read_tokens": 100, "cache_write_tokens": "9", "refusal": 3}'
+    )
+    assert (got.finish_reason, got.reasoning, got.tool_calls) == (
+        "length",
+        "plan",
+        [{"name": "f", "arguments": {"a": 1}}],
+    )
+    assert (got.reasoning_tokens, got.cache_read_tokens, got.cache_write_tokens) == (7, 100, None)
+    assert got.refusal is None  # not a string
+    assert parse('{"text": "x", "finish_reason": "done"}').finish_reason is None  # unknown word
+
+
 def test_output_key_works_like_text_and_a_non_object_extra_is_dropped() -> None:
     got = parse('{"output": "hello", "extra": ["not", "a", "dict"]}')
     assert got == Completion(text="hello", input_tokens=None, output_tokens=None, extra={})

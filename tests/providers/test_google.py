@@ -186,7 +186,7 @@ def test_google_thinking_tokens_alone_are_the_output_tokens() -> None:
         }
     )
     assert (result.input_tokens, result.output_tokens) == (7, 5)
-    assert result.extra == {"thoughts_tokens": 5}
+    assert result.reasoning_tokens == 5 and result.extra == {}
 
 
 @pytest.mark.parametrize("bad", ["12", True, 1.5])
@@ -394,3 +394,12 @@ def test_the_fake_gemini_server_refuses_what_the_api_refuses(
     assert answer.status_code == 400
     assert answer.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert refusal in answer.json()["error"]["message"]
+
+
+def test_a_thinking_budget_is_sent_as_thinking_config_with_the_thoughts_kept() -> None:
+    prompt = [{"role": "user", "content": [{"type": "text", "text": "Think."}]}]
+    config = body_for(prompt, thinking_budget=1024)["generationConfig"]
+    assert config == {"thinkingConfig": {"thinkingBudget": 1024, "includeThoughts": True}}
+    off = body_for(prompt, thinking_budget=0)["generationConfig"]
+    assert off == {"thinkingConfig": {"thinkingBudget": 0}}  # thinking off: no thoughts asked
+    assert "generationConfig" not in body_for(prompt)  # nothing set, nothing sent

@@ -1155,31 +1155,36 @@ def test_the_sniffio_fix_makes_the_import_fail_at_once(monkeypatch: pytest.Monke
 
     from evalwh.providers.http import fast_async_detection
 
-    monkeypatch.delitem(sys.modules, "sniffio", raising=False)
-    installed = importlib.util.find_spec("sniffio") is not None
+    # restored afterwards as it was: the None the fix leaves would break a later import of
+    # the openai or anthropic SDK in this process
+    monkeypatch.setitem(sys.modules, "sniffio", sys.modules.get("sniffio"))
+    monkeypatch.delitem(sys.modules, "sniffio")
+    # absent: the path without the folder that holds it (the dev env installs it for the
+    # openai and anthropic SDKs; installed, nothing changes: the next test)
+    hidden = [p for p in sys.path if not (Path(p) / "sniffio").exists()]
+    monkeypatch.setattr(sys, "path", hidden)
+    assert importlib.util.find_spec("sniffio") is None
     fast_async_detection()
-    if installed:
-        assert sys.modules.get("sniffio") is not None  # nothing changes
-    else:
-        assert "sniffio" in sys.modules and sys.modules["sniffio"] is None
-        with pytest.raises(ModuleNotFoundError):
-            import sniffio  # noqa: F401
+    assert "sniffio" in sys.modules and sys.modules["sniffio"] is None
+    with pytest.raises(ModuleNotFoundError):
+        import sniffio  # noqa: F401
     fast_async_detection()  # idempotent
 
 
 @needs_aiohttp
-def test_httpcores_sniffio_lookup_is_cut_short_only_when_sniffio_is_absent(
+def test_httpcores_sniffio_lookup_is_left_to_the_import_when_sniffio_is_installed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import sys
 
     from evalwh.providers.http import fast_async_detection
 
-    monkeypatch.delitem(sys.modules, "sniffio", raising=False)
-    fast_async_detection()
-    assert "sniffio" in sys.modules and sys.modules["sniffio"] is None  # absent here
-    # installed (a module on the path) and not yet imported: left for the import to find
+    # restored afterwards as it was: the None the fix leaves would break a later import of
+    # the openai or anthropic SDK in this process
+    monkeypatch.setitem(sys.modules, "sniffio", sys.modules.get("sniffio"))
     monkeypatch.delitem(sys.modules, "sniffio")
+    # absent: the test above; installed (a module on the path) and not yet imported: left
+    # for the import to find
     (tmp_path / "sniffio.py").write_text("def current_async_library():\n    return 'asyncio'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     fast_async_detection()

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 import evalwh
+from evalwh.config.model import ModelSpec
 from evalwh.providers.base import ProviderError
-from tests.builders import PLACE_OUTPUT, PLACE_SCHEMA, place_config, place_scores
+from evalwh.providers.openai import OpenAIProvider
+from tests.builders import PLACE_OUTPUT, PLACE_SCHEMA, materialised, place_config, place_scores
 from tests.fakes.servers import (
     FakeLLMServer,
     raw,
@@ -28,6 +30,7 @@ from tests.providers.test_http import (
     complete,
     environment,  # noqa: F401  (autouse: keys, proxies, isolated secrets)
     make,
+    request_for,
 )
 
 
@@ -147,7 +150,7 @@ def test_openai_null_content_and_missing_usage(server: FakeLLMServer) -> None:
     result = complete(make("openai", server.openai_url))
     assert result.text == ""
     assert result.input_tokens is None and result.output_tokens is None
-    assert result.extra["refusal"] == "no"
+    assert (result.refusal, result.finish_reason) == ("no", "refusal")
 
 
 def test_openai_compatible_without_key(
@@ -243,3 +246,42 @@ def test_openai_is_asked_with_response_format_json_schema(
         "criteria"
     ]
     assert criterion["mode"] == "native" and criterion["pass_rate"] == 1.0
+
+
+# ---- reasoning models and what is sent ----------------------------------------------------------
+
+
+IMAGE_URL = {"type": "image", "url": "https://example.com/cat.png"}
+
+
+def gpt_body(model: str, messages: list[dict[str, Any]] | None = None, **params: Any) -> Any:
+    spec = ModelSpec(id="g", provider="openai", model=model, params=params, where="models[0]")
+    prov = OpenAIProvider(spec)
+    return prov.build_body(request_for(prov, messages))
+
+
+def test_a_reasoning_effort_is_sent_with_max_completion_tokens_and_no_sampling_params() -> None:
+    body = gpt_body("o4-mini", reasoning_effort="high", max_tokens=4000)
+    assert body["reasoning_effort"] == "high" and body["max_completion_tokens"] == 4000
+    assert "temperature" not in body and "top_p" not in body and "max_tokens" not in body
+
+
+def test_only_the_parameters_the_config_sets_are_sent() -> None:
+    assert set(gpt_body("gpt-4o")) == {"model", "messages"}
+
+
+def test_the_bodies_sent_are_the_sdks_request_type() -> None:
+    """Each body validates as openai.types.chat.CompletionCreateParamsNonStreaming and loses
+    nothing in doing so (a field the API does not know would be dropped)."""
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(CompletionCreateParamsNonStreaming)
+    image = [{"role": "user", "content": [{"type": "text", "text": "What is it?"}, IMAGE_URL]}]
+    bodies = [
+        gpt_body("gpt-4o", temperature=0.2, top_p=0.5, stop=["END"], max_tokens=100),
+        gpt_body("gpt-4o", image, system="Terse."),
+        gpt_body("o3", reasoning_effort="low"),
+    ]
+    for body in bodies:
+        assert materialised(adapter.validate_python(body)) == body

@@ -267,7 +267,7 @@ def test_the_response_cache_keeps_one_row_per_hash_without_a_key(
     now = datetime.now(timezone.utc)
 
     def answer(writer: RunWriter, key: str, output: str) -> None:
-        writer.add_cache([key, "mock", "m", output, 1, 1, 1.0, now, run_id])
+        writer.add_cache([key, "mock", "m", output, 1, 1, 1.0, now, run_id, None])
 
     writer = RunWriter(db, run_id, **kwargs)  # type: ignore[arg-type]
     answer(writer, "h1", "first")
@@ -304,7 +304,7 @@ def test_the_pairwise_judges_answers_are_cached_and_refreshed_like_the_cells_ans
 
     def judge_pairs(refresh: bool, output: str) -> None:
         writer = RunWriter(db, run_id, refresh_cache=refresh, **kwargs)  # type: ignore[arg-type]
-        writer.add_cache(["h1", "mock", "judge", output, 1, 1, 1.0, now, run_id])
+        writer.add_cache(["h1", "mock", "judge", output, 1, 1, 1.0, now, run_id, None])
         writer.write_pairs([], ["a-vs-b"])
 
     judge_pairs(False, "first")
