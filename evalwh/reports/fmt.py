@@ -45,6 +45,31 @@ def cases_note(row: dict[str, Any]) -> str:
     return f", {n_cases} cases" if n_cases is not None and n_cases != row["n"] else ""
 
 
+def win_rate(c: dict[str, Any]) -> str:
+    """``60.4% [47.7%–64.5%] p=0.125 within noise``: a pairwise comparison's win rate (ties
+    count half) with its interval, the sign test's p and the verdict, which agree by
+    construction (sql/pairwise.sql); no interval when no case was won or lost."""
+    if not c.get("n_cases"):
+        return "– (no eligible pairs)"
+    if c["win_rate_lo"] is None:
+        interval = "[no interval: no case won or lost]"
+    else:
+        interval = f"[{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}]"
+    return f"{pct(c['win_rate'])} {interval} {p_value(c['win_rate_p'])} {c['verdict']}"
+
+
+def win_counts(c: dict[str, Any]) -> str:
+    """``24 cases: 6 won, 17 tied, 1 lost``, the candidate's, with the pairs' counts when
+    repeats make the pairs more than the cases (the case is the unit: its pairs decide it)."""
+    text = f"{c['n_cases']} cases: {c['cases_won']} won, {c['cases_tied']} tied, {c['cases_lost']} lost"
+    if c["n"] != c["n_cases"]:
+        text += (
+            f"; {c['n']} pairs: {c['candidate_wins']} won, {c['ties']} tied, "
+            f"{c['baseline_wins']} lost"
+        )
+    return text
+
+
 def delta(row: dict[str, Any], metric: str, unit: str = "pts") -> str:
     """``-6.3 pts [-13.2, +0.6]``: a paired difference with its 95% interval."""
     d, lo, hi = row.get(f"{metric}_delta"), row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
