@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalwh.cli.state import err, out
-from evalwh.reports.fmt import cases_note, endings
+from evalwh.reports.fmt import cases_note, endings, win_counts, win_rate
 
 
 def pct(x: float | None) -> str:
@@ -304,11 +304,8 @@ def print_judging(data: dict[str, Any] | None) -> None:
                 out().print(f"    {h:<13}{counts}", markup=False)
         flag = Text(" " + " ".join(flag_names(c["flags"])), style="bold red")
         line = Text(
-            f"  win rate: {pct(c['win_rate'])} [{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}] "
-            f"({c['candidate_wins']}/{c['n']} eligible pairs"
-            + (f" in {c['n_cases']} cases" if c.get("n_cases") != c["n"] else "")
-            + f"; {c['baseline_wins']} baseline win(s), "
-            f"{c['ties']} tie(s); {c['n_excluded']} excluded)"
+            f"  win rate: {win_rate(c)} ({win_counts(c)}; ties count half; "
+            f"{c['n_excluded']} pair(s) excluded)"
         )
         line.append(flag)
         out().print(line)
@@ -317,8 +314,8 @@ def print_judging(data: dict[str, Any] | None) -> None:
             flip.append(" FLIPPY", style="bold red")
         out().print(flip)
         out().print(
-            f"  pass rate of each side: baseline {pct(c['baseline_pass_rate'])}, "
-            f"candidate {pct(c['candidate_pass_rate'])} (n={c['n_pairs']})",
+            f"  eligible for judging: baseline {pct(c['baseline_eligible_rate'])}, "
+            f"candidate {pct(c['candidate_eligible_rate'])} of {c['n_pairs']} pair(s)",
             markup=False,
         )
         for reason in c["flags"]:

@@ -1,12 +1,13 @@
 """Exports of a stored run: json, csv, md (a PR comment), parquet, junit. Nothing re-runs.
 
-- ``json``: one document — the run, totals, the matrix, criteria, the gate, the judge
-  flags (``analysis.judging``'s one set), repeat statistics (when sampled more than once)
-  and every case row.
+- ``json``: one document — the run, totals, the matrix, criteria, the judge calibration
+  and pairwise win rates (``pairwise``, as ``evalwh show --json``; null without a judge), the
+  gate, the judge flags (``analysis.judging``'s one set), repeat statistics (when sampled
+  more than once) and every case row.
 - ``csv``: every case row, flat (sql/export_cases.sql).
-- ``md``: a pull-request comment — the gate result, the matrix, the judge flags, and the
-  top movers versus the baseline (``--baseline``, else the pinned one). Model outputs are
-  left out on purpose.
+- ``md``: a pull-request comment — the gate result, the matrix, the judge flags, the top
+  movers versus the baseline (``--baseline``, else the pinned one) and the pairwise win
+  rates. Model outputs are left out on purpose.
 
 A no-look run (docs/no-look.md) exports the same columns as the warehouse (its case-data
 columns NULL); json, md and junit say it is no-look instead of showing outputs.
@@ -148,11 +149,23 @@ def document(store: Warehouse, run_id: str, baseline: str | None = None) -> dict
         "totals": store.query("run_totals", run_id=run_id).to_pylist()[0],
         "summary": store.query("summary", run_id=run_id).to_pylist(),
         "criteria": store.query("criteria", run_id=run_id).to_pylist(),
+        "pairwise": _judging(store, run_id),
         "gate": judge(store, run_id, baseline=baseline).to_dict(),
         "flags": run_flags(store, run_id),
         "repeats": repeats if repeats["repeats"] > 1 else None,
         "cases": cases,
     }
+
+
+def _judging(store: Warehouse, run_id: str) -> dict[str, Any] | None:
+    """``analysis.judging.report`` of a run with judges (calibration, then each pairwise
+    comparison's win rate, sign test and counts), None without one."""
+    from evalwh.analysis.judging import report
+
+    config = snapshot(store, run_id)
+    if not (config.get("pairwise") or config.get("judges")):
+        return None
+    return report(store, run_id, config)
 
 
 def _encode(value: Any) -> Any:
@@ -232,6 +245,27 @@ def _summary_md(store: Warehouse, run_id: str) -> list[str]:
     return [overall, "", *_table(headers, rows), *(["", *endings] if endings else [])]
 
 
+def _pairwise_md(judging: dict[str, Any] | None) -> list[str]:
+    """The pairwise win rates: the same text as the command line and the HTML report."""
+    comparisons = (judging or {}).get("comparisons") or []
+    if not comparisons:
+        return []
+    rows = [
+        [
+            c["comparison"],
+            f"{c['candidate']} vs {c['baseline']}",
+            fmt.win_rate(c),
+            fmt.win_counts(c),
+            f"{fmt.pct(c['flip_rate'])} ({c['n_flipped']}/{c['n']})",
+            "; ".join(c["flags"]) or "calibrated",
+        ]
+        for c in comparisons
+    ]
+    headers = ["comparison", "candidate vs baseline", "win rate [95% CI], sign test"]
+    headers += ["cases won / tied / lost", "flip rate", "flags"]
+    return ["**Pairwise** (ties count half a win)", "", *_table(headers, rows)]
+
+
 def _run_name(run: dict[str, Any]) -> str:
     return f"`{run['run_id']}`" + (f" ({_cell(run['label'])})" if run.get("label") else "")
 
@@ -304,6 +338,9 @@ def markdown(store: Warehouse, run_id: str, baseline: str | None = None, *, top:
         base_id, _ = find_baseline(store, run_id, thresholds, None)
     if base_id and base_id != run_id:
         lines += ["", *_compare_md(compare(store, base_id, run_id, movers=top), top)]
+    pairwise = _pairwise_md(_judging(store, run_id))
+    if pairwise:
+        lines += ["", *pairwise]
     return terminal_safe("\n".join(lines)) + "\n"  # notes and rule texts too
 
 

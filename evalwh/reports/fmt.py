@@ -65,6 +65,31 @@ def cases_note(row: dict[str, Any]) -> str:
     return f", {n_cases} cases" if n_cases is not None and n_cases != row["n"] else ""
 
 
+def win_rate(c: dict[str, Any]) -> str:
+    """``60.4% [47.7%–64.5%] p=0.125 within noise``: a pairwise comparison's win rate (ties
+    count half) with its interval, the sign test's p and the verdict, which agree by
+    construction (sql/pairwise.sql); no interval when no case was won or lost."""
+    if not c.get("n_cases"):
+        return "– (no eligible pairs)"
+    if c["win_rate_lo"] is None:
+        interval = "[no interval: no case won or lost]"
+    else:
+        interval = f"[{pct(c['win_rate_lo'])}–{pct(c['win_rate_hi'])}]"
+    return f"{pct(c['win_rate'])} {interval} {p_value(c['win_rate_p'])} {c['verdict']}"
+
+
+def win_counts(c: dict[str, Any]) -> str:
+    """``24 cases: 6 won, 17 tied, 1 lost``, the candidate's, with the pairs' counts when
+    repeats make the pairs more than the cases (the case is the unit: its pairs decide it)."""
+    text = f"{c['n_cases']} cases: {c['cases_won']} won, {c['cases_tied']} tied, {c['cases_lost']} lost"
+    if c["n"] != c["n_cases"]:
+        text += (
+            f"; {c['n']} pairs: {c['candidate_wins']} won, {c['ties']} tied, "
+            f"{c['baseline_wins']} lost"
+        )
+    return text
+
+
 def delta(row: dict[str, Any], metric: str, unit: str = "pts", *, with_p: bool = True) -> str:
     """``-6.3 pts [-13.2, +0.6] p=0.12``: a paired difference with its 95% interval and the p of
     the same paired t-test (``with_p``); ``-100.0 pts, interval and p undefined (n=1)`` where
@@ -90,7 +115,8 @@ def undefined_why(row: dict[str, Any], metric: str) -> str:
 
 
 def p_value(p: float | None) -> str:
-    """``p=0.25``, ``p<0.001``: the two-sided p-value of a paired t-test (the interval's)."""
+    """``p=0.25``, ``p<0.001``: a two-sided p-value (a paired t-test's, the interval's; a
+    pairwise comparison's exact sign test)."""
     if p is None:
         return "–"
     return "p<0.001" if p < 0.001 else f"p={p:.3g}"

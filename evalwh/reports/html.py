@@ -103,6 +103,8 @@ def _env() -> jinja2.Environment:
         usd=fmt.usd,
         rate=fmt.rate,
         endings=fmt.endings,
+        win_rate=fmt.win_rate,
+        win_counts=fmt.win_counts,
         delta=fmt.delta,
         rule_text=fmt.rule_text,
         ms=lambda x: "–" if x is None else f"{0 if abs(x) < 0.5 else x:,.0f} ms",
@@ -499,8 +501,7 @@ def decision_entry(data: dict[str, Any], comparison: dict[str, Any] | None = Non
             lines.append(
                 f"- Pairwise {c['comparison']} (judge {c['judge']}): kappa {kappa} "
                 f"({c['kappa_band']}) on {c['n_labels']} label(s), {status}; win rate "
-                f"{fmt.pct(c['win_rate'])} [{fmt.pct(c['win_rate_lo'])}–{fmt.pct(c['win_rate_hi'])}] "
-                f"({c['candidate_wins']}/{c['n']}); flip rate {fmt.pct(c['flip_rate'])}"
+                f"{fmt.win_rate(c)} ({fmt.win_counts(c)}); flip rate {fmt.pct(c['flip_rate'])}"
             )
         lines += [f"- {line}" for line in flag_lines(data["flags"])]
     if comparison:

@@ -119,6 +119,11 @@ def test_judge_runs_carry_the_calibration_flags(isolated):
     assert any("UNCALIBRATED" in flag for flag in brief["flags"])
     comparison = brief["judging"]["comparisons"][0]
     assert comparison["headline_eligible"] is False and comparison["n_labels"] == 24
+    # wins 6, ties 17, loses 1: ties count half, the sign test of 6 against 1 decides
+    won_tied_lost = [comparison[k] for k in ("cases_won", "cases_tied", "cases_lost")]
+    assert won_tied_lost == [6, 17, 1] and comparison["n_cases"] == 24
+    assert comparison["win_rate"] == round(14.5 / 24, 4) and comparison["win_rate_p"] == 0.125
+    assert comparison["ci95"] == [0.477, 0.6448] and comparison["verdict"] == "within noise"
     summary = tools.get_run(agent, "latest")
     assert summary["headline_eligible"] is False and summary["flags"] == brief["flags"]
     flags = briefs.judging_for(agent.view(), brief["run_id"])

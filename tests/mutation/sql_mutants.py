@@ -184,6 +184,11 @@ TESTS: dict[str, list[str]] = {
         "tests/sql/test_pairwise.py::test_kappa_matches_the_textbook_example",
         "tests/sql/test_pairwise.py::test_undefined_kappa_is_not_a_headline",
         "tests/sql/test_pairwise.py::test_win_rate_interval_flip_rate_and_three_class_kappa",
+        "tests/sql/test_pairwise.py::test_six_wins_seventeen_ties_one_loss_is_a_win_rate_of_60_percent_within_noise",
+        "tests/sql/test_pairwise.py::test_all_ties_no_eligible_case_and_one_case",
+        "tests/sql/test_pairwise.py::test_repeats_count_each_case_once_by_its_mean_score",
+        "tests/sql/test_pairwise.py::test_interval_excludes_one_half_exactly_when_p_is_below_005_and_the_verdict_says_so",
+        "tests/sql/test_pairwise.py::test_win_rate_takes_the_case_as_the_unit",
         "tests/scoring/test_judge.py::test_a_garbage_judge_reply_fails_one_criterion_only",
     ],
     "point_list": [

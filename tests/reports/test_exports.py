@@ -17,8 +17,9 @@ import pytest
 
 import evalwh
 from evalwh.errors import UsageError
+from evalwh.reports import fmt
 from tests.builders import TERSE_RULE
-from tests.conftest import QUICKSTART
+from tests.conftest import PAIRWISE, QUICKSTART
 from tests.inprocess import evalwh_inprocess
 
 
@@ -47,11 +48,31 @@ def test_json_export_is_the_whole_run(runs: dict[str, object]) -> None:
     b = runs["b"]
     assert data["run"]["run_id"] == b.run_id and data["run"]["label"] == "b"  # type: ignore[attr-defined]
     assert data["totals"] == json.loads(json.dumps(b.totals, default=str))  # type: ignore[attr-defined]
-    assert len(data["cases"]) == 48 and data["repeats"] is None
+    assert len(data["cases"]) == 48 and data["repeats"] is None and data["pairwise"] is None
     case = next(c for c in data["cases"] if c["case_id"] == "geo-1")
     assert set(case["criteria"]) == {"correct", "mentions-answer", "short"}
     assert case["metadata"] == {"topic": "geography", "difficulty": "easy"}
     assert data["gate"]["passed"] is False and data["gate"]["baseline_id"] == runs["a"].run_id  # type: ignore[attr-defined]
+
+
+def test_json_and_markdown_carry_the_pairwise_win_rates(tmp_path: Path) -> None:
+    # examples/pairwise: 6 cases won, 17 tied, 1 lost; json holds what `show --json` holds
+    # under "pairwise", md the same win-rate text as the command line and the HTML report
+    shutil.copytree(PAIRWISE, tmp_path / "pw", ignore=shutil.ignore_patterns(".evalwh"))
+    result = evalwh.run_eval(tmp_path / "pw" / "eval.yaml", output_dir=tmp_path / "out")
+    view = evalwh.open_warehouse(tmp_path / "out" / "warehouse.duckdb")
+    data = json.loads(view.export(result.run_id, "json").text)
+    (c,) = data["pairwise"]["comparisons"]
+    assert [c[k] for k in ("cases_won", "cases_tied", "cases_lost", "n_cases")] == [6, 17, 1, 24]
+    assert (c["win_rate"], c["verdict"]) == (14.5 / 24, "within noise")
+    assert c["win_rate_p"] == pytest.approx(0.125, abs=1e-12)
+    assert c == json.loads(json.dumps(view.judging(result.run_id)["comparisons"][0]))
+    assert "baseline_pass_rate" not in c and c["baseline_eligible_rate"] == 1.0
+    text = view.export(result.run_id, "md").text
+    assert "**Pairwise** (ties count half a win)" in text
+    row = f"| large-vs-small | plain × large vs plain × small | {fmt.win_rate(c)} | "
+    assert row + "24 cases: 6 won, 17 tied, 1 lost | 33.3% (8/24) | UNCALIBRATED" in text
+    assert "60.4% [47.7%–64.5%] p=0.125 within noise" in text
 
 
 def test_csv_and_parquet_read_back(runs: dict[str, object], tmp_path: Path) -> None:

@@ -84,10 +84,12 @@ def test_every_number_is_the_one_the_queries_give(hostile: dict[str, Any]) -> No
     judging = view.judging(run_id)
     c = judging["comparisons"][0]
     assert f"kappa {c['kappa']:.2f} ({c['kappa_band']}) on {c['n_labels']} label(s)" in page
-    assert (
-        f"{fmt.pct(c['win_rate'])} [{fmt.pct(c['win_rate_lo'])}–{fmt.pct(c['win_rate_hi'])}]"
-        in page
-    )
+    # the win rate (ties half), its interval, the sign test's p and the verdict in one text,
+    # the cases won / tied / lost and the pairs' counts beside it
+    assert f'<td class="n win-rate">{fmt.win_rate(c)}</td>' in page
+    assert "p=" in fmt.win_rate(c) and c["verdict"] in fmt.win_rate(c)
+    cases = f"{c['cases_won']} / {c['cases_tied']} / {c['cases_lost']} (n={c['n_cases']})"
+    assert f'<td class="n">{cases}</td>' in page
     # below the floor: flagged in the banner, calibration, win rates and the criteria table
     assert page.count(">UNCALIBRATED</span>") >= 4
     assert "criterion:judged" in embedded(page)["flags"]
@@ -125,6 +127,8 @@ def test_decide_prints_and_appends_the_entry(hostile: dict[str, Any]) -> None:
     assert entry.startswith(f"## {run['started_at'].date().isoformat()} · pairwise · run {run_id}")
     assert run["config_hash"] in entry and fmt.rate(totals) in entry
     assert "UNCALIBRATED" in entry and "\nDecision:\n" in entry and "\nBecause:\n" in entry
+    c = view.judging(run_id)["comparisons"][0]
+    assert f"win rate {fmt.win_rate(c)} ({fmt.win_counts(c)})" in entry
     assert entry in hostile["page"].replace("&lt;", "<")  # the page carries the same entry
     log = hostile["root"] / "DECISIONS.md"
     log.write_text("# Decisions\n", encoding="utf-8")

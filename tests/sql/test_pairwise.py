@@ -1,8 +1,10 @@
-"""sql/pairwise.sql: win rates, majority verdicts, Cohen's kappa and its Landis-Koch band, flip rates
-and the calibration/headline flags of each comparison (also against scikit-learn's kappa and
-confusion matrix and statsmodels' Wilson interval, with repeats: a label counts once, the case is
-the unit), against hand-computed fixtures: each warehouse is built by hand, row by row, and the
-expected numbers are worked out in the comments.
+"""sql/pairwise.sql: wins, ties and losses per pair and per case, the win rate with ties as half a
+win, the sign test and the Clopper-Pearson interval that inverts it (so the two never disagree),
+majority verdicts, Cohen's kappa and its Landis-Koch band, flip rates and the calibration/headline
+flags of each comparison (also against scikit-learn's kappa and confusion matrix and SciPy's
+binomial test, with repeats: a label counts once, the case is the unit), against hand-computed
+fixtures: each warehouse is built by hand, row by row, and the expected numbers are worked out in
+the comments.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -19,7 +22,7 @@ from evalwh.warehouse import connect, queries
 from evalwh.warehouse.connect import write_connection
 from evalwh.warehouse.store import Warehouse
 from tests.builders import NOW, rows_of, warehouse_with
-from tests.sql.conftest import _judged, _pair_votes, _pairwise_label, _warehouse, statsmodels_wilson
+from tests.sql.conftest import _judged, _pair_votes, _pairwise_label, _warehouse
 
 
 def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -> None:
@@ -30,7 +33,9 @@ def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -
     # baseline x1 -> candidate; k2 candidate, baseline -> tie; k3 candidate x2, baseline, tie
     # -> candidate; k4 candidate (labelled in run s only). Ineligible: k5 baseline, k5 tie.
     # Labels candidate, tie, candidate: n_labels 3, agreement 1, base rate 2/3. A chance
-    # agreement of 1 / n^2 when the two sides share no class, or no row at all.
+    # agreement of 1 / n^2 when the two sides share no class, or no row at all. Cases (more
+    # winning than losing pairs): k1 won, k2 tied, k3 won (2 to 1), k4 won -> 3 won, 1 tied,
+    # 0 lost: win rate (3 + 1/2) / 4; a case's share of wins (k1 2/3) taken for a win.
     con = _warehouse(tmp_path)
     _pair_votes(con, "k1", ["candidate", "candidate", "baseline"], "en")
     _pair_votes(con, "k2", ["candidate", "baseline"], "en")
@@ -56,8 +61,10 @@ def test_pairwise_counts_wins_and_labels_once_per_case_by_hand(tmp_path: Path) -
     assert (row["baseline"], row["candidate"]) == ("v × a", "v × b")
     assert (row["n_pairs"], row["n"], row["n_cases"], row["n_excluded"]) == (12, 10, 4, 2)
     assert (row["candidate_wins"], row["baseline_wins"], row["ties"]) == (6, 3, 1)
+    assert (row["cases_won"], row["cases_tied"], row["cases_lost"]) == (3, 1, 0)
+    assert row["win_rate"] == 3.5 / 4
     assert row["judge_cost_usd"] == 0
-    assert (row["baseline_pass_rate"], row["candidate_pass_rate"]) == (1.0, 1.0)
+    assert (row["baseline_eligible_rate"], row["candidate_eligible_rate"]) == (1.0, 1.0)
     assert (row["n_labels"], row["agreement"]) == (3, 1.0)
     assert row["base_rate"] == pytest.approx(2 / 3)
 
@@ -86,8 +93,8 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
     # bugs: a Landis-Koch band edge moved ('<=' as '<', 0.20 as 0.30, ...; '< 0' as '<= 0');
     # a comparison without labels (n_labels 0, not 1) or without eligible pairs (no win-rate
     # interval) dropped by an inner join or given bounds; the win-rate interval of one case
-    # missing, or its upper bound not clamped to 1; calibration and the flip flag with their
-    # limits moved ('>=' as '>', '>' as '>=').
+    # missing, or its upper bound past 1; calibration and the flip flag with their limits
+    # moved ('>=' as '>', '>' as '>=').
     con = _warehouse(tmp_path)
     for comparison, (_, cells) in KAPPA_BANDS.items():
         pairs = [("candidate", "candidate"), ("candidate", "baseline")]
@@ -98,7 +105,7 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
                 i += 1
                 _pair_votes(con, f"x{i}", [judge], "en", comparison=comparison)
                 _pairwise_label(con, f"x{i}", human, comparison=comparison)
-    for i in range(11):  # won 11 of 11: the unclamped upper bound is 1 + 2^-52
+    for i in range(11):  # won 11 of 11: Clopper-Pearson [0.025^(1/11), 1]
         _pair_votes(con, f"y{i}", ["candidate"], "en", comparison="unlabelled")
     _pair_votes(con, "y1", ["candidate"], "en", comparison="one-case")
     _pair_votes(con, "y2", ["candidate"], "en", comparison="ineligible", eligible=False)
@@ -131,12 +138,12 @@ def test_pairwise_kappa_bands_on_their_edges_and_comparisons_without_labels(
         1.0,
     )
     assert (unlabelled["n_cases"], unlabelled["win_rate_hi"]) == (11, 1.0)
-    z2 = 1.959963984540054**2
-    assert unlabelled["win_rate_lo"] == pytest.approx(11 / (11 + z2))  # Wilson at p = 1
+    # P(X >= 11; pi) = pi^11 = 0.025 at the lower bound
+    assert unlabelled["win_rate_lo"] == pytest.approx(0.025 ** (1 / 11), abs=1e-12)
     one = rows["one-case"]
     assert (one["n_cases"], one["win_rate_lo"], one["win_rate_hi"]) == (
         1,
-        pytest.approx(1 / (1 + z2)),
+        pytest.approx(0.025, abs=1e-12),
         1.0,
     )
     assert (ineligible["n_cases"], ineligible["win_rate_lo"], ineligible["win_rate_hi"]) == (
@@ -175,10 +182,10 @@ def test_pairwise_counts_majority_verdicts_kappa_bands_and_headline_boundaries(
     tmp_path: Path,
 ) -> None:
     con = _warehouse(tmp_path)
-    # 'a': k1 repeats candidate, candidate, baseline -> judge candidate (2 of 3), case win 2/3;
-    # k2 candidate, baseline -> a tie between the top counts: judge 'tie', win 1/2; k3 baseline
-    # (candidate not ok) -> 0; k4 tie, flipped -> 0; k5 two ineligible pairs (baseline, tie),
-    # baseline not ok. Cost 0.25 a pair.
+    # 'a': k1 repeats candidate, candidate, baseline -> judge candidate (2 of 3), case won;
+    # k2 candidate, baseline -> a tie between the top counts: judge 'tie', case tied; k3
+    # baseline (candidate not ok) -> lost; k4 tie, flipped -> tied; k5 two ineligible pairs
+    # (baseline, tie), baseline not ok. Cost 0.25 a pair.
     for repeat, verdict in enumerate(["candidate", "candidate", "baseline"]):
         _judged(con, "a", "k1", verdict, repeat=repeat, cost=0.25)
     for repeat, verdict in enumerate(["candidate", "baseline"]):
@@ -203,10 +210,10 @@ def test_pairwise_counts_majority_verdicts_kappa_bands_and_headline_boundaries(
     # 'c': only an ineligible pair: no cases, no win rate, no flip rate.
     _judged(con, "c", "k1", "candidate", eligible=False)
     # 'd': one case, judge candidate, human tie: no category in common, so no chance term
-    # (0): kappa (0 - 0) / 1 = 0 exactly, 'slight'. One case: win rate 1, interval on n 1.
+    # (0): kappa (0 - 0) / 1 = 0 exactly, 'slight'. One case won: win rate 1, [0.025, 1].
     _judged(con, "d", "k1", "candidate")
     _prefer(con, "d", "k1", "tie")
-    # 'e': 11 cases all won: the interval's upper end rounds to 1.0000000000000002, kept at 1.
+    # 'e': 11 cases all won: the interval's upper end exactly 1.
     for i in range(11):
         _judged(con, "e", f"k{i}", "candidate")
     # Kappa exactly on each band's upper bound (in binary floating point too), and just
@@ -251,9 +258,11 @@ def test_pairwise_counts_majority_verdicts_kappa_bands_and_headline_boundaries(
     assert a["chance_agreement"] == 5 / 16
     assert math.isclose(a["kappa"], 3 / 11)
     assert a["kappa_band"] == "fair"
-    assert math.isclose(a["win_rate"], (2 / 3 + 1 / 2) / 4)
+    assert (a["cases_won"], a["cases_tied"], a["cases_lost"]) == (1, 2, 1)
+    assert a["win_rate"] == (1 + 2 / 2) / 4
+    assert (a["win_rate_p"], a["verdict"]) == (1.0, "within noise")
     assert (a["n_flipped"], a["flip_rate"]) == (1, 1 / 7)
-    assert (a["baseline_pass_rate"], a["candidate_pass_rate"]) == (7 / 9, 8 / 9)
+    assert (a["baseline_eligible_rate"], a["candidate_eligible_rate"]) == (7 / 9, 8 / 9)
     assert a["judge_cost_usd"] == 9 * 0.25
     b = got["b"]
     assert (b["n_labels"], b["kappa"], b["kappa_band"], b["judge_cost_usd"]) == (
@@ -266,13 +275,13 @@ def test_pairwise_counts_majority_verdicts_kappa_bands_and_headline_boundaries(
     c = got["c"]
     assert (c["n_pairs"], c["n"], c["n_cases"], c["n_excluded"]) == (1, 0, 0, 1)
     assert (c["win_rate"], c["win_rate_lo"], c["win_rate_hi"], c["flip_rate"]) == (None,) * 4
+    assert (c["win_rate_p"], c["verdict"]) == (None, "no eligible pairs")
     assert (c["flip_flagged"], c["calibrated"], c["headline_eligible"]) == (False,) * 3
     d = got["d"]
     assert (d["n_labels"], d["agreement"], d["chance_agreement"], d["kappa"]) == (1, 0, 0, 0)
     assert d["kappa_band"] == "slight"
-    # Wilson on 1 of 1: lo = (1 + z^2/2 - z * sqrt(z^2/4)) / (1 + z^2) = 1 / (1 + z^2)
-    z = 1.959963984540054
-    assert math.isclose(d["win_rate_lo"], 1 / (1 + z * z))
+    # Clopper-Pearson on 1 of 1: P(X >= 1; pi) = pi = 0.025
+    assert d["win_rate_lo"] == pytest.approx(0.025, abs=1e-12)
     assert d["win_rate_hi"] == 1.0
     assert (got["e"]["n_cases"], got["e"]["win_rate"], got["e"]["win_rate_hi"]) == (11, 1.0, 1.0)
     assert [
@@ -389,17 +398,12 @@ def test_win_rate_interval_flip_rate_and_three_class_kappa(tmp_path: Path) -> No
     ).to_pylist()[0]
     labelled = [(h, j) for h, j, e, _ in rows if h]
     assert row["kappa"] == pytest.approx(_cohen_kappa(labelled))
-    wins = sum(1 for _, j, e, _ in rows if e and j == "candidate")
-    n = 60
-    assert (row["n"], row["n_excluded"], row["candidate_wins"]) == (n, 4, wins)
-    p, z = wins / n, 1.959963984540054
-    centre, half = (
-        (p + z * z / (2 * n)) / (1 + z * z / n),
-        z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n),
-    )
-    assert row["win_rate_lo"] == pytest.approx(centre - half) and row[
-        "win_rate_hi"
-    ] == pytest.approx(centre + half)
+    eligible = [j for _, j, e, _ in rows if e]
+    wins, ties, losses = (eligible.count(v) for v in ("candidate", "tie", "baseline"))
+    assert (row["n"], row["n_excluded"], row["candidate_wins"]) == (60, 4, wins)
+    assert (row["cases_won"], row["cases_tied"], row["cases_lost"]) == (wins, ties, losses)
+    got = (row["win_rate"], row["win_rate_lo"], row["win_rate_hi"], row["win_rate_p"])
+    assert got == pytest.approx(scipy_sign_test(wins, ties, losses), abs=1e-9)
     assert row["flip_rate"] == pytest.approx(sum(1 for *_, f in rows[:60] if f) / 60)
     del itertools
 
@@ -472,7 +476,8 @@ def test_kappa_and_confusion_count_each_label_once(tmp_path):
 
 
 def test_win_rate_takes_the_case_as_the_unit(tmp_path):
-    # 14 wins of 36 cases: [24.8%, 55.1%] once, and the same when every pair is repeated 3x
+    # 14 cases won, 22 lost: the same numbers once and when every pair is repeated 3x
+    # (108 pairs, 36 cases); p = 0.243 (SciPy), within noise
     store = warehouse_with(tmp_path, {"P": rows_of({"x": [1]})})
     verdicts = {f"q{i}": ["candidate" if i < 14 else "baseline"] * 3 for i in range(36)}
     add_pairs(store, verdicts, {})
@@ -480,6 +485,165 @@ def test_win_rate_takes_the_case_as_the_unit(tmp_path):
         "pairwise", run_id="P", min_kappa=0.6, min_labels=20, max_flip_rate=0.3
     ).to_pylist()
     assert (row["n"], row["n_cases"]) == (108, 36)
-    lo, hi = statsmodels_wilson(14, 36)
-    assert (row["win_rate_lo"], row["win_rate_hi"]) == pytest.approx((lo, hi), abs=1e-12)
-    assert row["win_rate_lo"] == pytest.approx(0.248, abs=5e-4)
+    assert (row["cases_won"], row["cases_tied"], row["cases_lost"]) == (14, 0, 22)
+    got = (row["win_rate"], row["win_rate_lo"], row["win_rate_hi"], row["win_rate_p"])
+    assert got == pytest.approx(scipy_sign_test(14, 0, 22), abs=1e-9)
+    assert row["verdict"] == "within noise"
+
+
+def scipy_sign_test(won: int, tied: int, lost: int) -> tuple[float, float, float, float]:
+    """The reference: (win rate, its interval, p) from SciPy's exact binomial test of won
+    against lost and its exact (Clopper-Pearson) interval, mapped to the win-rate scale with
+    the tied cases fixed: tied / 2n + pi (won + lost) / n."""
+    from scipy.stats import binomtest
+
+    n, m = won + tied + lost, won + lost
+    test = binomtest(won, m, 0.5)
+    ci = test.proportion_ci(confidence_level=0.95, method="exact")
+    rate = (won + tied / 2) / n
+    return rate, tied / (2 * n) + ci.low * m / n, tied / (2 * n) + ci.high * m / n, test.pvalue
+
+
+def _query(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    rows = queries.run_query(
+        con, "pairwise", run_id="r", min_kappa=0.6, min_labels=20, max_flip_rate=0.3
+    ).to_pylist()
+    return {r["comparison"]: r for r in rows}
+
+
+def test_six_wins_seventeen_ties_one_loss_is_a_win_rate_of_60_percent_within_noise(
+    tmp_path: Path,
+) -> None:
+    # examples/pairwise: the large model wins 6 cases, ties 17, loses 1. Bugs: ties counted as
+    # non-wins (6/24 = 25 %), a Wilson interval on 6/24 that excludes 1/2 beside p = 0.125.
+    # Win rate (6 + 17/2) / 24 = 14.5 / 24. Sign test on 6 against 1: 2 P(X <= 1), X ~ Bin(7,
+    # 1/2) = 2 (1 + 7) / 128 = 0.125: within noise. Clopper-Pearson on 6 of 7: the upper bound
+    # solves P(X <= 6; pi) = 1 - pi^7 = 0.025, the lower P(X >= 6; pi) = 7 pi^6 (1 - pi) + pi^7
+    # = 0.025; each mapped to 17/48 + pi 7/24: [47.7 %, 64.5 %], holding 1/2 as p says.
+    con = _warehouse(tmp_path)
+    for i, verdict in enumerate(["candidate"] * 6 + ["tie"] * 17 + ["baseline"]):
+        _judged(con, "c", f"k{i}", verdict)
+    row = _query(con)["c"]
+    assert (row["candidate_wins"], row["ties"], row["baseline_wins"]) == (6, 17, 1)
+    assert (row["cases_won"], row["cases_tied"], row["cases_lost"]) == (6, 17, 1)
+    assert row["win_rate"] == 14.5 / 24
+    assert row["win_rate_p"] == pytest.approx(0.125, abs=1e-12)
+    assert row["verdict"] == "within noise"
+    lo = (row["win_rate_lo"] - 17 / 48) * 24 / 7
+    hi = (row["win_rate_hi"] - 17 / 48) * 24 / 7
+    assert 7 * lo**6 * (1 - lo) + lo**7 == pytest.approx(0.025, abs=1e-12)
+    assert hi == pytest.approx(0.975 ** (1 / 7), abs=1e-12)
+    assert (round(row["win_rate_lo"], 3), round(row["win_rate_hi"], 3)) == (0.477, 0.645)
+
+
+def test_all_ties_no_eligible_case_and_one_case(tmp_path: Path) -> None:
+    # bugs: an undefined interval clamped to [0, 1] or to [1/2, 1/2]; all ties called 'within
+    # noise'; no eligible case given a p, a rate or a verdict; one case won called 'better'.
+    # 'ties': 3 cases tied -> win rate 1/2 exactly, no decisive case: no interval, p = min(1,
+    # 2 P(X <= 0)) with X ~ Bin(0, 1/2) = 1, 'same'. 'none': one ineligible pair. 'won': one
+    # case won: [0.025, 1], p = min(1, 2 * 1/2... ) = 1. 'lost': one case lost: [0, 0.975].
+    con = _warehouse(tmp_path)
+    for i in range(3):
+        _judged(con, "ties", f"k{i}", "tie")
+    _judged(con, "none", "k0", "candidate", eligible=False)
+    _judged(con, "won", "k0", "candidate")
+    _judged(con, "lost", "k0", "baseline")
+    rows = _query(con)
+    keys = ("win_rate", "win_rate_lo", "win_rate_hi", "win_rate_p", "verdict")
+    got = {c: tuple(r[k] for k in keys) for c, r in rows.items()}
+    assert got["ties"] == (0.5, None, None, 1.0, "same")
+    assert got["none"] == (None, None, None, None, "no eligible pairs")
+    assert got["won"] == (1.0, pytest.approx(0.025, abs=1e-12), 1.0, 1.0, "within noise")
+    assert got["lost"] == (0.0, 0.0, pytest.approx(0.975, abs=1e-12), 1.0, "within noise")
+    assert (rows["none"]["cases_won"], rows["none"]["cases_tied"], rows["none"]["cases_lost"]) == (
+        0,
+        0,
+        0,
+    )
+
+
+def test_repeats_count_each_case_once_by_its_mean_score(tmp_path: Path) -> None:
+    # A case's score is the mean over its repeats of 1 (win), 1/2 (tie), 0 (loss); it is won
+    # above 1/2, tied at 1/2, lost below. Bugs: the pairs taken as the unit, a case won on its
+    # share of wins alone, a floating-point 1/2 (a third of 1.5) read as above or below it.
+    # 'r': k0 (c, c, b) 2/3 won; k1 (c, b) 1/2 tied; k2 (c, t, b) 1/2 tied; k3 (t, t, b) 1/3
+    # lost; k4 (c, t, t) 2/3 won; k5..k10 (c, c, c) won: 8 won, 2 tied, 1 lost of 11 cases.
+    # The pairs: 23 wins, 5 ties, 4 losses (32). p = 2 P(X <= 1), X ~ Bin(9, 1/2) = 20/512.
+    # 'r3': the same verdicts, each repeated three times: the same case numbers.
+    con = _warehouse(tmp_path)
+    cases = [
+        ["candidate", "candidate", "baseline"],
+        ["candidate", "baseline"],
+        ["candidate", "tie", "baseline"],
+        ["tie", "tie", "baseline"],
+        ["candidate", "tie", "tie"],
+    ] + [["candidate"] * 3] * 6
+    for i, verdicts in enumerate(cases):
+        for repeat, verdict in enumerate(verdicts):
+            _judged(con, "r", f"k{i}", verdict, repeat=repeat)
+        for repeat, verdict in enumerate(verdicts * 3):
+            _judged(con, "r3", f"k{i}", verdict, repeat=repeat)
+    rows = _query(con)
+    r = rows["r"]
+    assert (r["candidate_wins"], r["ties"], r["baseline_wins"], r["n"]) == (23, 5, 4, 32)
+    assert (r["n_cases"], r["cases_won"], r["cases_tied"], r["cases_lost"]) == (11, 8, 2, 1)
+    assert r["win_rate"] == 9 / 11
+    assert r["win_rate_p"] == pytest.approx(20 / 512, abs=1e-12)
+    assert r["verdict"] == "better"
+    assert r["win_rate_lo"] > 0.5
+    got = (r["win_rate"], r["win_rate_lo"], r["win_rate_hi"], r["win_rate_p"])
+    assert got == pytest.approx(scipy_sign_test(8, 2, 1), abs=1e-9)
+    case_keys = ("n_cases", "cases_won", "cases_tied", "cases_lost", "win_rate", "win_rate_lo")
+    case_keys += ("win_rate_hi", "win_rate_p", "verdict")
+    assert [rows["r3"][k] for k in case_keys] == [r[k] for k in case_keys]
+    assert rows["r3"]["n"] == 96
+
+
+def test_interval_excludes_one_half_exactly_when_p_is_below_005_and_the_verdict_says_so(
+    tmp_path: Path,
+) -> None:
+    # Every (won, tied, lost) in 0..12 each, one comparison each, one case per pair: the win
+    # rate, its interval and p against SciPy's exact binomial test and Clopper-Pearson
+    # interval, and the property the page is read by: the interval excludes 1/2 <=> p < 0.05
+    # <=> the verdict is better (interval above 1/2) or worse (below); the rate inside its
+    # interval; no decisive case: no interval, p 1, 'same'. Bugs: a Wilson interval beside
+    # the sign test (6 won, 17 tied, 1 lost: Wilson on 6/24 [12.0 %, 44.9 %] excludes 1/2,
+    # p = 0.125), a one-sided p, a bound clamped or off by a rounding, a verdict's direction
+    # or threshold moved ('<' as '<=').
+    con = _warehouse(tmp_path)
+    con.execute(
+        "INSERT INTO pairs (run_id, comparison, case_id, repeat, baseline_variant, "
+        "baseline_model, candidate_variant, candidate_model, judge, judge_model, verdict, "
+        "flipped, eligible, baseline_ok, candidate_ok, created_at) "
+        "SELECT 'r', w || '-' || t || '-' || l, 'k' || i, 0, 'v', 'a', 'v', 'b', 'j', 'jm', "
+        "CASE WHEN i < w THEN 'candidate' WHEN i < w + t THEN 'tie' ELSE 'baseline' END, "
+        "false, true, true, true, now() "
+        "FROM range(13) a(w), range(13) b(t), range(13) c(l), "
+        "LATERAL (SELECT unnest(range(w + t + l)) AS i) "
+    )
+    rows = _query(con)
+    assert len(rows) == 13**3 - 1  # 0-0-0 has no pair
+    for won in range(13):
+        for tied in range(13):
+            for lost in range(13):
+                if won + tied + lost == 0:
+                    continue
+                row = rows[f"{won}-{tied}-{lost}"]
+                got = (row["win_rate"], row["win_rate_lo"], row["win_rate_hi"], row["win_rate_p"])
+                where = (won, tied, lost, got, row["verdict"])
+                if won + lost == 0:
+                    assert got == (0.5, None, None, 1.0) and row["verdict"] == "same", where
+                    continue
+                assert got == pytest.approx(scipy_sign_test(won, tied, lost), abs=1e-9), where
+                lo, rate, hi, p = (
+                    row["win_rate_lo"],
+                    row["win_rate"],
+                    row["win_rate_hi"],
+                    row["win_rate_p"],
+                )
+                assert lo <= rate <= hi, where
+                assert (lo > 0.5) == (p < 0.05 and won > lost) == (row["verdict"] == "better"), (
+                    where
+                )
+                assert (hi < 0.5) == (p < 0.05 and won < lost) == (row["verdict"] == "worse"), where
+                assert (row["verdict"] == "within noise") == (lo <= 0.5 <= hi), where

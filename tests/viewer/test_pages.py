@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from evalwh import api
+from evalwh.reports import fmt
 from tests.report_runs import BREAKOUT, IMG, SCRIPT
 from tests.viewer.serving import ORIGIN, client, post
 
@@ -273,6 +274,11 @@ def test_compare_slices_case_history_calibration_baselines_answer(wh: dict[str, 
     assert [x["comparison"] for x in cal["judging"]["comparisons"]] == [
         x["comparison"] for x in view.judging(a)["comparisons"]
     ]
+    # the page shows the win rate as every surface does: interval, sign test, verdict, counts
+    comparison = view.judging(a)["comparisons"][0]
+    shown = f"{fmt.win_rate(comparison)} ({fmt.win_counts(comparison)})"
+    assert f'<td class="n win-rate">{shown}</td>' in c.get(f"/runs/{a}/calibration").text
+    assert cal["judging"]["comparisons"][0]["verdict"] == comparison["verdict"]
 
 
 def test_planted_markup_is_escaped_on_every_page(wh: dict[str, Any]) -> None:
