@@ -78,7 +78,7 @@ def test_pairwise_win_rate_counts_ties_half_and_agrees_with_its_sign_test(
     lines = [line.rstrip() for line in done.stdout.splitlines()]
     assert (
         "  win rate: 60.4% [47.7%–64.5%] p=0.125 within noise (24 cases: 6 won, 17 tied, "
-        "1 lost; ties count half; 0 pair(s) excluded) UNCALIBRATED"
+        "1 lost; ties count half; 0 pair(s) excluded) UNCALIBRATED FLIPPY"
     ) in lines
     assert "  eligible for judging: baseline 100.0%, candidate 100.0% of 24 pair(s)" in lines
     assert "pass rate of each side" not in done.stdout
