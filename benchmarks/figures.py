@@ -346,6 +346,7 @@ def _realistic_rows(n_cases: int, criteria: int, offset: int) -> Iterator[tuple[
             None,
             None,
             None,  # attachments
+            None,  # queued_ms (migration 0011)
             *(None,) * 8,  # finish_reason ... extra: how the answer ended (migration 0012)
         ]
         scores = [
