@@ -358,6 +358,13 @@ def _cap(planned: _Planned, max_cost: float | None) -> tuple[float | None, str]:
     return run_cap(max_cost, planned.settings.max_cost_usd, paid=paid)
 
 
+def _check_keys(planned: _Planned) -> None:
+    """MissingKeysError (exit code 2) when a model the run will call has no API key set."""
+    from evalwh.engine.keys import check_keys
+
+    check_keys(planned.prepared, planned.cache)
+
+
 def _check_cost(est: Any, cap: float | None, source: str = "--max-cost") -> None:
     from evalwh.engine.budget import DEFAULT_PAID_CAP_USD
     from evalwh.errors import CostRefusedError
@@ -394,8 +401,9 @@ def validate(
 ) -> DryRun:
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
-    Raises CostRefusedError (exit code 4) when the estimate exceeds ``max_cost`` (or the
-    settings' ``max_cost_usd``), exactly as the run would.
+    Raises MissingKeysError (exit code 2) when a model or judge it would call has no API key
+    set (evalwh.engine.keys), and CostRefusedError (exit code 4) when the estimate exceeds
+    ``max_cost`` (or the settings' ``max_cost_usd``), exactly as the run would.
     """
     planned = _plan(
         config,
@@ -410,6 +418,7 @@ def validate(
         no_look=no_look,
     )
     plan = planned.prepared.plan
+    _check_keys(planned)
     _check_cost(planned.estimate, *_cap(planned, max_cost))
     sample = None
     if plan.variants and plan.cases and not planned.config.no_look:
@@ -464,7 +473,8 @@ def run_eval(
     ``models``/``variants``/``cases`` select by id (shell-style wildcards allowed); ``repeat``
     samples every cell N times. ``resume`` continues a killed run without repeating a stored
     cell; ``retry_errors`` re-runs only a run's errored cells. Raises ConfigError (exit code 2)
-    before anything is written when the config is bad, CostRefusedError (exit code 4) when the
+    before anything is written when the config is bad or a model it would call has no API key
+    (MissingKeysError, evalwh.engine.keys), CostRefusedError (exit code 4) when the
     estimate exceeds ``max_cost`` (default: settings ``max_cost_usd``). ``baseline`` (a run
     reference) is what the regression thresholds compare with, instead of the pinned one.
     ``force`` takes over a run whose owner cannot be verified (another host, fresh heartbeat).
@@ -508,6 +518,7 @@ def run_eval(
     try:
         store = Warehouse(settings.warehouse, git_dir=cfg.root)
         baseline_id = store.resolve(baseline) if baseline else None
+        _check_keys(planned)
         _check_cost(planned.estimate, cap, cap_source)
         if on_estimate is not None:
             on_estimate(planned.estimate)

@@ -344,7 +344,8 @@ def validate(
     fake: FakeOpt = False,
     no_look: NoLookOpt = False,
 ) -> None:
-    """Check a config end to end (schema, files, templates for every case, scorers); call nothing."""
+    """Check a config end to end (schema, files, templates for every case, scorers, API
+    keys); call nothing."""
     from evalwh import api
 
     plan = api.validate(

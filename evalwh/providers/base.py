@@ -61,6 +61,17 @@ class ProviderError(Exception):
         self.kind = kind
 
 
+@dataclass(frozen=True)
+class SecretNeed:
+    """A secret a model's requests look up: any one of ``names`` will do (the first is the one
+    to set), asked for at ``where`` in the config (``models[0]``, ``models[0].api_key_env``,
+    ``models[0].headers.X-Api-Key``). A provider declares them with a classmethod
+    ``secrets_needed(spec) -> list[SecretNeed]`` (evalwh.providers.secrets_needed)."""
+
+    names: tuple[str, ...]
+    where: str
+
+
 @runtime_checkable
 class Provider(Protocol):
     """One instance per configured model, created by :func:`evalwh.providers.create`."""

@@ -46,7 +46,7 @@ from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import SECRET_REF, get_secret, key_shape, redact, sanitize
 from evalwh.errors import ConfigError
 from evalwh.providers import http_aiohttp
-from evalwh.providers.base import Completion, ProviderError, Request
+from evalwh.providers.base import Completion, ProviderError, Request, SecretNeed
 
 DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)
@@ -121,6 +121,7 @@ class HttpProvider:
     name = "http"
     default_base_url: str | None = None
     default_key_env: str | None = None  # env var / secrets-file key holding the API key
+    other_key_envs: tuple[str, ...] = ()  # read in order when default_key_env is not set
     endpoint = ""  # appended to the base URL
     # Paid: every model needs a known price (the shipped table or `price:`; `price: 0` for a
     # local server), so a run never reports a silent $0.
@@ -130,7 +131,7 @@ class HttpProvider:
         self.spec = spec
         base = spec.options.get("base_url") or self.default_base_url or ""
         self.url = str(base).rstrip("/") + self.endpoint
-        self.key_env: str | None = spec.options.get("api_key_env") or self.default_key_env
+        self.key_env: str | None = next(iter(self.key_names(spec)), None)
         self._client: httpx.AsyncClient | None = None  # the first shard (None until used)
         self._clients: list[httpx.AsyncClient] = []
         self._busy: list[int] = []  # requests in flight per shard
@@ -142,6 +143,30 @@ class HttpProvider:
         self._secrets: list[str] = []
 
     # ---- validation -------------------------------------------------------------------------
+
+    @classmethod
+    def key_names(cls, spec: ModelSpec) -> tuple[str, ...]:
+        """The secrets that may hold this model's API key, in lookup order (the first one set
+        is sent): the one ``api_key_env`` names, else the provider's default; none for a
+        provider that sends no key by default (``openai-compatible``)."""
+        named = spec.options.get("api_key_env")
+        if named:
+            return (str(named),)
+        return (cls.default_key_env, *cls.other_key_envs) if cls.default_key_env else ()
+
+    @classmethod
+    def secrets_needed(cls, spec: ModelSpec) -> list[SecretNeed]:
+        """What this model's requests look up: its API key and each ``${NAME}`` of its
+        headers, with the place in the config that asks for each."""
+        needs = []
+        names = cls.key_names(spec)
+        if names:
+            own = "api_key_env" in spec.options
+            needs.append(SecretNeed(names, f"{spec.where}.api_key_env" if own else spec.where))
+        for key, value in (spec.options.get("headers") or {}).items():
+            for name in SECRET_REF.findall(str(value)):
+                needs.append(SecretNeed((name,), f"{spec.where}.headers.{key}"))
+        return needs
 
     @classmethod
     def check(cls, spec: ModelSpec, file: str | None = None) -> None:
@@ -268,6 +293,9 @@ class HttpProvider:
 
     def _resolve_headers(self) -> dict[str, str]:
         headers = {"user-agent": f"evalwh/{_evalwh_version}", **self.base_headers()}
+        names = self.key_names(self.spec)
+        if len(names) > 1:  # the first one set (Google: GEMINI_API_KEY, else GOOGLE_API_KEY)
+            self.key_env = next((n for n in names if get_secret(n)), names[0])
         if self.key_env:
             headers.update(self.auth_headers(self._secret(self.key_env)))
         for key, value in (self.spec.options.get("headers") or {}).items():

@@ -1,6 +1,6 @@
 """`evalwh run` and `evalwh validate` end to end through the real command in subprocesses:
-the matrix it prints, the store it writes, --json, --dry-run, the gate's exit code, and the
-default config."""
+the matrix it prints, the store it writes, --json, --dry-run, the gate's exit code, the
+default config, and the API keys checked before anything is called."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 import evalwh
+from tests.builders import needs_anthropic_key
 from tests.conftest import run_cli
 
 
@@ -92,3 +93,23 @@ def test_run_with_an_unknown_baseline_is_a_usage_error(quickstart: Path, tmp_pat
     assert len(evalwh.open_warehouse(out / "warehouse.duckdb").runs()) == 1  # nothing ran
     no_pin = run_cli("show", "baseline", "-o", str(out))
     assert no_pin.returncode == 2 and "no baseline is pinned yet" in no_pin.stderr
+
+
+def test_validate_and_dry_run_exit_2_naming_the_key_and_pass_with_fake(tmp_path: Path) -> None:
+    path = needs_anthropic_key(tmp_path)
+    env = {"ANTHROPIC_API_KEY": ""}  # an empty value counts as unset
+    for command in (["validate"], ["run", "--dry-run"], ["run"]):
+        done = run_cli(*command, str(path), cwd=tmp_path, env=env)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert f"{path}:2:5 models[0]: claude (anthropic) needs ANTHROPIC_API_KEY" in done.stderr
+        assert "fix: set it in the environment" in done.stderr
+    faked = run_cli("validate", str(path), "--fake", cwd=tmp_path, env=env)
+    assert faked.returncode == 0, faked.stderr
+    assert "valid" in faked.stdout
+    # --json: the error as data, each model with its variable and place
+    as_json = run_cli("--json", "validate", str(path), cwd=tmp_path, env=env)
+    assert as_json.returncode == 2
+    missing = json.loads(as_json.stdout)["missing"]
+    assert [(m["model"], m["names"], m["line"]) for m in missing] == [
+        ("claude", ["ANTHROPIC_API_KEY"], 2)
+    ]
