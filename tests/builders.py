@@ -576,6 +576,15 @@ cases:
     )
 
 
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then closed): connection refused."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def needs_anthropic_key(folder: Path) -> Path:
     """``folder/eval.yaml``: one Anthropic model (``claude``, at line 2 column 5) and one case,
     so its run needs ANTHROPIC_API_KEY."""

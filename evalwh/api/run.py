@@ -91,6 +91,10 @@ class RunResult:
     concluded: bool = True  # False: the gate was not judged here (a shard left it to others)
     no_look: bool = False  # the run stored no case data: readers decline to show outputs
     report: str | None = None  # the HTML page written with ``html=``
+    # what to do next when the run did not complete: for a failed run, the cause its errors
+    # name (a refused or missing key, an endpoint nothing answers at) and the command to
+    # re-run its errored cells (evalwh.api.view.next_step, as `evalwh show` says it)
+    next: str | None = None
 
     @property
     def gate_passed(self) -> bool:
@@ -613,6 +617,7 @@ def conclude(
     (and the HTML report at ``html``)."""
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
+    from evalwh.api.view import next_step
     from evalwh.warehouse.connect import shared_connection
     from evalwh.warehouse.store import POST_RUN_MEMORY_LIMIT, Warehouse
 
@@ -636,7 +641,8 @@ def conclude(
         log_notes(judged)
         judged_pairs = raw_config.get("pairwise") or raw_config.get("judges")
         pairwise = judging_report(warehouse, run_id, raw_config) if judged_pairs else None
-        no_look = bool(warehouse.run_row(run_id).get("no_look"))  # `finish` has no config
+        row = warehouse.run_row(run_id)
+        no_look = bool(row.get("no_look"))  # `finish` has no config
     report = None
     if html is not None:
         from evalwh.reports.html import render_run, write
@@ -657,6 +663,7 @@ def conclude(
         stats=stats or {},
         no_look=no_look,
         report=report,
+        next=next_step(row, errors) if failure else None,
     )
 
 

@@ -46,7 +46,14 @@ from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import SECRET_REF, get_secret, key_shape, redact, sanitize
 from evalwh.errors import ConfigError
 from evalwh.providers import http_aiohttp
-from evalwh.providers.base import Completion, ProviderError, Request, SecretNeed
+from evalwh.providers.base import (
+    Completion,
+    ProviderError,
+    Request,
+    SecretNeed,
+    cannot_connect,
+    check_key,
+)
 
 DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)
@@ -107,6 +114,15 @@ def parse_retry_after(
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+def shown_url(url: str) -> str:
+    """``url`` as an error may show it: without a user, password or query string."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]  # user:password@host:port -> host:port
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def stop_list(stop: Any) -> list[str]:
@@ -380,6 +396,13 @@ class HttpProvider:
                 retryable=True,
                 kind="timeout",
             ) from None
+        except httpx.ConnectError as exc:  # refused or unresolvable: nothing answers there
+            raise self._fail(
+                f"{cannot_connect(shown_url(self.url))} ({type(exc).__name__}: "
+                f"{str(exc) or 'no detail'})",
+                retryable=True,
+                kind="connection",
+            ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
             raise self._fail(
                 f"connection failed ({type(exc).__name__}: {str(exc) or 'no detail'})",
@@ -423,7 +446,7 @@ class HttpProvider:
             retryable, kind = False, "http"
         hint = ""
         if kind == "auth" and self.key_env:
-            hint = f" (check {self.key_env})"
+            hint = f" {check_key(self.key_env)}"
         return self._fail(
             f"HTTP {status}{hint}: {detail}",
             retryable=retryable,

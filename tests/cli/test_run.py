@@ -13,6 +13,7 @@ import polars as pl
 import evalwh
 from tests.builders import needs_anthropic_key
 from tests.conftest import run_cli
+from tests.fakes.servers import FakeLLMServer, error
 
 
 def test_quickstart_end_to_end(quickstart: Path, tmp_path: Path) -> None:
@@ -113,3 +114,25 @@ def test_validate_and_dry_run_exit_2_naming_the_key_and_pass_with_fake(tmp_path:
     assert [(m["model"], m["names"], m["line"]) for m in missing] == [
         ("claude", ["ANTHROPIC_API_KEY"], 2)
     ]
+
+
+def test_a_failed_run_prints_the_cause_its_errors_name(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    server.default = error(401, "invalid x-api-key", error_type="authentication_error")
+    path = needs_anthropic_key(tmp_path)
+    path.write_text(
+        path.read_text().replace(
+            "claude-sonnet-4-5}", f"claude-sonnet-4-5, base_url: '{server.url}'}}"
+        )
+    )
+    env = {"ANTHROPIC_API_KEY": "sk-test-a-key-the-server-refuses"}
+    done = run_cli("run", str(path), cwd=tmp_path, env=env)
+    assert done.returncode == 3, done.stderr
+    said = " ".join(done.stderr.split())  # a long line wraps
+    assert "error: the run failed: too many requests errored (1 of 1 cells" in said
+    assert (
+        "failed: the API key in ANTHROPIC_API_KEY was refused (HTTP 401): check its value; then "
+        f"re-run the errored cells with `evalwh run {path} --retry-errors " in said
+    )
+    assert "once the endpoint is back" not in said
