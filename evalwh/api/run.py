@@ -421,9 +421,15 @@ def validate(
         fake=fake,
         no_look=no_look,
     )
-    plan = planned.prepared.plan
     _check_keys(planned)
     _check_cost(planned.estimate, *_cap(planned, max_cost))
+    return dry_run(planned)
+
+
+def dry_run(planned: _Planned) -> DryRun:
+    """What a planned run would do (``validate`` once its keys and cost are checked; ``evalwh
+    prices --for`` shows the estimate of a config without them)."""
+    plan = planned.prepared.plan
     sample = None
     if plan.variants and plan.cases and not planned.config.no_look:
         sample = {
