@@ -66,6 +66,39 @@ class ConfigError(UsageError):
         }
 
 
+class MissingKeysError(ConfigError):
+    """Models the run would call whose API key (or ``${NAME}`` header secret) is set nowhere.
+
+    ``missing`` holds one entry per model or judge: ``model`` (its id), ``provider``,
+    ``names`` (any one of them will do; the first is the one to set), ``where`` (the place in
+    the config that asks for it) and its ``line``/``column`` when known.
+    """
+
+    def __init__(self, missing: list[dict[str, object]], *, file: str | None, fix: str) -> None:
+        self.missing = missing
+        lines = [
+            f"  {_place(file, m)}: {m['model']} ({m['provider']}) needs "
+            + " or ".join(map(str, m["names"]))  # type: ignore[call-overload]
+            for m in missing
+        ]
+        n = len(missing)
+        message = (
+            f"{n} model{'s' if n != 1 else ''} of this run need{'' if n != 1 else 's'} an API "
+            "key that is not set; nothing was called:\n" + "\n".join(lines)
+        )
+        super().__init__(message, file=file, fix=fix)
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "missing": self.missing}
+
+
+def _place(file: str | None, entry: dict[str, object]) -> str:
+    """``file:line:col where`` of one entry (``--model provider/model`` has no line)."""
+    line, column = entry.get("line"), entry.get("column")
+    at = f"{file}:{line}:{column} " if file and line is not None else ""
+    return f"{at}{entry['where']}"
+
+
 class RunNotFoundError(UsageError):
     """A run reference (id, prefix, label, ``latest``) that matches no run or several."""
 

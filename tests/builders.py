@@ -566,6 +566,31 @@ cases:
     )
 
 
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then closed): connection refused."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def needs_anthropic_key(folder: Path) -> Path:
+    """``folder/eval.yaml``: one Anthropic model (``claude``, at line 2 column 5) and one case,
+    so its run needs ANTHROPIC_API_KEY."""
+    return write(
+        folder / "eval.yaml",
+        "models:\n"
+        "  - {id: claude, provider: anthropic, model: claude-sonnet-4-5}\n"
+        "variants:\n"
+        "  - {id: v, messages: [{role: user, content: hi}]}\n"
+        "cases:\n"
+        "  - {id: c1, expected: hi}\n"
+        "scorecard:\n"
+        "  - {name: exact, type: exact}\n",
+    )
+
+
 def case_of(req: RecordedRequest) -> str:
     if not isinstance(req.body, dict):  # a request cut short by the SIGKILL
         return ""

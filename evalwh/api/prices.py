@@ -56,7 +56,7 @@ def _for_config(
     fake: bool,
     warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
-    from evalwh.api.run import _config, validate
+    from evalwh.api.run import _config, _plan, dry_run
     from evalwh.engine.execute import check_config
 
     cfg = _config(config)
@@ -76,7 +76,16 @@ def _for_config(
                 "source": "config" if given.price else "table" if price else "none",
             }
         )
-    plan = validate(
-        cfg, output_dir=output_dir, max_cost=float("inf"), fake=fake, warehouse=warehouse
+    # the estimate whatever the cap and whether or not the keys are set (a price question)
+    planned = _plan(
+        cfg,
+        models=(),
+        variants=(),
+        cases=(),
+        repeat=None,
+        output_dir=output_dir,
+        warehouse=warehouse,
+        fake=fake,
     )
+    plan = dry_run(planned)
     return {"config": str(cfg.path), "models": rows, "estimate": plan.estimate}

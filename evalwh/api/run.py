@@ -96,6 +96,10 @@ class RunResult:
     report: str | None = None  # the HTML page written with ``html=``
     # cells whose answers did not all simply stop (sql/finish_reasons.sql): truncated, refused...
     endings: list[dict[str, Any]] = field(default_factory=list)
+    # what to do next when the run did not complete: for a failed run, the cause its errors
+    # name (a refused or missing key, an endpoint nothing answers at) and the command to
+    # re-run its errored cells (evalwh.api.view.next_step, as `evalwh show` says it)
+    next: str | None = None
 
     @property
     def gate_passed(self) -> bool:
@@ -363,6 +367,13 @@ def _cap(planned: _Planned, max_cost: float | None) -> tuple[float | None, str]:
     return run_cap(max_cost, planned.settings.max_cost_usd, paid=paid)
 
 
+def _check_keys(planned: _Planned) -> None:
+    """MissingKeysError (exit code 2) when a model the run will call has no API key set."""
+    from evalwh.engine.keys import check_keys
+
+    check_keys(planned.prepared, planned.cache)
+
+
 def _check_cost(est: Any, cap: float | None, source: str = "--max-cost") -> None:
     from evalwh.engine.budget import DEFAULT_PAID_CAP_USD
     from evalwh.errors import CostRefusedError
@@ -399,12 +410,12 @@ def validate(
 ) -> DryRun:
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
-    Raises CostRefusedError (exit code 4) when the estimate exceeds ``max_cost`` (or the
-    settings' ``max_cost_usd``), exactly as the run would. ``warnings`` lists criterion values
-    written in another tool's template syntax (``{var}``, ``${var}``), compared as written.
+    Raises MissingKeysError (exit code 2) when a model or judge it would call has no API key
+    set (evalwh.engine.keys), and CostRefusedError (exit code 4) when the estimate exceeds
+    ``max_cost`` (or the settings' ``max_cost_usd``), exactly as the run would. ``warnings`` lists
+    criterion values written in another tool's template syntax (``{var}``, ``${var}``),
+    compared as written.
     """
-    from evalwh.scoring.values import foreign_templates
-
     planned = _plan(
         config,
         models=models,
@@ -417,8 +428,17 @@ def validate(
         fake=fake,
         no_look=no_look,
     )
-    plan = planned.prepared.plan
+    _check_keys(planned)
     _check_cost(planned.estimate, *_cap(planned, max_cost))
+    return dry_run(planned)
+
+
+def dry_run(planned: _Planned) -> DryRun:
+    """What a planned run would do (``validate`` once its keys and cost are checked; ``evalwh
+    prices --for`` shows the estimate of a config without them)."""
+    from evalwh.scoring.values import foreign_templates
+
+    plan = planned.prepared.plan
     sample = None
     if plan.variants and plan.cases and not planned.config.no_look:
         sample = {
@@ -473,7 +493,8 @@ def run_eval(
     ``models``/``variants``/``cases`` select by id (shell-style wildcards allowed); ``repeat``
     samples every cell N times. ``resume`` continues a killed run without repeating a stored
     cell; ``retry_errors`` re-runs only a run's errored cells. Raises ConfigError (exit code 2)
-    before anything is written when the config is bad, CostRefusedError (exit code 4) when the
+    before anything is written when the config is bad or a model it would call has no API key
+    (MissingKeysError, evalwh.engine.keys), CostRefusedError (exit code 4) when the
     estimate exceeds ``max_cost`` (default: settings ``max_cost_usd``). ``baseline`` (a run
     reference) is what the regression thresholds compare with, instead of the pinned one.
     ``force`` takes over a run whose owner cannot be verified (another host, fresh heartbeat).
@@ -517,6 +538,7 @@ def run_eval(
     try:
         store = Warehouse(settings.warehouse, git_dir=cfg.root)
         baseline_id = store.resolve(baseline) if baseline else None
+        _check_keys(planned)
         _check_cost(planned.estimate, cap, cap_source)
         if on_estimate is not None:
             on_estimate(planned.estimate)
@@ -611,6 +633,7 @@ def conclude(
     (and the HTML report at ``html``)."""
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
+    from evalwh.api.view import next_step
     from evalwh.warehouse.connect import shared_connection
     from evalwh.warehouse.store import POST_RUN_MEMORY_LIMIT, Warehouse
 
@@ -635,7 +658,8 @@ def conclude(
         log_notes(judged)
         judged_pairs = raw_config.get("pairwise") or raw_config.get("judges")
         pairwise = judging_report(warehouse, run_id, raw_config) if judged_pairs else None
-        no_look = bool(warehouse.run_row(run_id).get("no_look"))  # `finish` has no config
+        row = warehouse.run_row(run_id)
+        no_look = bool(row.get("no_look"))  # `finish` has no config
     report = None
     if html is not None:
         from evalwh.reports.html import render_run, write
@@ -657,6 +681,7 @@ def conclude(
         no_look=no_look,
         report=report,
         endings=endings,
+        next=next_step(row, errors) if failure else None,
     )
 
 

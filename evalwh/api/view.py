@@ -7,6 +7,7 @@ wh.summary("latest")                  # Polars DataFrame
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -148,6 +149,7 @@ class WarehouseView:
             raise UsageError(f"run {run_id} has no case '{case_id}'")
         snapshot = run.get("config_snapshot")
         no_look = is_no_look(run)
+        errors = self.query("errors", run_id=run_id).to_pylist()
         if no_look:
             cases = [minimal(c) for c in cases]
         return {
@@ -158,12 +160,12 @@ class WarehouseView:
             "summary": self.query("summary", run_id=run_id).to_pylist(),
             "endings": self.query("finish_reasons", run_id=run_id).to_pylist(),
             "criteria": self.query("criteria", run_id=run_id).to_pylist(),
-            "errors": self.query("errors", run_id=run_id).to_pylist(),
+            "errors": errors,
             "gate": self.gate(run_id).rules,
             "cases": cases if (failures or case_id is not None) else [],
             "attachments": self.query("run_attachments", run_id=run_id).to_pylist(),
             "pairwise": self.judging(run_id) if _uses_judges(_json(snapshot) or {}) else None,
-            "next": _next_step(run),
+            "next": next_step(run, errors),
         }
 
     def judging(self, ref: str, *, by: str | None = None) -> dict[str, Any]:
@@ -351,28 +353,76 @@ class WarehouseView:
         return stream_readonly(self.path, text, bounds=self.query_bounds(timeout_s))
 
 
-def _next_step(run: dict[str, Any]) -> str | None:
-    """What to run for a run that did not complete (shown by `evalwh show`)."""
+def next_step(run: dict[str, Any], errors: Sequence[dict[str, Any]] = ()) -> str | None:
+    """What to run for a run that did not complete (`evalwh show`, and a run's own result):
+    for a failed run, first what its stored ``errors`` (the ``errors`` query's rows) say went
+    wrong (:func:`failure_causes`)."""
     config, run_id = run.get("config_path") or "CONFIG", run["run_id"]
-    if run["status"] in ("interrupted", "failed") and _json(run.get("datasources")):
+    status = run["status"]
+    causes = failure_causes(errors) if status == "failed" else []
+    why = "".join(f"{cause}; " for cause in causes)
+    if status in ("interrupted", "failed") and _json(run.get("datasources")):
         from evalwh.engine.feed import restart_hint
 
-        return f"{run['status']}: the stored rows are kept; {restart_hint(config)}"
-    if run["status"] == "interrupted":
+        return f"{status}: {why}the stored rows are kept; {restart_hint(config)}"
+    if status == "interrupted":
         return (
             f"interrupted: the stored rows are kept, but the run (and its Parquet export) is "
             f"unfinished; continue and repair it with `evalwh run {config} --resume {run_id}`"
         )
-    if run["status"] == "failed":
+    if status == "failed":
+        retry = f"re-run the errored cells with `evalwh run {config} --retry-errors {run_id}`"
+        if causes:
+            return f"failed: {why}then {retry}"
+        # requests errored for no cause the errors name (5xx, 429, timeouts): an outage
+        return f"failed: once the endpoint is back, {retry}" if errors else f"failed: {retry}"
+    if status in ("running", "exporting"):
         return (
-            f"failed: re-run the errored cells with `evalwh run {config} --retry-errors {run_id}`"
-        )
-    if run["status"] in ("running", "exporting"):
-        return (
-            f"{run['status']}: held by pid {run.get('pid')} on {run.get('host')}; a run whose "
+            f"{status}: held by pid {run.get('pid')} on {run.get('host')}; a run whose "
             "owner is gone can be taken over with `--resume RUN --force`"
         )
     return None
+
+
+def failure_causes(errors: Sequence[dict[str, Any]]) -> list[str]:
+    """What a run's stored errors say went wrong, most frequent first, each said once: an API
+    key refused (HTTP 401/403) or not set names its variable; a connection that could not be
+    made names the URL. Errors of any other kind name no cause."""
+    from evalwh.providers.base import KEY_NAMED, NO_CONNECTION
+
+    causes: list[str] = []
+    for row in sorted(errors, key=lambda r: -int(r.get("n") or 0)):
+        text, kind = str(row.get("error") or ""), row.get("error_kind")
+        cause = None
+        if kind == "auth":
+            named = KEY_NAMED.search(text)
+            status = re.search(r"\bHTTP (40[13])\b", text)
+            if named and named.group(1):
+                cause = (
+                    f"the API key in {named.group(1)} was refused (HTTP "
+                    f"{status.group(1) if status else '401/403'}): check its value"
+                )
+            elif named:
+                cause = (
+                    f"{named.group(2)} is not set: set it in the environment or a secrets "
+                    "file (docs/secrets.md)"
+                )
+            else:
+                cause = (
+                    f"the endpoint refused the request (HTTP "
+                    f"{status.group(1) if status else '401/403'}): it needs an API key, named "
+                    "with the model's api_key_env"
+                )
+        elif kind in ("connection", "unreachable"):
+            url = NO_CONNECTION.search(text)
+            if url:
+                cause = (
+                    f"nothing answered at {url.group(1)}: start the server there or correct "
+                    "the model's base_url"
+                )
+        if cause is not None and cause not in causes:
+            causes.append(cause)
+    return causes
 
 
 def _uses_judges(config: dict[str, Any]) -> bool:

@@ -226,10 +226,10 @@ def run(
             html=html,
             **selection,
         )
-    print_result(result, label=label, retry=f"evalwh run {path} --retry-errors")
+    print_result(result, label=label)
 
 
-def print_result(result: RunResult, *, label: str | None = None, retry: str = "") -> None:
+def print_result(result: RunResult, *, label: str | None = None) -> None:
     """A run's (or a concluded sharded run's) result, then its exit code."""
     if STATE.json:
         emit_json(result.to_dict())
@@ -263,7 +263,8 @@ def print_result(result: RunResult, *, label: str | None = None, retry: str = ""
             note(f"see the errors: evalwh show {result.run_id} --failures")
     if result.failure:  # on stderr in --json mode too, like every error
         err().print(f"error: {result.failure}", markup=False)
-        note(f"once the endpoint is back: {retry} {result.run_id}")
+        if result.next:
+            note(result.next)
     if result.stop_reason is not None:
         note(f"run stopped: {result.stop_reason}")
     if result.exit_code:
@@ -290,7 +291,7 @@ def finish(
         config=config_for_reads(),
         **STATE.where(),
     )
-    print_result(result, retry="evalwh run CONFIG --retry-errors")
+    print_result(result)
 
 
 def _print_plan(p: DryRun, *, dry: bool) -> None:
@@ -347,7 +348,8 @@ def validate(
     fake: FakeOpt = False,
     no_look: NoLookOpt = False,
 ) -> None:
-    """Check a config end to end (schema, files, templates for every case, scorers); call nothing."""
+    """Check a config end to end (schema, files, templates for every case, scorers, API
+    keys); call nothing."""
     from evalwh import api
 
     plan = api.validate(

@@ -148,19 +148,15 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
 def secret_names(config: EvalConfig) -> list[str]:
     """The secrets a config's models and judges use: API key names and ``${NAME}`` headers."""
     from evalwh import providers
-    from evalwh.config.secrets import SECRET_REF
 
     names = []
     for model in [*config.models, *(j.model for j in config.judges)]:
         try:
-            cls = providers.provider_class(model.provider)
+            needs = providers.secrets_needed(model)
         except ConfigError:  # an unknown provider is reported by providers.check
-            cls = None
-        names.append(model.options.get("api_key_env") or getattr(cls, "default_key_env", None))
-        names += SECRET_REF.findall(
-            " ".join(map(str, (model.options.get("headers") or {}).values()))
-        )
-    return [n for n in names if n]
+            continue
+        names += [name for need in needs for name in need.names]
+    return names
 
 
 def prepare(
@@ -334,9 +330,31 @@ def _output_tokens(model: ModelSpec) -> int:
 
 
 def _judge_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict[str, Any]]:
-    """Estimated judge calls: per ``llm-judge`` criterion, one per answer that is not cached
-    (its judgement is then new too); per pairwise comparison, two per pair of cells (both
-    orders). Repeats are cells of their own, so they count."""
+    """Estimated judge calls and their cost, one row per judge (:func:`judge_calls`)."""
+    judges = {j.id: j for j in prepared.config.judges}
+    out = []
+    for judge_id, (n, input_tokens) in judge_calls(prepared, cache).items():
+        judge_model = judges[judge_id].model
+        output_tokens = n * _output_tokens(judge_model)
+        price = judge_model.price
+        out.append(
+            {
+                "model": f"{judge_model.id} (judge {judge_id})",
+                "calls": n,
+                "cached": 0,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cost_usd": price.cost(input_tokens, output_tokens) if price else None,
+            }
+        )
+    return out
+
+
+def judge_calls(prepared: Prepared, cache: dict[str, CachedAnswer]) -> dict[str, list[int]]:
+    """Judge id -> [estimated calls, input tokens]: per ``llm-judge`` criterion, one call per
+    answer that is not cached (its judgement is then new too); per pairwise comparison, two
+    per pair of cells (both orders). Repeats are cells of their own, so they count. A judge
+    no criterion or comparison uses is not in it."""
     from evalwh.engine.pairwise import _matches
 
     config, models = prepared.config, prepared.plan.models
@@ -371,22 +389,7 @@ def _judge_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict
             row = calls.setdefault(comparison.judge, [0, 0])
             row[0] += 2
             row[1] += 2 * (chars // 4 + answers + JUDGE_OVERHEAD_TOKENS)
-    out = []
-    for judge_id, (n, input_tokens) in calls.items():
-        judge_model = judges[judge_id].model
-        output_tokens = n * _output_tokens(judge_model)
-        price = judge_model.price
-        out.append(
-            {
-                "model": f"{judge_model.id} (judge {judge_id})",
-                "calls": n,
-                "cached": 0,
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "cost_usd": price.cost(input_tokens, output_tokens) if price else None,
-            }
-        )
-    return out
+    return calls
 
 
 def git_commit(folder: Path) -> str | None:

@@ -185,8 +185,10 @@ def _flags(judging: Mapping[str, Any] | None) -> tuple[bool, list[str]]:
     return not flags, flags
 
 
-def _next(run_id: str, failed: int) -> list[str]:
-    steps = []
+def _next(run_id: str, failed: int, why: str | None = None) -> list[str]:
+    """The next steps: first, for a failed run, its cause and the command that re-runs it
+    (evalwh.api.view.next_step), then the tools to read it with."""
+    steps = [why] if why else []
     if failed:
         steps.append(
             f"get_run(run='{run_id}', detail='failures') pages the {failed} failing case(s)"
@@ -223,7 +225,7 @@ def run_brief(
             "headline_eligible": eligible,
             "flags": flags,
             "judging": judging,
-            "next": _next(result.run_id, totals["failed"]),
+            "next": _next(result.run_id, totals["failed"], result.next),
             "notes": [NOTICE] if result.no_look else [],
             "no_look": result.no_look,
         }
@@ -265,7 +267,11 @@ def show_brief(data: Mapping[str, Any]) -> dict[str, Any]:
             "headline_eligible": eligible,
             "flags": flags,
             "judging": judging,
-            "next": _next(run["run_id"], totals["failed"]),
+            "next": _next(
+                run["run_id"],
+                totals["failed"],
+                data.get("next") if run["status"] == "failed" else None,
+            ),
             **({"notice": NOTICE} if is_no_look(run) else {}),
         }
     )

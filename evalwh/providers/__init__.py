@@ -1,8 +1,9 @@
 """Provider registry: built-ins and third-party providers register the same way.
 
 A provider is a class with ``__init__(spec: ModelSpec)``, ``async complete(request)``,
-``async aclose()`` and an optional ``classmethod check(spec) -> None`` that raises
-ConfigError for a bad model entry. Built-ins are listed in :data:`BUILTIN` as import paths,
+``async aclose()``, an optional ``classmethod check(spec) -> None`` that raises
+ConfigError for a bad model entry and an optional ``classmethod secrets_needed(spec)`` that
+lists the keys its requests look up (checked before a run: evalwh.engine.keys). Built-ins are listed in :data:`BUILTIN` as import paths,
 imported only when used; third-party packages add an ``evalwh.providers`` entry point.
 """
 
@@ -74,6 +75,13 @@ def check(spec: ModelSpec, file: str | None = None) -> None:
     checker = getattr(cls, "check", None)
     if checker is not None:
         checker(spec, file)
+
+
+def secrets_needed(spec: ModelSpec) -> list[Any]:
+    """The secrets a request of ``spec`` looks up (evalwh.providers.base.SecretNeed): none for
+    a provider that declares none (the mock, the command provider)."""
+    needed = getattr(provider_class(spec.provider), "secrets_needed", None)
+    return list(needed(spec)) if needed is not None else []
 
 
 def create(spec: ModelSpec) -> Any:

@@ -9,6 +9,7 @@ dropped connection) or not (400, 401, 404); ``retry_after`` carries a server's R
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -104,6 +105,36 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         self.status = status
         self.kind = kind
+
+
+# The words a stored error uses for its cause, written here and read back by the hint of a
+# failed run (evalwh.api.view.failure_causes): an auth error names its key variable, a
+# connection that could not be made names the URL.
+KEY_NAMED = re.compile(
+    r"\(check ([A-Za-z_][A-Za-z0-9_]*)\)|\b([A-Za-z_][A-Za-z0-9_]*) is not set\b"
+)
+NO_CONNECTION = re.compile(r"cannot connect to (\S+) \(")
+
+
+def check_key(name: str) -> str:
+    """How an auth error names the variable its key came from: ``(check NAME)``."""
+    return f"(check {name})"
+
+
+def cannot_connect(url: str) -> str:
+    """How a connection that could not be made (refused, unresolvable) names its URL."""
+    return f"cannot connect to {url}"
+
+
+@dataclass(frozen=True)
+class SecretNeed:
+    """A secret a model's requests look up: any one of ``names`` will do (the first is the one
+    to set), asked for at ``where`` in the config (``models[0]``, ``models[0].api_key_env``,
+    ``models[0].headers.X-Api-Key``). A provider declares them with a classmethod
+    ``secrets_needed(spec) -> list[SecretNeed]`` (evalwh.providers.secrets_needed)."""
+
+    names: tuple[str, ...]
+    where: str
 
 
 @runtime_checkable

@@ -68,13 +68,13 @@ class GoogleProvider(HttpProvider):
     name = "google"
     default_base_url = "https://generativelanguage.googleapis.com"
     default_key_env = KEY_NAMES[0]
+    other_key_envs = KEY_NAMES[1:]  # GEMINI_API_KEY, else GOOGLE_API_KEY (the SDK's order)
     structured_output = True  # responseMimeType application/json + responseSchema
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
         model = spec.model.removeprefix("models/")
         self.url = f"{self.url}/v1beta/models/{model}:generateContent"
-        self._explicit_key = bool(spec.options.get("api_key_env"))
 
     @classmethod
     def check(cls, spec: ModelSpec, file: str | None = None) -> None:
@@ -94,13 +94,6 @@ class GoogleProvider(HttpProvider):
 
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"x-goog-api-key": key}
-
-    def _resolve_headers(self) -> dict[str, str]:
-        if not self._explicit_key:  # GEMINI_API_KEY, else GOOGLE_API_KEY (the SDK's order)
-            from evalwh.config.secrets import get_secret
-
-            self.key_env = next((n for n in KEY_NAMES if get_secret(n)), KEY_NAMES[0])
-        return super()._resolve_headers()
 
     def _part(self, part: dict[str, Any]) -> dict[str, Any]:
         kind = part.get("type")

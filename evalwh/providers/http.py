@@ -51,7 +51,14 @@ from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import SECRET_REF, get_secret, key_shape, redact, sanitize
 from evalwh.errors import ConfigError
 from evalwh.providers import http_aiohttp
-from evalwh.providers.base import Completion, ProviderError, Request
+from evalwh.providers.base import (
+    Completion,
+    ProviderError,
+    Request,
+    SecretNeed,
+    cannot_connect,
+    check_key,
+)
 
 DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)
@@ -123,6 +130,15 @@ def parse_retry_after(
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
 
 
+def shown_url(url: str) -> str:
+    """``url`` as an error may show it: without a user, password or query string."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]  # user:password@host:port -> host:port
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 def stop_list(stop: Any) -> list[str]:
     if stop is None:
         return []
@@ -135,6 +151,7 @@ class HttpProvider:
     name = "http"
     default_base_url: str | None = None
     default_key_env: str | None = None  # env var / secrets-file key holding the API key
+    other_key_envs: tuple[str, ...] = ()  # read in order when default_key_env is not set
     endpoint = ""  # appended to the base URL
     # Paid: every model needs a known price (the shipped table or `price:`; `price: 0` for a
     # local server), so a run never reports a silent $0.
@@ -144,7 +161,7 @@ class HttpProvider:
         self.spec = spec
         base = spec.options.get("base_url") or self.default_base_url or ""
         self.url = str(base).rstrip("/") + self.endpoint
-        self.key_env: str | None = spec.options.get("api_key_env") or self.default_key_env
+        self.key_env: str | None = next(iter(self.key_names(spec)), None)
         self._client: httpx.AsyncClient | None = None  # the first shard (None until used)
         self._clients: list[httpx.AsyncClient] = []
         self._busy: list[int] = []  # requests in flight per shard
@@ -156,6 +173,30 @@ class HttpProvider:
         self._secrets: list[str] = []
 
     # ---- validation -------------------------------------------------------------------------
+
+    @classmethod
+    def key_names(cls, spec: ModelSpec) -> tuple[str, ...]:
+        """The secrets that may hold this model's API key, in lookup order (the first one set
+        is sent): the one ``api_key_env`` names, else the provider's default; none for a
+        provider that sends no key by default (``openai-compatible``)."""
+        named = spec.options.get("api_key_env")
+        if named:
+            return (str(named),)
+        return (cls.default_key_env, *cls.other_key_envs) if cls.default_key_env else ()
+
+    @classmethod
+    def secrets_needed(cls, spec: ModelSpec) -> list[SecretNeed]:
+        """What this model's requests look up: its API key and each ``${NAME}`` of its
+        headers, with the place in the config that asks for each."""
+        needs = []
+        names = cls.key_names(spec)
+        if names:
+            own = "api_key_env" in spec.options
+            needs.append(SecretNeed(names, f"{spec.where}.api_key_env" if own else spec.where))
+        for key, value in (spec.options.get("headers") or {}).items():
+            for name in SECRET_REF.findall(str(value)):
+                needs.append(SecretNeed((name,), f"{spec.where}.headers.{key}"))
+        return needs
 
     @classmethod
     def check(cls, spec: ModelSpec, file: str | None = None) -> None:
@@ -289,6 +330,9 @@ class HttpProvider:
 
     def _resolve_headers(self) -> dict[str, str]:
         headers = {"user-agent": f"evalwh/{_evalwh_version}", **self.base_headers()}
+        names = self.key_names(self.spec)
+        if len(names) > 1:  # the first one set (Google: GEMINI_API_KEY, else GOOGLE_API_KEY)
+            self.key_env = next((n for n in names if get_secret(n)), names[0])
         if self.key_env:
             headers.update(self.auth_headers(self._secret(self.key_env)))
         for key, value in (self.spec.options.get("headers") or {}).items():
@@ -380,6 +424,13 @@ class HttpProvider:
                 retryable=True,
                 kind="timeout",
             ) from None
+        except httpx.ConnectError as exc:  # refused or unresolvable: nothing answers there
+            raise self._fail(
+                f"{cannot_connect(shown_url(self.url))} ({type(exc).__name__}: "
+                f"{str(exc) or 'no detail'})",
+                retryable=True,
+                kind="connection",
+            ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
             raise self._fail(
                 f"connection failed ({type(exc).__name__}: {str(exc) or 'no detail'})",
@@ -423,7 +474,7 @@ class HttpProvider:
             retryable, kind = False, "http"
         hint = ""
         if kind == "auth" and self.key_env:
-            hint = f" (check {self.key_env})"
+            hint = f" {check_key(self.key_env)}"
         return self._fail(
             f"HTTP {status}{hint}: {detail}",
             retryable=retryable,

@@ -206,3 +206,45 @@ def test_retry_errors_plans_only_the_errored_cells_not_a_cached_rerun(
     )
     assert server.count == 7
     assert (again.totals["n"], again.totals["n_errors"]) == (6, 0)
+
+
+# -- the next step of a failed run names its cause -------------------------------------------
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_run_whose_key_is_refused_says_to_check_that_variable(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-a-key-the-server-refuses")
+    server.default = error(status, "invalid x-api-key", error_type="authentication_error")
+    block = (
+        f"  - {{id: claude, provider: anthropic, model: claude-sonnet-4-5, "
+        f"base_url: '{server.url}'}}"
+    )
+    cfg = eval_for(tmp_path, block, 3)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    assert result.exit_code == 3 and result.failure is not None
+    assert result.next == (
+        f"failed: the API key in ANTHROPIC_API_KEY was refused (HTTP {status}): check its "
+        f"value; then re-run the errored cells with `evalwh run {cfg} --retry-errors "
+        f"{result.run_id}`"
+    )
+    # `evalwh show` says the same, from the stored errors
+    shown = evalwh.open_warehouse(tmp_path / "out" / "warehouse.duckdb").show(result.run_id)
+    assert shown["next"] == result.next
+
+
+def test_a_run_failed_by_server_errors_keeps_the_retry_hint(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    server.default = error(500, "internal error")
+    block = (
+        f"  - {{id: m, provider: openai-compatible, model: local, "
+        f"base_url: '{server.openai_url}', price: 0, max_retries: 0}}"
+    )
+    cfg = eval_for(tmp_path, block, 2)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    assert result.next == (
+        "failed: once the endpoint is back, re-run the errored cells with "
+        f"`evalwh run {cfg} --retry-errors {result.run_id}`"
+    )
+    passed = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "ok", fake=True)
+    assert passed.exit_code == 0 and passed.next is None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from evalwh import api
 from tests.builders import eval_for
 from tests.conftest import run_cli
@@ -27,7 +29,11 @@ def test_prices_show_the_dated_table_and_a_configs_prices(quickstart: Path) -> N
     assert "estimate: 48 call(s)" in done.stdout and "mock-small" in done.stdout
 
 
-def test_prices_for_a_config_over_its_cap_still_shows_the_estimate(tmp_path: Path) -> None:
+def test_prices_for_a_config_over_its_cap_still_shows_the_estimate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ... and without its key: a question about prices, not a run (which would refuse both)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     block = "  - {id: m, provider: openai, model: gpt-4o, params: {max_tokens: 1000}}"
     cfg = eval_for(tmp_path, block, 300)  # ~ $3, over the default cap: a run would refuse
     mine = api.prices(cfg)["for"]

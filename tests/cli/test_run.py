@@ -1,6 +1,6 @@
 """`evalwh run` and `evalwh validate` end to end through the real command in subprocesses:
-the matrix it prints, the store it writes, --json, --dry-run, the gate's exit code, and the
-default config."""
+the matrix it prints, the store it writes, --json, --dry-run, the gate's exit code, the
+default config, and the API keys checked before anything is called."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import duckdb
 import polars as pl
 
 import evalwh
+from tests.builders import needs_anthropic_key
 from tests.conftest import run_cli
+from tests.fakes.servers import FakeLLMServer, error
 
 
 def test_quickstart_end_to_end(quickstart: Path, tmp_path: Path) -> None:
@@ -92,3 +94,45 @@ def test_run_with_an_unknown_baseline_is_a_usage_error(quickstart: Path, tmp_pat
     assert len(evalwh.open_warehouse(out / "warehouse.duckdb").runs()) == 1  # nothing ran
     no_pin = run_cli("show", "baseline", "-o", str(out))
     assert no_pin.returncode == 2 and "no baseline is pinned yet" in no_pin.stderr
+
+
+def test_validate_and_dry_run_exit_2_naming_the_key_and_pass_with_fake(tmp_path: Path) -> None:
+    path = needs_anthropic_key(tmp_path)
+    env = {"ANTHROPIC_API_KEY": ""}  # an empty value counts as unset
+    for command in (["validate"], ["run", "--dry-run"], ["run"]):
+        done = run_cli(*command, str(path), cwd=tmp_path, env=env)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert f"{path}:2:5 models[0]: claude (anthropic) needs ANTHROPIC_API_KEY" in done.stderr
+        assert "fix: set it in the environment" in done.stderr
+    faked = run_cli("validate", str(path), "--fake", cwd=tmp_path, env=env)
+    assert faked.returncode == 0, faked.stderr
+    assert "valid" in faked.stdout
+    # --json: the error as data, each model with its variable and place
+    as_json = run_cli("--json", "validate", str(path), cwd=tmp_path, env=env)
+    assert as_json.returncode == 2
+    missing = json.loads(as_json.stdout)["missing"]
+    assert [(m["model"], m["names"], m["line"]) for m in missing] == [
+        ("claude", ["ANTHROPIC_API_KEY"], 2)
+    ]
+
+
+def test_a_failed_run_prints_the_cause_its_errors_name(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    server.default = error(401, "invalid x-api-key", error_type="authentication_error")
+    path = needs_anthropic_key(tmp_path)
+    path.write_text(
+        path.read_text().replace(
+            "claude-sonnet-4-5}", f"claude-sonnet-4-5, base_url: '{server.url}'}}"
+        )
+    )
+    env = {"ANTHROPIC_API_KEY": "sk-test-a-key-the-server-refuses"}
+    done = run_cli("run", str(path), cwd=tmp_path, env=env)
+    assert done.returncode == 3, done.stderr
+    said = " ".join(done.stderr.split())  # a long line wraps
+    assert "error: the run failed: too many requests errored (1 of 1 cells" in said
+    assert (
+        "failed: the API key in ANTHROPIC_API_KEY was refused (HTTP 401): check its value; then "
+        f"re-run the errored cells with `evalwh run {path} --retry-errors " in said
+    )
+    assert "once the endpoint is back" not in said

@@ -243,7 +243,10 @@ def test_run_cap_order(
     assert run_cap(explicit, setting, paid=paid) == expected
 
 
-def test_paid_run_over_the_default_cap_exits_4_naming_the_flag(tmp_path: Path) -> None:
+def test_paid_run_over_the_default_cap_exits_4_naming_the_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")  # the keys are checked before the cost
     # gpt-4o at $10/M output x 1000 max tokens x 201 calls ~ $2.01 > $2.00
     block = "  - {id: m, provider: openai, model: gpt-4o, params: {max_tokens: 1000}}"
     cfg = eval_for(tmp_path, block, 201)
@@ -291,8 +294,9 @@ def test_default_cap_boundary_is_inclusive() -> None:
 
 
 def test_max_cost_refuses_with_exit_4_and_writes_nothing(
-    tmp_path: Path, server: FakeLLMServer
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")  # the keys are checked before the cost
     block = f"  - {{id: m, provider: openai, model: gpt-4o, base_url: '{server.openai_url}', params: {{max_tokens: 1000}}}}"
     cfg = eval_for(tmp_path, block, 100)
     with pytest.raises(CostRefusedError, match="exceeds the maximum"):

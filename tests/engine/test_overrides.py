@@ -58,7 +58,11 @@ def test_without_fake_the_same_config_needs_its_keys(tmp_path: Path) -> None:
     cfg = eval_for(tmp_path, PAID, 1)
     env = {"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
     done = run_cli("run", str(cfg), cwd=tmp_path, env=env)
-    assert done.returncode == 3 and "ANTHROPIC_API_KEY is not set" in done.stdout
+    # refused before the run (exit 2, nothing written), not a run of auth errors (exit 3)
+    assert done.returncode == 2, done.stderr
+    assert "big (anthropic) needs ANTHROPIC_API_KEY" in done.stderr
+    assert "small (openai) needs OPENAI_API_KEY" in done.stderr
+    assert not (tmp_path / ".evalwh").exists()
     fake = run_cli("run", str(cfg), "--fake", cwd=tmp_path, env=env)
     assert fake.returncode == 0, fake.stderr
     assert "errors 0/2" in fake.stdout
@@ -209,7 +213,7 @@ def test_fake_run_stores_a_snapshot_saying_each_model_was_mocked(tmp_path: Path)
 
 
 def test_a_faked_model_keeps_its_own_price_and_gets_a_short_timeout_and_no_retries(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`--fake`: a model's own ``price:`` beats the shipped table (the estimate is that of
     the real run); the shipped price fills in when none is given; the mock answers at once,
@@ -225,6 +229,8 @@ def test_a_faked_model_keeps_its_own_price_and_gets_a_short_timeout_and_no_retri
     assert (config.models[0].timeout_s, config.models[0].max_retries) == (45.0, 6)
     # the estimate of the fake dry run prices `big` by its own price, not the table's
     plan = evalwh.validate(tmp_path / "eval.yaml", fake=True)
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):  # the real one checks its keys
+        monkeypatch.setenv(name, "test-key-never-sent")
     real = evalwh.validate(tmp_path / "eval.yaml")
     cost = {r["model"]: r["cost_usd"] for r in plan.estimate["by_model"]}
     assert cost == {r["model"]: r["cost_usd"] for r in real.estimate["by_model"]}

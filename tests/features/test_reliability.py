@@ -24,7 +24,7 @@ import pytest
 
 import evalwh
 from evalwh.engine.limits import DEAD_ENDPOINT_AFTER, MAX_RETRY_AFTER_S
-from tests.builders import case_of, eval_for
+from tests.builders import case_of, closed_port, eval_for
 from tests.conftest import run_cli, write
 from tests.fakes.servers import (
     FakeLLMServer,
@@ -318,9 +318,7 @@ def test_a_folder_where_the_warehouse_file_should_be_is_a_clear_error(tmp_path: 
 # -- 5. outages fail the run, fast ----------------------------------------------------------
 def test_a_closed_port_fails_the_run_fast_with_exit_3(tmp_path: Path) -> None:
     """Bug: 200 of 200 requests failing ended `completed`, exit 0, after ~20 s of retries."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed once the block ends: connection refused
+    port = closed_port()
     block = (
         f"  - {{id: m, provider: openai-compatible, model: local, "
         f"base_url: 'http://127.0.0.1:{port}/v1', price: 0, max_retries: 3}}"
@@ -338,6 +336,13 @@ def test_a_closed_port_fails_the_run_fast_with_exit_3(tmp_path: Path) -> None:
     assert sum(grouped.values()) == 60
     assert "the run failed" in done.stderr
     assert _runs(tmp_path)[0]["status"] == "failed"
+    # the next step names the endpoint (the refused requests and the cells declared
+    # unreachable after them: one cause), then the command that asks the cells again
+    assert data["next"] == (
+        f"failed: nothing answered at http://127.0.0.1:{port}/v1/chat/completions: start the "
+        "server there or correct the model's base_url; then re-run the errored cells with "
+        f"`evalwh run {cfg} --retry-errors {data['run_id']}`"
+    )
 
 
 def test_max_error_rate_fails_a_partly_broken_run(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """What an agent gets back over real runs of the examples, without a server: the run summary
 (the matrix, no outputs), the cost caps, paging, drill-down, compare and query, a rendered
-prompt, and a judge run's calibration flags (evalwh/mcp/briefs.py through the tools)."""
+prompt, a judge run's calibration flags and a failed run's cause (evalwh/mcp/briefs.py
+through the tools)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from evalwh.engine.budget import CostCapError
 from evalwh.errors import UsageError
 from evalwh.mcp import briefs, tools
 from evalwh.mcp.agent import Agent
+from tests.builders import needs_anthropic_key
+from tests.fakes.servers import FakeLLMServer, error
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,3 +131,23 @@ def test_judge_runs_carry_the_calibration_flags(isolated):
     assert summary["headline_eligible"] is False and summary["flags"] == brief["flags"]
     flags = briefs.judging_for(agent.view(), brief["run_id"])
     assert flags is not None and flags["headline_eligible"] is False
+
+
+def test_a_failed_run_says_its_cause_first(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-a-key-the-server-refuses")
+    server.default = error(401, "invalid x-api-key", error_type="authentication_error")
+    root = tmp_path / "root"
+    path = needs_anthropic_key(root)
+    path.write_text(
+        path.read_text().replace(
+            "claude-sonnet-4-5}", f"claude-sonnet-4-5, base_url: '{server.url}'}}"
+        )
+    )
+    agent = Agent(root=root, output_dir=root / ".evalwh", env={}, cwd=root)
+    brief = tools.run_eval(agent, "eval.yaml")
+    cause = "failed: the API key in ANTHROPIC_API_KEY was refused (HTTP 401): check its value"
+    assert brief["status"] == "failed" and brief["next"][0].startswith(cause)
+    shown = tools.get_run(agent, brief["run_id"])
+    assert shown["next"][0] == brief["next"][0]

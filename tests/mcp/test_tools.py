@@ -11,6 +11,7 @@ import pytest
 from evalwh.errors import UsageError
 from evalwh.mcp import tools
 from evalwh.mcp.agent import Agent
+from tests.builders import needs_anthropic_key
 
 
 def test_the_mcp_tool_writes_the_page_inside_the_root_only(hostile: dict[str, Any]) -> None:
@@ -47,3 +48,32 @@ def test_progress_of_a_run_of_unknown_size() -> None:
     assert due == [1, 1000, 2000, 3000]  # not one notification per cell
     known = ProgressThrottle(steps=4)
     assert [n for n in range(1, 9) if known.due(n, 8)] == [1, 2, 4, 6, 8]
+
+
+def test_run_eval_refuses_a_model_without_its_key_as_data_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from evalwh.mcp.server import answer
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    root = tmp_path / "root"
+    root.mkdir()
+    needs_anthropic_key(root)
+    agent = Agent(root=root, output_dir=root / ".evalwh", cwd=root)
+    result = answer(lambda: tools.run_eval(agent, "eval.yaml"))
+    assert result.is_error
+    data = json.loads(result.content[0].text)
+    assert data["error"] == "ConfigError" and "needs ANTHROPIC_API_KEY" in data["message"]
+    assert data["missing"] == [
+        {
+            "model": "claude",
+            "provider": "anthropic",
+            "names": ["ANTHROPIC_API_KEY"],
+            "where": "models[0]",
+            "line": 2,
+            "column": 5,
+        }
+    ]
+    assert not (root / ".evalwh").exists()  # nothing was written

@@ -21,7 +21,6 @@ import importlib.util
 import ipaddress
 import json
 import math
-import socket
 import ssl
 import sys
 import threading
@@ -50,8 +49,10 @@ from evalwh.providers.http import (
     HttpProvider,
     excerpt,
     parse_retry_after,
+    shown_url,
 )
 from evalwh.providers.openai import OpenAICompatibleProvider
+from tests.builders import closed_port
 from tests.fakes.servers import (
     FakeLLMServer,
     Faults,
@@ -164,14 +165,6 @@ def compatible(base_url: str) -> OpenAICompatibleProvider:
     return OpenAICompatibleProvider(
         ModelSpec(id="m", provider="openai-compatible", model="x", options={"base_url": base_url})
     )
-
-
-def closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 # ---- checks of a base_url or headers entry ----------------------------------------------------
@@ -534,8 +527,12 @@ def test_truncated_body(server: FakeLLMServer) -> None:
 
 
 def test_connection_refused() -> None:
-    err = failure(make("openai-compatible", f"http://127.0.0.1:{closed_port()}/v1"))
+    port = closed_port()
+    err = failure(make("openai-compatible", f"http://127.0.0.1:{port}/v1"))
     assert err.retryable and err.kind == "connection"
+    # the URL nothing answered at is named (without a user or password it may hold)
+    assert f"cannot connect to http://127.0.0.1:{port}/v1/chat/completions (" in str(err)
+    assert shown_url("https://me:pa55word@[::1]:8443/v1/x?k=v") == "https://[::1]:8443/v1/x"
 
 
 def test_read_timeout(server: FakeLLMServer) -> None:
@@ -692,8 +689,8 @@ def answering(status: int, **body: Any) -> Callable[[httpx.Request], httpx.Respo
     [
         (httpx.ReadTimeout("slow"), "request timed out after 60s (ReadTimeout)", True, "timeout"),
         (
-            httpx.ConnectError("refused"),
-            "connection failed (ConnectError: refused)",
+            httpx.ConnectError("refused"),  # the URL, for the failed run's hint
+            "cannot connect to http://127.0.0.1:9/v1/chat/completions (ConnectError: refused)",
             True,
             "connection",
         ),

@@ -9,7 +9,6 @@ so error kinds, retries and the dead-endpoint rule do not depend on what is inst
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 
 import httpx
@@ -19,6 +18,7 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.providers import create
 from evalwh.providers import http_aiohttp as aio
 from evalwh.providers.base import ProviderError, Request
+from tests.builders import closed_port
 from tests.fakes.servers import FakeLLMServer, drop, reply, truncated
 
 pytest.importorskip("httpx_aiohttp")
@@ -52,17 +52,11 @@ def test_the_switch_chooses_the_transport(transport: str) -> None:
     assert (module == "evalwh.providers.http_aiohttp") is (transport == "aiohttp")
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_a_refused_connection_is_a_connect_error_on_both(transport: str) -> None:
     """Bug: httpx-aiohttp reports a refused connection as ConnectTimeout, which would make
     it a `timeout` and hide a dead endpoint from the dead-endpoint rule."""
     with pytest.raises(ProviderError) as caught:
-        asyncio.run(_complete(f"http://127.0.0.1:{_closed_port()}/v1"))
+        asyncio.run(_complete(f"http://127.0.0.1:{closed_port()}/v1"))
     assert caught.value.kind == "connection" and caught.value.retryable
     assert "ConnectError" in str(caught.value)
 
