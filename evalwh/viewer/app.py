@@ -23,6 +23,7 @@ from evalwh.errors import EvalwhError, RunNotFoundError, UsageError
 from evalwh.reports.html import COMPARE_PARTS, cases_data, criteria_data, slices_data
 from evalwh.reports.html import TEMPLATES as REPORT_TEMPLATES
 from evalwh.viewer import pages
+from evalwh.viewer.limits import BodyLimit, Limits
 from evalwh.viewer.security import HEADER, Guard
 
 if TYPE_CHECKING:
@@ -51,7 +52,6 @@ SECTIONS: dict[str, Callable[[Any, str], dict[str, Any]]] = {
     "cases": lambda store, run_id: cases_data(store, run_id, max_rows=VIEW_ROWS),
 }
 VIEW_ROWS = 1000  # case rows a run page lists (failures first); the page counts the rest
-MAX_BODY = 64_000  # bytes of a write request
 
 
 @cache
@@ -94,10 +94,8 @@ def page(request: Request, as_json: bool, template: str, data: Any, **context: A
 
 
 async def _form(request: Request) -> dict[str, str]:
-    """A write's fields, from JSON or a urlencoded form (bounded)."""
+    """A write's fields, from JSON or a urlencoded form (bounded by :class:`BodyLimit`)."""
     body = await request.body()
-    if len(body) > MAX_BODY:
-        raise UsageError(f"the request body is over {MAX_BODY} bytes")
     if request.headers.get("content-type", "").startswith("application/json"):
         try:
             data = json.loads(body or b"{}")
@@ -109,10 +107,17 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
 
 
-def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") -> FastAPI:
+def create_app(
+    view: WarehouseView,
+    guard: Guard,
+    *,
+    labeller: str = "unknown",
+    limits: Limits | None = None,
+) -> FastAPI:
     """The viewer over ``view``'s warehouse; ``labeller`` names who labels when the page
     does not say."""
     store = view.store
+    limits = limits or Limits()
     app = FastAPI(title="evalwh", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.middleware("http")
@@ -153,6 +158,9 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
         response.headers["X-Frame-Options"] = "DENY"
         response.headers.setdefault("Cache-Control", "no-store")
         return response
+
+    # added last, so outermost: a body over the limit is refused before the guard's checks
+    app.add_middleware(BodyLimit, max_body=limits.max_body)
 
     @app.exception_handler(EvalwhError)
     async def clear_error(request: Request, exc: EvalwhError) -> Response:
