@@ -24,6 +24,7 @@ from evalwh.reports.html import COMPARE_PARTS, cases_data, criteria_data, slices
 from evalwh.reports.html import TEMPLATES as REPORT_TEMPLATES
 from evalwh.viewer import pages
 from evalwh.viewer.limits import BodyLimit, Limits
+from evalwh.viewer.live import RETRY_AFTER_S, Hub, warehouse_poll
 from evalwh.viewer.security import HEADER, Guard
 
 if TYPE_CHECKING:
@@ -113,11 +114,13 @@ def create_app(
     *,
     labeller: str = "unknown",
     limits: Limits | None = None,
+    hub: Hub | None = None,
 ) -> FastAPI:
     """The viewer over ``view``'s warehouse; ``labeller`` names who labels when the page
-    does not say."""
+    does not say; ``hub`` feeds the live tail (a test gives one with its own poll)."""
     store = view.store
     limits = limits or Limits()
+    hub = hub or Hub(warehouse_poll(store), per_run=limits.sse_per_run)
     app = FastAPI(title="evalwh", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.middleware("http")
@@ -266,12 +269,19 @@ def create_app(
             return json_response(pages.progress(store, resolve(ref)))
 
     @app.get("/runs/{ref}/events")
-    def run_events(request: Request, ref: str) -> Response:
-        from evalwh.viewer.live import tail
+    async def run_events(request: Request, ref: str) -> Response:
+        import anyio
 
-        run_id = resolve(ref)
+        run_id = await anyio.to_thread.run_sync(resolve, ref)
+        subscriber = hub.subscribe(run_id)
+        if subscriber is None:
+            return Response(
+                f"this run has {hub.per_run} live-tail subscribers already: retry later",
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
         return StreamingResponse(
-            tail(store, run_id, request.is_disconnected),
+            hub.stream(run_id, subscriber),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )

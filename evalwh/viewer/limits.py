@@ -17,6 +17,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalwh.viewer.live import PER_RUN
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
@@ -52,7 +54,7 @@ class Limits:
     keep_alive_s: int = 5  # an idle connection between two requests
     max_header_bytes: int = 16 * 1024  # the request line and headers together
     max_connections: int | None = None  # None: connection_cap()
-    sse_per_run: int = 20  # live-tail subscribers of one run (one shared poll feeds them)
+    sse_per_run: int = PER_RUN  # live-tail subscribers of one run (one shared poll feeds them)
 
     @property
     def connections(self) -> int:

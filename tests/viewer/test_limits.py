@@ -130,3 +130,50 @@ def test_the_connection_cap_stays_below_the_descriptor_limit() -> None:
 
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert Limits().connections < soft
+
+
+# -- the live tail ------------------------------------------------------------------------------
+def test_many_live_tail_clients_share_one_poll_and_one_more_gets_503(wh: dict[str, Any]) -> None:
+    """A run's subscribers (up to the cap) are fed by one poll per tick; the next is refused
+    with 503 and Retry-After. The poll is counted; no time is measured."""
+    import threading
+    from contextlib import ExitStack
+
+    import httpx
+
+    from evalwh.viewer.live import Hub
+
+    ticks, cap = 4, Limits().sse_per_run
+    polls: list[Any] = []
+    joined = threading.Event()  # the second poll waits until every subscriber is in
+
+    def poll(run_id: str, after: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        polls.append(after)
+        if len(polls) == 2:
+            joined.wait(timeout=120)
+        n = len(polls)
+        return {"live": n < ticks, "n": n}, [{"created_at": n, "case_id": f"q{n}"}]
+
+    hub = Hub(poll, per_run=cap, poll_s=0.01)
+    app = create_app(wh["view"], Guard("127.0.0.1", 8000, TOKEN), limits=Limits(), hub=hub)
+    url = f"/runs/{wh['a']}/events"
+    try:
+        with uvicorn_serving(app, Limits()) as (host, port), ExitStack() as stack:
+            client = stack.enter_context(
+                httpx.Client(base_url=f"http://{host}:{port}", timeout=120)
+            )
+            streams = [stack.enter_context(client.stream("GET", url)) for _ in range(cap)]
+            assert all(s.status_code == 200 for s in streams)
+            over = client.get(url)
+            assert over.status_code == 503 and int(over.headers["retry-after"]) > 0
+            joined.set()
+            seen = [[line for line in s.iter_lines() if line.startswith("data: ")] for s in streams]
+    finally:
+        joined.set()
+    assert len(polls) == ticks  # one poll per tick, not one per subscriber
+    assert polls[1:] == [1, 2, 3]  # each poll asks for the rows after the last one seen
+    for lines in seen:  # every subscriber saw every tick once, the run's end last
+        progress = [line for line in lines if line.startswith('data: {"live"')]
+        assert progress == [
+            f'data: {{"live":{str(n < ticks).lower()},"n":{n}}}' for n in (1, 2, 3, 4)
+        ]
