@@ -163,7 +163,7 @@ def create_app(
         return response
 
     # added last, so outermost: a body over the limit is refused before the guard's checks
-    app.add_middleware(BodyLimit, max_body=limits.max_body)
+    app.add_middleware(BodyLimit, max_body=limits.max_body, timeout_s=limits.body_timeout_s)
 
     @app.exception_handler(EvalwhError)
     async def clear_error(request: Request, exc: EvalwhError) -> Response:

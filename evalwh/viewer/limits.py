@@ -2,7 +2,8 @@
 
 - **Request bodies** are refused with 413 past :attr:`Limits.max_body` bytes, from
   ``Content-Length`` before a byte is read, and while a body without one streams in
-  (:class:`BodyLimit`, outside every other check: a body without the token is cut too).
+  (:class:`BodyLimit`, outside every other check: a body without the token is cut too);
+  the whole body must arrive within :attr:`Limits.body_timeout_s` (else 408).
 - **Headers** must be complete within :attr:`Limits.header_timeout_s` of the connection
   opening or of the previous response's end, else the connection gets 408 and is closed.
   uvicorn's h11 protocol has no such timeout (its keep-alive timeout stops at the first byte
@@ -50,6 +51,7 @@ class Limits:
     """The viewer's limits; the defaults are `evalwh serve`'s."""
 
     max_body: int = MAX_BODY
+    body_timeout_s: float = 30.0  # the whole body, from the end of the headers
     header_timeout_s: float = 10.0  # the request line and headers, from connect or last response
     keep_alive_s: int = 5  # an idle connection between two requests
     max_header_bytes: int = 16 * 1024  # the request line and headers together
@@ -70,14 +72,18 @@ def _plain(status: int, text: str) -> bytes:
 
 
 class BodyLimit:
-    """Refuse a request body over ``max_body`` bytes with 413 before the app sees it; a body
-    within the limit is read (at most ``max_body`` bytes held) and handed on whole."""
+    """Refuse a request body over ``max_body`` bytes with 413 before the app sees it, and one
+    slower than ``timeout_s`` with 408; a body within both is read (at most ``max_body``
+    bytes held) and handed on whole."""
 
-    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY) -> None:
+    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY, timeout_s: float = 30.0) -> None:
         self.app = app
         self.max_body = max_body
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        import anyio
+
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -87,19 +93,23 @@ class BodyLimit:
             await self.app(scope, receive, send)  # no body
             return
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await self._refuse(send)
+            await self._refuse(413, f"the request body is over {self.max_body} bytes", send)
             return
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            body += message.get("body", b"")
-            if len(body) > self.max_body:
-                await self._refuse(send)
-                return
-            if not message.get("more_body", False):
-                break
+        with anyio.move_on_after(self.timeout_s) as slow:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return  # the client went away
+                body += message.get("body", b"")
+                if len(body) > self.max_body:
+                    await self._refuse(413, f"the request body is over {self.max_body} bytes", send)
+                    return
+                if not message.get("more_body", False):
+                    break
+        if slow.cancelled_caught:
+            await self._refuse(408, f"the request body took over {self.timeout_s:g} s", send)
+            return
         whole: list[Message] = [{"type": "http.request", "body": bytes(body), "more_body": False}]
 
         async def replay() -> Message:
@@ -107,12 +117,12 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
-        text = f"the request body is over {self.max_body} bytes".encode()
+    async def _refuse(self, status: int, message: str, send: Send) -> None:
+        text = message.encode()
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": status,
                 "headers": [
                     (b"content-type", b"text/plain; charset=utf-8"),
                     (b"content-length", str(len(text)).encode()),

@@ -78,6 +78,16 @@ def test_a_declared_400_mb_body_is_refused_before_a_byte_is_read(wh: dict[str, A
     assert app.read == 0
 
 
+def test_a_body_sent_a_byte_at_a_time_is_cut_at_the_body_timeout(wh: dict[str, Any]) -> None:
+    limits = Limits(body_timeout_s=0.2)
+    with uvicorn_serving(viewer(wh, limits), limits) as address, connect(address) as sock:
+        origin = "Origin: http://127.0.0.1:8000"  # the Host head() sends: a write that passes
+        writer = head("/baselines/pin", "Content-Length: 100", f"X-Evalwh-Token: {TOKEN}", origin)
+        sock.sendall(writer + b"{")  # and nothing more
+        answer = read_all(sock)  # returns only once the server closes
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+
+
 def test_a_body_within_the_limit_still_writes(wh: dict[str, Any]) -> None:
     import httpx
 
