@@ -137,14 +137,16 @@ def protocol(limits: Limits) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with a header timeout and a connection cap."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
+    cap = limits.connections  # read the descriptor limit once
+
     class Guarded(H11Protocol):
         header_timer: asyncio.TimerHandle | None = None
         timed: object = None  # the cycle (request) whose headers the timer waits for
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if len(self.connections) > limits.connections:
-                self.logger.warning("over %d connections: 503", limits.connections)
+            if len(self.connections) > cap:
+                self.logger.warning("over %d connections: 503", cap)
                 transport.write(_plain(503, "Service Unavailable"))
                 transport.close()
                 return
