@@ -23,6 +23,8 @@ from evalwh.errors import EvalwhError, RunNotFoundError, UsageError
 from evalwh.reports.html import COMPARE_PARTS, cases_data, criteria_data, slices_data
 from evalwh.reports.html import TEMPLATES as REPORT_TEMPLATES
 from evalwh.viewer import pages
+from evalwh.viewer.limits import BodyLimit, Limits
+from evalwh.viewer.live import RETRY_AFTER_S, Hub, warehouse_poll
 from evalwh.viewer.security import HEADER, Guard
 
 if TYPE_CHECKING:
@@ -51,7 +53,6 @@ SECTIONS: dict[str, Callable[[Any, str], dict[str, Any]]] = {
     "cases": lambda store, run_id: cases_data(store, run_id, max_rows=VIEW_ROWS),
 }
 VIEW_ROWS = 1000  # case rows a run page lists (failures first); the page counts the rest
-MAX_BODY = 64_000  # bytes of a write request
 
 
 @cache
@@ -94,10 +95,8 @@ def page(request: Request, as_json: bool, template: str, data: Any, **context: A
 
 
 async def _form(request: Request) -> dict[str, str]:
-    """A write's fields, from JSON or a urlencoded form (bounded)."""
+    """A write's fields, from JSON or a urlencoded form (bounded by :class:`BodyLimit`)."""
     body = await request.body()
-    if len(body) > MAX_BODY:
-        raise UsageError(f"the request body is over {MAX_BODY} bytes")
     if request.headers.get("content-type", "").startswith("application/json"):
         try:
             data = json.loads(body or b"{}")
@@ -109,10 +108,19 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
 
 
-def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") -> FastAPI:
+def create_app(
+    view: WarehouseView,
+    guard: Guard,
+    *,
+    labeller: str = "unknown",
+    limits: Limits | None = None,
+    hub: Hub | None = None,
+) -> FastAPI:
     """The viewer over ``view``'s warehouse; ``labeller`` names who labels when the page
-    does not say."""
+    does not say; ``hub`` feeds the live tail (a test gives one with its own poll)."""
     store = view.store
+    limits = limits or Limits()
+    hub = hub or Hub(warehouse_poll(store), per_run=limits.sse_per_run)
     app = FastAPI(title="evalwh", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.middleware("http")
@@ -153,6 +161,9 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
         response.headers["X-Frame-Options"] = "DENY"
         response.headers.setdefault("Cache-Control", "no-store")
         return response
+
+    # added last, so outermost: a body over the limit is refused before the guard's checks
+    app.add_middleware(BodyLimit, max_body=limits.max_body, timeout_s=limits.body_timeout_s)
 
     @app.exception_handler(EvalwhError)
     async def clear_error(request: Request, exc: EvalwhError) -> Response:
@@ -258,12 +269,19 @@ def create_app(view: WarehouseView, guard: Guard, *, labeller: str = "unknown") 
             return json_response(pages.progress(store, resolve(ref)))
 
     @app.get("/runs/{ref}/events")
-    def run_events(request: Request, ref: str) -> Response:
-        from evalwh.viewer.live import tail
+    async def run_events(request: Request, ref: str) -> Response:
+        import anyio
 
-        run_id = resolve(ref)
+        run_id = await anyio.to_thread.run_sync(resolve, ref)
+        subscriber = hub.subscribe(run_id)
+        if subscriber is None:
+            return Response(
+                f"this run has {hub.per_run} live-tail subscribers already: retry later",
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
         return StreamingResponse(
-            tail(store, run_id, request.is_disconnected),
+            hub.stream(run_id, subscriber),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )

@@ -12,6 +12,7 @@ import threading
 import webbrowser
 from typing import TYPE_CHECKING
 
+from evalwh.viewer.limits import Limits, uvicorn_config
 from evalwh.viewer.security import Guard, is_loopback, new_token
 
 if TYPE_CHECKING:
@@ -31,14 +32,15 @@ def serve(
     token: str | None = None,
     open_browser: bool = False,
 ) -> None:
-    """Serve ``view``'s warehouse until interrupted."""
+    """Serve ``view``'s warehouse until interrupted, within :class:`Limits`' defaults."""
     import uvicorn
 
     from evalwh.reports.labels import local_user
     from evalwh.viewer.app import create_app
 
     guard = Guard(host, port, token or new_token())
-    app = create_app(view, guard, labeller=local_user())
+    limits = Limits()
+    app = create_app(view, guard, labeller=local_user(), limits=limits)
     url = url_of(host, port, guard.token)
     where = (
         "this machine only" if is_loopback(host) else "the network: every request needs the token"
@@ -46,4 +48,4 @@ def serve(
     print(f"evalwh serve: {view.path} on {where}\n  {url}", file=sys.stderr, flush=True)
     if open_browser:
         threading.Timer(1.0, webbrowser.open, [url]).start()
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.Server(uvicorn_config(app, host, port, limits)).run()

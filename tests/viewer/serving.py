@@ -128,3 +128,36 @@ def client(view: Any, host: str = "127.0.0.1", *, token: bool = True) -> Any:
 
 def post(c: Any, url: str, data: dict[str, Any], **headers: str) -> Any:
     return c.post(url, json=data, headers={"Origin": ORIGIN, **headers})
+
+
+@contextmanager
+def uvicorn_serving(app: Any, limits: Any) -> Iterator[tuple[str, int]]:
+    """``app`` under uvicorn in a thread, with the config `evalwh serve` builds
+    (``limits.uvicorn_config``), on a free loopback port until the block ends."""
+    import threading
+
+    import uvicorn
+
+    from evalwh.viewer.limits import uvicorn_config
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, limits))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:  # pytest-timeout bounds a hang
+            if not thread.is_alive():
+                raise AssertionError("the server did not start")
+            time.sleep(0.01)
+        yield "127.0.0.1", port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """What the server sends until it closes the connection (the socket's timeout bounds it)."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data

@@ -60,3 +60,34 @@ def test_a_running_runs_rows_arrive_by_events_before_it_ends(tmp_path: Path) -> 
                 run.kill()
     assert seen_rows_while_running > 0, "no row arrived while the run was running"
     assert last["status"] == "completed" and last["n"] == last["n_planned"] == 48
+
+
+# -- the shared feed ----------------------------------------------------------------------------
+def test_a_reader_that_never_reads_is_dropped_and_the_poll_stops_with_the_last_one() -> None:
+    """A subscriber that falls BACKLOG events behind is dropped instead of holding memory;
+    once no subscriber is left the run's poll stops (counted ticks, no clock)."""
+    import asyncio
+
+    from evalwh.viewer.live import BACKLOG, Hub
+
+    polls: list[Any] = []
+
+    def poll(run_id: str, after: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        polls.append(after)
+        return {"live": True, "n": len(polls)}, []
+
+    async def tick(_: float) -> None:
+        await asyncio.sleep(0)
+
+    async def main() -> tuple[bool, bool]:
+        hub = Hub(poll, sleep=tick)
+        stalled = hub.subscribe("r")
+        assert stalled is not None
+        task = hub.feeds["r"].task
+        assert task is not None
+        await task  # it ends once its only subscriber is dropped
+        return stalled.closed, "r" in hub.feeds
+
+    closed, still_fed = asyncio.run(main())
+    assert closed and not still_fed
+    assert len(polls) == BACKLOG + 1  # the poll that overflowed it was the last
