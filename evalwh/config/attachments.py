@@ -244,6 +244,9 @@ HEAD_BYTES = 64 * 1024  # enough for every header the sniffer and the size reade
 def load(path: Path, name: str, *, file: str | None = None, where: str | None = None) -> Attachment:
     """The attachment at ``path`` under ``name``: hashed and typed on first use, then
     remembered (same path, size and modification time) for the rest of the process."""
+    from evalwh.config.confinement import readable
+
+    path = readable(path, where or name)
     try:
         stat = path.stat()
         key = (str(path), stat.st_size, stat.st_mtime_ns)

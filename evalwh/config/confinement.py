@@ -18,6 +18,8 @@ of prompt files, exec checks of case files). :func:`load_confined` does both and
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,6 +91,33 @@ def in_folder(path: Path, folder: Path, *, file: str | None, where: str | None) 
             fix="copy the file into the folder instead of linking it, or point the config "
             "at the folder the link leads to",
         )
+    return real
+
+
+_BOUNDARY: ContextVar[tuple[Path, Path] | None] = ContextVar("evalwh_mcp_root", default=None)
+
+
+@contextmanager
+def confined_to(root: Path, config: Path) -> Iterator[None]:
+    """Within it, every file read for ``config`` (:func:`readable`) must resolve inside
+    ``root``, whichever key named it: the MCP root as a hard boundary behind the check of
+    the keys a config is known to name (:func:`raw_violations`)."""
+    token = _BOUNDARY.set((root.resolve(), config))
+    try:
+        yield
+    finally:
+        _BOUNDARY.reset(token)
+
+
+def readable(path: Path, key: str) -> Path:
+    """The real path of a file about to be read for a config (``key`` names where); inside
+    :func:`confined_to`, a ConfinementError when it resolves outside the root, unopened."""
+    real = real_path(path)
+    bound = _BOUNDARY.get()
+    if bound is not None and not inside(real, bound[0]):
+        root, config = bound
+        why = f"resolves to {real}, outside the root {root}"
+        raise ConfinementError(config, [Violation(key, str(path), why)])
     return real
 
 
@@ -294,7 +323,8 @@ def load_confined(path: Path, root: Path, *, allow_code: bool) -> EvalConfig:
         raise ConfigError(
             "the config must be a YAML mapping", file=str(path), fix="start with `models:`"
         )
-    config = build_config(data, path, node)
+    with confined_to(root, path):
+        config = build_config(data, path, node)
     found = violations(config, root, allow_code=allow_code)
     if found:
         raise ConfinementError(path, found)

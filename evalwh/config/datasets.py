@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.config.attachments import Attachment
-from evalwh.config.confinement import in_folder, real_path
+from evalwh.config.confinement import in_folder, readable
 from evalwh.config.model import Case, SourceSpec
 from evalwh.datasources.jsonl import parse_line
 from evalwh.errors import ConfigError
@@ -252,7 +252,7 @@ def load_file_source(
     """The cases of a file entry; ``quiet`` (a no-look config): errors quote no value."""
     from evalwh.config.attachments import split_file_columns
 
-    path = real_path(root / spec["file"])
+    path = readable(root / spec["file"], f"{where}.file")
     if path.is_dir():
         return _load_folder(spec, path, where, config_file, quiet=quiet)
     fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())

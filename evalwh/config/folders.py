@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.config.attachments import load
-from evalwh.config.confinement import in_folder, real_path
+from evalwh.config.confinement import in_folder, readable
 from evalwh.config.model import Case
 from evalwh.errors import ConfigError
 
 
 def directory_cases(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
     """The cases of a ``{dir: ..., glob: ..., as: ..., limit: ...}`` source (see above)."""
-    folder = real_path(root / spec["dir"])
+    folder = readable(root / spec["dir"], f"{where}.dir")
     if not folder.is_dir():
         raise ConfigError(
             f"case folder not found: {folder}",

@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalwh.config.confinement import in_folder, real_path
+from evalwh.config.confinement import in_folder, readable
 from evalwh.datasources.sql import _page_size
 from evalwh.errors import ConfigError
 
@@ -98,7 +98,7 @@ def _base(pattern: str, root: Path) -> Path:
         if any(c in part for c in "*?["):
             break
         fixed.append(part)
-    return real_path(root.joinpath(*fixed))
+    return readable(root.joinpath(*fixed), "params.pattern")
 
 
 class DuplicateKeyError(ValueError):

@@ -58,6 +58,23 @@ class ProgressThrottle:
         return False
 
 
+def _within_root(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``tool(agent, config_path, ...)`` run with the root as a hard boundary: every file
+    read for the config while it goes (scorers' schema files, datasources' folders, ...)
+    must resolve inside ``agent.root`` (:func:`evalwh.config.confinement.confined_to`)."""
+    import functools
+
+    from evalwh.config.confinement import confined_to
+
+    @functools.wraps(tool)
+    def confined(agent: Agent, config_path: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        with confined_to(agent.root, confine(config_path, agent.root)):
+            return tool(agent, config_path, *args, **kwargs)
+
+    return confined
+
+
+@_within_root
 def run_eval(
     agent: Agent,
     config_path: str,

@@ -397,6 +397,51 @@ def test_mcp_schema_file_outside_the_root_is_refused(tmp_path: Path, place: str)
     assert "outside the root" in str(error) and OPENAI_SHAPED[:8] not in str(error)
 
 
+def test_mcp_root_holds_for_a_file_the_key_check_does_not_know(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack: a file kind the check of a config's keys does not list yet (as
+    `output_schema.schema_file` was not): the reader itself refuses it outside the root, before
+    opening it, while the config loads and while the run goes."""
+    from evalwh.config import confinement
+
+    monkeypatch.setattr(confinement, "referenced_paths", lambda data: [])
+    secrets = write(
+        Path(os.environ["EVALWH_CONFIG_DIR"]) / "secrets.yaml", f"OPENAI_API_KEY: {OPENAI_SHAPED}\n"
+    )
+    root = tmp_path / "root"
+    for key, text in (
+        (
+            "variants[0].output_schema.schema_file",
+            base_text().replace(
+                "  - id: v\n", f"  - id: v\n    output_schema: {{schema_file: '{secrets}'}}\n"
+            ),
+        ),
+        (
+            "variants[0].prompt",
+            base_text().replace(
+                '    messages:\n      - role: user\n        content: "{{ question }}"\n',
+                f"    prompt: '{secrets}'\n",
+            ),
+        ),
+        ("cases[0].file", base_text(cases=f"  - {{file: '{secrets}', format: csv}}\n")),
+    ):
+        write(root / "eval.yaml", text)
+        error = _refusal(root)
+        assert [(v.key, v.path) for v in error.violations] == [(key, str(secrets))]
+        assert OPENAI_SHAPED[:8] not in str(error)
+    criterion = f"  - {{name: js, type: json-schema, schema_file: '{secrets}'}}\n"
+    write(root / "eval.yaml", base_text() + criterion)  # read when the run builds its scorers
+    from evalwh.config.confinement import ConfinementError
+    from evalwh.mcp import tools
+
+    agent = _agent(root)
+    agent.output_dir = tmp_path / "out"
+    with pytest.raises(ConfinementError) as caught:
+        tools.run_eval(agent, "eval.yaml")
+    assert [v.key for v in caught.value.violations] == ["scorecard[1].schema_file"]
+
+
 def test_a_symlink_in_a_dir_source_to_a_file_outside_is_refused(tmp_path: Path) -> None:
     """Attack: a downloaded image folder holds `b.png -> ~/private/secret.png`; `evalwh run`
     would copy the linked file into artifacts/ and send it to the model."""
