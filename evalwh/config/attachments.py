@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalwh.config.confinement import inside, real_path
 from evalwh.errors import ConfigError
 
 KINDS = ("image", "file", "audio", "video")  # the binary part types
@@ -243,6 +244,9 @@ HEAD_BYTES = 64 * 1024  # enough for every header the sniffer and the size reade
 def load(path: Path, name: str, *, file: str | None = None, where: str | None = None) -> Attachment:
     """The attachment at ``path`` under ``name``: hashed and typed on first use, then
     remembered (same path, size and modification time) for the rest of the process."""
+    from evalwh.config.confinement import readable
+
+    path = readable(path, where or name)
     try:
         stat = path.stat()
         key = (str(path), stat.st_size, stat.st_mtime_ns)
@@ -340,10 +344,6 @@ def read(sha256: str) -> bytes:
 # ---- case sources ---------------------------------------------------------------------------
 
 
-def inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def _confined(path: Path, within: Path | None, file: str | None, where: str, written: str) -> Path:
     """``path``, or a ConfigError when a cases file names a file outside the config's folder
     (a downloaded dataset must not send ``file:///home/me/.ssh/id_rsa`` to a model)."""
@@ -375,7 +375,7 @@ def case_files(
     out = {}
     for name, value in raw.items():
         place = f"{where}.{name}"
-        path = _confined((folder / value).resolve(), within, file, place, value)
+        path = _confined(real_path(folder / value), within, file, place, value)
         out[str(name)] = load(path, str(name), file=file, where=place)
     return out
 
@@ -391,7 +391,7 @@ def split_file_columns(
         if isinstance(value, str) and value.startswith(FILE_PREFIX):
             target = value[len(FILE_PREFIX) :]
             place = f"line {line}, column {column}" if line is not None else f"column {column}"
-            path = _confined((folder / target).resolve(), within, file, place, value)
+            path = _confined(real_path(folder / target), within, file, place, value)
             files[column] = load(path, column, file=file, where=place)
         else:
             rest[column] = value

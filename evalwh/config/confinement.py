@@ -18,6 +18,8 @@ of prompt files, exec checks of case files). :func:`load_confined` does both and
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evalwh.config.model import EvalConfig
 
-from evalwh.config.attachments import KINDS, is_url
-from evalwh.errors import UsageError
+from evalwh.errors import ConfigError, UsageError
 
 ALLOW_CODE_FLAG = "--allow-code"
 CODE_SCORERS = {"python": "function", "semantic": "embedder"}  # type -> option naming code
@@ -62,11 +63,67 @@ class ConfinementError(UsageError):
         }
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+def real_path(path: Path) -> Path:
+    """``path`` with every symlink followed (``Path.resolve(strict=True)``); a path that does
+    not exist resolves as far as it goes, so the reader's own "not found" still names it."""
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return path.resolve()
+
+
+def inside(path: Path, root: Path) -> bool:
+    """``path`` (already resolved) is ``root`` or under it."""
+    return path.is_relative_to(root)
+
+
+def in_folder(path: Path, folder: Path, *, file: str | None, where: str | None) -> Path:
+    """The real path of ``path``, a file found in ``folder`` (a ``dir:`` source, a folder of
+    case files, a glob's matches), or a ConfigError when it resolves outside ``folder``
+    (resolved): a symlink in a folder must not carry a file from elsewhere into a run. The
+    folder is what the config author pointed at; its content may come from anyone."""
+    real = real_path(path)
+    if not inside(real, folder):
+        raise ConfigError(
+            f"{path.name} in {folder} resolves to {real}, outside that folder",
+            file=file,
+            where=where,
+            fix="copy the file into the folder instead of linking it, or point the config "
+            "at the folder the link leads to",
+        )
+    return real
+
+
+_BOUNDARY: ContextVar[tuple[Path, Path] | None] = ContextVar("evalwh_mcp_root", default=None)
+
+
+@contextmanager
+def confined_to(root: Path, config: Path) -> Iterator[None]:
+    """Within it, every file read for ``config`` (:func:`readable`) must resolve inside
+    ``root``, whichever key named it: the MCP root as a hard boundary behind the check of
+    the keys a config is known to name (:func:`raw_violations`)."""
+    token = _BOUNDARY.set((root.resolve(), config))
+    try:
+        yield
+    finally:
+        _BOUNDARY.reset(token)
+
+
+def readable(path: Path, key: str) -> Path:
+    """The real path of a file about to be read for a config (``key`` names where); inside
+    :func:`confined_to`, a ConfinementError when it resolves outside the root, unopened."""
+    real = real_path(path)
+    bound = _BOUNDARY.get()
+    if bound is not None and not inside(real, bound[0]):
+        root, config = bound
+        why = f"resolves to {real}, outside the root {root}"
+        raise ConfinementError(config, [Violation(key, str(path), why)])
+    return real
 
 
 def _parts_paths(messages: Any, key: str) -> Iterator[tuple[str, str]]:
+    from evalwh.config.attachments import KINDS
+
     for i, message in enumerate(messages if isinstance(messages, list) else []):
         content = message.get("content") if isinstance(message, Mapping) else None
         for j, part in enumerate(content if isinstance(content, list) else []):
@@ -79,6 +136,8 @@ def _parts_paths(messages: Any, key: str) -> Iterator[tuple[str, str]]:
 
 
 def _static_path(value: Any) -> bool:
+    from evalwh.config.attachments import is_url
+
     return isinstance(value, str) and "{" not in value and not is_url(value)
 
 
@@ -120,6 +179,9 @@ def referenced_paths(data: Mapping[str, Any]) -> list[tuple[str, str]]:
         if isinstance(variant, Mapping):
             if isinstance(variant.get("prompt"), str):
                 found.append((f"variants[{i}].prompt", variant["prompt"]))
+            schema = variant.get("output_schema")
+            if isinstance(schema, Mapping) and isinstance(schema.get("schema_file"), str):
+                found.append((f"variants[{i}].output_schema.schema_file", schema["schema_file"]))
             found += _parts_paths(variant.get("messages"), f"variants[{i}].messages")
     for i, source in enumerate(data.get("cases") or []):
         if not isinstance(source, Mapping):
@@ -156,8 +218,8 @@ def referenced_paths(data: Mapping[str, Any]) -> list[tuple[str, str]]:
 def _outside(found: list[tuple[str, str]], folder: Path, root: Path) -> list[Violation]:
     out = []
     for key, written in found:
-        resolved = (folder / Path(written).expanduser()).resolve()
-        if not _inside(resolved, root):
+        resolved = real_path(folder / Path(written).expanduser())
+        if not inside(resolved, root):
             out.append(Violation(key, written, f"resolves to {resolved}, outside the root {root}"))
     return out
 
@@ -216,6 +278,8 @@ def violations(config: Any, root: Path, *, allow_code: bool) -> list[Violation]:
     """Every refusal for a loaded config (an :class:`~evalwh.config.model.EvalConfig`):
     paths outside ``root``, attachments of prompt files, and code-running features when
     ``allow_code`` is false. An empty list: the config stays inside."""
+    from evalwh.config.attachments import KINDS
+
     root = root.resolve()
     found = _outside(referenced_paths(config.raw), config.root, root) + _lake(config.raw)
     attachments = []
@@ -233,7 +297,7 @@ def violations(config: Any, root: Path, *, allow_code: bool) -> list[Violation]:
             attachments.append((f"{case.source} files.{name}", str(attached.path)))
     known = {(v.key, v.path) for v in found}
     found += [v for v in _outside(attachments, config.root, root) if (v.key, v.path) not in known]
-    if not _inside(config.path.resolve(), root):
+    if not inside(real_path(config.path), root):
         found.append(Violation("config_path", str(config.path), f"is outside the root {root}"))
     return found + ([] if allow_code else _code(config.raw, list(config.cases)))
 
@@ -259,7 +323,8 @@ def load_confined(path: Path, root: Path, *, allow_code: bool) -> EvalConfig:
         raise ConfigError(
             "the config must be a YAML mapping", file=str(path), fix="start with `models:`"
         )
-    config = build_config(data, path, node)
+    with confined_to(root, path):
+        config = build_config(data, path, node)
     found = violations(config, root, allow_code=allow_code)
     if found:
         raise ConfinementError(path, found)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.config.attachments import Attachment
+from evalwh.config.confinement import in_folder, readable
 from evalwh.config.model import Case, SourceSpec
 from evalwh.datasources.jsonl import parse_line
 from evalwh.errors import ConfigError
@@ -235,14 +236,7 @@ def _load_folder(
     cases: list[Case] = []
     limit = spec.get("limit")
     for path in files:
-        real = path.resolve()
-        if real.parent != folder:
-            raise ConfigError(
-                f"{path.name} in the case folder resolves to {real}, outside {folder}",
-                file=config_file,
-                where=f"{where}.file",
-                fix="copy the file into the folder instead of linking it",
-            )
+        real = in_folder(path, folder, file=config_file, where=f"{where}.file")
         part = {**spec, "file": str(real)}
         if limit:
             part["limit"] = limit - len(cases)
@@ -258,7 +252,7 @@ def load_file_source(
     """The cases of a file entry; ``quiet`` (a no-look config): errors quote no value."""
     from evalwh.config.attachments import split_file_columns
 
-    path = (root / spec["file"]).resolve()
+    path = readable(root / spec["file"], f"{where}.file")
     if path.is_dir():
         return _load_folder(spec, path, where, config_file, quiet=quiet)
     fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())

@@ -8,7 +8,10 @@
 Image, audio and document sets usually live this way. Each file becomes a case whose id is
 its path inside the folder, with the file under ``files.<as>`` (default ``file``), the var
 ``file_name`` (that path) and the metadata ``folder`` (its subfolder, a natural slicing key).
-Hidden files are skipped; the files are sorted, so the case order is stable.
+Hidden files are skipped; the files are sorted, so the case order is stable. A file that
+resolves outside the folder (a symlink to ``~/.ssh/id_rsa`` in a downloaded image set) is
+refused before it is read: the folder is what the config named, its content may come from
+anyone (:func:`evalwh.config.confinement.in_folder`).
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.config.attachments import load
+from evalwh.config.confinement import in_folder, readable
 from evalwh.config.model import Case
 from evalwh.errors import ConfigError
 
 
 def directory_cases(spec: dict[str, Any], root: Path, where: str, config_file: str) -> list[Case]:
     """The cases of a ``{dir: ..., glob: ..., as: ..., limit: ...}`` source (see above)."""
-    folder = (root / spec["dir"]).resolve()
+    folder = readable(root / spec["dir"], f"{where}.dir")
     if not folder.is_dir():
         raise ConfigError(
             f"case folder not found: {folder}",
@@ -46,6 +50,7 @@ def directory_cases(spec: dict[str, Any], root: Path, where: str, config_file: s
         )
     cases = []
     for path in paths:
+        real = in_folder(path, folder, file=config_file, where=f"{where}.dir")
         rel = path.relative_to(folder).as_posix()
         cases.append(
             Case(
@@ -53,7 +58,7 @@ def directory_cases(spec: dict[str, Any], root: Path, where: str, config_file: s
                 vars={"file_name": rel},
                 metadata={"folder": path.parent.relative_to(folder).as_posix()},
                 source=f"{spec['dir'].rstrip('/')}/{rel}",
-                files={name: load(path.resolve(), name, file=config_file, where=f"{where}.dir")},
+                files={name: load(real, name, file=config_file, where=f"{where}.dir")},
             )
         )
     return cases

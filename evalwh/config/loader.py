@@ -275,7 +275,9 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
             where=where,
             root=config_path.parent,
         )
-    prompt_path = (config_path.parent / raw["prompt"]).resolve()
+    from evalwh.config.confinement import readable
+
+    prompt_path = readable(config_path.parent / raw["prompt"], f"{where}.prompt")
     if not prompt_path.is_file():
         raise ConfigError(
             f"prompt file not found: {prompt_path}",

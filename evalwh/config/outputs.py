@@ -105,7 +105,9 @@ def parse_output_spec(
 
 def read_schema_file(name: Any, root: Path, where: str, file: str) -> Any:
     """A JSON or YAML schema file, relative to the config's folder (bounded YAML reader)."""
-    path = (root / str(name)).resolve()
+    from evalwh.config.confinement import readable
+
+    path = readable(root / str(name), where)
     if not path.is_file():
         raise ConfigError(
             f"schema file not found: {path}",

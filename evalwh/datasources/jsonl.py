@@ -12,7 +12,9 @@ Files are read in sorted path order, one line at a time (a shard is never loaded
 cursor is (file, byte offset, line number), so memory holds one page. Each line is one JSON
 object: a case (``{"id": ..., "vars": {...}}``) or flat columns mapped by the config entry's
 ``id:``/``vars:``/``metadata:``. The digest recorded with the run is the SHA-256 of every
-byte read, in order.
+byte read, in order. Every matched file must resolve (symlinks followed) inside the folder
+the pattern starts from (``shards/`` above): a symlinked shard cannot carry a file from
+elsewhere into the run, nor out of an MCP server's root.
 
 For a folder of files read once, up front, as an ordinary case source, see
 docs/configuration.md; this datasource is for sources too big to hold.
@@ -25,6 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evalwh.config.confinement import in_folder, readable
 from evalwh.datasources.sql import _page_size
 from evalwh.errors import ConfigError
 
@@ -51,7 +54,9 @@ class JsonlGlobSource:
             files = sorted(Path(pattern).parent.glob(Path(pattern).name))
         else:
             files = sorted(root.glob(pattern))
-        self.files = [f for f in files if f.is_file()]
+        base = _base(pattern, root)
+        found = [f for f in files if f.is_file()]
+        self.files = [in_folder(f, base, file=None, where="params.pattern") for f in found]
         if not self.files:
             raise ConfigError(
                 f"no file matches '{pattern}' (under {root})",
@@ -84,6 +89,16 @@ class JsonlGlobSource:
 
     def digest(self) -> str:
         return "sha256:" + self._hash.hexdigest()
+
+
+def _base(pattern: str, root: Path) -> Path:
+    """The folder a pattern starts from: its parts before the first wildcard, resolved."""
+    fixed = []
+    for part in Path(pattern).parts[:-1]:
+        if any(c in part for c in "*?["):
+            break
+        fixed.append(part)
+    return readable(root.joinpath(*fixed), "params.pattern")
 
 
 class DuplicateKeyError(ValueError):

@@ -58,6 +58,24 @@ class ProgressThrottle:
         return False
 
 
+def _within_root(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``tool(agent, config_path, ...)`` run with the root as a hard boundary: every file
+    read for the config while it goes (scorers' schema files, datasources' folders, a
+    prompt's attachments as it renders ...)
+    must resolve inside ``agent.root`` (:func:`evalwh.config.confinement.confined_to`)."""
+    import functools
+
+    from evalwh.config.confinement import confined_to
+
+    @functools.wraps(tool)
+    def confined(agent: Agent, config_path: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        with confined_to(agent.root, confine(config_path, agent.root)):
+            return tool(agent, config_path, *args, **kwargs)
+
+    return confined
+
+
+@_within_root
 def run_eval(
     agent: Agent,
     config_path: str,
@@ -320,6 +338,7 @@ def set_baseline(agent: Agent, run: str, name: str = "baseline") -> dict[str, An
     return plain_dict({"name": name, **{k: row.get(k) for k in keys if k in row}})
 
 
+@_within_root
 def render_prompt(
     agent: Agent, config_path: str, variant: str, case_id: str, *, max_chars: int | None = None
 ) -> dict[str, Any]:

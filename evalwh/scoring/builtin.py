@@ -291,7 +291,9 @@ def _load_schema_file(criterion: Criterion, root: Path, file: str, name: Any) ->
             f"'schema_file' must be a path, got {name!r}",
             "give the path of a JSON or YAML schema, relative to the config file's folder",
         )
-    path = (root / name).resolve()
+    from evalwh.config.confinement import readable
+
+    path = readable(root / name, f"{criterion.where}.schema_file")
     if not path.is_file():
         raise option_error(
             criterion,

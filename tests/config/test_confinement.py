@@ -40,6 +40,7 @@ EVERY_REFERENCE = {
                 "not-a-mapping",  # malformed: the schema reports it later; no crash here
                 {"role": "user", "content": ["plain text", {"path": "photo.png"}]},
             ],
+            "output_schema": {"schema_file": "answer.schema.json"},
         },
     ],
     "cases": [
@@ -68,7 +69,7 @@ EVERY_REFERENCE = {
 
 
 def test_every_file_a_config_names_is_found_once_at_its_key() -> None:
-    """Settings folders, the prompt file, a message attachment, case files and folders, a
+    """Settings folders, the prompt file, a variant's output schema, a message attachment, case files and folders, a
     datasource's file, a glob, scorer and embedder files, a schema, a judge's command and a
     judge's attachment: each one an MCP client could aim at /etc; non-mappings are skipped."""
     assert referenced_paths(EVERY_REFERENCE) == [
@@ -76,6 +77,7 @@ def test_every_file_a_config_names_is_found_once_at_its_key() -> None:
         ("settings.warehouse", "wh.duckdb"),
         ("settings.cache_dir", "cache"),
         ("variants[1].prompt", "prompt.txt"),
+        ("variants[1].output_schema.schema_file", "answer.schema.json"),
         ("variants[1].messages[1].content[1].path", "photo.png"),
         ("cases[1].file", "cases.jsonl"),
         ("cases[2].dir", "cases/"),

@@ -749,8 +749,9 @@ def test_a_folder_source_directly_format_limit_order_and_errors(tmp_path: Path) 
     outside = write(tmp_path / "outside.jsonl", '{"id": "x"}\n')
     os.symlink(outside, shards / "d.jsonl")
     assert refusal() == (
-        f"d.jsonl in the case folder resolves to {outside.resolve()}, outside {folder}",
+        f"d.jsonl in {folder} resolves to {outside.resolve()}, outside that folder",
         "e.yaml",
         "cases[0].file",
-        "copy the file into the folder instead of linking it",
+        "copy the file into the folder instead of linking it, or point the config at the "
+        "folder the link leads to",
     )

@@ -35,3 +35,22 @@ def test_jsonl_glob_errors_name_the_file_and_line(tmp_path: Path) -> None:
         list(iter_pages(JsonlGlobSource({"pattern": "*.jsonl"}, tmp_path)))
     with pytest.raises(ConfigError, match="no file matches"):
         JsonlGlobSource({"pattern": "none/*.jsonl"}, tmp_path)
+
+
+def test_jsonl_glob_matches_must_resolve_inside_the_folder_the_pattern_starts_from(
+    tmp_path: Path,
+) -> None:
+    """A link between shards of the folder is read; a link out of it is refused naming the
+    file, for a relative pattern with `**` and for an absolute one."""
+    outside = write(tmp_path / "private.jsonl", '{"id": "p"}\n')
+    write(tmp_path / "data" / "sub" / "0.jsonl", '{"id": "a"}\n')
+    (tmp_path / "data" / "1.jsonl").symlink_to(tmp_path / "data" / "sub" / "0.jsonl")
+    source = JsonlGlobSource({"pattern": "data/**/*.jsonl"}, tmp_path)
+    assert [f.name for f in source.files] == ["0.jsonl", "0.jsonl"]
+    (tmp_path / "data" / "sub" / "2.jsonl").symlink_to(outside)
+    for pattern in ("data/**/*.jsonl", str(tmp_path / "data" / "sub" / "*.jsonl")):
+        with pytest.raises(ConfigError) as caught:
+            JsonlGlobSource({"pattern": pattern}, tmp_path)
+        assert caught.value.where == "params.pattern"
+        assert caught.value.message.startswith("2.jsonl in ")
+        assert f"resolves to {outside}, outside that folder" in caught.value.message

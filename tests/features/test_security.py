@@ -372,6 +372,127 @@ def test_mcp_symlink_inside_root_pointing_out_is_refused(tmp_path: Path) -> None
     assert str(outside) in str(error) and "private data" not in str(error)
 
 
+@pytest.mark.parametrize("place", ["output_schema", "criterion"])
+def test_mcp_schema_file_outside_the_root_is_refused(tmp_path: Path, place: str) -> None:
+    """Attack: a config inside the root names the user's secrets file as a variant's
+    `output_schema.schema_file` (or a json-schema criterion's): its content would be sent to
+    the model as the schema to follow."""
+    secrets = write(
+        Path(os.environ["EVALWH_CONFIG_DIR"]) / "secrets.yaml", f"OPENAI_API_KEY: {OPENAI_SHAPED}\n"
+    )
+    root = tmp_path / "root"
+    text = base_text()
+    if place == "output_schema":
+        text = text.replace(
+            "variants:\n  - id: v\n",
+            f"variants:\n  - id: v\n    output_schema:\n      schema_file: '{secrets}'\n",
+        )
+        key = "variants[0].output_schema.schema_file"
+    else:
+        text += f"  - {{name: js, type: json-schema, request: auto, schema_file: '{secrets}'}}\n"
+        key = "scorecard[1].schema_file"
+    write(root / "eval.yaml", text)
+    error = _refusal(root)
+    assert [(v.key, v.path) for v in error.violations] == [(key, str(secrets))]
+    assert "outside the root" in str(error) and OPENAI_SHAPED[:8] not in str(error)
+
+
+def test_mcp_root_holds_for_a_file_the_key_check_does_not_know(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack: a file kind the check of a config's keys does not list yet (as
+    `output_schema.schema_file` was not): the reader itself refuses it outside the root, before
+    opening it, while the config loads and while the run goes."""
+    from evalwh.config import confinement
+
+    monkeypatch.setattr(confinement, "referenced_paths", lambda data: [])
+    secrets = write(
+        Path(os.environ["EVALWH_CONFIG_DIR"]) / "secrets.yaml", f"OPENAI_API_KEY: {OPENAI_SHAPED}\n"
+    )
+    root = tmp_path / "root"
+    for key, text in (
+        (
+            "variants[0].output_schema.schema_file",
+            base_text().replace(
+                "  - id: v\n", f"  - id: v\n    output_schema: {{schema_file: '{secrets}'}}\n"
+            ),
+        ),
+        (
+            "variants[0].prompt",
+            base_text().replace(
+                '    messages:\n      - role: user\n        content: "{{ question }}"\n',
+                f"    prompt: '{secrets}'\n",
+            ),
+        ),
+        ("cases[0].file", base_text(cases=f"  - {{file: '{secrets}', format: csv}}\n")),
+    ):
+        write(root / "eval.yaml", text)
+        error = _refusal(root)
+        assert [(v.key, v.path) for v in error.violations] == [(key, str(secrets))]
+        assert OPENAI_SHAPED[:8] not in str(error)
+    criterion = f"  - {{name: js, type: json-schema, schema_file: '{secrets}'}}\n"
+    write(root / "eval.yaml", base_text() + criterion)  # read when the run builds its scorers
+    from evalwh.config.confinement import ConfinementError
+    from evalwh.mcp import tools
+
+    agent = _agent(root)
+    agent.output_dir = tmp_path / "out"
+    with pytest.raises(ConfinementError) as caught:
+        tools.run_eval(agent, "eval.yaml")
+    assert [v.key for v in caught.value.violations] == ["scorecard[1].schema_file"]
+
+
+def test_a_symlink_in_a_dir_source_to_a_file_outside_is_refused(tmp_path: Path) -> None:
+    """Attack: a downloaded image folder holds `b.png -> ~/private/secret.png`; `evalwh run`
+    would copy the linked file into artifacts/ and send it to the model."""
+    outside = tmp_path / "private" / "secret.png"
+    outside.parent.mkdir()
+    outside.write_bytes(b"\x89PNG\r\n\x1a\nPRIVATE-BYTES")
+    project = tmp_path / "project"
+    write(project / "images" / "a.png", "\x89PNG\r\n\x1a\npublic")
+    (project / "images" / "b.png").symlink_to(outside)
+    cfg = write(
+        project / "eval.yaml",
+        base_text(
+            prompt='"{{ file_name }}"', cases='  - {dir: images, glob: "*.png", as: photo}\n'
+        ),
+    )
+    for attempt in (api.validate, evalwh.run_eval):
+        with pytest.raises(ConfigError) as caught:
+            attempt(cfg, output_dir=tmp_path / "out")
+        error = caught.value
+        assert (error.file, error.where) == (str(cfg), "cases[0].dir")
+        assert f"resolves to {outside}, outside that folder" in error.message
+    stored = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert not any(b"PRIVATE-BYTES" in p.read_bytes() for p in stored)
+    (project / "images" / "b.png").unlink()  # the folder's own files still make cases
+    assert api.validate(cfg, output_dir=tmp_path / "out").cases == 1
+
+
+def test_mcp_symlinked_file_matched_by_a_jsonl_glob_is_refused(tmp_path: Path) -> None:
+    """Attack: a config inside the root (on a server started with --allow-code) reads
+    `shards/*.jsonl`, and `shards/1.jsonl` links to a file outside the root."""
+    from evalwh.mcp import tools
+    from tests.builders import DATASOURCE_HEAD
+
+    outside = write(tmp_path / "private.jsonl", '{"id": "p", "q": "PRIVATE-ROW"}\n')
+    root = tmp_path / "root"
+    write(root / "shards" / "0.jsonl", '{"id": "a", "q": "x"}\n')
+    (root / "shards" / "1.jsonl").symlink_to(outside)
+    pattern = "cases: [{source: jsonl-glob, params: {pattern: 'shards/*.jsonl'}}]\n"
+    write(root / "eval.yaml", DATASOURCE_HEAD + pattern)
+    agent = _agent(root, allow_code=True)
+    agent.output_dir = tmp_path / "out"
+    with pytest.raises(ConfigError) as caught:
+        tools.run_eval(agent, "eval.yaml")
+    error = caught.value
+    assert error.where == "cases[0].params.pattern"
+    assert f"resolves to {outside}, outside that folder" in error.message
+    assert "PRIVATE-ROW" not in str(error)
+    stored = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert not any(b"PRIVATE-ROW" in p.read_bytes() for p in stored)
+
+
 def _python_scorer_config(root: Path) -> None:
     write(root / "scorers.py", "def ok(output, case):\n    return True\n")
     text = base_text() + "  - name: py\n    type: python\n    function: scorers.py:ok\n"
