@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 
     from evalwh.warehouse.lake import LakeTarget
 
+#: Table functions a read-only query may not name: the secret manager's listing (it shows an S3
+#: key id; passwords and secret keys it redacts itself) and the two that run a query built
+#: from a string, which could name it out of sight. Credentials are kept out of every other
+#: catalog function and setting where the lake is attached (evalwh.warehouse.lake.connect).
+HIDDEN = frozenset({"duckdb_secrets", "query", "query_table"})
 ALLOWED = ("SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "SHOW", "SUMMARIZE", "(")
 COMMENTS = re.compile(r"(--[^\n]*|/\*.*?\*/|\s)+", re.S)
 BATCH_ROWS = 10_000
@@ -116,7 +121,48 @@ def check_readonly(text: str) -> str:
             "refused; use SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW or SUMMARIZE "
             "(open the file with duckdb yourself to change it)"
         )
+    hidden = _hidden_names(text)
+    if hidden:
+        raise UsageError(
+            f"evalwh sql does not read {', '.join(sorted(hidden))}: it can reveal the "
+            "warehouse's credentials (list tables with SHOW TABLES or duckdb_tables())"
+        )
     return text.strip().rstrip(";")
+
+
+def _hidden_names(text: str) -> set[str]:
+    """The :data:`HIDDEN` functions the statement names, as a table function or as a table
+    (DuckDB calls a table function named without parentheses). A statement DuckDB cannot
+    serialise (a PIVOT) is searched as text instead, which may refuse a harmless one."""
+    import json
+
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        found = con.execute("SELECT json_serialize_sql(?)", [text]).fetchone()
+    finally:
+        con.close()
+    tree = json.loads(found[0]) if found else {"error": True}
+    if tree.get("error"):
+        lowered = text.lower()
+        return {name for name in HIDDEN if re.search(rf"\b{name}\b", lowered)}
+    names: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key in ("function_name", "table_name"):
+                value = node.get(key)
+                if isinstance(value, str) and value.lower() in HIDDEN:
+                    names.add(value.lower())
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(tree)
+    return names
 
 
 def _attach(

@@ -249,10 +249,62 @@ class EvalConfig:
         return self.path.parent
 
     def snapshot(self) -> dict[str, Any]:
-        """The config as a run stores it: a no-look run's inline cases are stripped (their
-        count is kept), datasource and file entries stay."""
+        """The config as a run stores it. A no-look run's stores, in place of its private
+        texts, their hashes (:func:`hashed`): every value of an inline case but its ``id``
+        and ``metadata`` (each var on its own), and the prompt texts of variants and judges
+        (message contents, text parts, rubrics). Keys, ids, roles, file and datasource
+        entries stay, so the snapshot keeps its shape and two runs' snapshots still diff."""
         if not self.no_look:
             return self.raw
-        entries = self.raw.get("cases") or []
-        kept = [e for e in entries if isinstance(e, dict) and ("file" in e or "source" in e)]
-        return {**self.raw, "cases": kept, "inline_cases_stripped": len(entries) - len(kept)}
+        raw = dict(self.raw)
+        if isinstance(raw.get("cases"), list):
+            raw["cases"] = [_hashed_case(entry) for entry in raw["cases"]]
+        for section in ("variants", "judges"):
+            if isinstance(raw.get(section), list):
+                raw[section] = [_hashed_prompts(item) for item in raw[section]]
+        return raw
+
+
+def hashed(value: Any) -> str:
+    """``sha256:`` and the SHA-256 of ``value`` as compact JSON with sorted keys (the hash the
+    config hash uses): equal texts give equal hashes, so a change still shows in a diff."""
+    from evalwh.config.loader import canonical_hash
+
+    return "sha256:" + canonical_hash(value)
+
+
+def _hashed_case(entry: Any) -> Any:
+    if not isinstance(entry, dict) or {"file", "source", "dir"} & entry.keys():
+        return entry  # where the cases are read from, not the cases
+    kept = ("id", "metadata")
+    out = {key: value if key in kept else hashed(value) for key, value in entry.items()}
+    if isinstance(entry.get("vars"), dict):
+        out["vars"] = {name: hashed(value) for name, value in entry["vars"].items()}
+    return out
+
+
+def _hashed_prompts(item: Any) -> Any:
+    if not isinstance(item, dict):
+        return item
+    out = dict(item)
+    if "rubric" in out:
+        out["rubric"] = hashed(out["rubric"])
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [_hashed_message(message) for message in out["messages"]]
+    return out
+
+
+def _hashed_message(message: Any) -> Any:
+    if not isinstance(message, dict) or "content" not in message:
+        return message
+    content = message["content"]
+    if isinstance(content, list):
+        content = [
+            {**part, "text": hashed(part["text"])}
+            if isinstance(part, dict) and "text" in part
+            else part
+            for part in content
+        ]
+    else:
+        content = hashed(content)
+    return {**message, "content": content}

@@ -54,6 +54,7 @@ PACKAGES = {
     "postgres_scanner": "duckdb_extension_postgres_scanner",
     "httpfs": "duckdb_extension_httpfs",
 }
+S3_ENV_SETTINGS = ("s3_access_key_id", "s3_secret_access_key", "s3_session_token")
 S3_KEYS = ("endpoint", "region", "url_style", "use_ssl")
 CREDENTIAL_NAMES = ("EVALWH_PG_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 FORMS = (
@@ -230,10 +231,6 @@ def quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _conninfo_value(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def connect(target: LakeTarget, *, read_only: bool, memory_limit: str) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the lake attached as ``lake`` and in use."""
     import duckdb
@@ -253,12 +250,19 @@ def connect(target: LakeTarget, *, read_only: bool, memory_limit: str) -> duckdb
             needed.append("httpfs")
         for name in needed:
             con.execute(f"LOAD {quote(extension_file(name).as_posix())}")
+        if target.on_s3:  # httpfs copies the AWS_* variables into settings anyone can read
+            for setting in S3_ENV_SETTINGS:
+                con.execute(f"SET GLOBAL {setting} = ''")
         creds = dict(target.credentials)
         if target.on_s3:
             _s3_secret(con, target, creds)
         spec = PREFIX + target.catalog
         if target.on_postgres and creds.get("EVALWH_PG_PASSWORD"):
-            spec += " password=" + _conninfo_value(creds["EVALWH_PG_PASSWORD"])
+            # a secret, not the attach path: DuckDB shows the path (duckdb_databases(),
+            # pragma_database_list, the allowed_paths setting) but redacts a secret's password
+            con.execute(
+                f"CREATE SECRET (TYPE postgres, PASSWORD {quote(creds['EVALWH_PG_PASSWORD'])})"
+            )
         options = [f"DATA_PATH {quote(target.data_path)}"] if target.data_path else []
         if read_only:
             options.append("READ_ONLY")

@@ -292,3 +292,27 @@ def test_evalwh_sql_attaches_a_lake_read_only_bounded_and_locked(tmp_path: Path)
     finally:
         con.close()
         lake.release(target)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM duckdb_secrets()",
+        "FROM duckdb_secrets",  # a table function named as a table
+        'SELECT * FROM "DuckDB_Secrets"()',
+        "SELECT * FROM system.main.duckdb_secrets()",
+        "WITH s AS (FROM duckdb_secrets()) SELECT * FROM s",
+        "FROM query('SELECT * FROM duckdb_' || 'secrets()')",
+        "FROM query_table('duckdb_secrets')",
+    ],
+)
+def test_a_query_naming_the_secret_listing_is_refused_however_it_is_spelled(text: str) -> None:
+    with pytest.raises(UsageError, match="evalwh sql does not read"):
+        check_readonly(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["SELECT 1 AS query", "SELECT 'duckdb_secrets' AS s", "SHOW TABLES", "DESCRIBE t"]
+)
+def test_a_column_or_text_named_like_a_hidden_function_is_not_refused(text: str) -> None:
+    assert check_readonly(text) == text

@@ -2,14 +2,17 @@
 errors the line and column of the place they name, and only those.
 
 The config snapshot a run stores (EvalConfig.snapshot): a no-look run's keeps its file and
-datasource entries and only counts its inline cases.
+datasource entries and its shape, with inline cases and prompt texts replaced by hashes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from evalwh.config.loader import load_config
+from evalwh.config.model import hashed
 from evalwh.errors import ConfigError
 from tests.builders import BASE, ROWS_CONFIG
 from tests.conftest import write
@@ -48,7 +51,7 @@ def test_an_error_naming_no_place_gets_no_line(tmp_path: Path) -> None:
     assert str(error) == f"{config.path}: bad"
 
 
-def test_a_no_look_snapshot_keeps_file_and_datasource_entries_and_counts_the_rest(
+def test_a_no_look_snapshot_keeps_file_and_datasource_entries_and_hashes_inline_cases(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "cases.jsonl").write_text('{"id": "f1", "vars": {"q": "x"}}\n', encoding="utf-8")
@@ -62,13 +65,73 @@ def test_a_no_look_snapshot_keeps_file_and_datasource_entries_and_counts_the_res
     assert config.no_look
     snapshot = config.snapshot()
     assert snapshot["cases"] == [
+        {"id": "c1", "vars": {"q": hashed("one")}},
+        {"id": "c2", "vars": {"q": hashed("two")}},
         {"file": "cases.jsonl"},
         {"source": "jsonl-glob", "params": {"pattern": "rows/*.jsonl"}, "id": "ticket_id"},
     ]
-    assert snapshot["inline_cases_stripped"] == 2
-    assert {k: v for k, v in snapshot.items() if k not in ("cases", "inline_cases_stripped")} == {
-        k: v for k, v in config.raw.items() if k != "cases"
+    assert snapshot["variants"] == [
+        {"id": "v", "messages": [{"role": "user", "content": hashed("{{ q }}")}]}
+    ]
+    assert {k: v for k, v in snapshot.items() if k not in ("cases", "variants")} == {
+        k: v for k, v in config.raw.items() if k not in ("cases", "variants")
     }
     (tmp_path / "eval.yaml").write_text(ROWS_CONFIG, encoding="utf-8")
     plain = load_config(tmp_path / "eval.yaml")
     assert plain.snapshot() == plain.raw  # a run that may look keeps its inline cases
+
+
+def test_the_hash_is_sha256_of_the_values_canonical_json() -> None:
+    assert hashed("one") == "sha256:" + hashlib.sha256(b'"one"').hexdigest()
+    assert hashed({"b": 1, "a": [2]}) == "sha256:" + hashlib.sha256(b'{"a":[2],"b":1}').hexdigest()
+
+
+def test_a_no_look_snapshot_leaks_no_inline_case_var_system_prompt_or_rubric(
+    tmp_path: Path,
+) -> None:
+    """Leak: a no-look run stored its config snapshot (runs.config_snapshot) with the
+    system prompt, the judge's rubric and every inline case's vars, expected value, label,
+    check and files: the private data the mode exists to keep out."""
+    secret = "PRIVATE"
+    text = f"""\
+name: private
+privacy: {{no_look: true}}
+models:
+  - {{id: m, provider: mock, mock: {{default: hi}}}}
+variants:
+  - id: v
+    messages:
+      - {{role: system, content: "{secret} system prompt"}}
+      - role: user
+        content: [{{text: "{secret} {{{{ q }}}}"}}, {{image: "{{{{ files.photo }}}}"}}]
+judges:
+  - id: j
+    rubric: "{secret} rubric"
+    model: {{id: jm, provider: mock, mock: {{default: '{{"score": 1}}'}}}}
+    messages: [{{role: user, content: "{secret} judge prompt"}}]
+cases:
+  - id: c1
+    vars: {{q: "{secret} question", n: 7}}
+    expected: "{secret} answer"
+    human_label: "{secret} label"
+    check: "echo {secret}"
+    files: {{photo: photo.png}}
+    metadata: {{lang: en}}
+scorecard:
+  - {{name: tone, type: llm-judge, judge: j}}
+"""
+    write(tmp_path / "photo.png", "\x89PNG\r\n\x1a\n" + "x" * 64)
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    snapshot = load_config(tmp_path / "eval.yaml").snapshot()
+    assert secret not in json.dumps(snapshot)
+    (case,) = snapshot["cases"]
+    assert case["id"] == "c1" and case["metadata"] == {"lang": "en"}  # stored anyway
+    assert case["vars"] == {"q": hashed(f"{secret} question"), "n": hashed(7)}
+    assert case["expected"] == hashed(f"{secret} answer")
+    system, user = snapshot["variants"][0]["messages"]
+    assert system == {"role": "system", "content": hashed(f"{secret} system prompt")}
+    assert user["content"] == [
+        {"text": hashed(f"{secret} {{{{ q }}}}")},
+        {"image": "{{ files.photo }}"},
+    ]
+    assert snapshot["judges"][0]["rubric"] == hashed(f"{secret} rubric")

@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from evalwh.config.model import hashed
 from tests.conftest import run_cli, write
 from tests.fakes.servers import Behavior, FakeLLMServer, RecordedRequest, error, reply
 
@@ -216,9 +217,9 @@ def test_the_canaries_never_leave_the_run(
     con.close()
     assert [(r[0], r[1]) for r in runs] == [("files", True), ("mcp", True), ("stream", True)]
     snapshot = json.loads(runs[0][2])
-    assert snapshot["inline_cases_stripped"] == 3 and snapshot["cases"] == [
-        {"file": "cases.jsonl", "metadata": ["lang"]}
-    ]
+    assert [c.get("id") for c in snapshot["cases"]] == ["in0", "in1", "in2", None]
+    assert snapshot["cases"][-1] == {"file": "cases.jsonl", "metadata": ["lang"]}
+    assert snapshot["cases"][0]["expected"] == hashed(canary(0, "e"))  # inline cases: hashed
     assert json.loads(runs[2][3])[0]["rows_read"] == 6  # the stream's datasource, recorded
     # ids, metadata, the error's status and class, the check's pass and exit status stay
     assert kept[0] == ("in0", None, None, True, 0, '{"lang": "en"}')

@@ -23,6 +23,7 @@ from evalwh import api
 from evalwh.errors import ConfigError
 from tests.builders import eval_for
 from tests.conftest import run_cli, write
+from tests.fakes.lake import Lake
 from tests.fakes.servers import FakeLLMServer, error
 from tests.features.test_scale_out import eval_yaml
 from tests.inprocess import evalwh_inprocess
@@ -727,3 +728,44 @@ def test_api_key_never_reaches_the_store(
     with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
         (message,) = con.execute("SELECT any_value(error) FROM cases").fetchone()  # type: ignore[misc]
     assert "401" in message and "***" in message
+
+
+LAKE_CATALOG_QUERIES = {
+    "duckdb_databases": "SELECT * FROM duckdb_databases()",  # the attach path
+    "duckdb_settings": "SELECT * FROM duckdb_settings()",  # allowed_paths, s3_* from AWS_*
+    "pragma_database_list": "SELECT * FROM pragma_database_list",
+    "current_setting": "SELECT current_setting('s3_secret_access_key') AS s",
+    "duckdb_secrets": "SELECT * FROM duckdb_secrets()",  # the S3 key id
+    "query_naming_duckdb_secrets": "FROM query('SELECT * FROM duckdb_' || 'secrets()')",
+}
+REFUSED = {"duckdb_secrets", "query_naming_duckdb_secrets"}
+
+
+@pytest.mark.parametrize("name", sorted(LAKE_CATALOG_QUERIES))
+def test_lake_credentials_through_a_catalog_function_of_evalwh_sql_and_mcp_query(
+    lake: Lake, tmp_path: Path, name: str
+) -> None:
+    """Attack: on a lake (PostgreSQL catalog, S3 data), `evalwh -vv sql` and MCP `query`
+    read the catalog's functions and settings, which held the PostgreSQL password (in the
+    attach path) and the S3 keys (httpfs copies AWS_* into settings). The password now goes
+    through a DuckDB secret, which DuckDB redacts; the AWS_* settings are reset; the secret
+    listing (its key id) is refused. The catalog functions still answer."""
+    from evalwh.mcp import tools
+    from evalwh.mcp.agent import Agent
+    from evalwh.warehouse.connect import write_transaction
+    from tests.fakes.lake import AWS_KEY, AWS_SECRET, PG_PASSWORD
+
+    target = api.open_warehouse(lake.target).store.path
+    write_transaction(target, lambda con: None, what="create the lake")
+    sql = LAKE_CATALOG_QUERIES[name]
+    done = run_cli("-vv", "sql", sql, "--json", cwd=tmp_path)
+    shown = done.stdout + done.stderr
+    assert done.returncode == (2 if name in REFUSED else 0), done.stderr
+    agent = Agent(root=tmp_path.resolve(), cwd=tmp_path, allow_code=False)
+    try:
+        shown += json.dumps(tools.query(agent, sql), default=str)
+    except Exception as exc:  # the refusal, as MCP answers it
+        assert name in REFUSED, exc
+        shown += str(exc)
+    for credential in (PG_PASSWORD, AWS_SECRET, AWS_KEY):
+        assert credential not in shown

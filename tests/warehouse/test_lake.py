@@ -407,12 +407,6 @@ def test_a_named_secret_is_used_when_it_exists_and_refused_when_it_does_not(con:
     )
 
 
-def test_a_password_goes_into_the_connection_string_quoted_for_libpq() -> None:
-    # libpq conninfo: single quotes around, backslash and quote escaped with a backslash
-    assert lakemod._conninfo_value("pa'ss\\word") == "'pa\\'ss\\\\word'"
-    assert lakemod._conninfo_value("plain") == "'plain'"
-
-
 def test_only_a_commit_conflict_is_retried() -> None:
     assert lakemod.is_conflict(duckdb.TransactionException("Transaction conflict - x"))
     assert lakemod.is_conflict(duckdb.TransactionException("could not serialize access"))
