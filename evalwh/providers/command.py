@@ -56,15 +56,16 @@ from evalwh.config.secrets import redact, sanitize
 from evalwh.errors import ConfigError
 from evalwh.providers.base import (
     FINISH_REASONS,
+    MAX_OUTPUT_BYTES,
     Completion,
     ProviderError,
     Request,
     int_or_none,
+    truncated,
 )
 
 STDERR_TAIL = 500  # characters of stderr quoted in an error
 STDERR_CAPTURE_BYTES = 64 * 1024  # bytes kept from stderr's end while reading it
-MAX_OUTPUT_BYTES = 1024 * 1024  # bytes of stdout kept (``max_output_bytes``); the rest counted
 
 
 def _argv(command: Any) -> list[str]:
@@ -202,10 +203,7 @@ class CommandProvider:
             )
         completion = self._parse(sanitize(out.text()))
         if out.truncated:  # stored cut, and said so beside the answer
-            completion.extra = {
-                **completion.extra,
-                "output_truncated": {"kept_bytes": len(out.head), "total_bytes": out.total},
-            }
+            return truncated(completion, len(out.head), out.total)
         return completion
 
     def _parse(self, out: str) -> Completion:
