@@ -474,15 +474,16 @@ class HttpProvider:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise self._too_long(f"declares {int(declared):,} bytes", response.status_code)
-        body = bytearray()
+        chunks: list[bytes] = []
+        size = 0
         async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > limit:
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
                 raise self._too_long(
-                    f"passed {limit:,} bytes (reading stopped at {len(body):,})",
-                    response.status_code,
+                    f"passed {limit:,} bytes (reading stopped at {size:,})", response.status_code
                 )
-        return bytes(body)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def _too_long(self, how: str, status: int) -> ProviderError:
         return self._fail(
