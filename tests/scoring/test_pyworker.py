@@ -528,6 +528,9 @@ def test_python_scorer_forking_a_grandchild_leaves_no_process_after_evalwh_exits
     tmp_path: Path,
 ) -> None:
     (tmp_path / "attack.py").write_text(forks_forever(tmp_path))
-    done = exit_with_a_live_worker(tmp_path)
+    try:  # survivors would hold its stderr open: the run then times out, and they are killed
+        done = exit_with_a_live_worker(tmp_path)
+    finally:
+        survivors = left_alive(tmp_path / "pids")
     assert (done.returncode, done.stdout) == (0, "1.0\n"), done.stderr
-    assert left_alive(tmp_path / "pids") == []
+    assert survivors == []
