@@ -27,9 +27,10 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evalwh.config.confinement import inside, real_path
+from evalwh.config.regular import NotRegular, open_regular
 from evalwh.errors import ConfigError
 
 KINDS = ("image", "file", "audio", "video")  # the binary part types
@@ -37,6 +38,7 @@ REF_PREFIX = "attachment://"
 URL_SCHEMES = ("http://", "https://")
 FILE_PREFIX = "file://"  # a case-file value that names a file
 CHUNK = 1 << 20
+MAX_ATTACHMENT_BYTES = 1024 * 1024 * 1024  # refused from its stat, before a byte is read
 PDF_PAGE_SCAN_LIMIT = 64 * 1024 * 1024  # pages are counted (for estimates) up to this size
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 
@@ -243,19 +245,21 @@ HEAD_BYTES = 64 * 1024  # enough for every header the sniffer and the size reade
 
 def load(path: Path, name: str, *, file: str | None = None, where: str | None = None) -> Attachment:
     """The attachment at ``path`` under ``name``: hashed and typed on first use, then
-    remembered (same path, size and modification time) for the rest of the process."""
+    remembered (same path, size and modification time) for the rest of the process. Only a
+    regular file of at most :data:`MAX_ATTACHMENT_BYTES` is read (:mod:`.regular`)."""
     from evalwh.config.confinement import readable
 
     path = readable(path, where or name)
     try:
-        stat = path.stat()
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
-        known = _BY_STAT.get(key)
-        if known is None:
-            known = _hash_file(path, stat.st_size)
-            _BY_STAT[key] = known
-    except IsADirectoryError:
-        raise _unreadable(path, "it is a folder", file, where) from None
+        fh, stat = open_regular(path, limit=MAX_ATTACHMENT_BYTES)
+        with fh:
+            key = (str(path), stat.st_size, stat.st_mtime_ns)
+            known = _BY_STAT.get(key)
+            if known is None:
+                known = _hash_file(path, fh, stat.st_size)
+                _BY_STAT[key] = known
+    except NotRegular as exc:
+        raise _unreadable(path, str(exc), file, where) from None
     except OSError as exc:
         raise _unreadable(path, exc.strerror or str(exc), file, where) from None
     places = _BY_HASH.setdefault(known.sha256, [])
@@ -265,18 +269,18 @@ def load(path: Path, name: str, *, file: str | None = None, where: str | None = 
     return Attachment(name, path, known.sha256, known.media_type, known.size, known.info)
 
 
-def _hash_file(path: Path, size: int) -> Attachment:
+def _hash_file(path: Path, fh: BinaryIO, size: int) -> Attachment:
     digest = hashlib.sha256()
     head = b""
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            if len(head) < HEAD_BYTES:
-                head += chunk[: HEAD_BYTES - len(head)]
-            digest.update(chunk)
+    while chunk := fh.read(CHUNK):
+        if len(head) < HEAD_BYTES:
+            head += chunk[: HEAD_BYTES - len(head)]
+        digest.update(chunk)
     media_type = media_type_of(path, head)
     pages = None
     if media_type == "application/pdf" and size <= PDF_PAGE_SCAN_LIMIT:
-        pages = len(_PDF_PAGE.findall(path.read_bytes()))  # a page object per page
+        fh.seek(0)
+        pages = len(_PDF_PAGE.findall(fh.read()))  # a page object per page
     info = _describe(media_type, head, size, pages)
     return Attachment(path.name, path, digest.hexdigest(), media_type, size, info)
 
@@ -328,7 +332,9 @@ def read(sha256: str) -> bytes:
     why = ""
     for path in places:
         try:
-            data = path.read_bytes()
+            fh, _ = open_regular(path, limit=MAX_ATTACHMENT_BYTES)
+            with fh:
+                data = fh.read()
         except OSError as exc:
             why = why or f"cannot read {path}: {exc.strerror or exc}"
             continue

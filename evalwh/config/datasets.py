@@ -19,6 +19,7 @@ New formats register in :data:`READERS` (suffix -> reader of rows).
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 from evalwh.config.attachments import Attachment
 from evalwh.config.confinement import in_folder, readable
 from evalwh.config.model import Case, SourceSpec
+from evalwh.config.regular import NotRegular, open_regular, what_it_is
 from evalwh.datasources.jsonl import parse_line
 from evalwh.errors import ConfigError
 
@@ -39,7 +41,7 @@ CSV_FIELD_LIMIT = 64 * 1024 * 1024  # one cell may hold a long document, not a w
 
 def _read_csv(path: Path) -> Iterator[tuple[int, Row]]:
     csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
-    with path.open(newline="", encoding="utf-8-sig") as fh:
+    with _open_text(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh, strict=True)
         try:
             yield from _csv_rows(reader, path)
@@ -75,8 +77,14 @@ def _csv_rows(reader: csv.DictReader[str], path: Path) -> Iterator[tuple[int, Ro
         yield reader.line_num, dict(row)
 
 
+def _open_text(path: Path, **text: Any) -> io.TextIOWrapper:
+    """A cases file opened as text, refused unless it is a regular file (a FIFO would hang)."""
+    fh, _ = open_regular(path)
+    return io.TextIOWrapper(fh, **text)
+
+
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
-    with path.open(encoding="utf-8") as fh:
+    with _open_text(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -88,7 +96,11 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Row]]:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        fh, _ = open_regular(path)
+        with fh:
+            table = pq.read_table(fh)
+    except NotRegular:
+        raise
     except Exception as exc:
         raise ConfigError(
             f"cannot read Parquet: {exc}",
@@ -186,6 +198,12 @@ def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
                     fix="remove the escape or write the character it should stand for",
                 )
             yield n, row
+    except NotRegular as exc:  # swapped for a FIFO or a device after the check
+        raise ConfigError(
+            f"cannot read the cases file: {exc}",
+            file=str(path),
+            fix="name a regular .csv, .jsonl or .parquet file",
+        ) from None
     except UnicodeDecodeError as exc:
         raw, line = path.read_bytes(), None
         try:
@@ -262,6 +280,13 @@ def load_file_source(
             file=config_file,
             where=f"{where}.file",
             fix=f"use a {', '.join(SUFFIXES)} file or set format: csv|jsonl|parquet",
+        )
+    if path.exists() and not path.is_file():
+        raise ConfigError(
+            f"the cases file {path} is {what_it_is(path.stat().st_mode)}, not a regular file",
+            file=config_file,
+            where=f"{where}.file",
+            fix="name a .csv, .jsonl or .parquet file (a device or a FIFO would never end)",
         )
     if not path.is_file():
         raise ConfigError(

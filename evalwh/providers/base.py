@@ -158,3 +158,27 @@ def message_text(message: dict[str, Any]) -> str:
 
 def prompt_text(messages: list[dict[str, Any]]) -> str:
     return "\n\n".join(f"{m['role']}: {message_text(m)}" for m in messages)
+
+
+MAX_OUTPUT_BYTES = 1024 * 1024  # bytes of an answer stored (``max_output_bytes``); the rest counted
+
+
+def cut_answer(completion: Completion, limit: int) -> Completion:
+    """``completion`` with its text cut to ``limit`` UTF-8 bytes (at a character's start),
+    marked as :func:`truncated` when it was cut."""
+    if len(completion.text) <= limit // 4:  # four bytes a character at most: nothing to cut
+        return completion
+    data = completion.text.encode("utf-8", errors="surrogatepass")
+    if len(data) <= limit:
+        return completion
+    completion.text = data[:limit].decode("utf-8", errors="ignore")
+    return truncated(completion, limit, len(data))
+
+
+def truncated(completion: Completion, kept: int, total: int) -> Completion:
+    """``completion`` marked as cut: ``extra.output_truncated`` says what was kept of what."""
+    completion.extra = {
+        **completion.extra,
+        "output_truncated": {"kept_bytes": kept, "total_bytes": total},
+    }
+    return completion

@@ -32,6 +32,10 @@ looked up on ``PATH``. It gets the environment *without secrets*, exactly as exe
 
     pass_env: [OPENAI_API_KEY]       # these variables are passed as they are
 
+Its stdout is read as it comes and only its first ``max_output_bytes`` (default 1 MiB) are
+kept: the rest is counted, not held, and the answer is stored cut, with ``extra.output_truncated``
+= ``{"kept_bytes": ..., "total_bytes": ...}``. Only stderr's last 64 KiB are kept.
+
 Everything the program prints that evalwh stores (its answer, stderr in an error) goes
 through :func:`evalwh.config.secrets.sanitize`: known secrets and key shapes become ``***``.
 """
@@ -46,18 +50,22 @@ import shlex
 import signal
 from typing import Any
 
+from evalwh.capture import Capture, read_into
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import redact, sanitize
 from evalwh.errors import ConfigError
 from evalwh.providers.base import (
     FINISH_REASONS,
+    MAX_OUTPUT_BYTES,
     Completion,
     ProviderError,
     Request,
     int_or_none,
+    truncated,
 )
 
-STDERR_TAIL = 500
+STDERR_TAIL = 500  # characters of stderr quoted in an error
+STDERR_CAPTURE_BYTES = 64 * 1024  # bytes kept from stderr's end while reading it
 
 
 def _argv(command: Any) -> list[str]:
@@ -98,6 +106,7 @@ class CommandProvider:
         self.spec = spec
         self.argv = _argv(spec.options.get("command"))
         self._env: dict[str, str] | None = None
+        self.max_output_bytes = int(spec.options.get("max_output_bytes") or MAX_OUTPUT_BYTES)
 
     def environment(self) -> dict[str, str]:
         """The program's environment: the caller's without secrets, plus ``pass_env``."""
@@ -167,9 +176,11 @@ class CommandProvider:
             ) from None
         except OSError as exc:
             raise self._fail(f"cannot start {self.argv[0]}: {exc}", retryable=False) from None
+        out = Capture(self.max_output_bytes, 0)  # the answer's start
+        err = Capture(0, STDERR_CAPTURE_BYTES)  # stderr's end, where the error is
         try:
-            stdout, stderr = await asyncio.wait_for(
-                proc.communicate(self._payload(request)), timeout=self.spec.timeout_s
+            await asyncio.wait_for(
+                _exchange(proc, self._payload(request), out, err), timeout=self.spec.timeout_s
             )
         except asyncio.TimeoutError:
             await _kill(proc, posix)
@@ -182,9 +193,7 @@ class CommandProvider:
             if proc.returncode is None:  # cancelled (or timed out): never leave it running
                 await _kill(proc, posix)
         if proc.returncode != 0:
-            tail = sanitize(
-                stderr.decode("utf-8", errors="replace").strip(), STDERR_TAIL, tail=True
-            )
+            tail = sanitize(err.text().strip(), STDERR_TAIL, tail=True)
             code = proc.returncode or 0
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise self._fail(
@@ -192,7 +201,10 @@ class CommandProvider:
                 retryable=False,
                 kind="exit",
             )
-        return self._parse(sanitize(stdout.decode("utf-8", errors="replace")))
+        completion = self._parse(sanitize(out.text()))
+        if out.truncated:  # stored cut, and said so beside the answer
+            return truncated(completion, len(out.head), out.total)
+        return completion
 
     def _parse(self, out: str) -> Completion:
         stripped = out.strip()
@@ -227,6 +239,24 @@ class CommandProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+async def _exchange(
+    proc: asyncio.subprocess.Process, payload: bytes, out: Capture, err: Capture
+) -> None:
+    """Send ``payload`` on stdin while reading stdout and stderr into their bounded captures,
+    until the program exits (a program that does not read its stdin is fine)."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stdin = proc.stdin
+
+    async def send() -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.write(payload)
+            await stdin.drain()
+        stdin.close()
+
+    await asyncio.gather(send(), read_into(proc.stdout, out), read_into(proc.stderr, err))
+    await proc.wait()
 
 
 async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:

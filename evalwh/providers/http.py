@@ -52,16 +52,19 @@ from evalwh.config.secrets import SECRET_REF, get_secret, key_shape, redact, san
 from evalwh.errors import ConfigError
 from evalwh.providers import http_aiohttp
 from evalwh.providers.base import (
+    MAX_OUTPUT_BYTES,
     Completion,
     ProviderError,
     Request,
     SecretNeed,
     cannot_connect,
     check_key,
+    cut_answer,
 )
 
 DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024  # a reply's body (``max_response_bytes``), read as it comes
 EXCERPT_CHARS = 200  # of a body that is not the API's error JSON
 DETAIL_CHARS = 1000  # of the provider's own error message
 PARAM_KEYS = (
@@ -171,6 +174,8 @@ class HttpProvider:
         self._headers: dict[str, str] | None = None
         self._target: httpx.URL | str = self.url  # an httpx.URL once the client exists
         self._secrets: list[str] = []
+        self.max_response_bytes = int(spec.options.get("max_response_bytes") or MAX_RESPONSE_BYTES)
+        self.max_output_bytes = int(spec.options.get("max_output_bytes") or MAX_OUTPUT_BYTES)
 
     # ---- validation -------------------------------------------------------------------------
 
@@ -416,7 +421,12 @@ class HttpProvider:
         busy[shard] += 1
         try:
             sent = time.perf_counter()
-            response = await client.post(self._target, json=body)  # the whole body is read
+            request = client.build_request("POST", self._target, json=body)
+            response = await client.send(request, stream=True)
+            try:
+                content = await self._read_bounded(response)
+            finally:
+                await response.aclose()
             latency_ms = (time.perf_counter() - sent) * 1000
         except httpx.TimeoutException as exc:
             raise self._fail(
@@ -443,7 +453,7 @@ class HttpProvider:
             ) from None
         finally:
             busy[shard] -= 1
-        text = response.text
+        text = content.decode(response.encoding or "utf-8", errors="replace")
         status = response.status_code
         if not 200 <= status < 300:
             raise self._status_error(response, text)
@@ -456,6 +466,32 @@ class HttpProvider:
                 kind="bad_response",
                 status=status,
             ) from None
+
+    async def _read_bounded(self, response: httpx.Response) -> bytes:
+        """The reply's body, read (decompressed) while it comes, refused once it passes
+        ``max_response_bytes``: a declared ``Content-Length`` over it before a byte is read."""
+        limit = self.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_long(f"declares {int(declared):,} bytes", response.status_code)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise self._too_long(
+                    f"passed {limit:,} bytes (reading stopped at {size:,})", response.status_code
+                )
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _too_long(self, how: str, status: int) -> ProviderError:
+        return self._fail(
+            f"HTTP {status}: the reply {how}, over max_response_bytes ({self.max_response_bytes:,})",
+            retryable=False,
+            kind="bad_response",
+            status=status,
+        )
 
     def _status_error(self, response: httpx.Response, text: str) -> ProviderError:
         status = response.status_code
@@ -497,7 +533,7 @@ class HttpProvider:
                 status=200,
             ) from None
         completion.latency_ms = latency_ms
-        return completion
+        return cut_answer(completion, self.max_output_bytes)
 
     async def aclose(self) -> None:
         clients, self._clients, self._client = self._clients, [], None

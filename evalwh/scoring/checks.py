@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from evalwh.capture import Capture, read_into
 from evalwh.config.secrets import check_environment, redact, sanitize
 from evalwh.errors import ConfigError
 
@@ -227,32 +228,11 @@ def _answer_text(answer: str) -> str:
 # --- running -----------------------------------------------------------------------------
 
 
-class _Capture:
+class _Capture(Capture):
     """Keeps the first and the last CAPTURE_BYTES of a stream and counts the rest."""
 
     def __init__(self) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = CAPTURE_BYTES - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > CAPTURE_BYTES:
-                del self.tail[: len(self.tail) - CAPTURE_BYTES]
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", errors="replace")
-        if not self.tail:
-            return head
-        skipped = self.total - len(self.head) - len(self.tail)
-        gap = f"\n[... {skipped} bytes omitted ...]\n" if skipped else ""
-        return head + gap + self.tail.decode("utf-8", errors="replace")
+        super().__init__(CAPTURE_BYTES, CAPTURE_BYTES)
 
 
 def clip_output(text: str, limit: int = MAX_OUTPUT) -> str:
@@ -298,14 +278,6 @@ async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
     return True
 
 
-async def _read(stream: asyncio.StreamReader, capture: _Capture) -> None:
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            return
-        capture.add(chunk)
-
-
 @dataclass
 class _Step:
     exit_code: int | None  # None: timed out or did not start
@@ -344,7 +316,7 @@ async def _step(snippet: str, cwd: Path, env: dict[str, str], timeout: float) ->
         cancelled = exc
     capture = _Capture()
     assert proc.stdout is not None
-    reader = asyncio.ensure_future(_read(proc.stdout, capture))
+    reader = asyncio.ensure_future(read_into(proc.stdout, capture))
     timed_out = False
     try:
         if cancelled is not None:

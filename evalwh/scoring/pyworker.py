@@ -9,7 +9,10 @@ call at a time over a pipe, so the common case costs a pipe round trip, not a pr
     worker(output, case)        # -> ScoreResult; a timeout or an exit is an error result
 
 A call that runs past ``timeout_s`` kills the worker and becomes a scorer error on that case;
-an exiting function too. The next call starts a fresh worker. Frames are pickles with a
+an exiting function too. The next call starts a fresh worker. The worker leads its own
+process group (``start_new_session``), and stopping it — at a timeout, an exit, ``close`` or
+evalwh's exit — kills the whole group, so what a scorer forked (children, grandchildren)
+does not outlive it. (A process that leaves the group on purpose, ``setsid``, escapes.) Frames are pickles with a
 4-byte length, parent and worker being the same Python and the same evalwh. The worker's
 stdout is moved to stderr, so a ``print`` in a scorer cannot corrupt evalwh's ``--json``.
 """
@@ -21,6 +24,7 @@ import contextlib
 import os
 import pickle
 import queue
+import signal
 import struct
 import subprocess
 import sys
@@ -36,6 +40,7 @@ from evalwh.scoring.base import ScoreResult
 DEFAULT_TIMEOUT_S = 30.0
 LOAD_TIMEOUT_S = 60.0  # importing the module (a slow import, a model load) at startup
 _HEADER = struct.Struct(">I")
+POSIX = os.name == "posix"
 _LIVE: weakref.WeakSet[ScorerWorker] = weakref.WeakSet()
 
 
@@ -83,6 +88,7 @@ class ScorerWorker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=None,
+            start_new_session=POSIX,  # its own process group: what it forks is killed with it
         )
         self._proc, self._replies = proc, queue.Queue()
         _LIVE.add(self)
@@ -170,6 +176,8 @@ class ScorerWorker:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        if POSIX:
+            _kill_group(proc.pid)  # the worker and everything its scorer forked
         if proc.poll() is None:
             proc.kill()
         proc.wait()
@@ -182,6 +190,12 @@ class ScorerWorker:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown
             self.close()
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL every process of the worker's group (none left is fine)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:

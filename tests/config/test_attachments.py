@@ -504,7 +504,9 @@ def test_a_folder_named_as_a_file_is_refused_with_its_place(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as info:
         load(folder, "photo", file="eval.yaml", where="cases[0].files.photo")
     err = info.value
-    assert err.message == f"cannot read the attached file {folder}: it is a folder"
+    assert (
+        err.message == f"cannot read the attached file {folder}: it is a folder, not a regular file"
+    )
     assert (err.file, err.where) == ("eval.yaml", "cases[0].files.photo")
     assert err.fix == UNREADABLE_FIX
 
@@ -515,7 +517,7 @@ def test_an_os_error_without_a_description_is_shown_by_its_text(
     path = tmp_path / "photo.png"
     path.write_bytes(media.png())
 
-    def fail(path: Path, size: int) -> Any:
+    def fail(path: Path, fh: Any, size: int) -> Any:
         raise OSError("the network drive went away")
 
     monkeypatch.setattr(attachments, "_hash_file", fail)
@@ -562,3 +564,79 @@ def test_a_cases_file_naming_a_file_through_a_symlink_is_refused(tmp_path: Path)
     assert (err.file, err.where) == ("cases.csv", "line 2, column doc")
     assert err.fix == CONFINED_FIX
     assert str(err) == (f"cases.csv: line 2, column doc: {err.message}\n  fix: {CONFINED_FIX}")
+
+
+# ---- bounds: a regular file only, its size from stat before a byte is read (issue 46) ----
+
+
+@pytest.mark.timeout(30)
+def test_dev_zero_attached_in_files_is_refused_without_reading(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        case_files({"photo": "/dev/zero"}, tmp_path, file="eval.yaml", where="cases[0].files")
+    err = info.value
+    assert err.message == (
+        "cannot read the attached file /dev/zero: it is a device, not a regular file"
+    )
+    assert (err.file, err.where) == ("eval.yaml", "cases[0].files.photo")
+
+
+@pytest.mark.timeout(30)
+def test_fifo_attached_in_files_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "photo.png")  # nobody writes to it: an open or a read would block
+    with pytest.raises(ConfigError) as info:
+        case_files({"photo": "photo.png"}, tmp_path, file="eval.yaml", where="cases[0].files")
+    err = info.value
+    assert err.message.endswith("photo.png: it is a FIFO (named pipe), not a regular file")
+    assert err.where == "cases[0].files.photo"
+
+
+@pytest.mark.timeout(30)
+def test_fifo_named_by_a_file_column_of_a_cases_file_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "photo.png")
+    with pytest.raises(ConfigError) as info:
+        split_file_columns(
+            {"q": "hi", "photo": "file://photo.png"},
+            tmp_path,
+            file="cases.csv",
+            line=2,
+            within=tmp_path,
+        )
+    err = info.value
+    assert "it is a FIFO (named pipe), not a regular file" in err.message
+    assert (err.file, err.where) == ("cases.csv", "line 2, column photo")
+
+
+def test_sparse_file_over_the_limit_is_refused_from_its_stat_before_a_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "huge.png"
+    with path.open("wb") as fh:
+        fh.truncate(attachments.MAX_ATTACHMENT_BYTES + 1)  # sparse: takes no disk
+    hashed: list[Path] = []
+    monkeypatch.setattr(attachments, "_hash_file", lambda p, f, s: hashed.append(p))
+    with pytest.raises(ConfigError) as info:
+        load(path, "photo", file="eval.yaml", where="cases[0].files.photo")
+    assert info.value.message == (
+        f"cannot read the attached file {path}: it is "
+        f"{attachments.MAX_ATTACHMENT_BYTES + 1:,} bytes, over the limit of "
+        f"{attachments.MAX_ATTACHMENT_BYTES:,}"
+    )
+    assert hashed == []  # not one byte was read
+
+
+def test_a_file_at_the_limit_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "note.txt"
+    path.write_bytes(b"hello")
+    monkeypatch.setattr(attachments, "MAX_ATTACHMENT_BYTES", 5)
+    assert load(path, "note").size == 5
+
+
+@pytest.mark.timeout(30)
+def test_attachment_swapped_for_a_fifo_after_planning_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "note.txt"
+    path.write_text(f"only here: {tmp_path}")  # no other test loaded these bytes
+    sha = load(path, "note").sha256
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(attachments.AttachmentChanged, match="not a regular file"):
+        attachments.read(sha)

@@ -755,3 +755,39 @@ def test_a_folder_source_directly_format_limit_order_and_errors(tmp_path: Path) 
         "copy the file into the folder instead of linking it, or point the config at the "
         "folder the link leads to",
     )
+
+
+# ---- bounds: a cases file is a regular file (issue 46) ----
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("source", "name", "what"),
+    [
+        ("file: cases.jsonl", "cases.jsonl", "FIFO"),
+        ("{file: /dev/zero, format: csv}", "/dev/zero", "device"),
+    ],
+    ids=["fifo", "dev-zero"],
+)
+def test_fifo_or_device_as_a_cases_file_is_refused_naming_it(
+    tmp_path: Path, source: str, name: str, what: str
+) -> None:
+    """The message names the file and what it is (a terminal may wrap the line anywhere)."""
+    os.mkfifo(tmp_path / "cases.jsonl")  # nobody writes: reading it would wait forever
+    text = BASE.replace(
+        '  - id: c1\n    vars: {question: "hi"}\n    expected: "hi"\n',
+        f"  - {source}\n",
+    )
+    cfg = write(tmp_path / "eval.yaml", text)
+    expect_error(cfg, "cases[0].file", name, what, "regular file")
+
+
+@pytest.mark.timeout(30)
+def test_cases_file_swapped_for_a_fifo_after_the_check_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "cases.csv")
+    with pytest.raises(ConfigError) as info:
+        list(datasets._rows("csv", tmp_path / "cases.csv"))
+    assert info.value.message == (
+        "cannot read the cases file: it is a FIFO (named pipe), not a regular file"
+    )
+    assert info.value.file == str(tmp_path / "cases.csv")

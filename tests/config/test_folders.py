@@ -4,6 +4,7 @@ file, named as written, and an unreadable file reported at the source's key."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ def test_unreadable_file_of_a_directory_source_names_the_config_and_key(
     key of the config."""
     write(tmp_path / "imgs" / "a.png", "x")
 
-    def denied(path: Path, size: int) -> None:
+    def denied(path: Path, fh: Any, size: int) -> None:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(attachments, "_hash_file", denied)

@@ -388,3 +388,15 @@ def test_a_file_of_the_wrong_kind_says_a_or_an_and_which_part_to_use(
         "variants[0].messages[0].content[1]",
         f"use a `- {use}:` part for it, or attach the right file",
     )
+
+
+@pytest.mark.timeout(30)
+def test_fifo_as_a_prompt_part_is_refused_naming_the_part(tmp_path: Path) -> None:
+    eval_yaml(tmp_path, ["text: hi"], TWO_FILES)  # makes media/
+    os.mkfifo(tmp_path / "media" / "pipe.png")  # nobody writes: a read would wait forever
+    message, file, where, _ = refused(tmp_path, ["text: hi", "image: media/pipe.png"])
+    assert message == (
+        f"cannot read the attached file {tmp_path / 'media' / 'pipe.png'}: "
+        "it is a FIFO (named pipe), not a regular file"
+    )
+    assert (file, where) == (str(tmp_path / "eval.yaml"), "variants[0].messages[0].content[1]")

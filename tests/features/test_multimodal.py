@@ -162,7 +162,7 @@ def test_a_file_is_hashed_once_per_run(tmp_path: Path, monkeypatch: pytest.Monke
     folder = files_folder(tmp_path)
     calls = []
     real = attachments._hash_file
-    monkeypatch.setattr(attachments, "_hash_file", lambda p, s: calls.append(p) or real(p, s))
+    monkeypatch.setattr(attachments, "_hash_file", lambda p, f, s: calls.append(p) or real(p, f, s))
     attachments._BY_STAT.clear()
     for _ in range(3):
         attachments.load(folder / "dog.png", "photo")

@@ -14,15 +14,18 @@ import signal
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from evalwh import providers
+from evalwh.capture import Capture
 from evalwh.config import attachments
 from evalwh.config.model import Case, ModelSpec
 from evalwh.errors import ConfigError
+from evalwh.providers import command
 from evalwh.providers.base import Completion, ProviderError, Request
 from evalwh.providers.command import CommandProvider, _argv, _kill
 
@@ -730,3 +733,69 @@ def test_an_unusable_command_names_the_file_place_and_fix(command: Any, reason: 
 def test_a_usable_command_passes_the_check() -> None:
     CommandProvider.check(spec_for("python my_model.py --flag"), file="eval.yaml")
     CommandProvider.check(spec_for(["python", "my_model.py"]), file="eval.yaml")
+
+
+# ---- bounds: stdout and stderr are capped while they are read (issue 46) ----
+
+
+class Watched(Capture):
+    """A Capture that records how many bytes it held after each chunk it was given."""
+
+    held: ClassVar[list[int]] = []
+
+    def add(self, chunk: bytes) -> None:
+        super().add(chunk)
+        Watched.held.append(len(self.head) + len(self.tail))
+
+
+def bounded(spec: ModelSpec, max_output_bytes: int) -> ModelSpec:
+    return replace(spec, options={**spec.options, "max_output_bytes": max_output_bytes})
+
+
+@pytest.fixture
+def watched(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    Watched.held = []
+    monkeypatch.setattr(command, "Capture", Watched)
+    return Watched.held
+
+
+def flood(tmp_path: Path, stream: str, byte: str, then: str = "") -> Path:
+    """A program that reads its request, then writes 20 MiB of ``byte`` to ``stream``."""
+    body = (
+        "import sys\nsys.stdin.read()\n"
+        f"for _ in range(20):\n    sys.{stream}.buffer.write(b'{byte}' * (1 << 20))\n{then}\n"
+    )
+    return script(tmp_path, "model.py", body)
+
+
+def test_command_provider_printing_20_mb_stores_1_mib_marked_truncated(
+    tmp_path: Path, watched: list[int]
+) -> None:
+    answer = run(spec_for([sys.executable, str(flood(tmp_path, "stdout", "y"))]))
+    assert answer.text == "y" * command.MAX_OUTPUT_BYTES
+    assert answer.extra == {
+        "output_truncated": {"kept_bytes": command.MAX_OUTPUT_BYTES, "total_bytes": 20 << 20}
+    }
+    assert max(watched) <= command.MAX_OUTPUT_BYTES  # never more held while reading
+
+
+def test_command_provider_output_bound_is_set_by_max_output_bytes(tmp_path: Path) -> None:
+    path = script(tmp_path, "model.py", "import sys\nsys.stdout.write('abcdefghij' * 3)\n")
+    answer = run(bounded(spec_for([sys.executable, str(path)]), 4))
+    assert answer.text == "abcd"
+    assert answer.extra["output_truncated"] == {"kept_bytes": 4, "total_bytes": 30}
+
+
+def test_command_provider_output_at_the_bound_is_not_marked(tmp_path: Path) -> None:
+    path = script(tmp_path, "model.py", "import sys\nsys.stdout.write('abcd')\n")
+    answer = run(bounded(spec_for([sys.executable, str(path)]), 4))
+    assert (answer.text, answer.extra) == ("abcd", {})
+
+
+def test_command_provider_printing_20_mb_of_stderr_keeps_only_its_end(
+    tmp_path: Path, watched: list[int]
+) -> None:
+    path = flood(tmp_path, "stderr", "e", then="sys.stderr.write('the real reason')\nsys.exit(2)")
+    err = failure(spec_for([sys.executable, str(path)]))
+    assert "exited with code 2" in str(err) and "the real reason" in str(err)
+    assert max(watched) <= command.STDERR_CAPTURE_BYTES

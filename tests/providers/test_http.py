@@ -25,7 +25,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import replace
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,7 +40,7 @@ from evalwh.config import secrets
 from evalwh.config.model import Case, ModelSpec
 from evalwh.errors import ConfigError
 from evalwh.providers import create, http
-from evalwh.providers.base import Completion, ProviderError, Request
+from evalwh.providers.base import Completion, ProviderError, Request, cut_answer
 from evalwh.providers.http import (
     DEFAULT_MAX_CONNECTIONS,
     DETAIL_CHARS,
@@ -1186,3 +1186,51 @@ def test_httpcores_sniffio_lookup_is_left_to_the_import_when_sniffio_is_installe
     monkeypatch.syspath_prepend(str(tmp_path))
     fast_async_detection()
     assert "sniffio" not in sys.modules
+
+
+# ---- bounds: a reply's body and an answer's text are capped while read (issue 46) ----
+
+
+@needs_aiohttp
+def test_http_reply_declaring_20_mb_over_max_response_bytes_is_refused_unread(
+    transport: str,
+) -> None:
+    with FakeLLMServer() as server:
+        server.script(raw(200, b"x" * (20 << 20)))
+        with pytest.raises(ProviderError) as info:
+            asyncio.run(complete_model(spec(server.openai_url, max_response_bytes=1 << 20)))
+    assert info.value.kind == "bad_response" and not info.value.retryable
+    assert "the reply declares 20,971,520 bytes, over max_response_bytes (1,048,576)" in str(
+        info.value
+    )
+
+
+def test_http_reply_streaming_20_mb_without_a_length_stops_being_read_at_the_bound() -> None:
+    sent: list[int] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        for _ in range(20):
+            sent.append(1 << 20)
+            yield b"x" * (1 << 20)
+
+    result, busy = through(lambda request: httpx.Response(200, content=body()))
+    assert isinstance(result, ProviderError) and result.kind == "bad_response"
+    assert "passed 16,777,216 bytes (reading stopped at 17,825,792)" in str(result)
+    assert sum(sent) == 17 << 20  # 17 of the 20 MiB were asked for, then reading stopped
+    assert busy == [0] * len(busy)
+
+
+@needs_aiohttp
+def test_http_answer_of_2_mib_is_stored_cut_to_1_mib_and_marked(transport: str) -> None:
+    with FakeLLMServer() as server:
+        server.script(reply("é" * (1 << 20)))  # 2 MiB of UTF-8
+        answer = asyncio.run(complete_model(spec(server.openai_url)))
+    assert answer.text == "é" * (1 << 19)
+    assert answer.extra["output_truncated"] == {"kept_bytes": 1 << 20, "total_bytes": 2 << 20}
+
+
+def test_cut_answer_never_splits_a_character_and_leaves_short_answers_alone() -> None:
+    assert cut_answer(Completion(text="aé"), 2) == Completion(
+        text="a", extra={"output_truncated": {"kept_bytes": 2, "total_bytes": 3}}
+    )
+    assert cut_answer(Completion(text="aé"), 3) == Completion(text="aé")

@@ -12,11 +12,14 @@ code through the python scorer.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -385,11 +388,9 @@ def test_an_import_slower_than_the_load_timeout_is_a_config_error(
     assert (info.value.where, info.value.fix) == ("sc[0].function", FIX)
 
 
-def test_evalwh_exits_with_a_worker_still_alive(tmp_path: Path) -> None:
-    # the reader thread of a worker nobody closed must not hold the interpreter at exit: it
-    # blocks on the worker's replies for as long as the worker lives, and the worker is only
-    # stopped by the exit hook that runs after the interpreter waited for its threads
-    (tmp_path / "attack.py").write_text("def fn(output, case):\n    return 1\n")
+def exit_with_a_live_worker(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """A Python process that starts a worker on ``tmp_path/attack.py:fn``, calls it once,
+    prints the score and exits without closing it (the exit hook stops it)."""
     script = (
         "import sys\n"
         "from pathlib import Path\n"
@@ -404,10 +405,18 @@ def test_evalwh_exits_with_a_worker_still_alive(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     # cwd: in mutmut's stats pass the child records its calls too, which reads mutmut's
     # config from the working folder (the tests run in a temporary one)
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
         capture_output=True, text=True, timeout=60, env=env, cwd=REPO, check=False,
     )  # fmt: skip
+
+
+def test_evalwh_exits_with_a_worker_still_alive(tmp_path: Path) -> None:
+    # the reader thread of a worker nobody closed must not hold the interpreter at exit: it
+    # blocks on the worker's replies for as long as the worker lives, and the worker is only
+    # stopped by the exit hook that runs after the interpreter waited for its threads
+    (tmp_path / "attack.py").write_text("def fn(output, case):\n    return 1\n")
+    done = exit_with_a_live_worker(tmp_path)
     assert (done.returncode, done.stdout) == (0, "1.0\n"), done.stderr
 
 
@@ -432,3 +441,96 @@ def test_a_load_that_exits_leaves_the_worker_serving_the_next_load(tmp_path: Pat
         ("loaded", "fine.py:fn"),
         ("result", ScoreResult(1.0, passed=True)),
     ]
+
+
+# ---- the worker's process group dies with it (issue 46) ----
+
+FORKS_FOREVER = """
+import os, time
+
+PIDS = {pids!r}
+
+def fn(output, case):
+    read, write = os.pipe()
+    if os.fork() == 0:  # a child, which forks a grandchild; both sleep forever
+        grandchild = os.fork()
+        if grandchild == 0:
+            while True:
+                time.sleep(3600)
+        os.write(write, f"{{os.getpid()}} {{grandchild}}\\n".encode())
+        while True:
+            time.sleep(3600)
+    line = b""
+    while not line.endswith(b"\\n"):
+        line += os.read(read, 64)
+    with open(PIDS, "w") as out:
+        out.write(line.decode())
+    {then}
+"""
+
+
+def forks_forever(tmp_path: Path, then: str = "return 1") -> str:
+    return FORKS_FOREVER.format(pids=str(tmp_path / "pids"), then=then)
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie (a killed orphan waits for PID 1 to reap it)."""
+    try:
+        os.kill(pid, 0)
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    return fields[0] != "Z"
+
+
+def left_alive(pids_file: Path) -> list[int]:
+    """The scorer's child and grandchild still running once SIGKILL had time to land (a
+    bounded wait: the test fails, never hangs)."""
+    pids = [int(p) for p in pids_file.read_text().split()]
+    assert len(pids) == 2
+    for _ in range(600):
+        if not any(alive(pid) for pid in pids):
+            return []
+        time.sleep(0.05)
+    for pid in pids:  # leave nothing behind, then fail
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return [pid for pid in pids if alive(pid)] or pids
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
+def test_python_scorer_forking_a_grandchild_leaves_no_process_after_close(
+    tmp_path: Path,
+) -> None:
+    fn = worker(tmp_path, forks_forever(tmp_path))
+    try:
+        assert fn("x", Case(id="a")).score == 1.0
+    finally:
+        fn.close()
+    assert left_alive(tmp_path / "pids") == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
+def test_python_scorer_forking_a_grandchild_then_hanging_leaves_no_process_after_its_timeout(
+    tmp_path: Path,
+) -> None:
+    fn = worker(tmp_path, forks_forever(tmp_path, then="time.sleep(3600)"), timeout_s=5)
+    try:
+        result = fn("x", Case(id="a"))
+    finally:
+        fn.close()
+    assert result.error is not None and "timed out" in result.error
+    assert left_alive(tmp_path / "pids") == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
+def test_python_scorer_forking_a_grandchild_leaves_no_process_after_evalwh_exits(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "attack.py").write_text(forks_forever(tmp_path))
+    try:  # survivors would hold its stderr open: the run then times out, and they are killed
+        done = exit_with_a_live_worker(tmp_path)
+    finally:
+        survivors = left_alive(tmp_path / "pids")
+    assert (done.returncode, done.stdout) == (0, "1.0\n"), done.stderr
+    assert survivors == []
