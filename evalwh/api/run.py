@@ -98,7 +98,7 @@ class RunResult:
     endings: list[dict[str, Any]] = field(default_factory=list)
     # what to do next when the run did not complete: for a failed run, the cause its errors
     # name (a refused or missing key, an endpoint nothing answers at) and the command to
-    # re-run its errored cells (evalwh.api.view.next_step, as `evalwh show` says it)
+    # re-run its errored cells (evalwh.api.hints.next_step, as `evalwh show` says it)
     next: str | None = None
 
     @property
@@ -633,7 +633,7 @@ def conclude(
     (and the HTML report at ``html``)."""
     from evalwh.analysis.gate import judge, log_notes
     from evalwh.analysis.judging import report as judging_report
-    from evalwh.api.view import next_step
+    from evalwh.api.hints import next_step
     from evalwh.warehouse.connect import shared_connection
     from evalwh.warehouse.store import POST_RUN_MEMORY_LIMIT, Warehouse
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from evalwh.config.confinement import inside, real_path
+from evalwh.boundary import inside, real_path
 from evalwh.config.regular import NotRegular, open_regular
 from evalwh.errors import ConfigError
 
@@ -247,7 +247,7 @@ def load(path: Path, name: str, *, file: str | None = None, where: str | None = 
     """The attachment at ``path`` under ``name``: hashed and typed on first use, then
     remembered (same path, size and modification time) for the rest of the process. Only a
     regular file of at most :data:`MAX_ATTACHMENT_BYTES` is read (:mod:`.regular`)."""
-    from evalwh.config.confinement import readable
+    from evalwh.boundary import readable
 
     path = readable(path, where or name)
     try:

@@ -25,8 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from evalwh.boundary import in_folder, readable
 from evalwh.config.attachments import Attachment
-from evalwh.config.confinement import in_folder, readable
 from evalwh.config.model import Case, SourceSpec
 from evalwh.config.regular import NotRegular, open_regular, what_it_is
 from evalwh.datasources.jsonl import parse_line

@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evalwh.boundary import in_folder, readable
 from evalwh.config.attachments import load
-from evalwh.config.confinement import in_folder, readable
 from evalwh.config.model import Case
 from evalwh.errors import ConfigError
 

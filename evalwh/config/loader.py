@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from evalwh.config.model import (
     Price,
     Side,
     Variant,
+    canonical_hash,
 )
 from evalwh.config.validate import validate_document
 from evalwh.config.yamlpos import format_path, load_yaml, locate
@@ -44,11 +43,6 @@ MODEL_KEYS = {
 # Sections that do not change what a run asks or scores (resume keeps working when they change).
 NOT_HASHED = ("cases", "settings", "labels", "calibration", "thresholds", "description")
 CRITERION_KEYS = {"name", "type", "weight", "required", "threshold", "description"}
-
-
-def canonical_hash(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def load_config(path: str | Path) -> EvalConfig:
@@ -275,7 +269,7 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
             where=where,
             root=config_path.parent,
         )
-    from evalwh.config.confinement import readable
+    from evalwh.boundary import readable
 
     prompt_path = readable(config_path.parent / raw["prompt"], f"{where}.prompt")
     if not prompt_path.is_file():

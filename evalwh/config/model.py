@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -265,11 +267,16 @@ class EvalConfig:
         return raw
 
 
+def canonical_hash(value: Any) -> str:
+    """The SHA-256 of ``value`` as compact JSON with sorted keys: the config and dataset
+    hashes (evalwh.config.loader) and a no-look snapshot's hashed texts."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def hashed(value: Any) -> str:
     """``sha256:`` and the SHA-256 of ``value`` as compact JSON with sorted keys (the hash the
     config hash uses): equal texts give equal hashes, so a change still shows in a diff."""
-    from evalwh.config.loader import canonical_hash
-
     return "sha256:" + canonical_hash(value)
 
 

@@ -105,7 +105,7 @@ def parse_output_spec(
 
 def read_schema_file(name: Any, root: Path, where: str, file: str) -> Any:
     """A JSON or YAML schema file, relative to the config's folder (bounded YAML reader)."""
-    from evalwh.config.confinement import readable
+    from evalwh.boundary import readable
 
     path = readable(root / str(name), where)
     if not path.is_file():

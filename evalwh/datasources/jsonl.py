@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalwh.config.confinement import in_folder, readable
+from evalwh.boundary import in_folder, readable
 from evalwh.datasources.sql import _page_size
 from evalwh.errors import ConfigError
 

@@ -187,7 +187,7 @@ def _flags(judging: Mapping[str, Any] | None) -> tuple[bool, list[str]]:
 
 def _next(run_id: str, failed: int, why: str | None = None) -> list[str]:
     """The next steps: first, for a failed run, its cause and the command that re-runs it
-    (evalwh.api.view.next_step), then the tools to read it with."""
+    (evalwh.api.hints.next_step), then the tools to read it with."""
     steps = [why] if why else []
     if failed:
         steps.append(

@@ -65,7 +65,7 @@ def _within_root(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str,
     must resolve inside ``agent.root`` (:func:`evalwh.config.confinement.confined_to`)."""
     import functools
 
-    from evalwh.config.confinement import confined_to
+    from evalwh.boundary import confined_to
 
     @functools.wraps(tool)
     def confined(agent: Agent, config_path: str, *args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -108,7 +108,7 @@ class ProviderError(Exception):
 
 
 # The words a stored error uses for its cause, written here and read back by the hint of a
-# failed run (evalwh.api.view.failure_causes): an auth error names its key variable, a
+# failed run (evalwh.api.hints.failure_causes): an auth error names its key variable, a
 # connection that could not be made names the URL.
 KEY_NAMED = re.compile(
     r"\(check ([A-Za-z_][A-Za-z0-9_]*)\)|\b([A-Za-z_][A-Za-z0-9_]*) is not set\b"

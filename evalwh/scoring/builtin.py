@@ -291,7 +291,7 @@ def _load_schema_file(criterion: Criterion, root: Path, file: str, name: Any) ->
             f"'schema_file' must be a path, got {name!r}",
             "give the path of a JSON or YAML schema, relative to the config file's folder",
         )
-    from evalwh.config.confinement import readable
+    from evalwh.boundary import readable
 
     path = readable(root / name, f"{criterion.where}.schema_file")
     if not path.is_file():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalwh.api.view import failure_causes, next_step
+from evalwh.api.hints import failure_causes, next_step
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 
