@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,12 @@ from evalwh.errors import ConfigError, UsageError
 from evalwh.warehouse.lake import Location
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # a results file or log larger than this is refused
+MAX_DEPTH = 200  # JSON nested deeper than this is refused (real logs stay under 30)
+MAX_DURATION_MS = 10 * 365 * 24 * 3600 * 1000.0  # ten years: longer is a broken file
+INT_DIGITS = 20  # longer integer literals are refused without converting them
+INT64 = 2**63
+_SURROGATE = re.compile("[\ud800-\udfff]")  # left by the parser only when unpaired
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_]+)(?:\.([^{}]+))?\}")
 # key names whose values are masked: apiKey, api_key, accessToken, client_secret, password ...
 SECRET_KEY = re.compile(
@@ -141,12 +148,151 @@ def sha256_of(path: Path) -> str:
 def read_json(path: Path) -> Any:
     """A whole JSON file, bounded by :data:`MAX_FILE_BYTES`; errors name the file."""
     check_size(path)
+    return load_json(path.read_bytes(), path)
+
+
+class _LongInt:
+    """An integer literal of more than :data:`INT_DIGITS` digits, kept unconverted (Python
+    refuses to convert over 4,300 digits, and a long one costs quadratic time) so that
+    :func:`check_tree` can refuse it with its place."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+
+def int_or_long(text: str) -> Any:
+    return int(text) if len(text) <= INT_DIGITS else _LongInt(text)
+
+
+def load_json(data: bytes, path: Path, where: str = "") -> Any:
+    """``data`` parsed, every bad shape a ConfigError naming ``path`` and the place (``where``
+    (a zip member), then a line and column or a JSON path like ``$.samples[3].output``).
+
+    Depth: the stdlib parser has no depth option and recurses in C, so nesting past Python's
+    recursion limit ends in RecursionError; that is caught and the place found by a scan of
+    the brackets (run only then, so a good file is not scanned twice). Anything that did parse
+    is walked once without recursion (:func:`check_tree`) for what stores badly: nesting over
+    :data:`MAX_DEPTH`, integers outside 64 bits, NaN and infinities, unpaired surrogates.
+    """
+    fix = "pass the file the tool wrote, unedited"
     try:
-        return json.loads(path.read_bytes())
+        value = json.loads(data, parse_int=int_or_long)
+    except RecursionError:
+        raise ConfigError(
+            f"JSON nested deeper than {MAX_DEPTH} levels",
+            file=str(path),
+            where=_join(where, _deep_place(data)),
+            fix=fix,
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"not JSON ({exc.msg})",
+            file=str(path),
+            where=_join(where, f"line {exc.lineno} column {exc.colno}"),
+            fix=fix,
+        ) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(
-            f"not a JSON file ({exc})", file=str(path), fix="pass the file the tool wrote"
+            f"not JSON ({exc})", file=str(path), where=where or None, fix=fix
         ) from None
+    check_tree(value, path, where)
+    return value
+
+
+def check_tree(value: Any, path: Path, where: str = "") -> None:
+    """Refuse, naming the JSON path, the first value of parsed JSON that the warehouse cannot
+    store faithfully: nesting over :data:`MAX_DEPTH`, an integer outside 64 bits, NaN or an
+    infinity, a string or key holding an unpaired surrogate. Iterative: no recursion limit."""
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    while stack:
+        node, depth, link = stack.pop()
+        problem = None
+        if isinstance(node, dict):
+            if depth >= MAX_DEPTH:
+                problem = f"JSON nested deeper than {MAX_DEPTH} levels"
+            else:
+                for key, child in node.items():
+                    if _SURROGATE.search(key):
+                        link, problem = (
+                            (link, key),
+                            "a key holds an unpaired surrogate (\\ud800-\\udfff)",
+                        )
+                        break
+                    stack.append((child, depth + 1, (link, key)))
+        elif isinstance(node, list):
+            if depth >= MAX_DEPTH:
+                problem = f"JSON nested deeper than {MAX_DEPTH} levels"
+            else:
+                stack.extend((child, depth + 1, (link, i)) for i, child in enumerate(node))
+        elif isinstance(node, str):
+            if _SURROGATE.search(node):
+                problem = "a string holds an unpaired surrogate (\\ud800-\\udfff)"
+        elif isinstance(node, _LongInt):
+            problem = f"an integer of {len(node.digits.lstrip('-')):,} digits (over 64 bits)"
+        elif isinstance(node, bool):
+            pass
+        elif isinstance(node, int):
+            if not -INT64 <= node < INT64:
+                problem = "an integer over 64 bits"
+        elif isinstance(node, float) and not math.isfinite(node):
+            problem = f"a number out of range ({node})"
+        if problem:
+            raise ConfigError(
+                problem,
+                file=str(path),
+                where=_join(where, _json_path(link)),
+                fix="pass the file the tool wrote, unedited",
+            )
+
+
+def _json_path(link: Any) -> str:
+    parts: list[str] = []
+    while link is not None:
+        link, key = link
+        text = key.encode("utf-8", "backslashreplace").decode() if isinstance(key, str) else key
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{text}")
+    path = "$" + "".join(reversed(parts))
+    return path if len(path) <= 120 else f"{path[:60]}...{path[-50:]} ({len(parts)} deep)"
+
+
+def _deep_place(data: bytes) -> str:
+    """``line L column C`` of the bracket that opens level :data:`MAX_DEPTH` + 1."""
+    depth = 0
+    for m in _JSON_TOKEN.finditer(data):
+        token = m.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                at = m.start()
+                line = data.count(b"\n", 0, at) + 1
+                column = at - data.rfind(b"\n", 0, at)
+                return f"line {line} column {column}"
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return ""
+
+
+def _join(where: str, place: str) -> str | None:
+    return ", ".join(p for p in (where, place) if p) or None
+
+
+def duration(value: Any, scale: float, path: Path, where: str) -> float | None:
+    """A duration in milliseconds (``value`` x ``scale``); a negative one, or one over ten
+    years, is a ConfigError naming the place."""
+    n = number(value)
+    if n is None:
+        return None
+    ms = n * scale
+    if not 0 <= ms <= MAX_DURATION_MS:
+        raise ConfigError(
+            f"a duration of {n} is {'negative' if ms < 0 else 'over ten years'}",
+            file=str(path),
+            where=where,
+            fix="pass the file the tool wrote, unedited",
+        )
+    return ms
 
 
 def check_size(path: Path) -> None:

@@ -5,7 +5,9 @@ across tools, the gate, slices, exports)."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +108,89 @@ def test_gate_slices_and_exports_work_on_imported_runs(tmp_path: Path) -> None:
     assert (
         done is not None and text.count("<testcase") == 24 and "500 Internal Server Error" in text
     )
+
+
+# -- hostile JSON: every bad shape is a ConfigError (exit 2) naming the file and the place ------
+
+
+def nest(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_deep_json_is_refused_with_its_line_and_column(tmp_path: Path, depth: int) -> None:
+    """The attack: a results file nested 5,000-100,000 deep (a RecursionError traceback
+    before). The place is the bracket that opens level 201."""
+    log = tmp_path / "deep.json"
+    log.write_text('{"samples":\n' + nest(depth) + "}")
+    with pytest.raises(ConfigError, match="nested deeper than 200 levels") as info:
+        api.import_results("promptfoo", [log], warehouse=tmp_path / "w.duckdb")
+    assert f"{log}: line 2 column 200" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["eval", "json"])
+def test_deep_json_the_parser_accepts_is_refused_with_its_path(tmp_path: Path, kind: str) -> None:
+    """Nesting the parser survives (500 deep) would still break what walks it later: refused
+    with its JSON path, in an .eval member too."""
+    deep = sample("a", "C", metadata={"k": json.loads(nest(500))})
+    log = write_log(tmp_path, kind, deep)
+    with pytest.raises(ConfigError, match="nested deeper than 200 levels") as info:
+        api.import_results("inspect", [log], warehouse=tmp_path / "w.duckdb")
+    place = (
+        "member samples/a_epoch_1.json, $.metadata.k[0][0]"
+        if kind == "eval"
+        else ("$.samples[0].metadata.k[0][0]")
+    )
+    assert place in str(info.value) and "[0][0] (200 deep): JSON nested" in str(info.value)
+
+
+def write_log(tmp_path: Path, kind: str, one: dict[str, Any] | str) -> Path:
+    """An inspect log (.eval or .json) with one sample; a str sample is written as it is."""
+    text = one if isinstance(one, str) else json.dumps(one)
+    if kind == "eval":
+        log = tmp_path / "log.eval"
+        with zipfile.ZipFile(log, "w") as z:
+            z.writestr("header.json", json.dumps(header()))
+            z.writestr("samples/a_epoch_1.json", text)
+        return log
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps({**header(), "samples": ["SAMPLE"]}).replace('"SAMPLE"', text))
+    return log
+
+
+@pytest.mark.parametrize("kind", ["eval", "json"])
+@pytest.mark.parametrize(
+    ("literal", "problem"),
+    [
+        ("1" * 5000, "an integer of 5,000 digits"),  # Python's int-from-string limit
+        ("-" + "9" * 25, "an integer of 25 digits"),
+        (str(2**63), "an integer over 64 bits"),
+        ("1e400", r"a number out of range \(inf\)"),
+        ("NaN", r"a number out of range \(nan\)"),
+    ],
+)
+def test_a_huge_integer_is_refused_with_its_place(
+    tmp_path: Path, kind: str, literal: str, problem: str
+) -> None:
+    """The attack: a token count of 5,000 digits (a ValueError traceback before), or one
+    that overflows the warehouse's 64-bit column, or a float out of range."""
+    text = json.dumps(sample("a", "C")).replace('"input_tokens": 3', f'"input_tokens": {literal}')
+    log = write_log(tmp_path, kind, text)
+    with pytest.raises(ConfigError, match=problem) as info:
+        api.import_results("inspect", [log], warehouse=tmp_path / "w.duckdb")
+    assert str(log) in str(info.value) and "output.usage.input_tokens" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["eval", "json"])
+def test_a_lone_surrogate_is_refused_with_its_place(tmp_path: Path, kind: str) -> None:
+    """The attack: ``"\\ud800"`` in an answer (it parses, then fails to encode on insert)."""
+    text = json.dumps(sample("a", "C")).replace("answer a", "answer \\ud800 a")
+    log = write_log(tmp_path, kind, text)
+    with pytest.raises(ConfigError, match="unpaired surrogate") as info:
+        api.import_results("inspect", [log], warehouse=tmp_path / "w.duckdb")
+    assert "output.completion" in str(info.value)
+    str(info.value).encode("utf-8")  # the message itself prints
+    # a surrogate pair is one character, not refused
+    paired = json.dumps(sample("a", "C")).replace("answer a", "answer \\ud83d\\ude00 a")
+    api.import_results("inspect", [write_log(tmp_path, kind, paired)], warehouse=tmp_path / "w")
+    assert rows(tmp_path / "w", "SELECT output FROM cases") == [("answer \U0001f600 a",)]
