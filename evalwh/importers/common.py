@@ -7,7 +7,10 @@ template, variant and model renames) and writes each run with :func:`store_run`:
 its cases and its scores in one transaction that first looks for the file's content hash, so
 importing the same file twice adds nothing. Fields the warehouse has no column for are kept
 in ``cases.extra`` / ``runs.source_extra`` (JSON), with secret-named keys (``apiKey``,
-``token``, ``authorization`` ...) masked and key-shaped strings redacted.
+``token``, ``authorization`` ...) masked. Every string stored (answers, vars, metadata,
+expected, messages, rationales, ids, the kept fields) goes through the one redaction of
+:func:`evalwh.config.secrets.redact` (:class:`Redactor`), and the result counts the values
+it changed.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from evalwh.config.secrets import MASK, redact
+from evalwh.config.secrets import MASK, known_secret_values, redact
 from evalwh.errors import ConfigError, UsageError
 from evalwh.warehouse.lake import Location
 
@@ -119,6 +122,7 @@ class ImportResult:
     n_scores: int
     tool: str
     version: str | None
+    n_redacted: int = 0  # values whose key-shaped strings or secrets were replaced by ***
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -311,17 +315,56 @@ def shape_error(path: Path, where: str, message: str, fix: str) -> ConfigError:
     return ConfigError(message, file=str(path), where=where, fix=fix)
 
 
-def scrub(value: Any) -> Any:
-    """``value`` with secret-named keys masked and key-shaped strings redacted (nested)."""
-    if isinstance(value, Mapping):
-        return {
-            str(k): MASK if SECRET_KEY.search(str(k)) and v else scrub(v) for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [scrub(v) for v in value]
-    if isinstance(value, str):
-        return redact(value)
-    return value
+class Redactor:
+    """Every string an import stores, through :func:`evalwh.config.secrets.redact` (key
+    shapes, bearer tokens, the secrets evalwh holds), counting the values it changed."""
+
+    def __init__(self) -> None:
+        self.known = known_secret_values()  # once per import, not once per string
+        self.count = 0
+
+    def text(self, value: str) -> str:
+        out = redact(value, known=self.known)
+        self.count += out != value
+        return out
+
+    def maybe(self, value: str | None) -> str | None:
+        return None if value is None else self.text(value)
+
+    def tree(self, value: Any, *, names: bool = False) -> Any:
+        """``value`` with every string redacted (nested); ``names``: secret-named keys
+        (``apiKey``, ``token`` ...) have their values masked too."""
+        if isinstance(value, Mapping):
+            out = {}
+            for k, v in value.items():
+                if names and v and SECRET_KEY.search(str(k)):
+                    self.count += 1
+                    out[str(k)] = MASK
+                else:
+                    out[str(k)] = self.tree(v, names=names)
+            return out
+        if isinstance(value, (list, tuple)):
+            return [self.tree(v, names=names) for v in value]
+        if isinstance(value, str):
+            return self.text(value)
+        return value
+
+    def run(self, run: ImportedRun) -> int:
+        """Redact ``run`` in place: ids, names, vars, metadata, expected, messages, output,
+        errors, scores (details, rationale) and the kept extra fields. The count."""
+        t, tree = self.text, self.tree
+        run.suite = t(run.suite)
+        run.extra = tree(run.extra, names=True)
+        for c in run.cases:
+            c.variant, c.model, c.tool_id = t(c.variant), t(c.model), t(c.tool_id)
+            c.vars, c.metadata = tree(c.vars), tree(c.metadata)
+            c.expected, c.messages = tree(c.expected), tree(c.messages)
+            c.output, c.error = self.maybe(c.output), self.maybe(c.error)
+            c.extra = tree(c.extra, names=True)
+            for s in c.scores:
+                s.criterion, s.scorer = t(s.criterion), t(s.scorer)
+                s.details, s.rationale = tree(s.details), self.maybe(s.rationale)
+        return self.count
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -386,6 +429,7 @@ def store_run(
     from evalwh.warehouse.connect import write_transaction
     from evalwh.warehouse.store import new_run_id
 
+    n_redacted = Redactor().run(run)
     cases, scores = _rows(run, path, options)
     run_id = new_run_id(run.started_at)
     n_errors = sum(1 for c in run.cases if c.error)
@@ -420,7 +464,7 @@ def store_run(
         "source_tool": run.tool,
         "source_version": run.version,
         "source_hash": digest,
-        "source_extra": json.dumps(scrub(run.extra), default=str),
+        "source_extra": json.dumps(run.extra, default=str),
     }
 
     def body(con: Any) -> ImportResult:
@@ -436,7 +480,9 @@ def store_run(
         _insert(con, "cases", _cases_table(run_id, cases))
         if scores:
             _insert(con, "scores", _scores_table(run_id, scores))
-        return ImportResult(str(path), run_id, True, len(cases), len(scores), run.tool, run.version)
+        return ImportResult(
+            str(path), run_id, True, len(cases), len(scores), run.tool, run.version, n_redacted
+        )
 
     # one transaction (on a lake: retried whole when another writer won the commit)
     return write_transaction(warehouse, body, what=f"import {path.name}")
@@ -468,7 +514,7 @@ def _rows(
                 _json(case.metadata),
                 _json(case.messages),
                 case.output,
-                redact(case.error) if case.error else None,
+                case.error or None,
                 case.error_kind if case.error else None,
                 case.latency_ms,
                 case.input_tokens,
@@ -479,7 +525,7 @@ def _rows(
                 case.score if case.score is not None else 0.0,
                 bool(case.passed and not case.error),
                 now,
-                _json(scrub(case.extra)) if case.extra else None,
+                _json(case.extra) if case.extra else None,
             ]
         )
         for s in case.scores:

@@ -14,6 +14,7 @@ import pytest
 from evalwh import api
 from evalwh.errors import ConfigError, UsageError
 from tests.builders import PROMPTFOO, inspect_log, rows
+from tests.conftest import run_cli
 from tests.importers.test_inspectlog import header, sample
 
 
@@ -194,3 +195,50 @@ def test_a_lone_surrogate_is_refused_with_its_place(tmp_path: Path, kind: str) -
     paired = json.dumps(sample("a", "C")).replace("answer a", "answer \\ud83d\\ude00 a")
     api.import_results("inspect", [write_log(tmp_path, kind, paired)], warehouse=tmp_path / "w")
     assert rows(tmp_path / "w", "SELECT output FROM cases") == [("answer \U0001f600 a",)]
+
+
+# -- keys in imported files: redacted on import, counted in the summary ------------------------
+
+OPENAI_KEY = "sk-proj-" + "Q7" * 15
+AWS_KEY = "AKIA" + "Z3" * 8
+TEXT_COLUMNS = "case_id, variant, model, vars, expected, metadata, messages, output, error, extra"
+
+
+def test_a_key_in_an_imported_output_is_redacted_and_counted(tmp_path: Path) -> None:
+    """The attack: a log whose answer echoes a key, with keys in its input, metadata, target,
+    a score's explanation and answer. Case files refuse them; an import stores them as ***
+    and says how many values it redacted."""
+    one = sample(
+        "a",
+        "C",
+        input=f"my key is {OPENAI_KEY}",  # vars.input and the user message
+        target=AWS_KEY,
+        metadata={"note": f"aws {AWS_KEY}"},
+        scores={"judge": {"value": "C", "explanation": f"saw {OPENAI_KEY}", "answer": AWS_KEY}},
+    )
+    one["output"]["completion"] = f"echo: {OPENAI_KEY}"
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps({**header(), "samples": [one]}))
+    wh = tmp_path / "w.duckdb"
+    [done] = api.import_results("inspect", [log], warehouse=wh)
+    assert done["n_redacted"] == 7  # vars, messages, output, expected, metadata, rationale, details
+    stored = str(rows(wh, f"SELECT {TEXT_COLUMNS} FROM cases")) + str(
+        rows(wh, "SELECT criterion, details, rationale FROM scores")
+    )
+    assert "sk-proj-" not in stored and "AKIA" not in stored
+    assert rows(wh, "SELECT output, expected FROM cases") == [("echo: ***", '"***"')]
+    assert rows(wh, "SELECT rationale FROM scores") == [("saw ***",)]
+
+
+def test_cli_import_summary_says_how_many_values_were_redacted(tmp_path: Path) -> None:
+    data = json.loads(PROMPTFOO.read_text())
+    data["results"]["results"][0]["response"]["output"] = f"here: {OPENAI_KEY}"
+    data["results"]["results"][1]["vars"]["leak"] = AWS_KEY
+    pf = tmp_path / "results.json"
+    pf.write_text(json.dumps(data))
+    done = run_cli("import", "promptfoo", str(pf), "-o", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # the two planted here and the two apiKey values of the fixture's kept config
+    assert "; 4 value(s) held a key or secret, stored as ***" in " ".join(done.stdout.split())
+    stored = str(rows(tmp_path / "warehouse.duckdb", f"SELECT {TEXT_COLUMNS} FROM cases"))
+    assert OPENAI_KEY not in stored and AWS_KEY not in stored
