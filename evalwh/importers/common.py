@@ -32,6 +32,7 @@ from evalwh.warehouse.lake import Location
 MAX_FILE_BYTES = 256 * 1024 * 1024  # a results file or log larger than this is refused
 MAX_DEPTH = 200  # JSON nested deeper than this is refused (real logs stay under 30)
 MAX_DURATION_MS = 10 * 365 * 24 * 3600 * 1000.0  # ten years: longer is a broken file
+MAX_CELL_CHARS = 1_000_000  # one stored answer or JSON value of a case; longer is cut
 INT_DIGITS = 20  # longer integer literals are refused without converting them
 INT64 = 2**63
 _SURROGATE = re.compile("[\ud800-\udfff]")  # left by the parser only when unpaired
@@ -56,6 +57,9 @@ class ImportedScore:
     details: Any = None
     rationale: str | None = None
     raw_score: float | None = None
+
+    def __post_init__(self) -> None:
+        self.details, self.rationale = fit(self.details), fit(self.rationale)
 
 
 @dataclass
@@ -84,6 +88,20 @@ class ImportedCase:
     extra: dict[str, Any] = field(default_factory=dict)
     scores: list[ImportedScore] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # bounded as it is built, so the parsed sample behind it is not held past its case
+        self.vars, self.metadata, self.expected = (
+            fit(self.vars),
+            fit(self.metadata),
+            fit(self.expected),
+        )
+        self.messages, self.output, self.error = (
+            fit(self.messages),
+            fit(self.output),
+            fit(self.error),
+        )
+        self.extra = fit(self.extra)
+
 
 @dataclass
 class ImportedRun:
@@ -95,6 +113,25 @@ class ImportedRun:
     finished_at: datetime | None
     cases: list[ImportedCase]
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.extra = fit(self.extra)
+
+
+def fit(value: Any) -> Any:
+    """``value`` when it stores in at most :data:`MAX_CELL_CHARS` characters; a longer text
+    is cut (the cut says how long it was), a longer JSON value becomes an object that says
+    its size: a small archive of large fields cannot fill the warehouse or the memory."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        if len(value) <= MAX_CELL_CHARS:
+            return value
+        return f"{value[:MAX_CELL_CHARS]}... [cut by evalwh import: {len(value):,} characters]"
+    size = len(json.dumps(value, default=str, ensure_ascii=False))
+    if size <= MAX_CELL_CHARS:
+        return value
+    return {"_cut_by_evalwh_import": f"{size:,} characters of JSON, over {MAX_CELL_CHARS:,}"}
 
 
 @dataclass
@@ -208,47 +245,55 @@ def load_json(data: bytes, path: Path, where: str = "") -> Any:
 def check_tree(value: Any, path: Path, where: str = "") -> None:
     """Refuse, naming the JSON path, the first value of parsed JSON that the warehouse cannot
     store faithfully: nesting over :data:`MAX_DEPTH`, an integer outside 64 bits, NaN or an
-    infinity, a string or key holding an unpaired surrogate. Iterative: no recursion limit."""
+    infinity, a string or key holding an unpaired surrogate. Iterative (no recursion limit),
+    and only containers wait on the stack, so a list of millions of numbers costs no more."""
+
+    def fail(link: Any, problem: str) -> ConfigError:
+        return ConfigError(
+            problem,
+            file=str(path),
+            where=_join(where, _json_path(link)),
+            fix="pass the file the tool wrote, unedited",
+        )
+
+    if not isinstance(value, (dict, list)):
+        problem = _scalar_problem(value)
+        if problem:
+            raise fail(None, problem)
+        return
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     while stack:
         node, depth, link = stack.pop()
-        problem = None
-        if isinstance(node, dict):
-            if depth >= MAX_DEPTH:
-                problem = f"JSON nested deeper than {MAX_DEPTH} levels"
-            else:
-                for key, child in node.items():
-                    if _SURROGATE.search(key):
-                        link, problem = (
-                            (link, key),
-                            "a key holds an unpaired surrogate (\\ud800-\\udfff)",
-                        )
-                        break
-                    stack.append((child, depth + 1, (link, key)))
-        elif isinstance(node, list):
-            if depth >= MAX_DEPTH:
-                problem = f"JSON nested deeper than {MAX_DEPTH} levels"
-            else:
-                stack.extend((child, depth + 1, (link, i)) for i, child in enumerate(node))
-        elif isinstance(node, str):
-            if _SURROGATE.search(node):
-                problem = "a string holds an unpaired surrogate (\\ud800-\\udfff)"
-        elif isinstance(node, _LongInt):
-            problem = f"an integer of {len(node.digits.lstrip('-')):,} digits (over 64 bits)"
-        elif isinstance(node, bool):
-            pass
-        elif isinstance(node, int):
-            if not -INT64 <= node < INT64:
-                problem = "an integer over 64 bits"
-        elif isinstance(node, float) and not math.isfinite(node):
-            problem = f"a number out of range ({node})"
-        if problem:
-            raise ConfigError(
-                problem,
-                file=str(path),
-                where=_join(where, _json_path(link)),
-                fix="pass the file the tool wrote, unedited",
-            )
+        if depth >= MAX_DEPTH:
+            raise fail(link, f"JSON nested deeper than {MAX_DEPTH} levels")
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            if isinstance(key, str) and _SURROGATE.search(key):
+                raise fail((link, key), "a key holds an unpaired surrogate (\\ud800-\\udfff)")
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1, (link, key)))
+            elif type(child) is not int or not -INT64 <= child < INT64:  # ints: the common case
+                problem = _scalar_problem(child)
+                if problem:
+                    raise fail((link, key), problem)
+
+
+def _scalar_problem(node: Any) -> str | None:
+    if isinstance(node, str):
+        return (
+            "a string holds an unpaired surrogate (\\ud800-\\udfff)"
+            if _SURROGATE.search(node)
+            else None
+        )
+    if isinstance(node, _LongInt):
+        return f"an integer of {len(node.digits.lstrip('-')):,} digits (over 64 bits)"
+    if isinstance(node, bool):
+        return None
+    if isinstance(node, int) and not -INT64 <= node < INT64:
+        return "an integer over 64 bits"
+    if isinstance(node, float) and not math.isfinite(node):
+        return f"a number out of range ({node})"
+    return None
 
 
 def _json_path(link: Any) -> str:

@@ -242,3 +242,23 @@ def test_cli_import_summary_says_how_many_values_were_redacted(tmp_path: Path) -
     assert "; 4 value(s) held a key or secret, stored as ***" in " ".join(done.stdout.split())
     stored = str(rows(tmp_path / "warehouse.duckdb", f"SELECT {TEXT_COLUMNS} FROM cases"))
     assert OPENAI_KEY not in stored and AWS_KEY not in stored
+
+
+def test_a_small_archive_of_huge_fields_is_stored_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack within the archive limits: members of tens of MB held in an unknown field
+    or an answer (two 60 MB members took 5.8 GB and ended in DuckDB's out-of-memory error).
+    Each stored value is bounded as its case is built: a text is cut and says so, a JSON
+    value over the bound becomes a note of its size."""
+    from evalwh.importers import common
+
+    monkeypatch.setattr(common, "MAX_CELL_CHARS", 1000)
+    one = sample("a", "C", junk=[0] * 2000)
+    one["output"]["completion"] = "x" * 3000
+    log = write_log(tmp_path, "eval", one)
+    wh = tmp_path / "w.duckdb"
+    api.import_results("inspect", [log], warehouse=wh)
+    [(output, extra)] = rows(wh, "SELECT output, extra FROM cases")
+    assert output == "x" * 1000 + "... [cut by evalwh import: 3,000 characters]"
+    assert json.loads(extra) == {"_cut_by_evalwh_import": "6,010 characters of JSON, over 1,000"}
