@@ -27,7 +27,8 @@ def import_results(
     output_dir: str | Path | None = None,
 ) -> list[dict[str, Any]]:
     """Import each file as one run (importing a file again adds nothing); one dict per run
-    (file, run_id, added, n_cases, n_scores, tool, version). ``variants`` / ``models`` are
+    (file, run_id, added, n_cases, n_scores, tool, version, n_redacted: the values
+    whose key-shaped strings or secrets were stored as ``***``). ``variants`` / ``models`` are
     renames ``OLD=NEW`` (or one ``NEW`` for every name) that line cells up with other runs."""
     from evalwh.api.view import open_warehouse
     from evalwh.importers import ImportOptions, import_files

@@ -72,6 +72,8 @@ def _import(
                 f"imported {r['file']} ({r['tool']}{version}) as run {r['run_id']}: "
                 f"{r['n_cases']} case row(s), {r['n_scores']} score row(s)"
             )
+            if r["n_redacted"]:
+                line += f"; {r['n_redacted']} value(s) held a key or secret, stored as ***"
         else:
             line = f"{r['file']} was imported before as run {r['run_id']}: nothing added"
         out().print(line, markup=False)

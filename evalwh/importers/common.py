@@ -7,13 +7,17 @@ template, variant and model renames) and writes each run with :func:`store_run`:
 its cases and its scores in one transaction that first looks for the file's content hash, so
 importing the same file twice adds nothing. Fields the warehouse has no column for are kept
 in ``cases.extra`` / ``runs.source_extra`` (JSON), with secret-named keys (``apiKey``,
-``token``, ``authorization`` ...) masked and key-shaped strings redacted.
+``token``, ``authorization`` ...) masked. Every string stored (answers, vars, metadata,
+expected, messages, rationales, ids, the kept fields) goes through the one redaction of
+:func:`evalwh.config.secrets.redact` (:class:`Redactor`), and the result counts the values
+it changed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,11 +25,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from evalwh.config.secrets import MASK, redact
+from evalwh.config.secrets import MASK, known_secret_values, redact
 from evalwh.errors import ConfigError, UsageError
 from evalwh.warehouse.lake import Location
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # a results file or log larger than this is refused
+MAX_DEPTH = 200  # JSON nested deeper than this is refused (real logs stay under 30)
+MAX_DURATION_MS = 10 * 365 * 24 * 3600 * 1000.0  # ten years: longer is a broken file
+MAX_CELL_CHARS = 1_000_000  # one stored answer or JSON value of a case; longer is cut
+INT_DIGITS = 20  # longer integer literals are refused without converting them
+INT64 = 2**63
+_SURROGATE = re.compile("[\ud800-\udfff]")  # left by the parser only when unpaired
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_]+)(?:\.([^{}]+))?\}")
 # key names whose values are masked: apiKey, api_key, accessToken, client_secret, password ...
 SECRET_KEY = re.compile(
@@ -46,6 +57,9 @@ class ImportedScore:
     details: Any = None
     rationale: str | None = None
     raw_score: float | None = None
+
+    def __post_init__(self) -> None:
+        self.details, self.rationale = fit(self.details), fit(self.rationale)
 
 
 @dataclass
@@ -74,6 +88,20 @@ class ImportedCase:
     extra: dict[str, Any] = field(default_factory=dict)
     scores: list[ImportedScore] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # bounded as it is built, so the parsed sample behind it is not held past its case
+        self.vars, self.metadata, self.expected = (
+            fit(self.vars),
+            fit(self.metadata),
+            fit(self.expected),
+        )
+        self.messages, self.output, self.error = (
+            fit(self.messages),
+            fit(self.output),
+            fit(self.error),
+        )
+        self.extra = fit(self.extra)
+
 
 @dataclass
 class ImportedRun:
@@ -85,6 +113,25 @@ class ImportedRun:
     finished_at: datetime | None
     cases: list[ImportedCase]
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.extra = fit(self.extra)
+
+
+def fit(value: Any) -> Any:
+    """``value`` when it stores in at most :data:`MAX_CELL_CHARS` characters; a longer text
+    is cut (the cut says how long it was), a longer JSON value becomes an object that says
+    its size: a small archive of large fields cannot fill the warehouse or the memory."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        if len(value) <= MAX_CELL_CHARS:
+            return value
+        return f"{value[:MAX_CELL_CHARS]}... [cut by evalwh import: {len(value):,} characters]"
+    size = len(json.dumps(value, default=str, ensure_ascii=False))
+    if size <= MAX_CELL_CHARS:
+        return value
+    return {"_cut_by_evalwh_import": f"{size:,} characters of JSON, over {MAX_CELL_CHARS:,}"}
 
 
 @dataclass
@@ -112,6 +159,7 @@ class ImportResult:
     n_scores: int
     tool: str
     version: str | None
+    n_redacted: int = 0  # values whose key-shaped strings or secrets were replaced by ***
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -141,12 +189,159 @@ def sha256_of(path: Path) -> str:
 def read_json(path: Path) -> Any:
     """A whole JSON file, bounded by :data:`MAX_FILE_BYTES`; errors name the file."""
     check_size(path)
+    return load_json(path.read_bytes(), path)
+
+
+class _LongInt:
+    """An integer literal of more than :data:`INT_DIGITS` digits, kept unconverted (Python
+    refuses to convert over 4,300 digits, and a long one costs quadratic time) so that
+    :func:`check_tree` can refuse it with its place."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+
+def int_or_long(text: str) -> Any:
+    return int(text) if len(text) <= INT_DIGITS else _LongInt(text)
+
+
+def load_json(data: bytes, path: Path, where: str = "") -> Any:
+    """``data`` parsed, every bad shape a ConfigError naming ``path`` and the place (``where``
+    (a zip member), then a line and column or a JSON path like ``$.samples[3].output``).
+
+    Depth: the stdlib parser has no depth option and recurses in C, so nesting past Python's
+    recursion limit ends in RecursionError; that is caught and the place found by a scan of
+    the brackets (run only then, so a good file is not scanned twice). Anything that did parse
+    is walked once without recursion (:func:`check_tree`) for what stores badly: nesting over
+    :data:`MAX_DEPTH`, integers outside 64 bits, NaN and infinities, unpaired surrogates.
+    """
+    fix = "pass the file the tool wrote, unedited"
     try:
-        return json.loads(path.read_bytes())
+        value = json.loads(data, parse_int=int_or_long)
+    except RecursionError:
+        raise ConfigError(
+            f"JSON nested deeper than {MAX_DEPTH} levels",
+            file=str(path),
+            where=_join(where, _deep_place(data)),
+            fix=fix,
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"not JSON ({exc.msg})",
+            file=str(path),
+            where=_join(where, f"line {exc.lineno} column {exc.colno}"),
+            fix=fix,
+        ) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(
-            f"not a JSON file ({exc})", file=str(path), fix="pass the file the tool wrote"
+            f"not JSON ({exc})", file=str(path), where=where or None, fix=fix
         ) from None
+    check_tree(value, path, where)
+    return value
+
+
+def check_tree(value: Any, path: Path, where: str = "") -> None:
+    """Refuse, naming the JSON path, the first value of parsed JSON that the warehouse cannot
+    store faithfully: nesting over :data:`MAX_DEPTH`, an integer outside 64 bits, NaN or an
+    infinity, a string or key holding an unpaired surrogate. Iterative (no recursion limit),
+    and only containers wait on the stack, so a list of millions of numbers costs no more."""
+
+    def fail(link: Any, problem: str) -> ConfigError:
+        return ConfigError(
+            problem,
+            file=str(path),
+            where=_join(where, _json_path(link)),
+            fix="pass the file the tool wrote, unedited",
+        )
+
+    if not isinstance(value, (dict, list)):
+        problem = _scalar_problem(value)
+        if problem:
+            raise fail(None, problem)
+        return
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    while stack:
+        node, depth, link = stack.pop()
+        if depth >= MAX_DEPTH:
+            raise fail(link, f"JSON nested deeper than {MAX_DEPTH} levels")
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            if isinstance(key, str) and _SURROGATE.search(key):
+                raise fail((link, key), "a key holds an unpaired surrogate (\\ud800-\\udfff)")
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1, (link, key)))
+            elif type(child) is not int or not -INT64 <= child < INT64:  # ints: the common case
+                problem = _scalar_problem(child)
+                if problem:
+                    raise fail((link, key), problem)
+
+
+def _scalar_problem(node: Any) -> str | None:
+    if isinstance(node, str):
+        return (
+            "a string holds an unpaired surrogate (\\ud800-\\udfff)"
+            if _SURROGATE.search(node)
+            else None
+        )
+    if isinstance(node, _LongInt):
+        return f"an integer of {len(node.digits.lstrip('-')):,} digits (over 64 bits)"
+    if isinstance(node, bool):
+        return None
+    if isinstance(node, int) and not -INT64 <= node < INT64:
+        return "an integer over 64 bits"
+    if isinstance(node, float) and not math.isfinite(node):
+        return f"a number out of range ({node})"
+    return None
+
+
+def _json_path(link: Any) -> str:
+    parts: list[str] = []
+    while link is not None:
+        link, key = link
+        text = key.encode("utf-8", "backslashreplace").decode() if isinstance(key, str) else key
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{text}")
+    path = "$" + "".join(reversed(parts))
+    return path if len(path) <= 120 else f"{path[:60]}...{path[-50:]} ({len(parts)} deep)"
+
+
+def _deep_place(data: bytes) -> str:
+    """``line L column C`` of the bracket that opens level :data:`MAX_DEPTH` + 1."""
+    depth = 0
+    for m in _JSON_TOKEN.finditer(data):
+        token = m.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                at = m.start()
+                line = data.count(b"\n", 0, at) + 1
+                column = at - data.rfind(b"\n", 0, at)
+                return f"line {line} column {column}"
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return ""
+
+
+def _join(where: str, place: str) -> str | None:
+    return ", ".join(p for p in (where, place) if p) or None
+
+
+def duration(value: Any, scale: float, path: Path, where: str) -> float | None:
+    """A duration in milliseconds (``value`` x ``scale``); a negative one, or one over ten
+    years, is a ConfigError naming the place."""
+    n = number(value)
+    if n is None:
+        return None
+    ms = n * scale
+    if not 0 <= ms <= MAX_DURATION_MS:
+        raise ConfigError(
+            f"a duration of {n} is {'negative' if ms < 0 else 'over ten years'}",
+            file=str(path),
+            where=where,
+            fix="pass the file the tool wrote, unedited",
+        )
+    return ms
 
 
 def check_size(path: Path) -> None:
@@ -165,17 +360,56 @@ def shape_error(path: Path, where: str, message: str, fix: str) -> ConfigError:
     return ConfigError(message, file=str(path), where=where, fix=fix)
 
 
-def scrub(value: Any) -> Any:
-    """``value`` with secret-named keys masked and key-shaped strings redacted (nested)."""
-    if isinstance(value, Mapping):
-        return {
-            str(k): MASK if SECRET_KEY.search(str(k)) and v else scrub(v) for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [scrub(v) for v in value]
-    if isinstance(value, str):
-        return redact(value)
-    return value
+class Redactor:
+    """Every string an import stores, through :func:`evalwh.config.secrets.redact` (key
+    shapes, bearer tokens, the secrets evalwh holds), counting the values it changed."""
+
+    def __init__(self) -> None:
+        self.known = known_secret_values()  # once per import, not once per string
+        self.count = 0
+
+    def text(self, value: str) -> str:
+        out = redact(value, known=self.known)
+        self.count += out != value
+        return out
+
+    def maybe(self, value: str | None) -> str | None:
+        return None if value is None else self.text(value)
+
+    def tree(self, value: Any, *, names: bool = False) -> Any:
+        """``value`` with every string redacted (nested); ``names``: secret-named keys
+        (``apiKey``, ``token`` ...) have their values masked too."""
+        if isinstance(value, Mapping):
+            out = {}
+            for k, v in value.items():
+                if names and v and SECRET_KEY.search(str(k)):
+                    self.count += 1
+                    out[str(k)] = MASK
+                else:
+                    out[str(k)] = self.tree(v, names=names)
+            return out
+        if isinstance(value, (list, tuple)):
+            return [self.tree(v, names=names) for v in value]
+        if isinstance(value, str):
+            return self.text(value)
+        return value
+
+    def run(self, run: ImportedRun) -> int:
+        """Redact ``run`` in place: ids, names, vars, metadata, expected, messages, output,
+        errors, scores (details, rationale) and the kept extra fields. The count."""
+        t, tree = self.text, self.tree
+        run.suite = t(run.suite)
+        run.extra = tree(run.extra, names=True)
+        for c in run.cases:
+            c.variant, c.model, c.tool_id = t(c.variant), t(c.model), t(c.tool_id)
+            c.vars, c.metadata = tree(c.vars), tree(c.metadata)
+            c.expected, c.messages = tree(c.expected), tree(c.messages)
+            c.output, c.error = self.maybe(c.output), self.maybe(c.error)
+            c.extra = tree(c.extra, names=True)
+            for s in c.scores:
+                s.criterion, s.scorer = t(s.criterion), t(s.scorer)
+                s.details, s.rationale = tree(s.details), self.maybe(s.rationale)
+        return self.count
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -240,6 +474,7 @@ def store_run(
     from evalwh.warehouse.connect import write_transaction
     from evalwh.warehouse.store import new_run_id
 
+    n_redacted = Redactor().run(run)
     cases, scores = _rows(run, path, options)
     run_id = new_run_id(run.started_at)
     n_errors = sum(1 for c in run.cases if c.error)
@@ -274,7 +509,7 @@ def store_run(
         "source_tool": run.tool,
         "source_version": run.version,
         "source_hash": digest,
-        "source_extra": json.dumps(scrub(run.extra), default=str),
+        "source_extra": json.dumps(run.extra, default=str),
     }
 
     def body(con: Any) -> ImportResult:
@@ -290,7 +525,9 @@ def store_run(
         _insert(con, "cases", _cases_table(run_id, cases))
         if scores:
             _insert(con, "scores", _scores_table(run_id, scores))
-        return ImportResult(str(path), run_id, True, len(cases), len(scores), run.tool, run.version)
+        return ImportResult(
+            str(path), run_id, True, len(cases), len(scores), run.tool, run.version, n_redacted
+        )
 
     # one transaction (on a lake: retried whole when another writer won the commit)
     return write_transaction(warehouse, body, what=f"import {path.name}")
@@ -322,7 +559,7 @@ def _rows(
                 _json(case.metadata),
                 _json(case.messages),
                 case.output,
-                redact(case.error) if case.error else None,
+                case.error or None,
                 case.error_kind if case.error else None,
                 case.latency_ms,
                 case.input_tokens,
@@ -333,7 +570,7 @@ def _rows(
                 case.score if case.score is not None else 0.0,
                 bool(case.passed and not case.error),
                 now,
-                _json(scrub(case.extra)) if case.extra else None,
+                _json(case.extra) if case.extra else None,
             ]
         )
         for s in case.scores:

@@ -18,14 +18,16 @@ started = interrupted.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalwh.importers.common import (
     ImportedCase,
     ImportedRun,
     ImportedScore,
     check_size,
+    duration,
     integer,
     number,
     obj,
@@ -54,21 +56,32 @@ KNOWN_SAMPLE = {
     "attachments",
     "events_data",
 }
+if TYPE_CHECKING:
+    from evalwh.importers.evalzip import EvalZip
+
 FIX = "pass a log written by inspect_ai (an .eval or .json file from its logs folder)"
 
 
 def read_inspect(path: Path) -> list[ImportedRun]:
     if path.suffix == ".eval":
-        header, samples = _read_eval(path)
-    elif path.suffix == ".json":
+        from evalwh.importers.evalzip import EvalZip
+
+        check_size(path)
+        with EvalZip(path) as z:
+            # one sample parsed at a time, each dropped once it is a case
+            return [_run(path, _eval_header(path, z), _eval_samples(z))]
+    if path.suffix == ".json":
         header = read_json(path)
         if not isinstance(header, dict):
             raise shape_error(path, "(top)", "not an inspect_ai log", FIX)
         samples = header.get("samples") or []
         if not isinstance(samples, list):
             raise shape_error(path, "samples", "expected a list of samples", FIX)
-    else:
-        raise shape_error(path, "(file)", "an inspect_ai log ends in .eval or .json", FIX)
+        return [_run(path, header, ((f"samples[{i}]", s) for i, s in enumerate(samples)))]
+    raise shape_error(path, "(file)", "an inspect_ai log ends in .eval or .json", FIX)
+
+
+def _run(path: Path, header: dict[str, Any], samples: Iterable[tuple[str, Any]]) -> ImportedRun:
     spec = header.get("eval")
     if not isinstance(spec, dict) or not spec.get("task") or not spec.get("model"):
         raise shape_error(path, "eval", "not an inspect_ai log (no eval.task/eval.model)", FIX)
@@ -78,42 +91,48 @@ def read_inspect(path: Path) -> list[ImportedRun]:
         raise shape_error(path, "eval.created", "no start time in the log", FIX)
     packages = obj(spec.get("packages"))
     variant, model = str(spec["task"]), str(spec["model"])
-    cases = [_case(s, i, variant, model, path) for i, s in enumerate(samples)]
+    cases = [_case(s, i, where, variant, model, path) for i, (where, s) in enumerate(samples)]
     extra = {k: v for k, v in header.items() if k != "samples"}
-    return [
-        ImportedRun(
-            tool="inspect",
-            version=str(packages["inspect_ai"]) if packages.get("inspect_ai") else None,
-            suite=str(spec.get("task_display_name") or spec["task"]),
-            status=STATUS.get(str(header.get("status")), "interrupted"),
-            started_at=started,
-            finished_at=parse_time(stats.get("completed_at")),
-            cases=cases,
-            extra=extra,
-        )
-    ]
+    return ImportedRun(
+        tool="inspect",
+        version=str(packages["inspect_ai"]) if packages.get("inspect_ai") else None,
+        suite=str(spec.get("task_display_name") or spec["task"]),
+        status=STATUS.get(str(header.get("status")), "interrupted"),
+        started_at=started,
+        finished_at=parse_time(stats.get("completed_at")),
+        cases=cases,
+        extra=extra,
+    )
 
 
-def _read_eval(path: Path) -> tuple[dict[str, Any], list[Any]]:
-    from evalwh.importers.evalzip import EvalZip
-
-    check_size(path)
-    with EvalZip(path) as z:
-        if "header.json" in z.names:
-            header = z.json("header.json")
-        elif "_journal/start.json" in z.names:
-            header = {**z.json("_journal/start.json"), "status": "started"}
-        else:
-            raise shape_error(path, "header.json", "the archive has no header", FIX)
-        if not isinstance(header, dict):
-            raise shape_error(path, "header.json", "expected an object", FIX)
-        samples = [z.json(n) for n in z.names if SAMPLE_FILE.match(n)]
-    return header, samples
+def _eval_header(path: Path, z: EvalZip) -> dict[str, Any]:
+    if "header.json" in z.names:
+        header = z.json("header.json")
+    elif "_journal/start.json" in z.names:
+        header = z.json("_journal/start.json")
+        header = {**header, "status": "started"} if isinstance(header, dict) else header
+    else:
+        raise shape_error(path, "header.json", "the archive has no header", FIX)
+    if not isinstance(header, dict):
+        raise shape_error(path, "header.json", "expected an object", FIX)
+    return header
 
 
-def _case(sample: Any, i: int, variant: str, model: str, path: Path) -> ImportedCase:
+def _eval_samples(z: EvalZip) -> Iterator[tuple[str, Any]]:
+    for name in z.names:
+        if SAMPLE_FILE.match(name):
+            yield f"member {name}", z.json(name)
+
+
+def _field(where: str, name: str) -> str:
+    """The place of a sample's field: ``samples[3].output.time`` in a .json log, ``member
+    samples/3_epoch_1.json, $.output.time`` in an .eval one."""
+    return f"{where}, $.{name}" if where.startswith("member ") else f"{where}.{name}"
+
+
+def _case(sample: Any, i: int, where: str, variant: str, model: str, path: Path) -> ImportedCase:
     if not isinstance(sample, dict) or "id" not in sample:
-        raise shape_error(path, f"samples[{i}]", "expected a sample with an id", FIX)
+        raise shape_error(path, f"{where} (sample {i})", "expected a sample with an id", FIX)
     output = obj(sample.get("output"))
     usage = obj(output.get("usage"))
     model_usage = obj(sample.get("model_usage"))
@@ -122,9 +141,9 @@ def _case(sample: Any, i: int, variant: str, model: str, path: Path) -> Imported
     error = sample.get("error")
     message = error.get("message") if isinstance(error, dict) else error
     scores = _scores(sample.get("scores"))
-    seconds = number(output.get("time"))
-    if seconds is None:
-        seconds = number(sample.get("total_time"))
+    latency = duration(output.get("time"), 1000.0, path, _field(where, "output.time"))
+    if latency is None:
+        latency = duration(sample.get("total_time"), 1000.0, path, _field(where, "total_time"))
     prompt = sample.get("input")
     epoch = integer(sample.get("epoch")) or 1
     return ImportedCase(
@@ -141,7 +160,7 @@ def _case(sample: Any, i: int, variant: str, model: str, path: Path) -> Imported
         score=sum(s.score for s in scores) / len(scores) if scores else None,
         error=str(message) if message else None,
         error_kind="error" if message else None,
-        latency_ms=None if seconds is None else seconds * 1000.0,
+        latency_ms=latency,
         input_tokens=integer(usage.get("input_tokens")),
         output_tokens=integer(usage.get("output_tokens")),
         cost_usd=sum(known_costs) if known_costs else None,

@@ -20,6 +20,9 @@ from evalwh.importers.common import (
     ImportedCase,
     ImportedRun,
     ImportedScore,
+    check_tree,
+    duration,
+    int_or_long,
     integer,
     number,
     obj,
@@ -68,11 +71,16 @@ def read_promptfoo(path: Path) -> list[ImportedRun]:
         raise shape_error(path, "results.timestamp", "no timestamp for the run", fix)
     stats = obj(body.get("stats"))
     finished = None
-    duration = number(stats.get("durationMs"))
-    if duration is not None:
+    took = duration(stats.get("durationMs"), 1.0, path, "results.stats.durationMs")
+    if took is not None:
         from datetime import timedelta
 
-        finished = started + timedelta(milliseconds=duration)
+        try:
+            finished = started + timedelta(milliseconds=took)
+        except OverflowError:
+            raise shape_error(
+                path, "results.stats.durationMs", "the run would end after the year 9999", fix
+            ) from None
     cases = [_case(entry, i, path) for i, entry in enumerate(entries)]
     extra = {k: v for k, v in data.items() if k != "results"}
     extra["results"] = {k: v for k, v in body.items() if k != "results"}
@@ -91,10 +99,9 @@ def read_promptfoo(path: Path) -> list[ImportedRun]:
 
 
 def _case(entry: Any, i: int, path: Path) -> ImportedCase:
+    where = f"results.results[{i}]"
     if not isinstance(entry, dict):
-        raise shape_error(
-            path, f"results.results[{i}]", "expected an object", "pass an unedited results file"
-        )
+        raise shape_error(path, where, "expected an object", "pass an unedited results file")
     prompt = obj(entry.get("prompt"))
     provider = entry.get("provider")
     if isinstance(provider, dict):
@@ -128,10 +135,10 @@ def _case(entry: Any, i: int, path: Path) -> ImportedCase:
         output=output,
         passed=bool(entry.get("success")),
         score=number(entry.get("score")),
-        messages=_messages(prompt.get("raw")),
+        messages=_messages(prompt.get("raw"), path, f"{where}.prompt.raw"),
         error=str(error) if failed_request else None,
         error_kind="provider" if failed_request else None,
-        latency_ms=number(entry.get("latencyMs")),
+        latency_ms=duration(entry.get("latencyMs"), 1.0, path, f"{where}.latencyMs"),
         input_tokens=integer(usage.get("prompt")) if isinstance(usage, dict) else None,
         output_tokens=integer(usage.get("completion")) if isinstance(usage, dict) else None,
         cost_usd=number(entry.get("cost")),
@@ -141,15 +148,16 @@ def _case(entry: Any, i: int, path: Path) -> ImportedCase:
     )
 
 
-def _messages(raw: Any) -> Any:
+def _messages(raw: Any, path: Path, where: str) -> Any:
     """The rendered prompt: a chat list when promptfoo rendered JSON messages, else one user
     message."""
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
-        except ValueError:
-            parsed = None
+            parsed = json.loads(raw, parse_int=int_or_long)
+        except (ValueError, RecursionError):
+            parsed = None  # plain text (or JSON too deep to be messages)
         if isinstance(parsed, list):
+            check_tree(parsed, path, where)
             return parsed
         return [{"role": "user", "content": raw}]
     return raw

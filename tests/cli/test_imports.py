@@ -33,3 +33,14 @@ def test_cli_refuses_a_file_that_is_not_a_results_file(tmp_path: Path) -> None:
     assert not (tmp_path / "warehouse.duckdb").exists() or rows(
         tmp_path / "warehouse.duckdb", "SELECT count(*) FROM runs"
     ) == [(0,)]
+
+
+def test_cli_deep_json_exits_2_naming_the_place(tmp_path: Path) -> None:
+    """The attack through the CLI: JSON nested 100,000 deep is exit 2 with the file and the
+    line and column, no traceback."""
+    bad = tmp_path / "deep.json"
+    bad.write_text('{"results": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    done = run_cli("import", "promptfoo", str(bad), "-o", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{bad}: line 1 column 212: JSON nested deeper than 200 levels" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from evalwh import api
+from evalwh.errors import ConfigError
 from evalwh.importers.inspectlog import to_float
 from tests.builders import inspect_log, rows
 
@@ -143,3 +144,14 @@ def test_an_eval_log_without_a_header_is_an_unfinished_run(tmp_path: Path) -> No
     [done] = api.import_results("inspect", [log], warehouse=wh)
     assert done["n_cases"] == 2
     assert rows(wh, "SELECT status FROM runs") == [("interrupted",)]
+
+
+@pytest.mark.parametrize("field", ["output.time", "total_time"])
+def test_a_negative_duration_is_refused_with_its_place(tmp_path: Path, field: str) -> None:
+    """The attack: a sample whose time is below zero; refused naming the member."""
+    one = sample("a", "C", total_time=-3.5)
+    if field == "output.time":
+        one["output"]["time"] = -2.0
+    log = write_eval(tmp_path / "x.eval", header(), [one])
+    with pytest.raises(ConfigError, match=f"member samples/a_epoch_1.json, \\$.{field}"):
+        api.import_results("inspect", [log], warehouse=tmp_path / "w.duckdb")

@@ -5,9 +5,13 @@ in its config are masked."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
+
 from evalwh import api
+from evalwh.errors import ConfigError
 from tests.builders import PROMPTFOO, rows
 
 
@@ -59,3 +63,44 @@ def test_imported_config_keeps_no_api_key(tmp_path: Path) -> None:
     assert env == {"OPENAI_API_KEY": "***", "region": "eu"}  # only the secret-named key
     # token counts are not secrets: "tokenUsage" is kept as it is
     assert json.loads(source)["results"]["stats"]["tokenUsage"]["total"] == 585
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "problem"),
+    [
+        ("results.results[3].latencyMs", -250, "negative"),
+        ("results.stats.durationMs", -1, "negative"),
+        ("results.stats.durationMs", 1e300, "over ten years"),  # a timedelta overflow before
+    ],
+)
+def test_a_negative_duration_is_refused_with_its_place(
+    tmp_path: Path, where: str, value: float, problem: str
+) -> None:
+    """The attack: a latency or run duration below zero (or past any date) in the file."""
+    data = json.loads(PROMPTFOO.read_text())
+    if "latencyMs" in where:
+        data["results"]["results"][3]["latencyMs"] = value
+    else:
+        data["results"]["stats"]["durationMs"] = value
+    bad = tmp_path / "results.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(
+        ConfigError, match=f"{re.escape(where)}: a duration of .* is {problem}"
+    ) as info:
+        api.import_results("promptfoo", [bad], warehouse=tmp_path / "w.duckdb")
+    assert str(bad) in str(info.value)
+
+
+def test_a_deep_rendered_prompt_stays_text_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    """A rendered prompt is JSON inside a string: too deep to parse, it is kept as text; a
+    chat list holding an unpaired surrogate is refused with its place."""
+    data = json.loads(PROMPTFOO.read_text())
+    data["results"]["results"][0]["prompt"]["raw"] = "[" * 5000 + "]" * 5000
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(data))
+    api.import_results("promptfoo", [good], warehouse=tmp_path / "w.duckdb")
+    data["results"]["results"][0]["prompt"]["raw"] = '[{"role": "user", "content": "\\ud800"}]'
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"results\.results\[0\]\.prompt\.raw, \$\[0\]\.content"):
+        api.import_results("promptfoo", [bad], warehouse=tmp_path / "w.duckdb")
