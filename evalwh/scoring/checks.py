@@ -25,8 +25,11 @@ given) and the ``files``. The environment has:
   ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ``*_CREDENTIALS``, ...), whose value holds a
   known secret (:func:`evalwh.config.secrets.known_secret_values`; a run loads the keys its config
   uses before it starts, so the environment is the same for a fresh and a cached answer) or
-  looks like an API key (:data:`evalwh.config.secrets.KEY_PATTERNS`). ``PATH``, ``HOME``, ``LANG``
-  and the like stay. The command provider starts its program in the same environment.
+  looks like an API key (:data:`evalwh.config.secrets.KEY_PATTERNS`); of the rest only the
+  minimal base stays (:data:`evalwh.config.secrets.BASE_NAMES`: ``PATH``, ``HOME``, ``LANG``,
+  ``LC_*``, ``TMPDIR`` and the like), so a variable nobody passed (``CORP_CRED``) is not
+  there. The command provider starts its program in the same environment (plus its
+  ``pass_env``).
 
 ``setup`` runs first; if it fails (or times out) the check is an *error* - the answer was not
 tested - rather than a fail: ``passed`` is false and ``error`` says why. ``run`` exiting 0 is a
@@ -410,8 +413,8 @@ async def _run_one(
     empty (no ``answer.txt``, ``ANSWER`` unset: the answer is in ``ANSWER_TEXT`` only) and a
     check with ``files`` is an error; what the snippets themselves write is their author's.
 
-    ``env`` is the environment to start from (default ``os.environ``); secrets are removed
-    from it either way. Never raises for anything the snippets do.
+    ``env`` is the environment to start from (default ``os.environ``); only its minimal base
+    without secrets is kept either way. Never raises for anything the snippets do.
     """
     started = time.perf_counter()
 
