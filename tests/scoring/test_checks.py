@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from evalwh.config import secrets
 from evalwh.errors import ConfigError
 from evalwh.scoring import checks
 from evalwh.scoring.checks import (
@@ -331,6 +332,22 @@ def test_an_exec_check_does_not_see_a_variable_the_user_did_not_pass(
     assert "corp-cred-value-1234" not in result.output
 
 
+def test_a_check_sees_what_it_names_in_pass_env_and_its_output_quoting_it_is_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setattr(secrets, "_loaded", set())
+    monkeypatch.setenv("CORP_CRED", "corp-cred-value-1234")
+    result = check('echo "cred=$CORP_CRED"', pass_env=("CORP_CRED",))
+    assert result.output == "cred=***\n"
+
+
+def test_a_pass_env_that_is_not_a_list_of_names_is_refused_naming_the_key() -> None:
+    error = config_error({"run": "true", "pass_env": "CORP_CRED"})
+    assert error.where == f"{WHERE}.pass_env"
+    error = config_error({"run": "true", "pass_env": ["NOT A NAME"]})
+    assert "list of environment variable names" in error.message
+
+
 def test_check_environment_reports_the_dropped_values():
     kept, dropped = check_environment({"PATH": "/bin", "X_API_KEY": "k" * 10, "OK": "1"})
     assert kept == {"PATH": "/bin"}  # OK is in no base and no pass_env
@@ -561,7 +578,7 @@ def test_unknown_check_keys_are_listed_comma_separated_with_the_keys_a_check_tak
     error = config_error({"run": "x", "timeout": 3, "env": {}})
     assert error.message == "unknown key(s) in check: env, timeout"
     assert error.where == f"{WHERE}.env"
-    assert error.fix == "a check takes: run, setup, timeout_s, files"
+    assert error.fix == "a check takes: run, setup, timeout_s, files, pass_env"
 
 
 def test_a_missing_run_says_how_to_write_one_with_the_answer_variable() -> None:
