@@ -177,6 +177,19 @@ def redact(text: str, extra: Iterable[str] = (), *, known: Iterable[str] | None 
     return BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
 
 
+def redact_tree(value: Any, known: Iterable[str] | None = None) -> Any:
+    """``value`` (an answer, a tool call, a raw reply: text, or JSON-shaped lists and
+    mappings) with every string in it redacted (:func:`redact`, against ``known`` when
+    given); mapping keys are kept as they are."""
+    if isinstance(value, str):
+        return redact(value, known=known)
+    if isinstance(value, Mapping):
+        return {k: redact_tree(v, known) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(v, known) for v in value]
+    return value
+
+
 def sanitize(
     text: str, limit: int | None = None, *, extra: Iterable[str] = (), tail: bool = False
 ) -> str:

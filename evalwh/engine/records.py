@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from evalwh.config.model import ModelSpec
-from evalwh.config.secrets import known_secret_values, redact
+from evalwh.config.secrets import known_secret_values, redact, redact_tree
 from evalwh.engine.runner import CachedAnswer, CellResult
 from evalwh.warehouse.writer import RunWriter, to_json
 
@@ -16,18 +16,6 @@ def _clean(text: str | None) -> str | None:
     check), so the warehouse and everything read from it (Parquet, exports, --json, MCP)
     never holds a known secret."""
     return None if text is None else redact(text)
-
-
-def redact_tree(value: Any, known: list[str]) -> Any:
-    """``value`` (an answer, a tool call, a raw reply: text, or JSON-shaped lists and
-    mappings) with every string in it redacted against ``known`` (keys kept as they are)."""
-    if isinstance(value, str):
-        return redact(value, known=known)
-    if isinstance(value, dict):
-        return {k: redact_tree(v, known) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact_tree(v, known) for v in value]
-    return value
 
 
 class RowSink:
