@@ -219,6 +219,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         node=node,
         sources=sources,
         no_look=no_look,
+        redact_outputs=(data.get("privacy") or {}).get("redact_outputs") is not False,
     )
 
 

@@ -231,6 +231,7 @@ class EvalConfig:
     node: Any = field(default=None, repr=False, compare=False)  # YAML node tree, for error lines
     sources: list[SourceSpec] = field(default_factory=list)  # cases read while the run goes
     no_look: bool = False  # privacy.no_look (or --no-look): no case data is stored or shown
+    redact_outputs: bool = True  # privacy.redact_outputs: answers stored with secrets as ***
 
     def locate_error(self, error: Any) -> Any:
         """Add the line and column to a ConfigError about this config that lacks them."""

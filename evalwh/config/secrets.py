@@ -14,7 +14,10 @@ Every value that was looked up or loaded (the keys a config uses and every entry
 file, read by :func:`preload` before a run starts), and every environment variable with a
 secret-looking name (:func:`is_secret_name`: ``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
 ``*_PASSWORD``, ``*_CREDENTIALS``, and names holding ``API_KEY``, ``PASSWORD``, ``SECRET``
-or ``TOKEN``; so ``AWS_SECRET_ACCESS_KEY`` and ``*_API_KEY`` too) is a *known secret*.
+or ``TOKEN``; so ``AWS_SECRET_ACCESS_KEY`` and ``*_API_KEY`` too), and the value of every
+variable handed to a child through ``pass_env`` (:func:`remember_passed`, whatever its name:
+``CORP_CRED`` too) is a *known secret*. A child (exec check, command provider) gets only a
+minimal base (:data:`BASE_NAMES`) and its ``pass_env`` (:func:`check_environment`).
 :func:`redact` replaces known secrets, anything shaped like a well-known API key
 (:data:`KEY_PATTERNS`) and the token of ``Bearer <token>`` with ``***``.
 
@@ -174,6 +177,19 @@ def redact(text: str, extra: Iterable[str] = (), *, known: Iterable[str] | None 
     return BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
 
 
+def redact_tree(value: Any, known: Iterable[str] | None = None) -> Any:
+    """``value`` (an answer, a tool call, a raw reply: text, or JSON-shaped lists and
+    mappings) with every string in it redacted (:func:`redact`, against ``known`` when
+    given); mapping keys are kept as they are."""
+    if isinstance(value, str):
+        return redact(value, known=known)
+    if isinstance(value, Mapping):
+        return {k: redact_tree(v, known) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(v, known) for v in value]
+    return value
+
+
 def sanitize(
     text: str, limit: int | None = None, *, extra: Iterable[str] = (), tail: bool = False
 ) -> str:
@@ -230,16 +246,58 @@ def check_secret_files(
         _read_file(path)
 
 
-# The environment of a program evalwh starts (exec checks, the command provider): the same
-# for a fresh and a cached answer, never with a secret in it.
+# The environment of a program evalwh starts (exec checks, the command provider): a minimal
+# base plus what the user named in ``pass_env``, the same for a fresh and a cached answer.
 DROPPED_ALWAYS = frozenset({"PWD", "OLDPWD"})  # would name the caller's folder, not the program's
+#: The variables a child gets without being named: where programs are and how text is spelled.
+BASE_NAMES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "TZ",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        # what a Windows program needs to start at all
+        "SYSTEMROOT",
+        "SYSTEMDRIVE",
+        "WINDIR",
+        "COMSPEC",
+        "PATHEXT",
+    }
+)
+
+
+def is_base_name(name: str) -> bool:
+    """Whether a child gets ``name`` without it being named in ``pass_env``."""
+    upper = name.upper()
+    return upper in BASE_NAMES or upper.startswith("LC_")
+
+
+def remember_passed(env: Mapping[str, str], names: Iterable[str]) -> list[str]:
+    """The values of ``names`` in ``env``, made known secrets: what evalwh hands a child on
+    purpose (``pass_env``, whatever the variable is called) is redacted in all it prints."""
+    values = [env[name] for name in names if env.get(name)]
+    _remember(values)
+    return values
 
 
 def check_environment(
-    base: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None, pass_env: Iterable[str] = ()
 ) -> tuple[dict[str, str], list[str]]:
-    """``base`` (default ``os.environ``) without secrets, and the secret values left out."""
+    """The environment of a child started from ``base`` (default ``os.environ``): the
+    :data:`BASE_NAMES` (and ``LC_*``) without secrets, plus the ``pass_env`` names as they
+    are (their values become known secrets, :func:`remember_passed`). Returns it and the
+    secret values left out."""
     base = os.environ if base is None else base
+    passed = [name for name in pass_env if name in base]
+    remember_passed(base, passed)
     known = known_secret_values(base)
     kept: dict[str, str] = {}
     dropped: list[str] = []
@@ -253,5 +311,8 @@ def check_environment(
         ):
             dropped.append(value)
             continue
-        kept[name] = value
+        if is_base_name(name):
+            kept[name] = value
+    for name in passed:
+        kept[name] = base[name]
     return kept, dropped

@@ -561,7 +561,7 @@ def execute(
         heartbeat_s=settings.stale_after_s / 4,
         cache_path=settings.cache_path,
     )
-    sink = RowSink(writer, run_id, no_look=config.no_look)
+    sink = RowSink(writer, run_id, no_look=config.no_look, redact_outputs=config.redact_outputs)
     total = 0 if plan.streaming else len(prepared.hashes)  # 0: unknown until read
 
     def on_result(result: CellResult) -> None:

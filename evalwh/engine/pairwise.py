@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from evalwh.config.model import Case, Comparison, EvalConfig, Side
+from evalwh.config.secrets import redact
 from evalwh.engine.runner import Engine, error_text
 
 Cell = tuple[str, str, str, int]
@@ -100,9 +101,11 @@ async def judge_pairs(
                     continue
                 winner, rationale = parse_winner(call.answer.output)
                 if winner == "invalid":
-                    errors.append(
-                        f"judge reply has no usable verdict: {call.answer.output[:160]!r}"
-                    )
+                    # redacted before the cut, so a key across it leaves no prefix
+                    quoted = redact(call.answer.output)[:160]
+                    errors.append(f"judge reply has no usable verdict: {quoted!r}")
+                if rationale is not None and config.redact_outputs:
+                    rationale = redact(rationale)  # model output, stored like an answer
                 verdicts.append((winner, rationale))
             (v_ab, r_ab), (v_ba, r_ba) = verdicts
             verdict, flipped = combine(v_ab, v_ba)

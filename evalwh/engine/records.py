@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from evalwh.config.model import ModelSpec
-from evalwh.config.secrets import redact
+from evalwh.config.secrets import known_secret_values, redact, redact_tree
 from evalwh.engine.runner import CachedAnswer, CellResult
 from evalwh.warehouse.writer import RunWriter, to_json
 
@@ -28,9 +28,15 @@ class RowSink:
 
     CASE_MEMO = 4096
 
-    def __init__(self, writer: RunWriter, run_id: str, *, no_look: bool = False) -> None:
+    def __init__(
+        self, writer: RunWriter, run_id: str, *, no_look: bool = False, redact_outputs: bool = True
+    ) -> None:
         self.writer = writer
         self.run_id = run_id
+        # privacy.redact_outputs (default on): what a model answered (its text, refusal,
+        # reasoning, tool calls, raw values, a judge's rationale) is stored redacted like an
+        # error is: known secrets and key shapes become ***
+        self.redact_outputs = redact_outputs
         # no-look (docs/no-look.md): ids, metadata, scores, pass/fail, tokens, cost, latency
         # and error classes only; vars, expected, labels, messages, outputs, rationales,
         # details and check output are never stored
@@ -76,10 +82,12 @@ class RowSink:
         )
         vars_json, expected, metadata, human_label, attachments = self._case_fields(result)
         check, hide = result.check, self.no_look
+        known = known_secret_values() if self.redact_outputs and not hide else None
         if hide:  # the engine already reduced a no-look error to its status and class
             messages, output, error = None, None, result.error
         else:
-            messages, output, error = to_json(result.messages), result.output, _clean(result.error)
+            messages, error = to_json(result.messages), _clean(result.error)
+            output = result.output if known is None else redact_tree(result.output, known)
         self.writer.add_case(
             [
                 run_id,
@@ -109,7 +117,7 @@ class RowSink:
                 *((None, None, None, None) if check is None else _check_fields(check, hide)),
                 attachments,
                 result.queued_ms,
-                *_wire_fields(result.wire, hide),
+                *_wire_fields(result.wire, hide, known),
             ]
         )
         add_score = self.writer.add_score
@@ -129,7 +137,7 @@ class RowSink:
                     c.weight,
                     c.required,
                     None if details is None or hide else to_json(details),
-                    None if hide else c.rationale,
+                    None if hide else _answer(c.rationale, known),
                     ("error" if c.error else None) if hide else _clean(c.error),
                     c.judge_model,
                     c.raw_score,
@@ -167,10 +175,19 @@ def attachment_fields(files: dict[str, Any]) -> dict[str, dict[str, Any]]:
 NO_WIRE = (None,) * 8
 
 
-def _wire_fields(wire: dict[str, Any] | None, hide: bool) -> tuple[Any, ...]:
+def _answer(value: Any, known: list[str] | None) -> Any:
+    """Model output as stored: redacted against ``known``, as it is when ``known`` is None
+    (``redact_outputs: false``)."""
+    return value if known is None or value is None else redact_tree(value, known)
+
+
+def _wire_fields(
+    wire: dict[str, Any] | None, hide: bool, known: list[str] | None = None
+) -> tuple[Any, ...]:
     """The columns of how an answer ended (finish_reason ... extra). A no-look run keeps the
     finish reason and the token counts: the refusal, tool calls, reasoning and the raw values
-    (which may quote the answer) are model output."""
+    (which may quote the answer) are model output, redacted against ``known`` unless it is
+    None (``redact_outputs: false``; a refusal is then still cleaned like an error)."""
     if not wire:
         return NO_WIRE
     get = wire.get
@@ -178,11 +195,11 @@ def _wire_fields(wire: dict[str, Any] | None, hide: bool) -> tuple[Any, ...]:
         return (get("finish_reason"), None, None, None, *_wire_tokens(wire), None)
     return (
         get("finish_reason"),
-        _clean(get("refusal")),
-        to_json(get("tool_calls")),
-        get("reasoning"),
+        _clean(get("refusal")) if known is None else _answer(get("refusal"), known),
+        to_json(_answer(get("tool_calls"), known)),
+        _answer(get("reasoning"), known),
         *_wire_tokens(wire),
-        to_json(get("extra")),
+        to_json(_answer(get("extra"), known)),
     )
 
 

@@ -27,10 +27,13 @@ children) and is a retryable timeout.
 
 The program runs in the config file's folder, so a relative path such as ``./agent.py`` or
 ``python agent.py`` resolves next to ``eval.yaml`` wherever evalwh is started; a bare name is
-looked up on ``PATH``. It gets the environment *without secrets*, exactly as exec checks do
-(:func:`evalwh.config.secrets.check_environment`); a program that needs a key names it on purpose::
+looked up on ``PATH``. It gets a minimal environment (``PATH``, ``HOME``, ``LANG``, ``LC_*``
+...) *without secrets*, exactly as exec checks do
+(:func:`evalwh.config.secrets.check_environment`); a program that needs more names it on purpose::
 
-    pass_env: [OPENAI_API_KEY]       # these variables are passed as they are
+    pass_env: [OPENAI_API_KEY, CORP_CRED]   # these variables are passed as they are
+
+and the values of those variables become known secrets: printed back, they are stored as ``***``.
 
 Its stdout is read as it comes and only its first ``max_output_bytes`` (default 1 MiB) are
 kept: the rest is counted, not held, and the answer is stored cut, with ``extra.output_truncated``
@@ -52,7 +55,7 @@ from typing import Any
 
 from evalwh.capture import Capture, read_into
 from evalwh.config.model import ModelSpec
-from evalwh.config.secrets import redact, sanitize
+from evalwh.config.secrets import check_environment, redact, remember_passed, sanitize
 from evalwh.errors import ConfigError
 from evalwh.providers.base import (
     FINISH_REASONS,
@@ -107,17 +110,14 @@ class CommandProvider:
         self.argv = _argv(spec.options.get("command"))
         self._env: dict[str, str] | None = None
         self.max_output_bytes = int(spec.options.get("max_output_bytes") or MAX_OUTPUT_BYTES)
+        self.pass_env = [str(name) for name in spec.options.get("pass_env") or ()]
+        # what it is handed is redacted in what it prints, fresh answer or cached
+        remember_passed(os.environ, self.pass_env)
 
     def environment(self) -> dict[str, str]:
-        """The program's environment: the caller's without secrets, plus ``pass_env``."""
+        """The program's environment: a minimal base without secrets, plus ``pass_env``."""
         if self._env is None:
-            from evalwh.config.secrets import check_environment
-
-            env, _dropped = check_environment()
-            for name in self.spec.options.get("pass_env") or ():
-                if name in os.environ:
-                    env[name] = os.environ[name]
-            self._env = env
+            self._env, _dropped = check_environment(pass_env=self.pass_env)
         return self._env
 
     @classmethod

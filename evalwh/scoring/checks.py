@@ -25,8 +25,13 @@ given) and the ``files``. The environment has:
   ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ``*_CREDENTIALS``, ...), whose value holds a
   known secret (:func:`evalwh.config.secrets.known_secret_values`; a run loads the keys its config
   uses before it starts, so the environment is the same for a fresh and a cached answer) or
-  looks like an API key (:data:`evalwh.config.secrets.KEY_PATTERNS`). ``PATH``, ``HOME``, ``LANG``
-  and the like stay. The command provider starts its program in the same environment.
+  looks like an API key (:data:`evalwh.config.secrets.KEY_PATTERNS`); of the rest only the
+  minimal base stays (:data:`evalwh.config.secrets.BASE_NAMES`: ``PATH``, ``HOME``, ``LANG``,
+  ``LC_*``, ``TMPDIR`` and the like), so a variable nobody passed (``CORP_CRED``) is not
+  there;
+- the variables the check names in ``pass_env``, as they are (their values become known
+  secrets, so output quoting them is redacted). The command provider starts its program in
+  the same environment (plus its own ``pass_env``).
 
 ``setup`` runs first; if it fails (or times out) the check is an *error* - the answer was not
 tested - rather than a fail: ``passed`` is false and ``error`` says why. ``run`` exiting 0 is a
@@ -80,7 +85,8 @@ DRAIN_S = 2.0  # how long to wait for the output pipe to close once every proces
 SHELL = "/bin/sh"
 POSIX = os.name == "posix"
 
-CHECK_KEYS = ("run", "setup", "timeout_s", "files")
+CHECK_KEYS = ("run", "setup", "timeout_s", "files", "pass_env")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_BLOCKS = 8  # fenced blocks of one answer that are run (the last ones)
 FENCE = re.compile(r"^ {0,3}(```|~~~)[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.M | re.S)
 
@@ -93,6 +99,7 @@ class CheckSpec:
     setup: str | None = None  # run first in the same folder; its failure = check error
     timeout_s: float = DEFAULT_TIMEOUT_S  # for setup and run together
     files: dict[str, str] = field(default_factory=dict)  # extra files: relative name -> text
+    pass_env: tuple[str, ...] = ()  # variables passed as they are (their values redacted)
 
 
 @dataclass
@@ -198,7 +205,23 @@ def parse_check(raw: dict[str, Any] | str, where: str, file: str) -> CheckSpec:
                 "give each extra file a relative name (e.g. tests/test_answer.py) and its "
                 "text as a string",
             )
-    return CheckSpec(run=run, setup=setup, timeout_s=float(timeout), files=dict(files))
+    pass_env = raw.get("pass_env") or []
+    if not isinstance(pass_env, list) or not all(
+        isinstance(name, str) and ENV_NAME.fullmatch(name) for name in pass_env
+    ):
+        raise _bad(
+            f"'pass_env' must be a list of environment variable names, got {pass_env!r}",
+            f"{where}.pass_env",
+            file,
+            "write e.g. `pass_env: [DATABASE_URL]` (the variables the snippets need)",
+        )
+    return CheckSpec(
+        run=run,
+        setup=setup,
+        timeout_s=float(timeout),
+        files=dict(files),
+        pass_env=tuple(pass_env),
+    )
 
 
 # --- environment -------------------------------------------------------------------------
@@ -410,8 +433,8 @@ async def _run_one(
     empty (no ``answer.txt``, ``ANSWER`` unset: the answer is in ``ANSWER_TEXT`` only) and a
     check with ``files`` is an error; what the snippets themselves write is their author's.
 
-    ``env`` is the environment to start from (default ``os.environ``); secrets are removed
-    from it either way. Never raises for anything the snippets do.
+    ``env`` is the environment to start from (default ``os.environ``); only its minimal base
+    without secrets is kept either way. Never raises for anything the snippets do.
     """
     started = time.perf_counter()
 
@@ -427,7 +450,7 @@ async def _run_one(
             f"checks need a POSIX shell ({SHELL}); they are not supported on this system "
             f"({os.name})",
         )
-    child_env, dropped = check_environment(env)
+    child_env, dropped = check_environment(env, spec.pass_env)
     extra_secrets = [value for value in dropped if value]
 
     def clean(text: str) -> str:

@@ -310,6 +310,14 @@ def test_a_childs_environment_drops_secret_names_and_copies_of_their_values(
 
 
 @pytest.mark.usefixtures("nothing_loaded")
+def test_a_variable_handed_over_through_pass_env_is_passed_and_redacted_whatever_its_name() -> None:
+    base = {"PATH": "/bin", "LC_ALL": "C", "CORP_CRED": "corp-cred-value-1234", "OTHER": "x"}
+    kept, _dropped = check_environment(base, pass_env=["CORP_CRED", "NOT_SET"])
+    assert kept == {"PATH": "/bin", "LC_ALL": "C", "CORP_CRED": "corp-cred-value-1234"}
+    assert redact("it was corp-cred-value-1234") == "it was ***"
+
+
+@pytest.mark.usefixtures("nothing_loaded")
 def test_redact_takes_what_is_not_text_as_its_string() -> None:
     error = RuntimeError("upstream said Bearer abcdefgh12345678")
     assert redact(error) == "upstream said Bearer ***"  # type: ignore[arg-type]

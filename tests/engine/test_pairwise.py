@@ -471,3 +471,38 @@ def test_judge_calls_are_cached_and_costed_apart(pairwise_example: Path, tmp_pat
     (_, first_cases, first_scores), (_, second_cases, second_scores) = per_run
     assert first_cases == pytest.approx(first_scores) and first_cases > 0
     assert second_cases == 0 and second_scores is None
+
+
+# The judge writes a key shape (built in its template, so the config holds none): in its
+# rationale ("first" cases), and 150 characters into a reply with no verdict, across the
+# 160-character quote of the error.
+LEAKY_JUDGE_CONFIG = PRICED_CONFIG.replace(
+    """        default: >-
+          {% set a = prompt.split("Answer A:")[1].split("Answer B:")[0] | trim %}{% if
+          vars.mode == "first" %}{"winner": "A", "rationale": "first shown: {{ a }}"}{% elif
+          vars.mode == "tie" %}{"winner": "tie", "rationale": "same"}{% else %}{{ a }}{{
+          " blah" * 40 }}{% endif %}""",
+    """        default: >-
+          {% if vars.mode == "first" %}{"winner": "A", "rationale": "leaked sk-proj-{{ "E"
+          * 40 }}"}{% else %}{{ "z" * 150 }} sk-proj-{{ "E" * 40 }}{% endif %}""",
+)
+
+
+@pytest.mark.parametrize("redact_outputs", [True, False])
+def test_a_pairwise_judge_echoing_a_key_stores_its_rationale_and_quoted_reply_redacted(
+    tmp_path: Path, redact_outputs: bool
+) -> None:
+    assert LEAKY_JUDGE_CONFIG != PRICED_CONFIG
+    privacy = "" if redact_outputs else "privacy: {redact_outputs: false}\n"
+    cfg = write(tmp_path / "eval.yaml", LEAKY_JUDGE_CONFIG + privacy)
+    run = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT case_id, rationale_ab, error FROM pairs WHERE run_id = ?", [run.run_id]
+        ).fetchall()
+    by_case = {case_id: (rationale, error) for case_id, rationale, error in rows}
+    key = "sk-proj-" + "E" * 40
+    expected = "leaked ***" if redact_outputs else "leaked " + key
+    assert by_case["g1-flip"][0] == expected
+    error = by_case["g3-garbage"][1]
+    assert "sk-proj-" not in error and "***" in error  # errors are redacted either way

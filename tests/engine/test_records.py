@@ -214,3 +214,39 @@ def test_an_answer_is_cached_with_the_time_it_was_stored_in_microseconds() -> No
     (row,) = added
     assert row[:7] == ["h1", "mock", "small", "out", 3, 4, 5.5] and row[8] == "r-1"
     assert type(row[7]) is int and before <= row[7] <= after
+
+
+ECHOED = "sk-proj-" + "E" * 40  # a key shape an answer echoes
+
+
+def test_an_answer_echoing_a_key_is_stored_redacted_in_every_model_output_column() -> None:
+    scores: list[list[Any]] = []
+    s, cases = sink(scores)
+    wire = {
+        "finish_reason": "tool_use",
+        "refusal": "no: " + ECHOED,
+        "tool_calls": [{"name": "call", "arguments": {"key": ECHOED}}],
+        "reasoning": "I saw " + ECHOED,
+        "extra": {"raw": ECHOED},
+    }
+    crit = CriterionScore("judged", "llm-judge", 1.0, True, 1.0, True, None, "says " + ECHOED, None)
+    result = replace(
+        cell_result(CASE),
+        output="the key is " + ECHOED,
+        wire=wire,
+        scored=CaseScore([crit], 1.0, True),
+    )
+    s(result)
+    row = cases[0]
+    stored = [row[OUTPUT], *(row[COLUMNS.index(c)] for c in ("refusal", "tool_calls", "reasoning"))]
+    stored += [row[COLUMNS.index("extra")], scores[0][12]]
+    assert not [text for text in stored if ECHOED[:12] in text], stored
+    assert row[OUTPUT] == "the key is ***"
+    assert json.loads(row[COLUMNS.index("tool_calls")]) == [
+        {"name": "call", "arguments": {"key": "***"}}
+    ]
+    # redact_outputs: false stores what the model wrote
+    s, cases = sink(scores, redact_outputs=False)
+    s(result)
+    assert cases[0][OUTPUT] == "the key is " + ECHOED
+    assert ECHOED in cases[0][COLUMNS.index("reasoning")]

@@ -258,6 +258,32 @@ SECRET_ENV = {
 }
 
 
+ECHO_MOCK = (
+    "    mock:\n      default: \"echo sk-proj-{{ 'E' * 40 }} and planted-answer-token-value\"\n"
+)
+
+
+@pytest.mark.parametrize("redact_outputs", [True, False])
+def test_an_answer_echoing_a_key_is_stored_and_exported_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redact_outputs: bool
+) -> None:
+    monkeypatch.setenv("ANSWER_SERVICE_TOKEN", "planted-answer-token-value")
+    privacy = "" if redact_outputs else "privacy:\n  redact_outputs: false\n"
+    path = write(tmp_path / "eval.yaml", base_text(mock=ECHO_MOCK) + privacy)
+    out = tmp_path / "out"
+    result = api.run_eval(path, output_dir=out)
+    stored = api.open_warehouse(out / "warehouse.duckdb").cases(result.run_id)["output"][0]
+    exported = run_cli("export", "latest", "--format", "json", "-o", str(out))
+    assert exported.returncode == 0, exported.stderr
+    key = "sk-proj-" + "E" * 40
+    if redact_outputs:
+        assert stored == "echo *** and ***"
+        assert key[:12] not in exported.stdout and "planted-answer" not in exported.stdout
+    else:  # the opt-out stores what the model wrote
+        assert stored == f"echo {key} and planted-answer-token-value"
+        assert key in exported.stdout
+
+
 def test_command_provider_printing_secret_env_is_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

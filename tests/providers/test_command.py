@@ -23,6 +23,7 @@ import pytest
 from evalwh import providers
 from evalwh.capture import Capture
 from evalwh.config import attachments
+from evalwh.config import secrets as command_secrets
 from evalwh.config.model import Case, ModelSpec
 from evalwh.errors import ConfigError
 from evalwh.providers import command
@@ -209,6 +210,45 @@ def test_non_zero_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "the real reason" in message
     assert "super-secret-demo-key" not in message and "***" in message
     assert message.count("x") < 600  # only the tail of stderr
+
+
+def test_a_command_printing_a_pass_env_variable_with_a_plain_name_to_stderr_stores_it_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command_secrets, "_loaded", set())
+    monkeypatch.setenv("CORP_CRED", "corp-cred-value-1234")  # no secret-looking name
+    path = script(
+        tmp_path,
+        "model.py",
+        """
+        import os, sys
+        sys.stdin.read()
+        sys.stderr.write("env: CORP_CRED=" + os.environ["CORP_CRED"] + "\\n")
+        sys.exit(1)
+    """,
+    )
+    err = failure(spec_for([sys.executable, str(path)], pass_env=["CORP_CRED"]))
+    assert "corp-cred-value-1234" not in str(err)
+    assert "CORP_CRED=***" in str(err)
+
+
+def test_a_command_does_not_see_a_variable_it_did_not_name_in_pass_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CORP_CRED", "corp-cred-value-1234")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    path = script(
+        tmp_path,
+        "model.py",
+        """
+        import json, os, sys
+        sys.stdin.read()
+        print(json.dumps({"text": " ".join(sorted(os.environ))}))
+    """,
+    )
+    names = set(run(spec_for([sys.executable, str(path)])).text.split())
+    assert "CORP_CRED" not in names
+    assert {"PATH", "LC_ALL"} <= names  # the minimal base
 
 
 def test_timeout_kills_the_process(tmp_path: Path) -> None:

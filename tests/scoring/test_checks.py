@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from evalwh.config import secrets
 from evalwh.errors import ConfigError
 from evalwh.scoring import checks
 from evalwh.scoring.checks import (
@@ -294,7 +295,8 @@ def test_secrets_never_reach_the_snippet():
     )
     result = check(ENV_PROBE, env=env)
     names = set(result.output.split())
-    assert {"PATH", "LANG", "HOME", "HARMLESS", "ANSWER", "ANSWER_TEXT"} <= names
+    assert {"PATH", "LANG", "HOME", "ANSWER", "ANSWER_TEXT"} <= names
+    assert "HARMLESS" not in names  # not in the minimal base, and checks name nothing more
     for secret in (
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
@@ -306,8 +308,8 @@ def test_secrets_never_reach_the_snippet():
         "LOOKS_LIKE_KEY",
     ):
         assert secret not in names
-    probe = '[ -z "${ANTHROPIC_API_KEY+x}${OPENAI_API_KEY+x}${MY_TOKEN+x}" ] && echo "$HARMLESS"'
-    assert check(probe, env=env).output == "hello\n"
+    probe = '[ -z "${ANTHROPIC_API_KEY+x}${OPENAI_API_KEY+x}${MY_TOKEN+x}" ] && echo "$HOME"'
+    assert check(probe, env=env).output == "/home/someone\n"
     assert check("pwd -P", env=env).output != "/somewhere/else\n"
 
 
@@ -315,16 +317,40 @@ def test_secrets_are_stripped_from_os_environ_by_default(monkeypatch: pytest.Mon
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI)
     monkeypatch.setenv("MY_TOKEN", "tok-12345678")
-    monkeypatch.setenv("EVALWH_CHECK_PROBE", "visible")
     result = check(ENV_PROBE)
     names = set(result.output.split())
-    assert "EVALWH_CHECK_PROBE" in names
+    assert "PATH" in names
     assert not {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "MY_TOKEN"} & names
+
+
+def test_an_exec_check_does_not_see_a_variable_the_user_did_not_pass(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("CORP_CRED", "corp-cred-value-1234")  # a plain name, not secret-shaped
+    result = check('echo "[${CORP_CRED-unset}]"; env')
+    assert result.output.startswith("[unset]\n")
+    assert "corp-cred-value-1234" not in result.output
+
+
+def test_a_check_sees_what_it_names_in_pass_env_and_its_output_quoting_it_is_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setattr(secrets, "_loaded", set())
+    monkeypatch.setenv("CORP_CRED", "corp-cred-value-1234")
+    result = check('echo "cred=$CORP_CRED"', pass_env=("CORP_CRED",))
+    assert result.output == "cred=***\n"
+
+
+def test_a_pass_env_that_is_not_a_list_of_names_is_refused_naming_the_key() -> None:
+    error = config_error({"run": "true", "pass_env": "CORP_CRED"})
+    assert error.where == f"{WHERE}.pass_env"
+    error = config_error({"run": "true", "pass_env": ["NOT A NAME"]})
+    assert "list of environment variable names" in error.message
 
 
 def test_check_environment_reports_the_dropped_values():
     kept, dropped = check_environment({"PATH": "/bin", "X_API_KEY": "k" * 10, "OK": "1"})
-    assert kept == {"PATH": "/bin", "OK": "1"}
+    assert kept == {"PATH": "/bin"}  # OK is in no base and no pass_env
     assert dropped == ["k" * 10]
 
 
@@ -552,7 +578,7 @@ def test_unknown_check_keys_are_listed_comma_separated_with_the_keys_a_check_tak
     error = config_error({"run": "x", "timeout": 3, "env": {}})
     assert error.message == "unknown key(s) in check: env, timeout"
     assert error.where == f"{WHERE}.env"
-    assert error.fix == "a check takes: run, setup, timeout_s, files"
+    assert error.fix == "a check takes: run, setup, timeout_s, files, pass_env"
 
 
 def test_a_missing_run_says_how_to_write_one_with_the_answer_variable() -> None:
@@ -713,8 +739,8 @@ def test_a_block_that_times_out_is_reported_as_an_error_and_the_last_ones_error_
 
 def test_every_block_gets_the_case_variables_the_environment_given_and_no_look() -> None:
     answer = blocks("true", "true")
-    spec = CheckSpec(run='test "$CASE_LANG" = de && test "$MARKER" = set && test ! -e answer.txt')
-    marked = {**ENV, "MARKER": "set"}
+    spec = CheckSpec(run='test "$CASE_LANG" = de && test "$TZ" = set && test ! -e answer.txt')
+    marked = {**ENV, "TZ": "set"}  # a variable of the minimal base
     seen = check_spec(spec, answer, {"lang": "de"}, env=marked, no_look=True)
     assert seen.passed, seen.output
     assert "block 1 of 2: pass" in seen.output
