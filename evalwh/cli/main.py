@@ -111,6 +111,13 @@ app.command("prices")(prices_cmd.prices)
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code."""
+    from evalwh.engine.signals import sigterm_like_sigint
+
+    with sigterm_like_sigint():  # SIGTERM ends any phase as Ctrl-C does: exit code 130
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     from evalwh.errors import EvalwhError
 
     try:
