@@ -275,6 +275,58 @@ def test_ctrl_c_while_requests_hang_on_a_silent_server_ends_interrupted_within_t
         assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
 
 
+# `evalwh run` with the planning's last step (before the run exists) or the export held until
+# a signal comes: the process writes argv[1] once it is held there
+_HELD_AT = """
+import pathlib, sys, time
+from evalwh.api import run as api
+from evalwh.cli.main import run
+from evalwh.engine import execute
+
+marker, phase = pathlib.Path(sys.argv[1]), sys.argv[2]
+
+def held(*args, **kwargs):
+    marker.write_text(phase)
+    while True:
+        time.sleep(60)  # a signal's handler raises here, or the signal ends the process
+
+setattr(*((execute, "store_files") if phase == "planning" else (api, "conclude")), held)
+sys.argv = ["evalwh", "run", sys.argv[3], "-q"]
+run()
+"""
+
+
+@pytest.mark.parametrize("phase", ["planning", "export"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sigterm_while_planning_or_exporting_kills_the_command_where_ctrl_c_is_answered(
+    sig: signal.Signals, phase: str, tmp_path: Path
+) -> None:
+    """Bug: outside the run's event loop SIGTERM had its default action (the process killed,
+    no message, no exit code 130; asyncio also put it back to the default after the run) while
+    Ctrl-C raised and was answered with 130: both take the same path."""
+    cfg = eval_for(tmp_path, "  - {id: m, provider: mock}", 3)
+    marker = tmp_path / "held"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HELD_AT, str(marker), phase, str(cfg)],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: marker.exists() or proc.poll() is not None)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, stderr)
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    runs = _runs(tmp_path)
+    if phase == "planning":
+        assert runs == []  # nothing was started
+    else:  # the rows are kept; the run, its export unfinished, reads as interrupted
+        assert [(r["status"], r["n"]) for r in runs] == [("interrupted", 3)]
+
+
 # -- 4. I/O failures are clear errors ------------------------------------------------------
 @contextlib.contextmanager
 def _tmpfs(folder: Path, options: str) -> Iterator[Path]:
