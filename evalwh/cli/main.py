@@ -111,16 +111,24 @@ app.command("prices")(prices_cmd.prices)
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code."""
+    from evalwh.engine.signals import sigterm_like_sigint
+
+    with sigterm_like_sigint():  # SIGTERM ends any phase as Ctrl-C does: exit code 130
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     from evalwh.errors import EvalwhError
 
     try:
         code = app(args=argv, prog_name="evalwh", standalone_mode=False)
+        if code == 130:  # typer returns 130 for a KeyboardInterrupt (Ctrl-C, or SIGTERM)
+            return _interrupted()
         return code if isinstance(code, int) else 0
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except KeyboardInterrupt:
-        err().print("interrupted: the rows already flushed are kept (see `evalwh list`)")
-        return 130
+        return _interrupted()
     except EvalwhError as exc:
         if STATE.json:
             emit_json(exc.to_dict())
@@ -132,14 +140,19 @@ def main(argv: list[str] | None = None) -> int:
         err().print(f"error: {where}{exc.strerror or exc}", markup=False)
         return 2
     except typer.Abort:  # Ctrl-C inside the command-line parser's own handling
-        err().print("interrupted: the rows already flushed are kept (see `evalwh list`)")
-        return 130
+        return _interrupted()
     except Exception as exc:  # the command-line parser's usage errors carry their own exit code
         show = getattr(exc, "show", None)
         if callable(show) and isinstance(getattr(exc, "exit_code", None), int):
             show()
             return int(exc.exit_code)  # type: ignore[attr-defined]
         raise
+
+
+def _interrupted() -> int:
+    """Ctrl-C or SIGTERM outside a run's event loop (planning, the export): exit code 130."""
+    err().print("interrupted: the rows already flushed are kept (see `evalwh list`)")
+    return 130
 
 
 def run() -> None:

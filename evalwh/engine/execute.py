@@ -511,7 +511,7 @@ def execute(
     from evalwh import providers as registry
     from evalwh.engine.budget import Budget
     from evalwh.engine.records import RowSink
-    from evalwh.engine.signals import RunInterrupted, stop_on_signals
+    from evalwh.engine.signals import RunInterrupted, signal_name, stop_on_signals
     from evalwh.warehouse.lease import new_token
     from evalwh.warehouse.store import Warehouse, new_run_id, utcnow
     from evalwh.warehouse.writer import RunWriter
@@ -642,9 +642,9 @@ def execute(
     try:
         stats = run_loop(guarded())
         status = "interrupted" if caught else "stopped" if budget.stopped else "exporting"
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        status = "interrupted"
-        caught.append(caught[0] if caught else "SIGINT")
+    except (KeyboardInterrupt, asyncio.CancelledError) as interrupt:
+        status = "interrupted"  # a signal before the handlers were in place (or an embedder's)
+        caught.append(caught[0] if caught else signal_name(interrupt))
     finally:
         done = holder[0].stats if holder else EngineStats()
         if not shard:

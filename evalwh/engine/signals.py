@@ -5,16 +5,27 @@ requests in flight get up to ``GRACE_S`` seconds to finish (so a resume never pa
 answer twice), every answer received is flushed, the run is marked ``interrupted`` and
 :class:`RunInterrupted` (exit code 130) says how to continue. A second signal cancels the
 requests in flight at once (what was received is still flushed).
+
+Outside the run's event loop (planning, the export, the summary) the command takes both
+signals the same way too: :func:`sigterm_like_sigint` makes SIGTERM raise :class:`Terminated`,
+a KeyboardInterrupt, as SIGINT raises KeyboardInterrupt, so either ends with exit code 130
+instead of SIGTERM killing the process where SIGINT is answered. When the run ends,
+:func:`stop_on_signals` puts back the handlers that were there before it (asyncio alone would
+leave SIGTERM at its default, killing the process during the export).
 """
 
 from __future__ import annotations
 
-import asyncio
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from evalwh.errors import EvalwhError
+
+if TYPE_CHECKING:
+    import asyncio
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GRACE_S = 10.0
@@ -34,14 +45,57 @@ class RunInterrupted(EvalwhError):
         return {**super().to_dict(), "run_id": self.run_id, "signal": self.signal_name}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM outside a run's event loop, raised where SIGINT raises KeyboardInterrupt."""
+
+    signal_name = "SIGTERM"
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def sigterm_like_sigint() -> Iterator[None]:
+    """For the block (main thread only, and only where SIGTERM has its default action): SIGTERM
+    raises :class:`Terminated` as SIGINT raises KeyboardInterrupt; the handler is put back."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def signal_name(interrupt: BaseException) -> str:
+    """The signal an interrupting exception stands for (KeyboardInterrupt: SIGINT)."""
+    return str(getattr(interrupt, "signal_name", "SIGINT"))
+
+
+def _restorable(handler: Any) -> bool:
+    """A handler to put back after the run: not asyncio.Runner's own SIGINT handler, which
+    would take a signal arriving as the run's task ends for a cancel of a finished task (and
+    so lose it); asyncio's default_int_handler is what stays then."""
+    return getattr(getattr(handler, "func", None), "__name__", "") != "_on_sigint"
+
+
 @contextmanager
 def stop_on_signals(
     task: asyncio.Task[object], stop: Callable[[], None], caught: list[str]
 ) -> Iterator[None]:
     """On SIGINT/SIGTERM (main thread only) call ``stop`` and cancel ``task`` after GRACE_S;
-    on a second signal cancel it at once. Each signal's name is appended to ``caught``."""
+    on a second signal cancel it at once. Each signal's name is appended to ``caught``. The
+    handlers that were there before are put back at the end."""
+    import asyncio  # here: the command imports this module to start, without asyncio
+
     loop = asyncio.get_running_loop()
     installed = []
+    before = {sig: signal.getsignal(sig) for sig in SIGNALS}
 
     def on_signal(sig: signal.Signals) -> None:
         caught.append(sig.name)
@@ -61,4 +115,7 @@ def stop_on_signals(
         yield
     finally:
         for sig in installed:
-            loop.remove_signal_handler(sig)
+            loop.remove_signal_handler(sig)  # asyncio's defaults: SIGINT raises, SIGTERM kills
+            previous = before[sig]
+            if previous is not None and _restorable(previous):
+                signal.signal(sig, previous)

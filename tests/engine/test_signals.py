@@ -104,17 +104,68 @@ def test_a_second_signal_cancels_at_once(net: list[int], monkeypatch: pytest.Mon
     assert stops == 1  # stop() once; the second signal only cancels
 
 
-def test_the_handlers_are_removed_when_the_run_ends(net: list[int]) -> None:
+def test_sigterm_during_the_export_kills_instead_of_taking_the_sigint_path(
+    net: list[int],
+) -> None:
+    """Bug: asyncio put SIGTERM back to its default when the run's handlers were removed, so
+    a SIGTERM during the export killed the process where SIGINT was answered (exit 130): the
+    handlers in place before the run (the command's, here the test's) are put back."""
+
     async def scenario() -> None:
         task = asyncio.ensure_future(_sleeper())
         with signals.stop_on_signals(task, lambda: None, []):
             pass
         task.cancel()
 
+    before = {sig: signal.getsignal(sig) for sig in signals.SIGNALS}
     _run(scenario)
-    # asyncio puts the default back on removal: a later SIGTERM is no longer the run's
-    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-    assert signal.getsignal(signal.SIGINT) == signal.default_int_handler
+    assert {sig: signal.getsignal(sig) for sig in signals.SIGNALS} == before
+    os.kill(os.getpid(), signal.SIGTERM)  # no longer the run's: the handler under it has it
+    assert net == [signal.SIGTERM]
+
+
+def test_without_a_handler_of_its_own_sigint_raises_after_the_run() -> None:
+    # under asyncio.run the handler before the run is asyncio's own, which would take a signal
+    # arriving as the run's task ends for a cancel of a finished task: Ctrl-C raises instead
+    async def scenario() -> Any:
+        task = asyncio.ensure_future(_sleeper())
+        with signals.stop_on_signals(task, lambda: None, []):
+            pass
+        task.cancel()
+        return signal.getsignal(signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert _run(scenario) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_sigterm_outside_the_run_loop_raises_like_ctrl_c() -> None:
+    """Bug: outside the run's event loop (planning, the export) SIGTERM killed the process
+    (no exit code 130, no message) while SIGINT raised KeyboardInterrupt: the command takes
+    both the same way."""
+    before = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with signals.sigterm_like_sigint(), pytest.raises(KeyboardInterrupt) as raised:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs between bytecodes
+                pass
+        assert isinstance(raised.value, signals.Terminated)
+        assert signals.signal_name(raised.value) == "SIGTERM"
+        assert signals.signal_name(KeyboardInterrupt()) == "SIGINT"
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # put back after the block
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_a_handler_of_the_embedding_program_is_left_alone(net: list[int]) -> None:
+    mine = signal.getsignal(signal.SIGTERM)
+    with signals.sigterm_like_sigint():
+        assert signal.getsignal(signal.SIGTERM) is mine
+    assert signal.getsignal(signal.SIGTERM) is mine
 
 
 def test_outside_the_main_thread_nothing_is_installed() -> None:

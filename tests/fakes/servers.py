@@ -27,7 +27,7 @@ Scripting, in the order the server consults them for each request:
 
 Behaviours come from the helpers :func:`reply`, :func:`slow`, :func:`error`,
 :func:`rate_limited`, :func:`server_error`, :func:`overloaded`, :func:`malformed`,
-:func:`missing_fields`, :func:`drop`, :func:`truncated`, :func:`raw` and :func:`wire` (a
+:func:`missing_fields`, :func:`drop`, :func:`hang`, :func:`truncated`, :func:`raw` and :func:`wire` (a
 documented reply of tests/fixtures/wire/). ``server.latency``
 (seconds) is added to every response; each connection has its own thread, so a slow response
 never holds up other connections.
@@ -78,6 +78,7 @@ class Behavior:
     body: bytes | str | dict[str, Any] | None = None  # a body sent as-is (overrides the rest)
     delay: float = 0.0  # seconds, on top of the server's latency
     drop: bool = False  # close the connection without answering
+    hang: bool = False  # read the request, then never answer (until the server stops)
     truncate: bool = False  # send the headers and half the body, then close
     echo_auth: bool = False  # put the received x-api-key / Authorization into the error message
     input_tokens: int | None = None
@@ -159,6 +160,12 @@ def missing_fields() -> Behavior:
 def drop(delay: float = 0.0) -> Behavior:
     """Close the connection without sending anything."""
     return Behavior("drop", drop=True, delay=delay)
+
+
+def hang() -> Behavior:
+    """Accept and read the request, then never answer: the connection stays open, silent,
+    until the server stops (a server that hangs; ``server.count`` still counts it)."""
+    return Behavior("hang", hang=True)
 
 
 def truncated() -> Behavior:
@@ -480,11 +487,13 @@ class FakeLLMServer:
         self.max_in_flight = 0
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # set by stop(): hung requests let go
 
     # -- lifecycle
 
     def start(self) -> FakeLLMServer:
         if self._httpd is None:
+            self._stopping.clear()
             self._httpd = _HTTPServer(self, ("127.0.0.1", 0))
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever,
@@ -499,6 +508,7 @@ class FakeLLMServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
+        self._stopping.set()
         httpd.shutdown()
         with self._lock:
             sockets = list(self._sockets)
@@ -647,7 +657,9 @@ class FakeLLMServer:
                 self.in_flight -= 1
 
     def _respond(self, handler: _Handler, req: RecordedRequest, behavior: Behavior) -> None:
-        if behavior.drop:
+        if behavior.hang:
+            self._stopping.wait()
+        if behavior.drop or behavior.hang:
             handler.close_connection = True
             with contextlib.suppress(OSError):
                 handler.connection.shutdown(socket.SHUT_RDWR)

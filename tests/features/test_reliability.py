@@ -24,12 +24,14 @@ import pytest
 
 import evalwh
 from evalwh.engine.limits import DEAD_ENDPOINT_AFTER, MAX_RETRY_AFTER_S
+from evalwh.engine.signals import GRACE_S
 from tests.builders import case_of, closed_port, eval_for
 from tests.conftest import run_cli, write
 from tests.fakes.servers import (
     FakeLLMServer,
     Faults,
     error,
+    hang,
     rate_limited,
     server_error,
 )
@@ -224,6 +226,105 @@ def test_a_signal_marks_the_run_interrupted_after_flushing_and_resume_pays_nothi
     assert len(rows) == len(set(rows)) == 1000
     asked = Counter(case_of(r) for r in server.requests)
     assert sum(asked.values()) == 1000 and set(asked.values()) == {1}  # nothing asked twice
+
+
+def _hung_config(folder: Path, server: FakeLLMServer, phase: str) -> Path:
+    """Four cells whose requests (``sending``) or whose judges' (``judging``) hang."""
+    hung = (
+        f"{{id: h, provider: openai-compatible, model: local, base_url: "
+        f"'{server.openai_url}', price: 0}}"
+    )
+    scorecard = "scorecard:\n  - {name: r, type: contains}\n"
+    if phase == "sending":
+        models, judges = f"models:\n  - {hung}\n", ""
+    else:
+        models = "models:\n  - {id: m, provider: mock}\n"
+        judges = f"judges:\n  - id: j\n    model: {hung}\n"
+        scorecard += "  - {name: judged, type: llm-judge, judge: j}\n"
+    return write(
+        folder / "eval.yaml",
+        models
+        + "variants:\n  - {id: v, messages: [{role: user, content: '{{ q }}'}]}\n"
+        + "cases:\n"
+        + "".join(f"  - {{id: c{i}, vars: {{q: q{i}}}, expected: q{i}}}\n" for i in range(4))
+        + judges
+        + scorecard
+        + "settings: {concurrency: 2}\n",
+    )
+
+
+@pytest.mark.parametrize("phase", ["sending", "judging"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_while_requests_hang_on_a_silent_server_ends_interrupted_within_the_grace(
+    sig: signal.Signals, phase: str, tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """Reported (issue 46): Ctrl-C while the requests hung on a server that never answers
+    ended 487 s later, exit 3, `failed`; SIGTERM in the same state was answered. Both end
+    the run `interrupted`, exit 130, once the grace has cancelled the hung requests."""
+    server.default = hang()  # reads each request, answers none
+    cfg = _hung_config(tmp_path, server, phase)
+    proc = _start(cfg, tmp_path)
+    _wait_for(lambda: server.count >= 2 or proc.poll() is not None)  # both workers hang
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    # the bound is the grace plus a wide margin for a loaded machine, not a timing assertion
+    _, stderr = proc.communicate(timeout=GRACE_S + 50)
+    assert proc.returncode == 130, stderr
+    assert f"interrupted ({sig.name})" in stderr and "Traceback" not in stderr
+    with duckdb.connect(str(tmp_path / ".evalwh" / "warehouse.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+
+
+# `evalwh run` with the planning's last step (before the run exists) or the export held until
+# a signal comes: the process writes argv[1] once it is held there
+_HELD_AT = """
+import pathlib, sys, time
+from evalwh.api import run as api
+from evalwh.cli.main import run
+from evalwh.engine import execute
+
+marker, phase = pathlib.Path(sys.argv[1]), sys.argv[2]
+
+def held(*args, **kwargs):
+    marker.write_text(phase)
+    while True:
+        time.sleep(60)  # a signal's handler raises here, or the signal ends the process
+
+setattr(*((execute, "store_files") if phase == "planning" else (api, "conclude")), held)
+sys.argv = ["evalwh", "run", sys.argv[3], "-q"]
+run()
+"""
+
+
+@pytest.mark.parametrize("phase", ["planning", "export"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sigterm_while_planning_or_exporting_kills_the_command_where_ctrl_c_is_answered(
+    sig: signal.Signals, phase: str, tmp_path: Path
+) -> None:
+    """Bug: outside the run's event loop SIGTERM had its default action (the process killed,
+    no message, no exit code 130; asyncio also put it back to the default after the run) while
+    Ctrl-C raised and was answered with 130: both take the same path."""
+    cfg = eval_for(tmp_path, "  - {id: m, provider: mock}", 3)
+    marker = tmp_path / "held"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HELD_AT, str(marker), phase, str(cfg)],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: marker.exists() or proc.poll() is not None)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, stderr)
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    runs = _runs(tmp_path)
+    if phase == "planning":
+        assert runs == []  # nothing was started
+    else:  # the rows are kept; the run, its export unfinished, reads as interrupted
+        assert [(r["status"], r["n"]) for r in runs] == [("interrupted", 3)]
 
 
 # -- 4. I/O failures are clear errors ------------------------------------------------------
