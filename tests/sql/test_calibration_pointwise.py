@@ -106,12 +106,7 @@ def test_pointwise_labels_precedence_half_passes_and_the_runs_own_labels(tmp_pat
     scores = [("h", "j1", 0, True), ("h", "j1", 1, False), ("p", "j1", 0, True)]
     scores += [("p", "j2", 0, False), ("q", "j1", 0, False), ("q", "j2", 0, False)]
     for case, criterion, repeat, passed in scores:
-        con.execute(
-            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
-            "score, passed, weight, required, judge_model) "
-            "VALUES ('r', 'v', 'm', ?, ?, ?, 'llm-judge', 0.5, ?, 1, true, 'jm')",
-            [case, repeat, criterion, passed],
-        )
+        _judged(con, case, "m", passed, None, criterion=criterion, repeat=repeat)
     labels = [("r", "pointwise", "j1", "h", '"pass"'), ("r", "pointwise", "j1", "p", '"pass"')]
     labels += [("r", "pointwise", None, "p", '"fail"'), ("s", "pointwise", None, "q", '"pass"')]
     labels += [("r", "pairwise", "j1", "q", None)]
@@ -276,12 +271,26 @@ def _verdicts(
 ) -> None:
     """Judged answers of criterion 'j' in run 'r': (case, model, passed, raw score)."""
     for case_id, model, passed, raw in rows:
-        con.execute(
-            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
-            "score, passed, weight, required, judge_model, raw_score) "
-            "VALUES ('r', 'v', ?, ?, 0, 'j', 'llm-judge', 0.5, ?, 1, true, 'jm', ?)",
-            [model, case_id, passed, raw],
-        )
+        _judged(con, case_id, model, passed, raw)
+
+
+def _judged(
+    con: duckdb.DuckDBPyConnection,
+    case_id: str,
+    model: str,
+    passed: bool,
+    raw: float | None,
+    *,
+    criterion: str = "j",
+    repeat: int = 0,
+) -> None:
+    """One llm-judge verdict of run 'r', variant 'v', judged by 'jm'."""
+    con.execute(
+        "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+        "score, passed, weight, required, judge_model, raw_score) "
+        "VALUES ('r', 'v', ?, ?, ?, ?, 'llm-judge', 0.5, ?, 1, true, 'jm', ?)",
+        [model, case_id, repeat, criterion, passed, raw],
+    )
 
 
 def _label(con: duckdb.DuckDBPyConnection, case_id: str, label: object, model: str | None) -> None:
