@@ -93,3 +93,31 @@ def open_page(
     page.on("pageerror", lambda e: opened.errors.append(str(e)))
     page.goto(opened.url)
     return opened
+
+
+AXE = Path(__file__).resolve().parent / "fixtures" / "axe" / "axe.min.js"
+# what the pages must be free of: every axe-core rule violation of these impacts
+AXE_IMPACTS = ("critical", "serious", "moderate")
+
+
+def axe_violations(page: Any, *, within: str | None = None) -> list[str]:
+    """Run axe-core (tests/fixtures/axe) on ``page`` as it is now, or on the element that
+    ``within`` selects, and return each violation of impact critical, serious or moderate as
+    one line: rule, impact, help and the failing nodes' selectors (empty when there are none).
+
+    The script is evaluated through the browser's devtools, not added as a <script>, so a
+    page's Content-Security-Policy (the report's forbids inline scripts) does not stop it."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate("() => { " + AXE.read_text(encoding="utf-8") + "\n}")
+        page.evaluate("() => { if (typeof axe === 'object') window.axe = axe; }")
+    results = page.evaluate(
+        "async (within) => await window.axe.run(within ? document.querySelector(within) : document)",
+        within,
+    )
+    found = []
+    for violation in results["violations"]:
+        if violation.get("impact") not in AXE_IMPACTS:
+            continue
+        targets = ", ".join(" ".join(map(str, node["target"])) for node in violation["nodes"])
+        found.append(f"{violation['id']} ({violation['impact']}): {violation['help']} — {targets}")
+    return found
