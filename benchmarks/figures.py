@@ -312,62 +312,53 @@ def measure_datasource(work: Path, n: int) -> dict[str, Any]:
 
 
 def _realistic_rows(n_cases: int, criteria: int, offset: int) -> Iterator[tuple[list, list]]:
-    """Case and score rows shaped like evalwh.engine.records.RowSink's."""
+    """Case and score rows shaped like evalwh.engine.records.RowSink's, built by column name
+    (CASE_COLUMNS, SCORE_COLUMNS): a column a migration adds is None here until set."""
     from datetime import datetime, timezone
+
+    from evalwh.warehouse.writer import CASE_COLUMNS, SCORE_COLUMNS
 
     now = datetime.now(timezone.utc)
     for i in range(offset, offset + n_cases):
-        key = ["ingest", "plain", "mock", f"case-{i:07d}", 0]
+        key = {"run_id": "ingest", "variant": "plain", "model": "mock", "repeat": 0}
+        key["case_id"] = f"case-{i:07d}"
         question = f"What is {i} plus {i}?"
-        case = [
-            *key,
-            f'{{"question": "{question}"}}',
-            f'"{2 * i}"',
-            '{"topic": "math", "difficulty": "easy"}',
-            None,
-            '[{"role": "system", "content": [{"type": "text", "text": "Answer with the number '
-            f'only."}}]}}, {{"role": "user", "content": [{{"type": "text", "text": "{question}"}}]}}]',
-            str(2 * i),
-            None,
-            None,
-            12.5,
-            20,
-            3,
-            None,
-            False,
-            f"{i:064x}",
-            1,
-            1.0,
-            True,
-            now,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,  # attachments
-            None,  # queued_ms (migration 0011)
-            *(None,) * 8,  # finish_reason ... extra: how the answer ended (migration 0012)
-        ]
+        case = {
+            **key,
+            "vars": f'{{"question": "{question}"}}',
+            "expected": f'"{2 * i}"',
+            "metadata": '{"topic": "math", "difficulty": "easy"}',
+            "messages": '[{"role": "system", "content": [{"type": "text", "text": "Answer with '
+            f'the number only."}}]}}, {{"role": "user", "content": [{{"type": "text", "text": '
+            f'"{question}"}}]}}]',
+            "output": str(2 * i),
+            "latency_ms": 12.5,
+            "input_tokens": 20,
+            "output_tokens": 3,
+            "cached": False,
+            "request_hash": f"{i:064x}",
+            "attempts": 1,
+            "score": 1.0,
+            "passed": True,
+            "created_at": now,
+        }
         scores = [
-            [
-                *key,
-                f"criterion-{k}",
-                "contains",
-                1.0,
-                True,
-                1.0,
-                k == 0,
-                '{"found": ["' + str(2 * i) + '"], "missing": []}' if k % 2 else None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            ]
+            {
+                **key,
+                "criterion": f"criterion-{k}",
+                "scorer": "contains",
+                "score": 1.0,
+                "passed": True,
+                "weight": 1.0,
+                "required": k == 0,
+                "details": '{"found": ["' + str(2 * i) + '"], "missing": []}' if k % 2 else None,
+            }
             for k in range(criteria)
         ]
-        yield case, scores
+        yield (
+            [case.get(name) for name, _ in CASE_COLUMNS],
+            [[score.get(name) for name, _ in SCORE_COLUMNS] for score in scores],
+        )
 
 
 def measure_ingest(work: Path, cases_per_flush: int, criteria: int, flushes: int) -> dict[str, Any]:
