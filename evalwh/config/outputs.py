@@ -104,7 +104,9 @@ def parse_output_spec(
 
 
 def read_schema_file(name: Any, root: Path, where: str, file: str) -> Any:
-    """A JSON or YAML schema file, relative to the config's folder (bounded YAML reader)."""
+    """A JSON or YAML schema file, relative to the config's folder (bounded YAML reader): the
+    one reader of schema files, for a variant's ``output_schema`` and a json-schema
+    criterion's ``schema_file`` alike; every refusal names ``file`` and ``where``."""
     from evalwh.boundary import readable
 
     path = readable(root / str(name), where)
@@ -129,14 +131,15 @@ def read_schema_file(name: Any, root: Path, where: str, file: str) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
-                f"schema file {path} is not valid JSON: {exc.msg}",
+                f"schema file {path} is not valid JSON: {exc.msg} "
+                f"(line {exc.lineno}, column {exc.colno})",
                 file=file,
                 where=where,
                 fix="fix the JSON syntax of the schema file",
             ) from None
     from evalwh.config.yamlpos import parse_yaml
 
-    data, _node = parse_yaml(text, str(path))
+    data, _node = parse_yaml(text, str(path))  # its errors name the schema file and line
     return data
 
 

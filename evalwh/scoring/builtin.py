@@ -9,7 +9,6 @@ template stops validate and run before anything is called).
 
 from __future__ import annotations
 
-import json
 import re
 from itertools import islice
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
-from evalwh.scoring.base import ScoreResult, ScorerFn, option_error
+from evalwh.scoring.base import ScoreResult, ScorerFn, option_error, option_where
 from evalwh.scoring.jsonextract import parse_json
 from evalwh.scoring.values import CaseValues
 
@@ -291,53 +290,17 @@ def _load_schema_file(criterion: Criterion, root: Path, file: str, name: Any) ->
             f"'schema_file' must be a path, got {name!r}",
             "give the path of a JSON or YAML schema, relative to the config file's folder",
         )
-    from evalwh.boundary import readable
+    from evalwh.config.outputs import read_schema_file
 
-    path = readable(root / name, f"{criterion.where}.schema_file")
-    if not path.is_file():
-        raise option_error(
-            criterion,
-            file,
-            "schema_file",
-            f"schema file not found: {path}",
-            "check the path; it is relative to the config file's folder",
-        )
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise option_error(
-            criterion,
-            file,
-            "schema_file",
-            f"cannot read schema file {path}: {exc}",
-            "make the schema file a readable UTF-8 JSON or YAML file",
-        ) from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise option_error(
-                criterion,
-                file,
-                "schema_file",
-                f"schema file {path} is not valid JSON: {exc.msg} "
-                f"(line {exc.lineno}, column {exc.colno})",
-                "fix the JSON syntax of the schema file",
-            ) from None
-    from evalwh.config.yamlpos import parse_yaml
-
-    try:  # bounded: duplicate keys, nesting depth and alias expansion are refused
-        data, _node = parse_yaml(text, str(path))
+        return read_schema_file(name, root, option_where(criterion, "schema_file"), file)
     except ConfigError as exc:
-        at = f" (line {exc.line}, column {exc.column})" if exc.line is not None else ""
-        raise option_error(
-            criterion,
-            file,
-            "schema_file",
-            f"schema file {path} is not valid YAML: {exc.message}{at}",
-            exc.fix or "fix the YAML syntax of the schema file (or write it as .json)",
-        ) from None
-    return data
+        message, fix = exc.message, exc.fix or ""
+        if exc.file != file:  # the schema file's own YAML: say which file, line and column
+            at = f" (line {exc.line}, column {exc.column})" if exc.line is not None else ""
+            message = f"schema file {exc.file} is not valid YAML: {message}{at}"
+            fix = fix or "fix the YAML syntax of the schema file (or write it as .json)"
+        raise option_error(criterion, file, "schema_file", message, fix) from None
 
 
 def json_schema(criterion: Criterion, root: Path, file: str) -> ScorerFn:

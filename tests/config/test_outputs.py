@@ -411,8 +411,8 @@ def test_an_output_schema_file_is_read_as_json_or_yaml_and_refused_with_its_plac
     )  # fmt: skip
     write(tmp_path / "bad.JSON", '{"type": ')
     assert refused("bad.JSON") == (
-        f"schema file {(tmp_path / 'bad.JSON').resolve()} is not valid JSON: Expecting value",
-        *at, "fix the JSON syntax of the schema file",
+        f"schema file {(tmp_path / 'bad.JSON').resolve()} is not valid JSON: Expecting value "
+        "(line 1, column 10)", *at, "fix the JSON syntax of the schema file",
     )  # fmt: skip
     (tmp_path / "latin.json").write_bytes(b'{"title": "caf\xe9"}')  # not UTF-8: an error, no crash
     message, *where, fix = refused("latin.json")
