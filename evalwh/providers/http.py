@@ -43,6 +43,7 @@ import time
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -135,7 +136,7 @@ def parse_retry_after(
 
 def shown_url(url: str) -> str:
     """``url`` as an error may show it: without a user, password or query string."""
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import urlunsplit
 
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]  # user:password@host:port -> host:port
@@ -221,6 +222,17 @@ class HttpProvider:
                 file=file,
                 where=f"{spec.where}.base_url",
                 fix="write the full URL, e.g. http://localhost:8000/v1",
+            )
+        if base_url is not None and "@" in urlsplit(str(base_url)).netloc:
+            # stored in the run's config snapshot as written, and aiohttp refuses to send URL
+            # credentials beside the key's Authorization header (every request failed)
+            raise ConfigError(
+                f"base_url {shown_url(str(base_url))!r} carries a user name or password "
+                "(user:password@host), which a config must not hold",
+                file=file,
+                where=f"{spec.where}.base_url",
+                fix="remove them from the URL; for Basic auth write headers: {Authorization: "
+                '"Basic ${NAME}"} with NAME set in the environment or .evalwh.secrets.yaml',
             )
         headers = opts.get("headers")
         if headers is not None:

@@ -194,6 +194,23 @@ def test_check_refuses_keys_in_headers() -> None:
     assert OPENAI_KEY not in str(info.value)
 
 
+@pytest.mark.parametrize("provider", ["openai-compatible", "openai", "anthropic", "google"])
+def test_a_password_in_base_url_is_refused_without_being_echoed(provider: str) -> None:
+    """user:password@ in a base_url would be kept in every run's config snapshot, and every
+    request failed (aiohttp will not send URL credentials beside the key's header)."""
+    spec = spec_for(provider, "https://evals:hunter2-secret@proxy.example:8443/v1")
+    with pytest.raises(ConfigError) as info:
+        providers.check(spec, "eval.yaml")
+    error = info.value
+    assert (error.where, error.file) == ("models[0].base_url", "eval.yaml")
+    assert error.message == (
+        "base_url 'https://proxy.example:8443/v1' carries a user name or password "
+        "(user:password@host), which a config must not hold"
+    )
+    assert "Basic ${NAME}" in (error.fix or "")
+    assert "hunter2" not in str(error) and "evals:" not in str(error)
+
+
 @needs_aiohttp
 @pytest.mark.parametrize(
     ("options", "where", "message", "fix"),
