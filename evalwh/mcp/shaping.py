@@ -114,19 +114,6 @@ def clip_tree(value: Any, limit: int, path: str = "", cut: dict[str, int] | None
     return value
 
 
-def redact_tree(value: Any) -> Any:
-    """Every string in ``value`` through :func:`evalwh.config.secrets.redact`."""
-    from evalwh.config.secrets import redact
-
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, Mapping):
-        return {k: redact_tree(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_tree(v) for v in value]
-    return value
-
-
 def bounded(value: int | None, default: int, top: int, name: str) -> int:
     if value is None:
         return default

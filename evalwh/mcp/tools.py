@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalwh.analysis.nolook import NOTICE, is_no_look, minimal
+from evalwh.config.secrets import redact_tree
 from evalwh.errors import CostRefusedError, UsageError
 from evalwh.mcp.agent import Agent, confine
 from evalwh.mcp.briefs import case_row, compare_brief, judging_for, run_brief, show_brief
@@ -31,7 +32,6 @@ from evalwh.mcp.shaping import (
     parsed,
     plain,
     plain_dict,
-    redact_tree,
 )
 
 if TYPE_CHECKING:
