@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["load_config", "open_warehouse", "run_eval", "validate"]
+__all__ = ["connect", "load_config", "open_warehouse", "run_eval", "validate"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in __all__ or name == "frames":  # evalwh.frames.runs() ...: evalwh.api.frames
         from evalwh import api
 
         return getattr(api, name)

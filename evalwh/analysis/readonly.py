@@ -206,11 +206,32 @@ def _attach_lake(target: LakeTarget, bounds: QueryBounds) -> duckdb.DuckDBPyConn
         lake.release(target)  # a DuckDB file catalog attaches once per process
     con = lake.connect(target, read_only=True, memory_limit=bounds.memory_limit)
     con.execute(f"SET threads = {int(bounds.threads)}")
-    if target.data_path:
-        con.execute("SET allowed_directories = ?", [[target.data_path]])
+    # without lake.data_path the files are where the catalog says (DuckLake's default for a
+    # file catalog: <catalog>.files/), so that folder is the one to allow
+    data_path = target.data_path or _catalog_data_path(con, lake.ALIAS)
+    if data_path:
+        con.execute("SET allowed_directories = ?", [[data_path]])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
+
+
+def open_readonly(path: Path | LakeTarget, bounds: QueryBounds) -> duckdb.DuckDBPyConnection:
+    """A connection that can only read the warehouse (or lake): attached READ_ONLY, file
+    access off and its configuration locked, within ``bounds``' memory and threads. A
+    warehouse written by an older evalwh is refused with the command that upgrades it."""
+    from evalwh.warehouse.connect import read_connection
+
+    with read_connection(path):  # the schema checked: an older warehouse says `evalwh migrate`
+        pass
+    return _attach(path, bounds)
+
+
+def _catalog_data_path(con: duckdb.DuckDBPyConnection, alias: str) -> str | None:
+    row = con.execute(
+        "SELECT value FROM ducklake_options(?) WHERE option_name = 'data_path'", [alias]
+    ).fetchone()
+    return str(row[0]) if row and row[0] else None
 
 
 @contextmanager
@@ -228,13 +249,9 @@ def stream_readonly(
     """
     import duckdb
 
-    from evalwh.warehouse.connect import read_connection
-
     bounds = bounds or QueryBounds()
     sql = check_readonly(text)
-    with read_connection(path):  # migrate a warehouse written by an older evalwh first
-        pass
-    con = _attach(path, bounds)
+    con = open_readonly(path, bounds)
     deadline = _Deadline(con, bounds.timeout_s)
     try:
         try:

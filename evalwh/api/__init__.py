@@ -4,11 +4,14 @@ import evalwh
 result = evalwh.run_eval("examples/quickstart/eval.yaml", label="try-1")
 wh = evalwh.open_warehouse()          # the default .evalwh/warehouse.duckdb
 wh.summary("latest")                  # Polars DataFrame
+evalwh.frames.cases("latest")         # the same answers as a frame, JSON columns typed
 """
 
 from __future__ import annotations
 
+from evalwh.api import frames as frames
 from evalwh.api.calibrate import calibrate as calibrate
+from evalwh.api.frames import connect
 from evalwh.api.imports import import_results as import_results
 from evalwh.api.prices import prices as prices
 from evalwh.api.run import (
@@ -31,6 +34,7 @@ __all__ = [
     "DryRun",
     "RunResult",
     "WarehouseView",
+    "connect",
     "init_project",
     "load_config",
     "migrate_warehouse",

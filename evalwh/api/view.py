@@ -72,6 +72,16 @@ class WarehouseView:
         match."""
         return self.store.resolve(ref)
 
+    def resolve_suite(self, suite: str | Path | EvalConfig) -> str:
+        """The run id of a suite's newest run. ``suite`` is a config (a loaded one, or the
+        path of an existing file or folder: the runs started from that file come first, then
+        those of its suite name) or a suite name as `evalwh list` shows it; UsageError when
+        no run matches."""
+        if not isinstance(suite, EvalConfig) and not Path(suite).exists():
+            return self.store.resolve_suite(None, str(suite))
+        cfg = _config(suite)
+        return self.store.resolve_suite(str(cfg.path), cfg.name)
+
     def query(self, name: str, **params: Any) -> pa.Table:
         """Run the named query ``sql/<name>.sql`` (Arrow)."""
         return self.store.query(name, **params)

@@ -14,17 +14,20 @@ if TYPE_CHECKING:
     from evalwh.api import WarehouseView
 
 
-def config_for_reads() -> Path | None:
-    """-c, else ./eval.yaml when present: its settings may move the warehouse."""
+def config_for_reads(suite: str | None = None) -> Path | None:
+    """-c, else the config file or folder ``suite`` names, else ./eval.yaml when present:
+    its settings may move the warehouse."""
     if STATE.config is not None:
         return STATE.config
+    if suite is not None and Path(suite).exists():
+        return Path(suite)
     return Path("eval.yaml") if Path("eval.yaml").is_file() else None
 
 
-def _warehouse() -> WarehouseView:
+def _warehouse(suite: str | None = None) -> WarehouseView:
     from evalwh import api
 
-    return api.open_warehouse(config=config_for_reads(), **STATE.where())
+    return api.open_warehouse(config=config_for_reads(suite), **STATE.where())
 
 
 @with_globals
@@ -76,9 +79,15 @@ def show(
     ] = None,
 ) -> None:
     """Show a stored run: the matrix, criteria, thresholds, and failing cases on request."""
-    data = _warehouse().show(run, failures=failures, case_id=case)
+    _print_run(_warehouse(), run, failures=failures, case=case, by=by)
+
+
+def _print_run(
+    view: WarehouseView, run: str, *, failures: bool, case: str | None, by: str | None
+) -> None:
+    data = view.show(run, failures=failures, case_id=case)
     if by:
-        data["slices"] = _warehouse().slice(data["run"]["run_id"], by).to_dicts()
+        data["slices"] = view.slice(data["run"]["run_id"], by).to_dicts()
     if STATE.json:
         emit_json(data)
         return
@@ -118,12 +127,23 @@ def show(
 
 @with_globals
 def last(
+    suite: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="SUITE",
+            help="A config file or folder, or a suite name as `evalwh list` shows it: the "
+            "newest run of that suite (default: the newest run of any).",
+            show_default=False,
+        ),
+    ] = None,
     failures: Annotated[
         bool, typer.Option("--failures", "-f", help="List the failing cases.")
     ] = False,
 ) -> None:
-    """The newest run: short for `evalwh show latest`."""
-    show.__wrapped__("latest", failures=failures, case=None, by=None)  # type: ignore[attr-defined]
+    """The newest run, or the newest run of SUITE: short for `evalwh show RUN`."""
+    view = _warehouse(suite)
+    run = "latest" if suite is None else view.resolve_suite(suite)
+    _print_run(view, run, failures=failures, case=None, by=None)
 
 
 @with_globals

@@ -169,6 +169,17 @@ class Warehouse:
             )
         return str(best["run_id"])
 
+    def resolve_suite(self, path: str | None, name: str) -> str:
+        """The newest run of a suite: of those started from the config file ``path`` when
+        any, else of those whose suite is named ``name``; RunNotFoundError when none."""
+        source = f"started from {path} or " if path else ""
+        return self._first(
+            f"no run of suite '{name}' ({source}named '{name}'; see `evalwh list`)",
+            "resolve_suite",
+            path=path,
+            suite=name,
+        )
+
     def _first(self, missing: str, query: str, **params: Any) -> str:
         """The run id of a query's first row; RunNotFoundError(``missing``) when none."""
         found = self.query(query, **params).to_pylist()

@@ -263,15 +263,20 @@ def test_a_query_timeout_names_its_limit_and_how_to_narrow_or_raise_it() -> None
     assert error.timeout_s == 2.5
 
 
-def test_evalwh_sql_attaches_a_lake_read_only_bounded_and_locked(tmp_path: Path) -> None:
-    target = lake.parse_target(
-        "ducklake:meta.ducklake", {"data_path": "data"}, base=tmp_path, where="w"
-    )
+def _lake_of_one_row(target: lake.LakeTarget) -> duckdb.DuckDBPyConnection:
+    """A lake holding table t (a = 1), attached read-only as `evalwh sql` attaches it."""
     writer = lake.cursor(target, read_only=False, memory_limit="256MB")
     writer.execute("CREATE TABLE t (a INTEGER)")
     writer.execute("INSERT INTO t VALUES (1)")
     writer.close()
-    con = _attach_lake(target, QueryBounds(threads=1, memory_limit="300MB"))
+    return _attach_lake(target, QueryBounds(threads=1, memory_limit="300MB"))
+
+
+def test_evalwh_sql_attaches_a_lake_read_only_bounded_and_locked(tmp_path: Path) -> None:
+    target = lake.parse_target(
+        "ducklake:meta.ducklake", {"data_path": "data"}, base=tmp_path, where="w"
+    )
+    con = _lake_of_one_row(target)
     try:
         assert con.execute("SELECT a FROM t").fetchall() == [(1,)]
         with pytest.raises(duckdb.Error, match="attached in read-only mode"):
@@ -285,6 +290,26 @@ def test_evalwh_sql_attaches_a_lake_read_only_bounded_and_locked(tmp_path: Path)
         assert target.data_path in settings[3]
         with pytest.raises(duckdb.Error, match="configuration has been locked"):
             con.execute("SET threads = 2")
+        outside = tmp_path / "outside.csv"
+        outside.write_text("a\n1\n")
+        with pytest.raises(duckdb.Error, match="disabled by configuration"):
+            con.execute(f"SELECT * FROM read_csv('{outside}')")
+    finally:
+        con.close()
+        lake.release(target)
+
+
+def test_a_file_lake_without_a_data_path_is_read_from_the_folder_its_catalog_names(
+    tmp_path: Path,
+) -> None:
+    # bug: without lake.data_path no folder was allowed, so every read of the lake's files
+    # (DuckLake's default <catalog>.files/) was refused by the file-access lock
+    target = lake.parse_target("ducklake:meta.ducklake", {}, base=tmp_path, where="w")
+    con = _lake_of_one_row(target)
+    try:
+        assert con.execute("SELECT a FROM t").fetchall() == [(1,)]
+        allowed = con.execute("SELECT current_setting('allowed_directories')").fetchone()
+        assert allowed is not None and str(tmp_path / "meta.ducklake.files") + "/" in allowed[0]
         outside = tmp_path / "outside.csv"
         outside.write_text("a\n1\n")
         with pytest.raises(duckdb.Error, match="disabled by configuration"):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +71,42 @@ def test_list_on_an_empty_folder(tmp_path: Path) -> None:
     assert not (tmp_path / ".evalwh").exists()
     show = run_cli("show", "latest", cwd=tmp_path)
     assert show.returncode == 2 and "no warehouse" in show.stderr
+
+
+def test_last_suite_shows_the_newest_run_of_that_suite(
+    quickstart: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # bug: `evalwh last suite.yaml` was a usage error (issue 51). Two suites share a folder;
+    # `other.yaml` keeps its warehouse where its own settings say (other-out, beside it).
+    other = quickstart.parent / "other.yaml"
+    other.write_text(
+        quickstart.read_text()
+        .replace("name: quickstart", "name: other")
+        .replace("  concurrency: 16", "  concurrency: 16\n  output_dir: other-out")
+    )
+    out = tmp_path / "out"
+    first = evalwh.run_eval(quickstart, output_dir=out, label="q1").run_id
+    evalwh.run_eval(other, output_dir=out, label="o1")  # the newest run of the warehouse
+    mine = evalwh.run_eval(other, label="o-own").run_id  # into other-out, by its settings
+
+    def last(*args: str) -> tuple[int, Any]:
+        code, stdout, stderr = evalwh_inprocess(capsys, "last", "--json", *args)
+        return code, json.loads(stdout)["run"] if code == 0 else stderr
+
+    assert last("-o", str(out))[1]["label"] == "o1"
+    assert last(str(quickstart), "-o", str(out))[1]["run_id"] == first
+    assert last(str(quickstart.parent), "-o", str(out))[1]["label"] == "q1"
+    assert last("quickstart", "-o", str(out))[1]["label"] == "q1"
+    # a config's settings choose the warehouse when -o does not
+    assert last(str(other))[1]["run_id"] == mine
+    # a file no run started from: the newest run of its suite's name
+    moved = tmp_path / "elsewhere" / "eval.yaml"
+    shutil.copytree(quickstart.parent, moved.parent, ignore=shutil.ignore_patterns("other*"))
+    assert last(str(moved), "-o", str(out))[1]["run_id"] == first
+    code, stderr = last("nope", "-o", str(out))
+    assert code == 2 and "no run of suite 'nope'" in stderr
+    text = evalwh_inprocess(capsys, "last", "quickstart", "--failures", "-o", str(out))[1]
+    assert "(q1) — quickstart —" in text and "math-4" in text
 
 
 def test_last_is_show_latest(quickstart: Path, tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ docstring's first paragraph are on the page, and the page's python blocks run.
 
 - every name in ``evalwh.__all__`` and ``evalwh.api.__all__``, and every public method of
   ``WarehouseView``, has a docstring and a ``### `name` `` heading (methods as
-  ``### `wh.name` ``); the call signature, rendered from the code (``name(a, *, b=None)``),
+  ``### `wh.name` ``), and ``evalwh.frames.runs/cases/scores``; the call signature, rendered from the code (``name(a, *, b=None)``),
   is written on the page as code, and the first paragraph of the docstring is quoted there;
 - the ```python blocks run in page order, in one namespace, in a copy of examples/tutorial/.
 """
@@ -32,7 +32,8 @@ def public_names() -> list[tuple[str, object]]:
         for n, member in vars(api.WarehouseView).items()
         if not n.startswith("_") and callable(member)
     ]
-    return names + methods
+    frames = [(f"evalwh.frames.{n}", getattr(api.frames, n)) for n in ("runs", "cases", "scores")]
+    return names + methods + frames
 
 
 def signature(label: str, obj: object) -> str:
