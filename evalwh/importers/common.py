@@ -187,24 +187,18 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_json(path: Path) -> Any:
-    """A whole JSON file, bounded by :data:`MAX_FILE_BYTES`; errors name the file."""
-    check_size(path)
-    return load_json(path.read_bytes(), path)
-
-
 @contextmanager
 def read_json_streaming(
     path: Path, keys: tuple[str, ...]
 ) -> Iterator[tuple[Any, Iterator[Any] | None]]:
     """A JSON file bounded by :data:`MAX_FILE_BYTES` whose array under ``keys`` (e.g.
     ``("samples",)``) is read an element at a time: the document without that array (it
-    reads ``[]``), and the elements, each parsed and checked as :func:`load_json` does with
-    its JSON path and its line in the file, only when the iterator reaches it
+    reads ``[]``), and the elements, each parsed and checked by :func:`load_json` with its
+    JSON path (``$.samples[3]...``) only when the iterator reaches it
     (:mod:`evalwh.importers.jsonsplit`). The elements are None when the file does not hold
-    that array, or it does not read as one: the document is then the whole file, parsed (and
-    refused with its place) as :func:`read_json` does. An element the split read parses
-    again (the split built and dropped it), so its errors are in its content: named by path."""
+    that array, or it does not read as one: the document is then the whole file, parsed and
+    refused with its line and column or path as ever. (An element the split found parses
+    again, so what can be wrong with it is a value, named by its path.)"""
     from evalwh.importers.jsonsplit import mapped, split_array
 
     check_size(path)
@@ -253,7 +247,6 @@ def load_json(data: bytes, path: Path, where: str = "", *, link: Any = None) -> 
     :data:`MAX_DEPTH`, integers outside 64 bits, NaN and infinities, unpaired surrogates.
     """
     fix = "pass the file the tool wrote, unedited"
-
     try:
         value = json.loads(data, parse_int=int_or_long)
     except RecursionError:

@@ -6,7 +6,7 @@ Read with inspect_ai's documented log format (``inspect_ai.log.EvalLog``; checke
 ``_journal/start.json`` when the run never finished) and ``samples/<id>_epoch_<n>.json``, one
 ``EvalSample`` each.
 
-Mapping: A ``.json`` log's samples are parsed one at a time
+A ``.json`` log's samples are parsed one at a time
 (:func:`~evalwh.importers.common.read_json_streaming`), as an ``.eval`` log's members are.
 
 Mapping: variant = the task's name, model = ``eval.model``, case id = the sample's id,
