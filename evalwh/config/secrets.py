@@ -274,6 +274,22 @@ BASE_NAMES = frozenset(
 )
 
 
+#: What an environment variable's name may be in a ``pass_env`` list.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def pass_env_names(value: object) -> tuple[str, ...] | None:
+    """A ``pass_env`` option as the names it lists (none when absent), or None when it is not
+    a list of environment variable names (the caller refuses it at its place)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(name, str) and ENV_NAME.fullmatch(name) for name in value
+    ):
+        return None
+    return tuple(value)
+
+
 def is_base_name(name: str) -> bool:
     """Whether a child gets ``name`` without it being named in ``pass_env``."""
     upper = name.upper()

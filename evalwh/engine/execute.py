@@ -601,6 +601,7 @@ def execute(
             reuse=use_cache,
             remember=None if config.no_look else sink.remember,
             redact=redact,
+            redact_answers=config.redact_outputs,
             judges=judges,
             check_runner=_checks(config.no_look)
             if plan.streaming or any(c.check for c in plan.cases)

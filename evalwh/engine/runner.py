@@ -4,6 +4,11 @@ Each model gets ``min(max_concurrency, concurrency)`` workers pulling its cells;
 semaphore caps requests in flight across models (answers and judge calls alike). Every cell
 ends as a result (an answer or an error) that is scored and handed to the sink; the run goes
 on whatever a provider does.
+
+With ``privacy.redact_outputs`` on (the default), an answer is redacted as it arrives
+(:meth:`CachedAnswer.redacted`), before anything else sees it: the scorers, the judges, the
+response cache and the warehouse all get the same text, so a cached replay scores exactly as
+the run that stored it, and no copy of a secret the model echoed is kept anywhere.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
 from evalwh.config.prompts import CompiledVariant, Rendered
+from evalwh.config.secrets import known_secret_values, redact_tree
 from evalwh.engine.budget import Budget
 from evalwh.engine.limits import (
     DEAD_ENDPOINT_AFTER,
@@ -40,6 +46,15 @@ class CachedAnswer:
     # why it ended and its token kinds (Completion.wire: finish_reason, refusal, tool_calls,
     # reasoning, reasoning/cache tokens, the provider's raw values); kept in the cache too
     wire: dict[str, Any] | None = None
+
+    def redacted(self) -> CachedAnswer:
+        """The answer as evalwh keeps it: known secrets and key shapes in its text and in
+        every string of its wire fields (refusal, tool calls, reasoning, raw values) are
+        ``***`` (:func:`~evalwh.config.secrets.redact_tree`)."""
+        known = known_secret_values()
+        return replace(
+            self, output=redact_tree(self.output, known), wire=redact_tree(self.wire, known)
+        )
 
 
 @dataclass
@@ -284,6 +299,7 @@ class Engine:
         budget: Budget | None = None,
         batches: Iterator[list[Case]] | None = None,
         no_look: bool = False,
+        redact_answers: bool = False,
     ) -> None:
         self.plan = plan
         self.endpoints = endpoints
@@ -312,6 +328,9 @@ class Engine:
         # a streaming plan's case batches (evalwh.engine.feed.case_batches), pulled as needed
         self.batches = batches
         self.no_look = no_look  # errors are stored as their status and class only
+        # privacy.redact_outputs: every answer and judge reply is redacted as it arrives, so
+        # what is scored, cached and stored is one text (CachedAnswer.redacted)
+        self.redact_answers = redact_answers
         self.feed: Any = None  # the CaseFeed of a streaming run, once it runs
 
     def stop(self) -> None:
@@ -483,6 +502,8 @@ class Engine:
                     latency,
                     completion.wire(),
                 )
+                if self.redact_answers:
+                    answer = answer.redacted()
                 self.cache[key] = answer
                 if self.remember is not None:
                     self.remember(key, model, answer)

@@ -19,7 +19,8 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -186,10 +187,36 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_json(path: Path) -> Any:
-    """A whole JSON file, bounded by :data:`MAX_FILE_BYTES`; errors name the file."""
+@contextmanager
+def read_json_streaming(
+    path: Path, keys: tuple[str, ...]
+) -> Iterator[tuple[Any, Iterator[Any] | None]]:
+    """A JSON file bounded by :data:`MAX_FILE_BYTES` whose array under ``keys`` (e.g.
+    ``("samples",)``) is read an element at a time: the document without that array (it
+    reads ``[]``), and the elements, each parsed and checked by :func:`load_json` with its
+    JSON path (``$.samples[3]...``) only when the iterator reaches it
+    (:mod:`evalwh.importers.jsonsplit`). The elements are None when the file does not hold
+    that array, or it does not read as one: the document is then the whole file, parsed and
+    refused with its line and column or path as ever. (An element the split found parses
+    again, so what can be wrong with it is a value, named by its path.)"""
+    from evalwh.importers.jsonsplit import mapped, split_array
+
     check_size(path)
-    return load_json(path.read_bytes(), path)
+    with mapped(path) as data:
+        split = split_array(data, keys)
+        head = load_json(split.head, path)
+        if not split.found:
+            yield head, None
+            return
+        base: Any = None
+        for key in keys:
+            base = (base, key)
+
+        def elements() -> Iterator[Any]:
+            for i, (start, end) in enumerate(split.spans):
+                yield load_json(bytes(data[start:end]), path, link=(base, i))
+
+        yield head, elements()
 
 
 class _LongInt:
@@ -207,9 +234,11 @@ def int_or_long(text: str) -> Any:
     return int(text) if len(text) <= INT_DIGITS else _LongInt(text)
 
 
-def load_json(data: bytes, path: Path, where: str = "") -> Any:
+def load_json(data: bytes, path: Path, where: str = "", *, link: Any = None) -> Any:
     """``data`` parsed, every bad shape a ConfigError naming ``path`` and the place (``where``
     (a zip member), then a line and column or a JSON path like ``$.samples[3].output``).
+    ``data`` may be one element of a larger document: ``link`` is its JSON path there (as
+    :func:`check_tree` links it).
 
     Depth: the stdlib parser has no depth option and recurses in C, so nesting past Python's
     recursion limit ends in RecursionError; that is caught and the place found by a scan of
@@ -238,15 +267,16 @@ def load_json(data: bytes, path: Path, where: str = "") -> Any:
         raise ConfigError(
             f"not JSON ({exc})", file=str(path), where=where or None, fix=fix
         ) from None
-    check_tree(value, path, where)
+    check_tree(value, path, where, link)
     return value
 
 
-def check_tree(value: Any, path: Path, where: str = "") -> None:
+def check_tree(value: Any, path: Path, where: str = "", base: Any = None) -> None:
     """Refuse, naming the JSON path, the first value of parsed JSON that the warehouse cannot
     store faithfully: nesting over :data:`MAX_DEPTH`, an integer outside 64 bits, NaN or an
     infinity, a string or key holding an unpaired surrogate. Iterative (no recursion limit),
-    and only containers wait on the stack, so a list of millions of numbers costs no more."""
+    and only containers wait on the stack, so a list of millions of numbers costs no more.
+    ``base`` is ``value``'s own path when it is an element of a larger document."""
 
     def fail(link: Any, problem: str) -> ConfigError:
         return ConfigError(
@@ -259,9 +289,9 @@ def check_tree(value: Any, path: Path, where: str = "") -> None:
     if not isinstance(value, (dict, list)):
         problem = _scalar_problem(value)
         if problem:
-            raise fail(None, problem)
+            raise fail(base, problem)
         return
-    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    stack: list[tuple[Any, int, Any]] = [(value, 0 if base is None else _depth(base), base)]
     while stack:
         node, depth, link = stack.pop()
         if depth >= MAX_DEPTH:
@@ -304,6 +334,14 @@ def _json_path(link: Any) -> str:
         parts.append(f"[{key}]" if isinstance(key, int) else f".{text}")
     path = "$" + "".join(reversed(parts))
     return path if len(path) <= 120 else f"{path[:60]}...{path[-50:]} ({len(parts)} deep)"
+
+
+def _depth(link: Any) -> int:
+    """How many levels down the path ``link`` leads."""
+    depth = 0
+    while link is not None:
+        link, depth = link[0], depth + 1
+    return depth
 
 
 def _deep_place(data: bytes) -> str:

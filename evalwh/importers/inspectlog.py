@@ -6,6 +6,9 @@ Read with inspect_ai's documented log format (``inspect_ai.log.EvalLog``; checke
 ``_journal/start.json`` when the run never finished) and ``samples/<id>_epoch_<n>.json``, one
 ``EvalSample`` each.
 
+A ``.json`` log's samples are parsed one at a time
+(:func:`~evalwh.importers.common.read_json_streaming`), as an ``.eval`` log's members are.
+
 Mapping: variant = the task's name, model = ``eval.model``, case id = the sample's id,
 repeat = epoch - 1; every scorer's value is a score row (a dict value gives one row per key,
 ``scorer.key``), converted as inspect's ``value_to_float`` does (C = 1, P = 0.5, I and N = 0,
@@ -32,7 +35,7 @@ from evalwh.importers.common import (
     number,
     obj,
     parse_time,
-    read_json,
+    read_json_streaming,
     shape_error,
 )
 
@@ -71,13 +74,14 @@ def read_inspect(path: Path) -> list[ImportedRun]:
             # one sample parsed at a time, each dropped once it is a case
             return [_run(path, _eval_header(path, z), _eval_samples(z))]
     if path.suffix == ".json":
-        header = read_json(path)
-        if not isinstance(header, dict):
-            raise shape_error(path, "(top)", "not an inspect_ai log", FIX)
-        samples = header.get("samples") or []
-        if not isinstance(samples, list):
-            raise shape_error(path, "samples", "expected a list of samples", FIX)
-        return [_run(path, header, ((f"samples[{i}]", s) for i, s in enumerate(samples)))]
+        # the samples read one at a time, each dropped once it is a case
+        with read_json_streaming(path, ("samples",)) as (header, streamed):
+            if not isinstance(header, dict):
+                raise shape_error(path, "(top)", "not an inspect_ai log", FIX)
+            samples = (header.get("samples") or []) if streamed is None else streamed
+            if not isinstance(samples, (list, Iterator)):
+                raise shape_error(path, "samples", "expected a list of samples", FIX)
+            return [_run(path, header, ((f"samples[{i}]", s) for i, s in enumerate(samples)))]
     raise shape_error(path, "(file)", "an inspect_ai log ends in .eval or .json", FIX)
 
 

@@ -7,12 +7,14 @@ becomes a case row (variant = the prompt's label, model = the provider's label o
 = the test's ``description``, ``vars.id`` or ``metadata.id``, else ``test-<index>``); each
 assertion becomes a score row named by its ``metric`` or its type. An entry whose
 ``failureReason`` is 2 (promptfoo's ERROR) is a failed request with its error; 1 (FAIL) is a
-graded answer that failed its assertions.
+graded answer that failed its assertions. The entries are parsed one at a time
+(:func:`~evalwh.importers.common.read_json_streaming`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from evalwh.importers.common import (
     number,
     obj,
     parse_time,
-    read_json,
+    read_json_streaming,
     shape_error,
 )
 
@@ -52,13 +54,18 @@ FAILURE_ERROR = 2  # promptfoo's ResultFailureReason.ERROR
 
 
 def read_promptfoo(path: Path) -> list[ImportedRun]:
-    data = read_json(path)
+    # the entries read one at a time, each dropped once it is a case
+    with read_json_streaming(path, ("results", "results")) as (data, streamed):
+        return _run(path, data, streamed)
+
+
+def _run(path: Path, data: Any, streamed: Iterator[Any] | None) -> list[ImportedRun]:
     fix = "pass the file written by `promptfoo eval -o results.json`"
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise shape_error(path, "results", "not a promptfoo results file (no results object)", fix)
     body = data["results"]
-    entries = body.get("results")
-    if not isinstance(entries, list):
+    entries = body.get("results") if streamed is None else streamed
+    if not isinstance(entries, (list, Iterator)):
         raise shape_error(path, "results.results", "expected a list of results", fix)
     meta = obj(data.get("metadata"))
     config = obj(data.get("config"))

@@ -72,7 +72,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalwh.capture import Capture, read_into
-from evalwh.config.secrets import check_environment, redact, sanitize
+from evalwh.config.secrets import check_environment, pass_env_names, redact, sanitize
 from evalwh.errors import ConfigError
 
 ANSWER_FILE = "answer.txt"
@@ -86,7 +86,6 @@ SHELL = "/bin/sh"
 POSIX = os.name == "posix"
 
 CHECK_KEYS = ("run", "setup", "timeout_s", "files", "pass_env")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_BLOCKS = 8  # fenced blocks of one answer that are run (the last ones)
 FENCE = re.compile(r"^ {0,3}(```|~~~)[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.M | re.S)
 
@@ -205,12 +204,11 @@ def parse_check(raw: dict[str, Any] | str, where: str, file: str) -> CheckSpec:
                 "give each extra file a relative name (e.g. tests/test_answer.py) and its "
                 "text as a string",
             )
-    pass_env = raw.get("pass_env") or []
-    if not isinstance(pass_env, list) or not all(
-        isinstance(name, str) and ENV_NAME.fullmatch(name) for name in pass_env
-    ):
+    given = raw.get("pass_env")
+    pass_env = pass_env_names(given)
+    if pass_env is None:
         raise _bad(
-            f"'pass_env' must be a list of environment variable names, got {pass_env!r}",
+            f"'pass_env' must be a list of environment variable names, got {given!r}",
             f"{where}.pass_env",
             file,
             "write e.g. `pass_env: [DATABASE_URL]` (the variables the snippets need)",
@@ -220,7 +218,7 @@ def parse_check(raw: dict[str, Any] | str, where: str, file: str) -> CheckSpec:
         setup=setup,
         timeout_s=float(timeout),
         files=dict(files),
-        pass_env=tuple(pass_env),
+        pass_env=pass_env,
     )
 
 

@@ -7,6 +7,9 @@ name). The result may be a bool (1/0), a number in [0, 1], a dict with ``score``
 
 The function runs in a worker process (evalwh.scoring.pyworker) with a per-call ``timeout_s``
 (default 30 s): a call that hangs or exits is a scorer error on that case, not a dead run.
+The worker gets a minimal environment (what any child gets, plus what Python itself reads,
+such as ``PYTHONPATH`` and ``VIRTUAL_ENV``) and the variables the criterion names in
+``pass_env`` — not evalwh's whole environment, where API keys live.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalwh.config.model import Criterion
+from evalwh.config.secrets import pass_env_names
 from evalwh.scoring.base import ScorerFn, option_error
 
 
 def python_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
     """The criterion's function, run in a :class:`~evalwh.scoring.pyworker.ScorerWorker`
-    bounded by ``timeout_s`` (default 30 s) per call."""
+    bounded by ``timeout_s`` (default 30 s) per call, seeing only the ``pass_env`` variables
+    beyond a minimal environment."""
     from evalwh.scoring.pyworker import DEFAULT_TIMEOUT_S, ScorerWorker
 
     options = criterion.options.get("options")
@@ -40,4 +45,16 @@ def python_scorer(criterion: Criterion, root: Path, file: str) -> ScorerFn:
             f"'timeout_s' must be a positive number of seconds, got {timeout!r}",
             "write e.g. `timeout_s: 30`",
         )
-    return ScorerWorker(criterion, Path(root).resolve(), file, timeout_s=float(timeout))
+    given = criterion.options.get("pass_env")
+    pass_env = pass_env_names(given)
+    if pass_env is None:
+        raise option_error(
+            criterion,
+            file,
+            "pass_env",
+            f"'pass_env' must be a list of environment variable names, got {given!r}",
+            "write e.g. `pass_env: [HF_TOKEN]` (the variables the function reads)",
+        )
+    return ScorerWorker(
+        criterion, Path(root).resolve(), file, timeout_s=float(timeout), pass_env=pass_env
+    )

@@ -12,9 +12,16 @@ A call that runs past ``timeout_s`` kills the worker and becomes a scorer error 
 an exiting function too. The next call starts a fresh worker. The worker leads its own
 process group (``start_new_session``), and stopping it — at a timeout, an exit, ``close`` or
 evalwh's exit — kills the whole group, so what a scorer forked (children, grandchildren)
-does not outlive it. (A process that leaves the group on purpose, ``setsid``, escapes.) Frames are pickles with a
-4-byte length, parent and worker being the same Python and the same evalwh. The worker's
-stdout is moved to stderr, so a ``print`` in a scorer cannot corrupt evalwh's ``--json``.
+does not outlive it. (A process that leaves the group on purpose, ``setsid``, escapes.)
+Frames are pickles with a 4-byte length, parent and worker being the same Python and the same
+evalwh. The worker's stdout is moved to stderr, so a ``print`` in a scorer cannot corrupt
+evalwh's ``--json``.
+
+The worker's environment is not evalwh's: it is the minimal base every child of evalwh gets
+(:func:`evalwh.config.secrets.check_environment`: ``PATH``, ``HOME``, ``LANG``, ``LC_*``,
+``TMPDIR`` ...), what Python reads to start the same interpreter with the same evalwh
+(:data:`PYTHON_NAMES`), and the variables the criterion names in ``pass_env`` (their values
+become known secrets, redacted wherever evalwh stores text).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from evalwh.config.model import Case, Criterion
+from evalwh.config.secrets import check_environment
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import ScoreResult
 
@@ -42,6 +50,9 @@ LOAD_TIMEOUT_S = 60.0  # importing the module (a slow import, a model load) at s
 _HEADER = struct.Struct(">I")
 POSIX = os.name == "posix"
 _LIVE: weakref.WeakSet[ScorerWorker] = weakref.WeakSet()
+#: What the worker's Python needs to find the same interpreter setup and evalwh: where its
+#: packages are (a virtualenv, a source checkout on PYTHONPATH) and how it spells text.
+PYTHON_NAMES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONUTF8", "PYTHONIOENCODING")
 
 
 @atexit.register
@@ -72,9 +83,18 @@ def _receive(stream: IO[bytes]) -> Any:
 class ScorerWorker:
     """One criterion's function in a child process, called like the function itself."""
 
-    def __init__(self, criterion: Criterion, root: Path, file: str, *, timeout_s: float) -> None:
+    def __init__(
+        self,
+        criterion: Criterion,
+        root: Path,
+        file: str,
+        *,
+        timeout_s: float,
+        pass_env: tuple[str, ...] = (),
+    ) -> None:
         self.criterion, self.root, self.file = criterion, root, file
         self.timeout_s = timeout_s
+        self.env = worker_environment(pass_env)
         self.name = str(criterion.options.get("function"))
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -88,6 +108,7 @@ class ScorerWorker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=None,
+            env=self.env,
             start_new_session=POSIX,  # its own process group: what it forks is killed with it
         )
         self._proc, self._replies = proc, queue.Queue()
@@ -190,6 +211,17 @@ class ScorerWorker:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown
             self.close()
+
+
+def worker_environment(pass_env: tuple[str, ...] = ()) -> dict[str, str]:
+    """The worker's environment: the minimal base of every child and ``pass_env``
+    (:func:`~evalwh.config.secrets.check_environment`), and the :data:`PYTHON_NAMES` set in
+    evalwh's (paths, not secrets: they are not made known secrets, which would mask them)."""
+    env, _dropped = check_environment(pass_env=pass_env)
+    for name in PYTHON_NAMES:
+        if name in os.environ and name not in env:
+            env[name] = os.environ[name]
+    return env
 
 
 def _kill_group(pgid: int) -> None:

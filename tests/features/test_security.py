@@ -263,13 +263,20 @@ ECHO_MOCK = (
 )
 
 
+def echoing_config(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, redact_outputs: bool, extra: str = ""
+) -> Path:
+    """A config whose mock answer echoes a key and a secret-named variable's value."""
+    monkeypatch.setenv("ANSWER_SERVICE_TOKEN", "planted-answer-token-value")
+    privacy = "" if redact_outputs else "privacy:\n  redact_outputs: false\n"
+    return write(folder / "eval.yaml", base_text(mock=ECHO_MOCK) + extra + privacy)
+
+
 @pytest.mark.parametrize("redact_outputs", [True, False])
 def test_an_answer_echoing_a_key_is_stored_and_exported_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redact_outputs: bool
 ) -> None:
-    monkeypatch.setenv("ANSWER_SERVICE_TOKEN", "planted-answer-token-value")
-    privacy = "" if redact_outputs else "privacy:\n  redact_outputs: false\n"
-    path = write(tmp_path / "eval.yaml", base_text(mock=ECHO_MOCK) + privacy)
+    path = echoing_config(tmp_path, monkeypatch, redact_outputs)
     out = tmp_path / "out"
     result = api.run_eval(path, output_dir=out)
     stored = api.open_warehouse(out / "warehouse.duckdb").cases(result.run_id)["output"][0]
@@ -282,6 +289,48 @@ def test_an_answer_echoing_a_key_is_stored_and_exported_redacted(
     else:  # the opt-out stores what the model wrote
         assert stored == f"echo {key} and planted-answer-token-value"
         assert key in exported.stdout
+
+
+NO_KEY_SCORER = "  - name: no-key\n    type: not-contains\n    value: sk-proj-\n"
+
+
+@pytest.mark.parametrize("redact_outputs", [True, False])
+def test_an_answer_echoing_a_key_is_not_in_the_cache_files_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redact_outputs: bool
+) -> None:
+    # the response cache is a file of its own (settings.cache_dir); an answer echoing a key
+    # is redacted before it is cached, scored or stored, so a replay from the cache scores
+    # the very answer the warehouse holds, criterion by criterion
+    extra = NO_KEY_SCORER + "settings:\n  cache_dir: cache\n"
+    path = echoing_config(tmp_path, monkeypatch, redact_outputs, extra)
+    out = tmp_path / "out"
+    first = api.run_eval(path, output_dir=out)
+    replay = api.run_eval(path, output_dir=out)
+    cache_file = tmp_path / "cache" / "cache.duckdb"
+    held = b"".join(p.read_bytes() for p in cache_file.parent.iterdir())
+    with duckdb.connect(str(cache_file), read_only=True) as con:
+        cached = con.execute("SELECT output FROM response_cache").fetchall()
+    stored = [api.open_warehouse(out / "warehouse.duckdb").cases(r.run_id) for r in (first, replay)]
+    with duckdb.connect(str(out / "warehouse.duckdb"), read_only=True) as con:
+        scores = [
+            con.execute(
+                "SELECT criterion, score, passed FROM scores WHERE run_id = ? ORDER BY criterion",
+                [r.run_id],
+            ).fetchall()
+            for r in (first, replay)
+        ]
+    key = "sk-proj-" + "E" * 40
+    assert list(stored[1]["cached"]) == [True]  # the replay sent nothing
+    assert scores[0] == scores[1]
+    if redact_outputs:
+        assert cached == [("echo *** and ***",)]
+        assert key[:12].encode() not in held and b"planted-answer" not in held
+        assert [s["output"][0] for s in stored] == ["echo *** and ***"] * 2
+        assert scores[0] == [("has-answer", 0.0, False), ("no-key", 1.0, True)]
+    else:  # the opt-out caches, scores and stores what the model wrote
+        assert cached == [(f"echo {key} and planted-answer-token-value",)]
+        assert key.encode() in held  # the bytes show what the file holds
+        assert scores[0] == [("has-answer", 0.0, False), ("no-key", 0.0, False)]
 
 
 def test_command_provider_printing_secret_env_is_redacted(

@@ -155,3 +155,35 @@ def test_a_negative_duration_is_refused_with_its_place(tmp_path: Path, field: st
     log = write_eval(tmp_path / "x.eval", header(), [one])
     with pytest.raises(ConfigError, match=f"member samples/a_epoch_1.json, \\$.{field}"):
         api.import_results("inspect", [log], warehouse=tmp_path / "w.duckdb")
+
+
+def big_log(path: Path, n: int) -> Path:
+    """A .json log of ``n`` samples, each carrying a transcript (``events``) of ~300 KB, as
+    real logs do; the cases keep none of it."""
+    events = [{"event": "model", "text": "x" * 250, "n": i} for i in range(1000)]
+    samples = [sample(f"s{i}", "C", events=events) for i in range(n)]
+    path.write_text(json.dumps({**header(), "samples": samples}))
+    return path
+
+
+def test_a_large_json_log_is_read_one_sample_at_a_time(tmp_path: Path) -> None:
+    """The attack: a 200 MB log parsed whole peaked at 1 GB before its first case was built.
+    The samples are parsed one at a time and dropped once they are cases, so the memory an
+    import takes (Python's allocations, counted by tracemalloc) stays far below the file's
+    size, which a whole parse would hold several times over."""
+    import tracemalloc
+
+    from evalwh.importers.inspectlog import read_inspect
+
+    log = big_log(tmp_path / "big.json", 90)
+    size = log.stat().st_size
+    tracemalloc.start()
+    try:
+        [run] = read_inspect(log)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size > 25_000_000 and len(run.cases) == 90
+    assert peak < size / 4, (peak, size)  # parsed whole: 4 times the size (35 MB for 9 MB)
+    assert [c.tool_id for c in run.cases] == [f"s{i}" for i in range(90)]
+    assert "events" not in run.cases[0].extra

@@ -104,3 +104,26 @@ def test_a_deep_rendered_prompt_stays_text_and_a_bad_one_is_refused(tmp_path: Pa
     bad.write_text(json.dumps(data))
     with pytest.raises(ConfigError, match=r"results\.results\[0\]\.prompt\.raw, \$\[0\]\.content"):
         api.import_results("promptfoo", [bad], warehouse=tmp_path / "w.duckdb")
+
+
+def test_a_results_file_is_read_one_entry_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large results file is not parsed whole: ``results.results`` is split out and each
+    entry parsed when its case is built (the entries the split found are the cases stored)."""
+    from evalwh.importers import jsonsplit
+
+    found: list[int] = []
+    split = jsonsplit.split_array
+
+    def spy(data: object, keys: tuple[str, ...]) -> jsonsplit.Split:
+        done = split(data, keys)
+        assert keys == ("results", "results") and done.found
+        found.append(len(done.spans))
+        return done
+
+    monkeypatch.setattr(jsonsplit, "split_array", spy)
+    wh = tmp_path / "w.duckdb"
+    [done] = api.import_results("promptfoo", [PROMPTFOO], warehouse=wh)
+    entries = json.loads(PROMPTFOO.read_text())["results"]["results"]
+    assert found == [len(entries)] == [done["n_cases"]]

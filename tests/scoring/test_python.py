@@ -146,6 +146,15 @@ def test_function_without_colon_is_a_config_error():
             )
             for bad in ("30", True, 0, -1.5)
         ],
+        *[
+            (
+                {"pass_env": bad},
+                "pass_env",
+                f"'pass_env' must be a list of environment variable names, got {bad!r}",
+                "write e.g. `pass_env: [HF_TOKEN]` (the variables the function reads)",
+            )
+            for bad in ("HF_TOKEN", ["NOT A NAME"], [3])
+        ],
     ],
 )
 def test_a_bad_option_is_refused_at_its_place_with_the_fix(
@@ -175,3 +184,26 @@ def test_any_positive_timeout_is_taken_as_given(tmp_path: Path, timeout: float) 
         assert worker.timeout_s == timeout
     finally:
         worker.close()
+
+
+def test_a_python_criterion_passes_the_variables_it_names_to_its_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CORP_CRED", "corp-cred-value-0002")
+    monkeypatch.setenv("OTHER_CRED", "other-cred-value-0002")
+    (tmp_path / "s.py").write_text(
+        "import os\n"
+        "def f(output, case):\n"
+        "    return {'score': 1.0, 'details': {k: os.environ.get(k) for k in"
+        " ('CORP_CRED', 'OTHER_CRED')}}\n",
+        encoding="utf-8",
+    )
+    spec = Criterion(
+        name="k", type="python", options={"function": "s.py:f", "pass_env": ["CORP_CRED"]}
+    )
+    worker = python_scorer(spec, tmp_path, "eval.yaml")
+    try:
+        details = worker("x", Case(id="a")).details
+    finally:
+        worker.close()
+    assert details == {"CORP_CRED": "corp-cred-value-0002", "OTHER_CRED": None}

@@ -534,3 +534,62 @@ def test_python_scorer_forking_a_grandchild_leaves_no_process_after_evalwh_exits
         survivors = left_alive(tmp_path / "pids")
     assert (done.returncode, done.stdout) == (0, "1.0\n"), done.stderr
     assert survivors == []
+
+
+ENV_READER = """\
+import os
+import sys
+
+
+def fn(output, case):
+    names = ("AWS_SECRET_ACCESS_KEY", "CORP_CRED", "OPENAI_API_KEY", "PATH", "HOME")
+    seen = {name: os.environ.get(name) for name in names}
+    return {"score": 1.0, "details": {"seen": seen, "path": sys.path}}
+"""
+
+
+def test_a_python_scorer_reading_an_unpassed_secret_finds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the attack: a scorer (or a package it imports) reads evalwh's environment, where the
+    # API keys live; only what the criterion names in pass_env reaches it
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value-0001")
+    monkeypatch.setenv("CORP_CRED", "corp-cred-value-0001")  # a name that does not look secret
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-key-value-0001")
+    write(tmp_path / "attack.py", ENV_READER)
+    plain = ScorerWorker(attack_criterion(), tmp_path, FILE, timeout_s=30)
+    passed = ScorerWorker(attack_criterion(), tmp_path, FILE, timeout_s=30, pass_env=("CORP_CRED",))
+    try:
+        unpassed = plain("x", Case(id="a")).details["seen"]
+        named = passed("x", Case(id="a")).details["seen"]
+    finally:
+        plain.close()
+        passed.close()
+    expected = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME")}
+    assert unpassed == {
+        "AWS_SECRET_ACCESS_KEY": None, "CORP_CRED": None, "OPENAI_API_KEY": None, **expected
+    }  # fmt: skip
+    assert named == {
+        "AWS_SECRET_ACCESS_KEY": None,
+        "CORP_CRED": "corp-cred-value-0001",
+        "OPENAI_API_KEY": None,
+        **expected,
+    }
+
+
+def test_the_worker_keeps_what_python_needs_and_makes_no_path_a_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evalwh.config.secrets import redact
+
+    monkeypatch.setenv("PYTHONPATH", "/opt/src/evalwh-checkout")
+    monkeypatch.setenv("VIRTUAL_ENV", "/opt/venvs/evalwh")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("EDITOR", "vi")  # in no base, named by no pass_env
+    env = pyworker.worker_environment()
+    assert env["PYTHONPATH"] == "/opt/src/evalwh-checkout"
+    assert env["VIRTUAL_ENV"] == "/opt/venvs/evalwh"
+    assert env["LC_ALL"] == "C.UTF-8"
+    assert "EDITOR" not in env
+    # a folder is no secret: text naming it is stored as written
+    assert redact("see /opt/venvs/evalwh") == "see /opt/venvs/evalwh"
