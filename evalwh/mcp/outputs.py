@@ -12,7 +12,12 @@ Schema = dict[str, Any]
 
 
 def _of(*kinds: str) -> Schema:
-    return {"type": list(kinds) if len(kinds) > 1 else kinds[0]}
+    """One JSON type, or ``anyOf`` branches of one type each (a nullable key): a ``type`` list
+    is valid JSON Schema, but clients that map tools onto a one-type dialect (Gemini's
+    function declarations) drop or refuse it; MCP Inspector's --strict warns of it."""
+    if len(kinds) == 1:
+        return {"type": kinds[0]}
+    return {"anyOf": [{"type": kind} for kind in kinds]}
 
 
 STR, INT, NUM, BOOL, OBJ = (

@@ -51,3 +51,24 @@ def test_an_answer_without_a_key_it_always_has_does_not_fit(tool: str, key: str)
     del answer[key]
     with pytest.raises(ValidationError):
         Draft202012Validator(OUTPUT_SCHEMAS[tool]).validate(answer)
+
+
+def test_nullable_keys_are_any_of_one_type_each() -> None:
+    """A `type` list (["string", "null"]) is valid JSON Schema, but clients that map tool
+    schemas onto a one-type dialect (Gemini's function declarations) refuse or drop it."""
+
+    def types(node: Any) -> list[Any]:
+        if isinstance(node, dict):
+            own = [node["type"]] if "type" in node else []
+            return own + [t for value in node.values() for t in types(value)]
+        if isinstance(node, list):
+            return [t for value in node for t in types(value)]
+        return []
+
+    found = types(OUTPUT_SCHEMAS)
+    assert found and all(isinstance(t, str) for t in found), [
+        t for t in found if not isinstance(t, str)
+    ]
+    assert {"anyOf": [{"type": "string"}, {"type": "null"}]} in OUTPUT_SCHEMAS["run_eval"][
+        "properties"
+    ].values()
