@@ -8,8 +8,10 @@ error as data (``{"error": ..., "message": ...}``; a cost refusal adds ``"refuse
 
 This module deliberately has no ``from __future__ import annotations``: the SDK reads the
 tool signatures (their types import lazily inside :func:`build_server`) to build schemas.
-:func:`strict_arguments` then makes every input schema strict: unknown arguments are refused
-(``additionalProperties: false``) and values are not coerced (``"5"`` is not an integer).
+:func:`publish` then makes every input schema strict (evalwh.mcp.arguments: unknown arguments
+are refused, ``additionalProperties: false``; only integers, numbers and booleans sent as
+exact strings are taken, ``"5"`` as 5), gives every tool its ``outputSchema``
+(evalwh.mcp.outputs) and every tool sets all four hints (``HINTS``).
 
 Configs are loaded through :meth:`evalwh.mcp.agent.Agent.load` (evalwh.config.confinement): every file
 inside the root, and python scorers, the command provider and exec checks only when the
@@ -90,7 +92,7 @@ def build_server(agent: Agent) -> "MCPServer[Any]":
     import anyio.lowlevel
     import anyio.to_thread
     from mcp.server.mcpserver import Context, MCPServer
-    from mcp.types import CallToolResult, ToolAnnotations
+    from mcp.types import CallToolResult
     from pydantic import Field
 
     server: MCPServer[Any] = MCPServer(
@@ -100,7 +102,7 @@ def build_server(agent: Agent) -> "MCPServer[Any]":
         version=__version__,
         log_level="WARNING",
     )
-    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    reads = hints("reads")
 
     Run = Annotated[
         str,
@@ -114,7 +116,7 @@ def build_server(agent: Agent) -> "MCPServer[Any]":
         ),
     ]
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
+    @server.tool(annotations=hints("runs"))
     async def run_eval(
         config_path: ConfigPath,
         ctx: Context,
@@ -230,11 +232,7 @@ def build_server(agent: Agent) -> "MCPServer[Any]":
         cases that moved."""
         return answer(lambda: tools.compare_runs(agent, a, b, movers=movers))
 
-    @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True
-        )
-    )
+    @server.tool(annotations=hints("replaces"))
     def write_report(
         run: Run = "latest",
         against: Annotated[
@@ -263,11 +261,7 @@ def build_server(agent: Agent) -> "MCPServer[Any]":
         more=true when older runs were left out."""
         return answer(lambda: tools.list_runs(agent, limit))
 
-    @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True
-        )
-    )
+    @server.tool(annotations=hints("replaces"))
     def set_baseline(
         run: Run,
         name: Annotated[str, Field(description="The baseline's name.")] = "baseline",
@@ -326,32 +320,51 @@ def build_server(agent: Agent) -> "MCPServer[Any]":
     for tool in server._tool_manager.list_tools():  # the SDK has no public way to edit one
         if tool.name in CONFIG_TOOLS:
             tool.description = f"{tool.description.rstrip()}\n\nEvery file the config names must lie inside the server's root. {code}"
-    strict_arguments(server)
+    publish(server)
     return server
 
 
 CONFIG_TOOLS = ("run_eval", "render_prompt")
 
 
-def strict_arguments(server: "MCPServer[Any]") -> None:
-    """Every tool refuses unknown arguments and coerces nothing ("5" is no integer): its
-    argument model forbids extras and validates strictly, and its published input schema
-    says ``additionalProperties: false``."""
-    from pydantic import ConfigDict
+HINTS = {
+    # reads the warehouse or the root's files; changes nothing; talks to no one
+    "reads": {"read_only": True, "destructive": False, "idempotent": True, "open_world": False},
+    # run_eval: adds a run (never changes one), calls model providers and spends money; each
+    # call makes a new run
+    "runs": {"read_only": False, "destructive": False, "idempotent": False, "open_world": True},
+    # set_baseline replaces the pin of the same name; write_report overwrites the .html file
+    # at its path; the same call twice leaves the same state
+    "replaces": {"read_only": False, "destructive": True, "idempotent": True, "open_world": False},
+}
+
+
+def hints(kind: str) -> Any:
+    """The ``annotations`` of a tool of this kind (a key of HINTS), all four hints set."""
+    from mcp.types import ToolAnnotations
+
+    given = HINTS[kind]
+    return ToolAnnotations(
+        read_only_hint=given["read_only"],
+        destructive_hint=given["destructive"],
+        idempotent_hint=given["idempotent"],
+        open_world_hint=given["open_world"],
+    )
+
+
+def publish(server: "MCPServer[Any]") -> None:
+    """Every tool takes its arguments as evalwh.mcp.arguments says (its argument model forbids
+    extras, validates strictly and takes exact strings for integers, numbers and booleans;
+    its input schema says ``additionalProperties: false``) and publishes its
+    ``outputSchema`` (evalwh.mcp.outputs)."""
+    from evalwh.mcp.arguments import strict_model
+    from evalwh.mcp.outputs import OUTPUT_SCHEMAS
 
     for tool in server._tool_manager.list_tools():
-        base = tool.fn_metadata.arg_model
-        strict: Any = type(
-            base.__name__,
-            (base,),
-            {
-                "model_config": ConfigDict(
-                    **{**base.model_config, "extra": "forbid", "strict": True}
-                )
-            },
-        )
-        tool.fn_metadata.arg_model = strict
+        strict = strict_model(tool.fn_metadata.arg_model)
+        tool.fn_metadata.arg_model = strict  # type: ignore[assignment]
         tool.parameters = strict.model_json_schema(by_alias=True)
+        tool.fn_metadata.output_schema = OUTPUT_SCHEMAS[tool.name]
 
 
 def serve(

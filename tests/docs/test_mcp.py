@@ -19,11 +19,15 @@ def doc_blocks(lang: str) -> list[str]:
 
 def test_the_doc_json_examples_parse() -> None:
     found = [json.loads(body) for body in doc_blocks("json")]
-    servers = [block["mcpServers"]["evalwh"] for block in found if "mcpServers" in block]
+    servers = [block for block in found if "mcpServers" in block]
     assert len(servers) == 2, "the Claude Code and Claude Desktop examples"
-    for entry in servers:
-        assert entry["args"][-2:] == ["evalwh", "mcp"]
-        assert "evalwh[mcp]" in entry["args"]
+    # the first is examples/mcp/.mcp.json, which tests/mcp/test_client_config.py starts
+    example = ROOT / "examples" / "mcp" / ".mcp.json"
+    assert servers[0] == json.loads(example.read_text(encoding="utf-8"))
+    for block in servers:
+        entry = block["mcpServers"]["evalwh"]
+        assert entry["command"].endswith("evalwh") and entry["args"] == ["mcp"]
+    assert "EVALWH_MCP_ROOT" in servers[1]["mcpServers"]["evalwh"]["env"]
     assert any(block.get("refused") for block in found)
 
 

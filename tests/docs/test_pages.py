@@ -445,8 +445,18 @@ def pyproject_extras() -> set[str]:
 def test_readme_install_section_lists_the_extras_that_exist():
     part = section(read(README), "Install")
     code = code_text(part)
-    for command in ("uv tool install evalwh", "pip install evalwh", 'pip install "evalwh[mcp]"'):
+    # evalwh is not on PyPI: the commands that work name a checkout (tests/features/
+    # test_wheel.py installs a wheel outside the repository and runs it there)
+    for command in (
+        "uv tool install /path/to/evalwh ",
+        'uv tool install "evalwh[mcp] @ /path/to/evalwh"',
+        'pipx install "/path/to/evalwh[mcp]"',
+        "uvx --from /path/to/evalwh evalwh run eval.yaml",
+    ):
         assert command in code, f"README.md '## Install' lacks `{command}`"
+    assert "It is not on PyPI yet" in part
+    for later in ("uvx evalwh run eval.yaml", "uv tool install evalwh", "pipx install evalwh"):
+        assert f"`{later}`" in part, f"README.md '## Install' lacks the PyPI form `{later}`"
     extras = pyproject_extras()
     assert "mcp" in extras
     named = set(re.findall(r"evalwh\[([\w,-]+)\]", code))

@@ -194,6 +194,16 @@ def test_the_canaries_never_leave_the_run(
         tools.write_report(agent, "stream", path=str(out / "mcp.html")),
         tools.write_report(agent, "stream", against="files", path=str(out / "mcp-cmp.html")),
     ]
+    from jsonschema import Draft202012Validator
+
+    from evalwh.mcp.outputs import OUTPUT_SCHEMAS
+
+    # the no-look answers fit each tool's outputSchema, as the full ones do
+    named = ("run_eval", *["get_run"] * 3, "get_case_result", "compare_runs", "list_runs")
+    for name, data in zip(
+        (*named, "query", "query", "write_report", "write_report"), answers, strict=True
+    ):
+        Draft202012Validator(OUTPUT_SCHEMAS[name]).validate(data)
     with pytest.raises(Exception, match="no-look"):
         tools.render_prompt(agent, str(folder / "stream.yaml"), "v", "in0")
     assert answers[4]["no_look"] and "output" not in answers[4]

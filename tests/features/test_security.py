@@ -652,15 +652,24 @@ def test_mcp_unknown_argument_is_refused() -> None:
     asyncio.run(go())
 
 
-def test_mcp_string_for_an_int_is_refused() -> None:
+def test_mcp_a_string_counts_as_an_int_only_when_it_spells_one_exactly() -> None:
+    """Type confusion through a string argument: what generic clients send ("5") is taken,
+    anything that is not exactly an integer or boolean (an expression, a float, a padded or
+    signed form, a word) is refused naming the argument, and the bounds hold after it."""
+
     async def go() -> None:
         async with _tools() as client:
-            result = await client.call_tool("list_runs", {"limit": "5"})
-            assert result.is_error and "limit" in result.content[0].text
-            result = await client.call_tool("get_run", {"page": "2", "detail": "failures"})
-            assert result.is_error
-            fine = await client.call_tool("list_runs", {"limit": 5})
+            fine = await client.call_tool("list_runs", {"limit": "5"})
             assert not fine.is_error, fine.content
+            for limit in ("5 OR 1=1", "5; DROP TABLE runs", "5.5", "+5", " 5", "0x5", "five"):
+                result = await client.call_tool("list_runs", {"limit": limit})
+                assert result.is_error, limit
+                assert "argument 'limit' must be an integer" in result.content[0].text
+            for page in ("0", "-1"):
+                result = await client.call_tool("get_run", {"page": page, "detail": "failures"})
+                assert result.is_error and "greater than or equal to 1" in result.content[0].text
+            result = await client.call_tool("list_runs", {"limit": "1000"})
+            assert result.is_error and "less than or equal to 100" in result.content[0].text
 
     asyncio.run(go())
 

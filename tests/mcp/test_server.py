@@ -277,3 +277,116 @@ def test_the_default_cap_comes_from_the_environment(project: Path) -> None:
             assert (await call(s, "list_runs", {}))["runs"] == []
 
     asyncio.run(go())
+
+
+# every tool's four hints: (readOnly, destructive, idempotent, openWorld)
+HINTS = {
+    "run_eval": (False, False, False, True),  # adds a run, calls providers, each call a new run
+    "set_baseline": (False, True, True, False),  # replaces the pin of that name
+    "write_report": (False, True, True, False),  # overwrites the .html file at its path
+    **{
+        name: (True, False, True, False)
+        for name in ("get_run", "get_case_result", "compare_runs", "list_runs", "render_prompt")
+    },
+    "query": (True, False, True, False),
+}
+
+
+def test_clients_may_send_numbers_as_strings_and_every_answer_fits_its_output_schema(
+    project: Path,
+) -> None:
+    """What MCP Inspector's CLI (0.15) and other generic clients send: integers and booleans
+    as strings. Each read tool takes them; every answer's structuredContent validates against
+    the tool's published outputSchema (checked here with jsonschema, besides the SDK client's
+    own check); a string that does not spell the type exactly is refused, not rounded."""
+    from jsonschema import Draft202012Validator
+
+    async def go() -> None:
+        async with server(project) as s:
+            listed = {t.name: t for t in (await s.list_tools()).tools}
+            assert set(listed) == set(TOOLS) == set(HINTS)
+            for name, tool in listed.items():
+                hints = tool.annotations
+                assert hints is not None, name
+                assert (
+                    hints.read_only_hint,
+                    hints.destructive_hint,
+                    hints.idempotent_hint,
+                    hints.open_world_hint,
+                ) == HINTS[name], name
+                assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+                Draft202012Validator.check_schema(tool.output_schema)
+                assert tool.input_schema["additionalProperties"] is False, name
+            seen: set[str] = set()
+
+            async def fits(name: str, args: dict[str, Any]) -> Any:
+                data = await call(s, name, args)
+                assert "_error" not in data, (name, data)
+                Draft202012Validator(listed[name].output_schema).validate(data)
+                seen.add(name)
+                return data
+
+            run = await fits(
+                "run_eval",
+                {"config_path": "long/eval.yaml", "no_cache": "true", "max_cost_usd": "0.5"},
+            )
+            assert run["cap_usd"] == 0.5 and run["requests"] == 1  # no_cache: the call was sent
+            run_id = run["run_id"]
+            await fits("get_run", {"run": run_id})
+            page = await fits("get_run", {"detail": "full", "page": "1", "page_size": "5"})
+            assert (page["page"], page["page_size"], page["total"]) == (1, 5, 1)
+            cell = await fits(
+                "get_case_result",
+                {
+                    "run": run_id,
+                    "variant": "plain",
+                    "model": "chatty",
+                    "case_id": "c1",
+                    "repeat": "0",
+                    "max_chars": "100",
+                },
+            )
+            assert cell["output"].endswith("…[truncated: 100 of 4800 chars]")
+            moved = await fits("compare_runs", {"a": run_id, "b": run_id, "movers": "3"})
+            assert moved["overall"]["n"] == 1
+            runs = await fits("list_runs", {"limit": "2"})
+            assert [r["run_id"] for r in runs["runs"]] == [run_id]
+            rendered = await fits(
+                "render_prompt",
+                {"config_path": "long", "variant": "plain", "case_id": "c1", "max_chars": "4"},
+            )
+            assert rendered["messages"][0]["content"][0]["text"].startswith("Say …[truncated")
+            rows = await fits("query", {"sql": "SELECT 1 AS one UNION ALL SELECT 2", "limit": "1"})
+            assert rows["rows"] == [[1]] and rows["truncated"] is True
+            await fits("set_baseline", {"run": run_id})
+            page_written = await fits("write_report", {"run": "baseline"})
+            assert Path(page_written["path"]).is_file()
+            assert seen == set(TOOLS)
+
+            for name, args, says in (
+                ("list_runs", {"limit": "2.5"}, "argument 'limit' must be an integer"),
+                ("list_runs", {"limit": "two"}, "argument 'limit' must be an integer"),
+                ("list_runs", {"limit": " 2"}, "argument 'limit' must be an integer"),
+                ("list_runs", {"limit": True}, "valid integer"),
+                ("list_runs", {"limit": "0"}, "greater than or equal to 1"),
+                ("list_runs", {"limit": "2", "extra": 1}, "Extra inputs are not permitted"),
+                ("get_run", {"page": "1e3"}, "argument 'page' must be an integer"),
+                (
+                    "run_eval",
+                    {"config_path": "long", "no_cache": "yes"},
+                    "argument 'no_cache' must be a boolean (true or false)",
+                ),
+                ("run_eval", {"config_path": "long", "no_cache": "True"}, "must be a boolean"),
+                ("run_eval", {"config_path": "long", "max_cost_usd": "0.5$"}, "must be a number"),
+                (
+                    "get_case_result",
+                    {"run": 1, "variant": "v", "model": "m", "case_id": "c"},
+                    "string",
+                ),
+            ):
+                result = await s.call_tool(name, args)
+                assert result.is_error, (name, args)
+                assert says in result.content[0].text, (args, result.content[0].text)
+            assert len((await call(s, "list_runs", {}))["runs"]) == 1  # the refusals ran nothing
+
+    asyncio.run(go())
