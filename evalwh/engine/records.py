@@ -8,7 +8,7 @@ from typing import Any
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import known_secret_values, redact, redact_tree
 from evalwh.engine.runner import CachedAnswer, CellResult
-from evalwh.warehouse.writer import RunWriter, to_json
+from evalwh.warehouse.writer import CACHE_COLUMNS, RunWriter, to_json
 
 
 def _clean(text: str | None) -> str | None:
@@ -147,20 +147,34 @@ class RowSink:
 
     def remember(self, key: str, model: ModelSpec, answer: CachedAnswer) -> None:
         """A new successful answer (or judge reply) for the response cache."""
-        self.writer.add_cache(
-            [
-                key,
-                model.provider,
-                model.model,
-                answer.output,
-                answer.input_tokens,
-                answer.output_tokens,
-                answer.latency_ms,
-                time.time_ns() // 1000,
-                self.run_id,
-                to_json(answer.wire),
-            ]
-        )
+        self.writer.add_cache(cache_row(key, model, answer, self.run_id))
+
+    def journal_record(self, key: str, model: ModelSpec, answer: CachedAnswer) -> dict[str, Any]:
+        """An answer as the journal keeps it (evalwh.engine.journal): its response-cache row
+        by column name, the answer redacted as the cases table stores it (unless
+        ``redact_outputs`` is off): the journal is a file on disk too."""
+        known = known_secret_values() if self.redact_outputs else None
+        row = cache_row(key, model, answer, self.run_id, known)
+        return dict(zip((name for name, _ in CACHE_COLUMNS), row, strict=True))
+
+
+def cache_row(
+    key: str, model: ModelSpec, answer: CachedAnswer, run_id: str, known: list[str] | None = None
+) -> list[Any]:
+    """An answer's response-cache row (CACHE_COLUMNS); its text and wire values redacted
+    against ``known`` unless it is None."""
+    return [
+        key,
+        model.provider,
+        model.model,
+        _answer(answer.output, known),
+        answer.input_tokens,
+        answer.output_tokens,
+        answer.latency_ms,
+        time.time_ns() // 1000,
+        run_id,
+        to_json(_answer(answer.wire, known)),
+    ]
 
 
 def attachment_fields(files: dict[str, Any]) -> dict[str, dict[str, Any]]:
