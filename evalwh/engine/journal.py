@@ -39,7 +39,7 @@ MAGIC = b"EVALWH-JOURNAL 1\n"
 SUFFIX = ".journal"
 FRAME = struct.Struct(">II")  # payload length, CRC-32 of the payload
 MAX_RECORD = 256 * 1024 * 1024  # a length beyond this is a torn or foreign frame
-ROTATE_AT = 1024 * 1024  # rewrite the file once it is this big and half of it is flushed
+ROTATE_AT = 16 * 1024 * 1024  # rewrite the file once it is this big and half of it is flushed
 SYNC_EVERY_S = 0.1
 
 Schedule = Callable[[float, Callable[[], None]], Any]
@@ -339,12 +339,15 @@ class Journal:
 
 
 def _call_later(delay: float, fn: Callable[[], None]) -> None:
+    """Run ``fn`` in a worker thread after ``delay`` s (an fsync never blocks the event loop)."""
     import asyncio
 
     try:
-        asyncio.get_running_loop().call_later(delay, fn)
+        loop = asyncio.get_running_loop()
     except RuntimeError:  # no loop (a caller outside a run): sync now
         fn()
+        return
+    loop.call_later(delay, loop.run_in_executor, None, fn)
 
 
 def _sync_dir(folder: Path) -> None:

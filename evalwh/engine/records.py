@@ -18,6 +18,9 @@ def _clean(text: str | None) -> str | None:
     return None if text is None else redact(text)
 
 
+KNOWN_EVERY_S = 0.1  # how stale the journal's list of known secrets may be
+
+
 class RowSink:
     """The engine's sink: converts results to rows and buffers them in a RunWriter.
 
@@ -45,6 +48,8 @@ class RowSink:
         self.passed = 0
         self.errors = 0
         self.seen = 0
+        self._known_values: list[str] | None = None
+        self._known_at = 0.0
 
     def _case_fields(self, result: CellResult) -> tuple[str | None, ...]:
         case = result.case
@@ -145,6 +150,14 @@ class RowSink:
                 ]
             )
 
+    def _known(self) -> list[str]:
+        """The known secrets, taken again at most every KNOWN_EVERY_S: reading them scans the
+        environment (~50 us), once per answer was a third of the journal's cost per cell."""
+        now = time.monotonic()
+        if self._known_values is None or now - self._known_at >= KNOWN_EVERY_S:
+            self._known_values, self._known_at = known_secret_values(), now
+        return self._known_values
+
     def remember(self, key: str, model: ModelSpec, answer: CachedAnswer) -> None:
         """A new successful answer (or judge reply) for the response cache."""
         self.writer.add_cache(cache_row(key, model, answer, self.run_id))
@@ -153,7 +166,7 @@ class RowSink:
         """An answer as the journal keeps it (evalwh.engine.journal): its response-cache row
         by column name, the answer redacted as the cases table stores it (unless
         ``redact_outputs`` is off): the journal is a file on disk too."""
-        known = known_secret_values() if self.redact_outputs else None
+        known = self._known() if self.redact_outputs else None
         row = cache_row(key, model, answer, self.run_id, known)
         return dict(zip((name for name, _ in CACHE_COLUMNS), row, strict=True))
 
