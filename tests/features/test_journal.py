@@ -232,3 +232,28 @@ def test_a_no_look_run_keeps_no_journal(tmp_path: Path) -> None:
         result = evalwh.run_eval(cfg, output_dir=tmp_path / ".evalwh")
     assert result.status == "completed"
     assert seen and all(found == [] for found in seen)
+
+
+def test_a_plain_rerun_with_the_cache_takes_the_killed_runs_journaled_answers(
+    tmp_path: Path,
+) -> None:
+    """A killed run started again as a new run (not resumed): the answers its journal kept are
+    cached answers for the same config, so only the requests in flight at the kill are asked
+    again; the killed run's journal stays for its own resume."""
+    with FakeLLMServer(latency=0.01) as server:
+        _killed_at(tmp_path, server, N_CASES * 3 // 4)
+        (journal,) = _journals(tmp_path)
+        kept = journal.read_bytes()
+        journaled = {_question(r.cell[2]) for r in read_journal(journal).records}
+        stored = {_question(c) for c in _stored(tmp_path)}
+        asked_before = Counter(case_of(r) for r in server.requests)
+        in_flight = set(asked_before) - journaled - stored
+
+        result = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / ".evalwh")
+
+        asked = Counter(case_of(r) for r in server.requests) - asked_before
+        not_asked_before = {_question(f"c{i:04d}") for i in range(N_CASES)} - set(asked_before)
+        assert set(asked) == in_flight | not_asked_before
+        assert result.status == "completed" and result.totals["n"] == N_CASES
+        assert result.stats["cache_hits"] == len((journaled | stored) - in_flight)
+        assert journal.read_bytes() == kept  # another run's journal: read, never changed
