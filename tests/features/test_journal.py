@@ -22,7 +22,7 @@ import evalwh
 from evalwh.engine.journal import SUFFIX, read_journal
 from evalwh.errors import UsageError
 from tests.builders import case_of, eval_for
-from tests.fakes.servers import FakeLLMServer, RecordedRequest
+from tests.fakes.servers import FakeLLMServer, RecordedRequest, reply
 
 N_CASES = 40
 CONCURRENCY = 4
@@ -69,10 +69,12 @@ _CHILDREN = multiprocessing.get_context("forkserver")
 _CHILDREN.set_forkserver_preload(["evalwh", "evalwh.api.run", "tests.features.test_journal"])
 
 
-def _killed_at(folder: Path, server: FakeLLMServer, k: int) -> set[str]:
-    """Start the run and SIGKILL it when the server receives its ``k``-th request (0-based);
-    returns the questions the server had received but not answered at that moment."""
-    cfg = eval_for(folder, _model(server), N_CASES, concurrency=CONCURRENCY)
+def _killed_at(folder: Path, server: FakeLLMServer, k: int, cfg: Path | None = None) -> set[str]:
+    """Start the run (of ``cfg``, else N_CASES echo cases) and SIGKILL it when the server
+    receives its ``k``-th request (0-based); returns the questions the server had received
+    but not answered at that moment."""
+    if cfg is None:
+        cfg = eval_for(folder, _model(server), N_CASES, concurrency=CONCURRENCY)
     proc = _CHILDREN.Process(target=_run, args=(cfg, folder / ".evalwh"))
     unanswered: set[str] = set()
 
@@ -257,3 +259,62 @@ def test_a_plain_rerun_with_the_cache_takes_the_killed_runs_journaled_answers(
         assert result.status == "completed" and result.totals["n"] == N_CASES
         assert result.stats["cache_hits"] == len((journaled | stored) - in_flight)
         assert journal.read_bytes() == kept  # another run's journal: read, never changed
+
+
+def _judged_eval(folder: Path, server: FakeLLMServer, n: int) -> Path:
+    """``n`` echo cases, each answer also judged (model ``judge`` on the same fake server,
+    asked "judge: <answer>")."""
+    judge = (
+        f"{{id: jm, provider: openai-compatible, model: judge, base_url: '{server.openai_url}', "
+        "price: 0}"
+    )
+    return eval_for(
+        folder,
+        _model(server),
+        n,
+        concurrency=CONCURRENCY,
+        extra=(  # after the builder's scorecard: one more criterion, then the judge
+            "  - {name: good, type: llm-judge, judge: j}\n"
+            f"judges:\n  - id: j\n    model: {judge}\n"
+            '    messages: [{role: user, content: "judge: {{ output }}"}]\n'
+        ),
+    )
+
+
+def test_a_judges_reply_is_journaled_too_so_a_judged_answer_is_not_judged_twice(
+    tmp_path: Path,
+) -> None:
+    """A cell's judge reply is journaled under the cell: after a kill, the resume asks again
+    neither a journaled answer nor a journaled judgement; only the requests in flight (an
+    answer or a judge call: received and not journaled) are repeated."""
+    rng = random.Random(4852)
+    n = 16
+    judged_replays = 0
+    with FakeLLMServer(latency=0.01) as server:
+        server.default = reply(
+            lambda req: '{"score": 1}' if req.body["model"] == "judge" else case_of(req)
+        )
+        for attempt in range(5):
+            folder = tmp_path / f"kill{attempt}"
+            server.reset()
+            cfg = _judged_eval(folder, server, n)
+            _killed_at(folder, server, rng.randrange(2 * n), cfg)
+            asked_before = Counter(case_of(r) for r in server.requests)
+            stored = {_question(c) for c in _stored(folder)}
+            (journal,) = _journals(folder)
+            journaled = {
+                ("judge: " if r.payload["model"] == "judge" else "") + _question(r.cell[2])
+                for r in read_journal(journal).records
+            }
+            done = journaled | stored | {f"judge: {q}" for q in stored}
+            in_flight = set(asked_before) - done
+            judged = {j for j in journaled if j.startswith("judge: ")}
+            judged_replays += len(judged - {f"judge: {q}" for q in stored})
+
+            result = evalwh.run_eval(cfg, resume=_run_id(folder), output_dir=folder / ".evalwh")
+
+            asked = Counter(case_of(r) for r in server.requests)
+            twice = {text for text, count in asked.items() if count > 1}
+            assert twice == in_flight, (attempt, twice, in_flight)
+            assert result.totals["n"] == n and result.totals["n_passed"] == n
+    assert judged_replays > 0  # some kills left judged cells in the journal only
