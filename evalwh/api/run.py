@@ -131,6 +131,7 @@ class _Planned:
     token: str | None = None  # the lease of the continued run, held from planning on
     previous_status: str | None = None
     models: tuple[str, ...] = ()  # the --model values left to filter by (ad-hoc ones added)
+    carried: Any = None  # the continued run's journaled answers (evalwh.engine.journal.Carried)
 
     def release(self) -> None:
         """Give a claimed run back untouched (the resume stopped before any request)."""
@@ -228,7 +229,7 @@ def _plan_shard(
     use_cache: bool,
 ) -> _Planned:
     """One shard of a sharded run: its cases, less the cells any earlier try stored."""
-    from evalwh.engine.execute import estimate, prepare
+    from evalwh.engine.execute import prepare
     from evalwh.warehouse.connect import write_transaction
     from evalwh.warehouse.lake import LakeTarget
     from evalwh.warehouse.shards import check_run_id
@@ -252,20 +253,53 @@ def _plan_shard(
         write_transaction(settings.warehouse, lambda con: None, what="migrate the lake")
     skip = store.cells(run_id) if store.exists else set()
     prepared = prepare(cfg, settings, filters, repeats, skip=skip)
+    carried = _carried(cfg, settings, run_id, skip, prepared, filters.shard)
     cache = _cached(cfg, settings, prepared.hashes, use_cache)
-    planned = _Planned(cfg, settings, prepared, cache, estimate(prepared, cache), run_id)
+    planned = _Planned(cfg, settings, prepared, cache, _estimate(prepared, cache, carried), run_id)
+    planned.carried = carried
     return planned
+
+
+def _carried(
+    cfg: EvalConfig,
+    settings: Settings,
+    run_id: str,
+    stored: set[Any],
+    prepared: Any,
+    shard: tuple[int, int] | None = None,
+) -> Any:
+    """A continued run's journal read back (answers of cells not stored are replayed); a
+    file there that is not its journal refuses the run (JournalRefused, exit 2). A no-look
+    run keeps no journal."""
+    from evalwh.engine.journal import Carried, carry_over, journal_dir, journal_path
+
+    if cfg.no_look:
+        return Carried()
+    path = journal_path(journal_dir(settings.local_dir), run_id, shard)
+    return carry_over(path, run_id, cfg.config_hash, stored, prepared.cells)
+
+
+def _estimate(prepared: Any, cache: dict[str, Any], carried: Any) -> Any:
+    """The estimate, counting the answers replayed from the journal as not asked."""
+    from evalwh.engine.execute import estimate
+
+    replayed = {key: call.answer for key, call in carried.replay.items()}
+    return estimate(prepared, {**cache, **replayed} if replayed else cache)
 
 
 def _cached(cfg: EvalConfig, settings: Settings, hashes: list[str], use_cache: bool) -> Any:
     """The stored answers of the planned requests (the response cache, in its own file when
     settings.cache_path says so); a no-look run neither reads nor writes it."""
     from evalwh.engine.execute import cache_lookup
+    from evalwh.engine.journal import earlier_answers, journal_dir
     from evalwh.warehouse.store import Warehouse
 
     if not (use_cache and settings.cache) or cfg.no_look:
         return {}
-    return cache_lookup(Warehouse(settings.cache_path), hashes)
+    # answers a killed run of this config journaled but never stored: cached answers too
+    folder = journal_dir(settings.local_dir)
+    journaled = earlier_answers(folder, cfg.config_hash, hashes)
+    return {**journaled, **cache_lookup(Warehouse(settings.cache_path), hashes)}
 
 
 def _plan_cells(
@@ -276,12 +310,15 @@ def _plan_cells(
     retry_errors: str | None,
     use_cache: bool,
 ) -> _Planned:
-    from evalwh.engine.execute import estimate, prepare
+    from evalwh.engine.execute import prepare
+    from evalwh.engine.journal import Carried
     from evalwh.engine.plan import Filters
     from evalwh.warehouse.store import Warehouse
 
     cfg, settings, continue_run = planned.config, planned.settings, planned.continue_run
     skip = only = None
+    cells: set[Any] = set()
+    carried = Carried()
     if continue_run is not None:
         store = Warehouse(settings.warehouse)
         row = store.run_row(continue_run)
@@ -292,14 +329,17 @@ def _plan_cells(
             tuple(stored.get("cases", ())),
         )
         repeats = int(stored.get("repeat", 1))
+        cells = store.cells(continue_run)
         if resume:
-            skip = store.cells(continue_run)
+            skip = cells
         else:
             only = store.cells(continue_run, errors_only=True)
     prepared = prepare(cfg, settings, filters, repeats, skip=skip, only=only)
+    if continue_run is not None:
+        carried = _carried(cfg, settings, continue_run, cells, prepared)
     cache = _cached(cfg, settings, prepared.hashes, use_cache)
-    planned.prepared, planned.cache = prepared, cache
-    planned.estimate = estimate(prepared, cache)
+    planned.prepared, planned.cache, planned.carried = prepared, cache, carried
+    planned.estimate = _estimate(prepared, cache, carried)
     return planned
 
 
@@ -559,6 +599,7 @@ def run_eval(
         token=planned.token,
         max_cost=cap,
         shard=shard is not None,
+        carried=planned.carried,
     )
     stats = outcome.stats
     counts = {

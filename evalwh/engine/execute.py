@@ -495,6 +495,7 @@ def execute(
     token: str | None = None,
     max_cost: float | None = None,
     shard: bool = False,
+    carried: Any = None,
 ) -> Outcome:
     """Execute the plan into a new run, or into ``continue_run`` (resume / retry errors),
     whose lease ``token`` the caller already holds (evalwh.warehouse.lease.claim).
@@ -507,6 +508,9 @@ def execute(
 
     ``shard``: the plan is one shard of ``continue_run``, which other processes write too; the
     run's status is left alone (``evalwh finish`` or the last shard concludes it).
+
+    Every answer is journaled as it arrives (evalwh.engine.journal; not in a no-look run);
+    ``carried`` (a journal.Carried) holds a continued run's journaled answers to replay.
     """
     from evalwh import providers as registry
     from evalwh.engine.budget import Budget
@@ -562,6 +566,8 @@ def execute(
         cache_path=settings.cache_path,
     )
     sink = RowSink(writer, run_id, no_look=config.no_look, redact_outputs=config.redact_outputs)
+    journal = None if config.no_look else _open_journal(prepared, run_id, filters, sink, carried)
+    writer.flushed = None if journal is None else journal.durable
     total = 0 if plan.streaming else len(prepared.hashes)  # 0: unknown until read
 
     def on_result(result: CellResult) -> None:
@@ -610,6 +616,8 @@ def execute(
             budget=budget if budget.cap is not None else None,  # no cap: no bookkeeping
             batches=case_batches(plan, with_checks(str(config.path))) if plan.streaming else None,
             no_look=config.no_look,
+            journal=journal,
+            replay=carried.replay if carried is not None else None,
         )
         holder.append(engine)
         try:
@@ -647,6 +655,8 @@ def execute(
         status = "interrupted"  # a signal before the handlers were in place (or an embedder's)
         caught.append(caught[0] if caught else signal_name(interrupt))
     finally:
+        if journal is not None:
+            journal.close()
         done = holder[0].stats if holder else EngineStats()
         if not shard:
             _finish(
@@ -661,6 +671,7 @@ def execute(
                     "errors": done.errors,
                     "judge_requests": done.judge_requests,
                     "rows": writer.rows_written,
+                    **({"replayed": done.replayed} if done.replayed else {}),
                     **({"stop_reason": budget.reason} if budget.stopped else {}),
                 },
                 [r.record() for r in plan.sources] or None,
@@ -680,6 +691,20 @@ def execute(
             signal_name=caught[0],
         )
     return Outcome(run_id, status, stats, writer.rows_written, token, budget.reason)
+
+
+def _open_journal(
+    prepared: Prepared, run_id: str, filters: Filters, sink: Any, carried: Any
+) -> Any:
+    """The run's answer journal, beside the warehouse (evalwh.engine.journal), holding a
+    continued run's records of cells not stored yet."""
+    from evalwh.engine.journal import Journal, journal_dir, journal_path
+
+    settings, config = prepared.settings, prepared.config
+    path = journal_path(journal_dir(settings.local_dir), run_id, filters.shard)
+    header = {"run_id": run_id, "config_hash": config.config_hash, "shard": filters.shard}
+    kept = carried.kept if carried is not None else ()
+    return Journal(path, header, sink.journal_record, kept=kept)
 
 
 def run_loop(main: Any) -> Any:

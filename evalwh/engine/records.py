@@ -8,7 +8,7 @@ from typing import Any
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import known_secret_values, redact, redact_tree
 from evalwh.engine.runner import CachedAnswer, CellResult
-from evalwh.warehouse.writer import RunWriter, to_json
+from evalwh.warehouse.writer import CACHE_COLUMNS, RunWriter, to_json
 
 
 def _clean(text: str | None) -> str | None:
@@ -16,6 +16,9 @@ def _clean(text: str | None) -> str | None:
     check), so the warehouse and everything read from it (Parquet, exports, --json, MCP)
     never holds a known secret."""
     return None if text is None else redact(text)
+
+
+KNOWN_EVERY_S = 0.1  # how stale the journal's list of known secrets may be
 
 
 class RowSink:
@@ -45,6 +48,8 @@ class RowSink:
         self.passed = 0
         self.errors = 0
         self.seen = 0
+        self._known_values: list[str] | None = None
+        self._known_at = 0.0
 
     def _case_fields(self, result: CellResult) -> tuple[str | None, ...]:
         case = result.case
@@ -145,22 +150,44 @@ class RowSink:
                 ]
             )
 
+    def _known(self) -> list[str]:
+        """The known secrets, taken again at most every KNOWN_EVERY_S: reading them scans the
+        environment (~50 us), once per answer was a third of the journal's cost per cell."""
+        now = time.monotonic()
+        if self._known_values is None or now - self._known_at >= KNOWN_EVERY_S:
+            self._known_values, self._known_at = known_secret_values(), now
+        return self._known_values
+
     def remember(self, key: str, model: ModelSpec, answer: CachedAnswer) -> None:
         """A new successful answer (or judge reply) for the response cache."""
-        self.writer.add_cache(
-            [
-                key,
-                model.provider,
-                model.model,
-                answer.output,
-                answer.input_tokens,
-                answer.output_tokens,
-                answer.latency_ms,
-                time.time_ns() // 1000,
-                self.run_id,
-                to_json(answer.wire),
-            ]
-        )
+        self.writer.add_cache(cache_row(key, model, answer, self.run_id))
+
+    def journal_record(self, key: str, model: ModelSpec, answer: CachedAnswer) -> dict[str, Any]:
+        """An answer as the journal keeps it (evalwh.engine.journal): its response-cache row
+        by column name, the answer redacted as the cases table stores it (unless
+        ``redact_outputs`` is off): the journal is a file on disk too."""
+        known = self._known() if self.redact_outputs else None
+        row = cache_row(key, model, answer, self.run_id, known)
+        return dict(zip((name for name, _ in CACHE_COLUMNS), row, strict=True))
+
+
+def cache_row(
+    key: str, model: ModelSpec, answer: CachedAnswer, run_id: str, known: list[str] | None = None
+) -> list[Any]:
+    """An answer's response-cache row (CACHE_COLUMNS); its text and wire values redacted
+    against ``known`` unless it is None."""
+    return [
+        key,
+        model.provider,
+        model.model,
+        _answer(answer.output, known),
+        answer.input_tokens,
+        answer.output_tokens,
+        answer.latency_ms,
+        time.time_ns() // 1000,
+        run_id,
+        to_json(_answer(answer.wire, known)),
+    ]
 
 
 def attachment_fields(files: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ import asyncio
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,7 +32,7 @@ from evalwh.engine.limits import (
     RatePacer,
     backoff_s,
 )
-from evalwh.engine.plan import Plan, model_identity, request_hash, request_scope
+from evalwh.engine.plan import Cell, Plan, model_identity, request_hash, request_scope
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
@@ -99,6 +100,7 @@ class EngineStats:
     retries: int = 0
     done: int = 0
     judge_requests: int = 0
+    replayed: int = 0  # answers taken from the run's journal (evalwh.engine.journal)
 
 
 @dataclass
@@ -151,6 +153,7 @@ class Call:
     cached: bool
     attempts: int
     queued_ms: float | None = None
+    replayed: bool = False  # answered before a kill, read back from the run's journal
 
     def cost(self, model: ModelSpec) -> float | None:
         a = self.answer
@@ -184,6 +187,10 @@ else:  # pragma: no cover - Python 3.10
 # A worker whose cells never suspend (cache hits, an instant provider) hands the event loop
 # over every this many cells, so the writer's flushes and progress keep going.
 YIELD_EVERY = 32
+
+# The cell whose requests are being made (a worker task's, inherited by its judge calls): the
+# answer journal files every answer under its cell (evalwh.engine.journal).
+CELL: ContextVar[Cell | None] = ContextVar("evalwh_cell", default=None)
 
 Sink = Callable[[CellResult], None]
 Remember = Callable[[str, ModelSpec, CachedAnswer], None]
@@ -300,6 +307,8 @@ class Engine:
         batches: Iterator[list[Case]] | None = None,
         no_look: bool = False,
         redact_answers: bool = False,
+        journal: Any = None,
+        replay: Mapping[str, Call] | None = None,
     ) -> None:
         self.plan = plan
         self.endpoints = endpoints
@@ -332,6 +341,10 @@ class Engine:
         # what is scored, cached and stored is one text (CachedAnswer.redacted)
         self.redact_answers = redact_answers
         self.feed: Any = None  # the CaseFeed of a streaming run, once it runs
+        # the answer journal (evalwh.engine.journal.Journal): told of every answer as it
+        # arrives; ``replay``: request hash -> an answer it kept from before a kill
+        self.journal = journal
+        self.replay = replay or {}
 
     def stop(self) -> None:
         """Start no new cell; the ones in flight finish (and are written)."""
@@ -405,6 +418,10 @@ class Engine:
         model = endpoint.model
         scope = request_scope(model, variant, case.id, output)
         key = request_hash(endpoint.identity, messages, repeat, scope=scope)
+        replayed = self.replay.get(key)
+        if replayed is not None:  # paid for before the kill: never asked again
+            self.stats.replayed += 1
+            return replayed
         hit = self.cache.get(key) if self.reuse else None
         if hit is not None:
             self.stats.cache_hits += 1
@@ -507,6 +524,8 @@ class Engine:
                 self.cache[key] = answer
                 if self.remember is not None:
                     self.remember(key, model, answer)
+                if self.journal is not None:
+                    self.journal.answered(key, model, answer, attempt, round(waited * 1000, 1))
                 return ended(answer, None, attempt)
             except _DeadlinePassed:
                 return ended(None, _past_deadline(model, attempt - 1), attempt - 1)
@@ -548,6 +567,7 @@ class Engine:
         self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int
     ) -> CellResult:
         model = endpoint.model
+        CELL.set((variant.variant.id, model.id, case.id, repeat))
         try:
             messages = variant.render(case)
         except ConfigError as exc:
@@ -712,7 +732,7 @@ class Engine:
             failed = ScoreResult(0.0, error=f"judge '{judge_id}' prompt did not render: {text}")
             return name, failed, (endpoint.model.model, None, None)
         call = await self.call(endpoint, prompt, case, f"judge:{judge_id}")
-        self.stats.judge_requests += 0 if call.cached else 1
+        self.stats.judge_requests += 0 if call.cached or call.replayed else 1
         cost = None if call.cached else call.cost(endpoint.model)
         if call.answer is None:
             assert call.error is not None

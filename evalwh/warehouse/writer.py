@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -229,8 +229,11 @@ class RunWriter:
         token: str | None = None,
         heartbeat_s: float = 30.0,
         cache_path: Location | None = None,
+        flushed: Callable[[list[Sequence[Any]]], None] | None = None,
     ) -> None:
         self.path = path
+        # told the case rows of each batch once it is stored (the answer journal's mark)
+        self.flushed = flushed
         # the response cache's own file (settings.cache_dir); None: the warehouse holds it
         self.cache_path = cache_path if cache_path is not None and cache_path != path else None
         self.run_id = run_id
@@ -342,6 +345,8 @@ class RunWriter:
     def flush(self, batch: Batch) -> None:
         """Write one batch in one transaction, waiting as long as needed for the file lock."""
         self.write(self.tables(batch))
+        if self.flushed is not None and batch[0]:
+            self.flushed(batch[0])
 
     def tables(self, batch: Batch) -> Tables:
         """A batch's rows as Arrow tables (cases, scores, cache; None when empty)."""

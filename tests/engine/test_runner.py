@@ -339,6 +339,35 @@ def test_a_cached_answer_is_served_without_a_request_unless_reuse_is_off() -> No
     assert (again.cached, again.answer.output if again.answer else None) == (False, "hello")
 
 
+def test_an_answer_replayed_from_the_journal_is_not_asked_even_under_no_cache() -> None:
+    """A resumed run's journaled answer (evalwh.engine.journal) stands for the request: no
+    request is sent, even with reuse off (--no-cache: it was paid for by this run), and it is
+    not a cache hit."""
+    ep = endpoint()
+    key = request_hash(ep.identity, text(8), 0, scope=request_scope(ep.model, "v", "c1"))
+    kept = Call(key, CachedAnswer("journaled", 3, 4, 5.0), None, False, 2, 1.5, True)
+    eng = engine(ep, reuse=False, replay={key: kept})
+    got = call(eng, ep, text(8))
+    assert got is kept and (got.cached, got.attempts, got.replayed) == (False, 2, True)
+    assert (eng.stats.requests, eng.stats.cache_hits, eng.stats.replayed) == (0, 0, 1)
+    other = call(eng, ep, text(8), case="c2")  # not journaled: asked
+    assert other.answer is not None and other.answer.output == "hello" and eng.stats.requests == 1
+
+
+def test_every_answer_is_handed_to_the_journal_with_its_attempts_and_wait() -> None:
+    """The journal hook sees each answer as it arrives (before scoring), once per answer."""
+    seen: list[tuple[Any, ...]] = []
+    journal = SimpleNamespace(answered=lambda *args: seen.append(args))
+    ep = endpoint()
+    eng = engine(ep, journal=journal)
+    sent = call(eng, ep, text(8))
+    call(eng, ep, text(8))  # a cache hit: not an arrival
+    assert len(seen) == 1
+    key, spec, answer, attempts, queued_ms = seen[0]
+    assert (key, spec, answer, attempts) == (sent.key, ep.model, sent.answer, 1)
+    assert queued_ms == sent.queued_ms
+
+
 def test_a_mock_requests_key_depends_on_its_case_variant_and_repeat() -> None:
     ep = endpoint()
     eng = engine(ep)

@@ -200,7 +200,8 @@ def test_the_warehouse_flag_takes_a_lake_target_and_a_lakes_files_stay_local(
     tmp_path: Path,
 ) -> None:
     """A `ducklake:` target by flag (the data path from settings.lake); a lake's Parquet
-    export and attached files go to the output folder on this machine, not beside a file."""
+    export, attached files and answer journal go to the output folder on this machine, not
+    beside a file."""
     write(tmp_path / "photo.png", "\x89PNG\r\n\x1a\n" + "x" * 64)
     cfg = write(
         tmp_path / "eval.yaml",
@@ -228,6 +229,9 @@ scorecard:
         tmp_path / ".evalwh" / "warehouse.duckdb"
     ).exists()
     assert len(list((tmp_path / ".evalwh" / "artifacts").rglob("*"))) == 2  # one folder, one file
+    # the answer journal is on this machine too, and gone once the run ended
+    assert (tmp_path / ".evalwh" / "journal").is_dir()
+    assert list((tmp_path / ".evalwh" / "journal").iterdir()) == []
     env = {"EVALWH_LAKE": json.dumps({"data_path": str(tmp_path / "lake-data")})}
     exported = run_cli("export", "a", "--format", "parquet", *flag, cwd=tmp_path, env=env)
     assert exported.returncode == 0, exported.stderr

@@ -192,6 +192,22 @@ def test_a_flush_appends_and_a_retry_of_errors_replaces_the_cells_rows(path: Pat
     assert rows(path, "SELECT count(*) FROM cases WHERE case_id = 'c1'") == [(2,)]
 
 
+def test_the_flushed_hook_hears_a_batchs_case_rows_once_they_are_stored(path: Path) -> None:
+    """The answer journal's mark: told only after the batch's transaction committed (the
+    rows are readable by then), never for an empty batch."""
+    heard: list[list[Any]] = []
+
+    def flushed(case_rows: list[Any]) -> None:
+        stored = rows(path, "SELECT case_id FROM cases ORDER BY case_id")
+        heard.append([(r[3], (r[3],) in stored) for r in case_rows])
+
+    run_writer = RunWriter(path, "r-1", token="tok", flushed=flushed)
+    flush_one(run_writer, "one")
+    run_writer.flush(run_writer.take_batch())  # nothing buffered: no word
+    flush_one(run_writer, "two", "c2")
+    assert heard == [[("c1", True)], [("c2", True)]]
+
+
 def test_an_empty_flush_writes_nothing_until_the_heartbeat_is_due(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
