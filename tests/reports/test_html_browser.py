@@ -1,7 +1,9 @@
 """The HTML pages in a real browser (system chromium through Playwright): they open from
 file:// with no console error and no request, the tabs, filters, drill-down and blind
-labelling work by clicking, planted script never runs, and the compare page shows a
-planted regression. A screenshot of each page lands in the test's temp folder."""
+labelling work by clicking and by the keyboard alone, axe-core finds no critical, serious
+or moderate violation in any state of any page, planted script never runs, and the compare
+page shows a planted regression. Screenshots land in the test's temp folder, or in
+SCREENSHOTS_DIR (docs/images: docs/testing.md has the command)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 import yaml
 
 from evalwh.config.loader import load_config
-from tests.browser import Opened, browser, open_page
+from tests.browser import Opened, axe_violations, browser, open_page
 from tests.conftest import run_cli
 from tests.report_runs import RATIONALE, pairwise_copy, regressed
 
@@ -79,6 +81,164 @@ def copy_and_download(page: Any, prefix: str, tmp_path: Path) -> tuple[str, Path
 def clean(opened: Opened) -> None:
     assert opened.errors == [], opened.errors
     assert opened.foreign_requests == [], opened.foreign_requests
+
+
+# -- accessibility: axe-core on every page in every state ----------------------------------
+def _case_open(page: Any) -> None:
+    page.locator("#case-list button.case-open").first.click()
+    assert page.is_visible("#drill")
+
+
+def _filtered(page: Any) -> None:
+    page.select_option("#f-status", "fail")
+    page.select_option("#f-cell", "plain × large")
+    page.fill("#f-text", "q")
+
+
+def _label_tab(page: Any) -> None:
+    page.click("a[data-tab=label]")
+
+
+def _pair_labelled_unblinded(page: Any) -> None:
+    page.click("a[data-tab=label]")
+    page.locator("#pairs .pair").first.locator("button[data-choice=A]").click()
+    page.click("#unblind")
+    page.locator("#pairs .pair details.verdict").first.click()
+
+
+def _answers_tab(page: Any) -> None:
+    page.click("a[data-tab=label-points]")
+    page.locator("#points .answer input[data-choice=fail]").first.check()
+    page.click("#point-unblind")
+
+
+def _help_open(page: Any) -> None:
+    page.keyboard.press("?")
+    assert page.is_visible("#help")
+
+
+RUN_STATES = {
+    "report tab": lambda page: None,
+    "a case open": _case_open,
+    "cases filtered": _filtered,
+    "label tab": _label_tab,
+    "a pair labelled and unblinded": _pair_labelled_unblinded,
+    "label answers tab, one labelled": _answers_tab,
+    "shortcuts dialog open": _help_open,
+}
+
+
+@pytest.mark.parametrize("state", list(RUN_STATES))
+def test_axe_finds_no_violation_on_the_run_page(
+    browser: Any, pages: dict[str, Path], state: str
+) -> None:
+    opened = open_page(browser, pages["run"])
+    RUN_STATES[state](opened.page)
+    assert axe_violations(opened.page) == []
+    clean(opened)
+
+
+def test_axe_finds_no_violation_on_the_compare_page(browser: Any, pages: dict[str, Path]) -> None:
+    opened = open_page(browser, pages["compare"])
+    assert axe_violations(opened.page) == []
+    clean(opened)
+
+
+def test_the_pages_icon_is_inline_so_no_page_asks_for_favicon_ico(
+    browser: Any, pages: dict[str, Path]
+) -> None:
+    for name in ("run", "compare"):
+        opened = open_page(browser, pages[name])
+        icon = opened.page.get_attribute("link[rel=icon]", "href") or ""
+        assert icon.startswith("data:image/svg+xml,"), icon
+        assert opened.requests == [opened.url]  # the page itself, nothing else
+        clean(opened)
+
+
+def _focused(page: Any) -> dict[str, Any]:
+    return page.evaluate(  # type: ignore[no-any-return]
+        """() => { const e = document.activeElement; return {
+            tag: e.tagName, id: e.id, role: e.getAttribute('role'), cls: e.className,
+            choice: e.getAttribute('data-choice'), text: e.textContent.trim().slice(0, 60),
+            pair: (e.closest('.pair') || {}).dataset ? (e.closest('.pair') || {dataset: {}}).dataset.key : null,
+        }; }"""
+    )
+
+
+def _tab_to(page: Any, wanted: Any, *, back: bool = False, limit: int = 80) -> dict[str, Any]:
+    """Press Tab (Shift+Tab when ``back``) until the focused element is ``wanted``."""
+    for _ in range(limit):
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+        focused = _focused(page)
+        if wanted(focused):
+            return focused
+    raise AssertionError(f"{limit} presses of Tab never reached it; last: {focused}")
+
+
+def test_a_keyboard_only_walk_opens_a_case_and_labels_pairs(
+    browser: Any, pages: dict[str, Path], tmp_path: Path
+) -> None:
+    """No mouse: Tab to the tabs, arrows between them, Tab to a case, Enter and Space open
+    cases, Escape goes back, `?` shows the shortcuts, and pairs are labelled by keys."""
+    opened = open_page(browser, pages["run"])
+    page = opened.page
+    first = _tab_to(page, lambda f: f["role"] == "tab")
+    assert (
+        first["id"] == "tab-report" and page.get_attribute("#tab-report", "aria-selected") == "true"
+    )
+    assert page.get_attribute("#tab-label", "tabindex") == "-1"  # roving: one tab stop
+    page.keyboard.press("ArrowRight")
+    assert _focused(page)["id"] == "tab-label" and page.is_visible("#label")
+    assert not page.is_visible("#report")
+    page.keyboard.press("End")
+    assert _focused(page)["id"] == "tab-label-points" and page.is_visible("#label-points")
+    page.keyboard.press("ArrowRight")  # wraps to the first
+    assert _focused(page)["id"] == "tab-report" and page.is_visible("#report")
+    page.keyboard.press("Home")
+    assert page.get_attribute("#report", "aria-labelledby") == "tab-report"
+
+    case = _tab_to(page, lambda f: "case-open" in f["cls"])
+    assert case["text"] == page.locator("#case-list tr").first.locator("td").first.inner_text()
+    page.keyboard.press("Enter")
+    assert page.is_visible("#drill") and _focused(page)["id"] == "drill-title"
+    assert f"case {case['text']}" in page.inner_text("#drill-title")
+    assert page.locator("#drill pre.prompt").count() >= 1  # the question, in context
+    button = page.locator("#case-list button.case-open").first
+    assert button.get_attribute("aria-expanded") == "true"
+    page.keyboard.press("Escape")  # back to the row that opened it
+    assert "case-open" in _focused(page)["cls"] and _focused(page)["text"] == case["text"]
+    second = _tab_to(page, lambda f: "case-open" in f["cls"])
+    page.keyboard.press(" ")
+    assert f"case {second['text']}" in page.inner_text("#drill-title")
+    assert button.get_attribute("aria-expanded") == "false"
+
+    page.keyboard.press("?")
+    assert page.is_visible("#help") and "Keyboard shortcuts" in page.inner_text("#help")
+    assert axe_violations(page) == []
+    page.keyboard.press("Escape")
+    assert not page.is_visible("#help")
+
+    _tab_to(page, lambda f: f["role"] == "tab", back=True, limit=200)
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    assert page.is_visible("#label") and _focused(page)["id"] == "tab-label"
+    page.keyboard.press("a")  # the first pair, by its shortcut
+    pairs = page.locator("#pairs .pair")
+    key = pairs.nth(1).get_attribute("data-key")
+    assert pairs.nth(1).get_attribute("aria-current") == "true"
+    chosen = _tab_to(page, lambda f: f["choice"] == "B" and f["pair"] == key)
+    assert chosen["text"] == "Prefer B"
+    page.keyboard.press("Enter")  # the second pair, by Tab and Enter
+    assert page.inner_text("#label-progress") == "2 / 24"
+    assert pairs.nth(1).locator("button[data-choice=B]").get_attribute("aria-pressed") == "true"
+    stored = page.evaluate("() => JSON.stringify(localStorage)")
+    assert stored.count("large-vs-small") == 2  # both labels recorded
+    entries = yaml.safe_load(page.input_value("#labels-yaml"))["labels"]
+    assert [e["case"] for e in entries] == [
+        pairs.nth(i).get_attribute("data-key").split("\u0000")[1] for i in (0, 1)
+    ]
+    assert entries[1]["prefer"] in ("A", "B") and entries[0]["prefer"] in ("A", "B")
+    clean(opened)
 
 
 def test_run_page_opens_offline_and_the_tabs_filters_and_drilldown_work(
