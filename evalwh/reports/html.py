@@ -122,6 +122,7 @@ def _env() -> jinja2.Environment:
         win_counts=fmt.win_counts,
         delta=fmt.delta,
         rule_text=fmt.rule_text,
+        p_value=fmt.p_value,
         ms=lambda x: "–" if x is None else f"{0 if abs(x) < 0.5 else x:,.0f} ms",
         x=lambda v, width=300: f"{max(0.0, min(1.0, v or 0.0)) * width:.1f}",
     )
@@ -130,6 +131,9 @@ def _env() -> jinja2.Environment:
         script=lambda: Markup(_asset("report.js")),
         csp=csp,
         favicon=favicon,
+        compare_test=fmt.compare_test,
+        compare_rule=fmt.compare_rule,
+        pairwise_rule=fmt.pairwise_rule,
         json=lambda data: Markup(embed_json(data)),
         cell_label=lambda r: f"{r['variant']} × {r['model']}",
         target_label=lambda r: (

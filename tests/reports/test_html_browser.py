@@ -269,6 +269,8 @@ def test_run_page_opens_offline_and_the_tabs_filters_and_drilldown_work(
     assert "What is 17 times 23?" in drill.locator("pre.prompt").inner_text()
     assert "rationale (referee): compared with the reference" in drill.inner_text()
     assert "UNCALIBRATED" in drill.inner_text()  # the judged criterion, below its floor
+    rule = page.inner_text("table.pairwise + p.verdict-rule")  # how the win rate's verdict is made
+    assert "exact two-sided sign test" in rule and "better when p < 0.05 and more cases" in rule
     page.screenshot(path=str(tmp_path / "run-page.png"), full_page=True)
     page.click("a[data-tab=label]")
     assert page.is_visible("#label") and not page.is_visible("#scorecard")
@@ -382,7 +384,16 @@ def test_compare_page_shows_the_planted_regression(
     assert "FAILED" in page.inner_text("#gate")
     assert page.locator(".mover").count() > 0
     assert page.locator(".mover").first.locator(".badge").inner_text() == "broken"
-    assert page.locator("svg.chart rect[fill='#b3261e']").count() >= 1  # the red cell
+    assert page.locator("svg.chart rect[fill='#b3261e']").count() >= 1  # the red cell ...
+    assert "plain × large ▼" in (page.locator("svg.chart").text_content() or "")  # in text too
+    # every delta's p with its test named, and the rule that made the verdict under the table
+    assert "p=" in overall or "p<" in overall
+    cells = page.locator("#cells + table")
+    assert "Δ pass [95% CI], paired t-test p" in cells.locator("tr").first.inner_text()
+    rule = page.locator("#cells + table + p.verdict-rule").inner_text()
+    assert "p: paired t-test on the case differences B − A" in rule
+    assert "worse when the pass rate's or the score's p < 0.05 with a drop" in rule
+    assert page.locator("p.verdict-rule").count() == 5  # overall, cells, costs, criteria, slices
     page.screenshot(path=str(tmp_path / "compare-page.png"), full_page=True)
     assert page.evaluate("typeof window.pwned") == "undefined"
     clean(opened)
