@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from evalwh.config.loader import load_config
-from tests.browser import Opened, axe_violations, browser, open_page
+from tests.browser import Opened, axe_violations, browser, open_page, shot
 from tests.conftest import run_cli
 from tests.report_runs import RATIONALE, pairwise_copy, regressed
 
@@ -76,6 +76,9 @@ def copy_and_download(page: Any, prefix: str, tmp_path: Path) -> tuple[str, Path
     download.value.save_as(downloaded)
     assert downloaded.read_text(encoding="utf-8") == text
     return text, downloaded
+
+
+DOCS_VIEWPORT = (1100, 820)  # the size of the screenshots in docs/reports.md
 
 
 def clean(opened: Opened) -> None:
@@ -244,10 +247,11 @@ def test_a_keyboard_only_walk_opens_a_case_and_labels_pairs(
 def test_run_page_opens_offline_and_the_tabs_filters_and_drilldown_work(
     browser: Any, pages: dict[str, Path], tmp_path: Path
 ) -> None:
-    opened = open_page(browser, pages["run"])
+    opened = open_page(browser, pages["run"], viewport=DOCS_VIEWPORT)
     page = opened.page
     assert page.title().startswith("evalwh · pairwise · run ")
     assert page.is_visible("#scorecard") and not page.is_visible("#label")
+    shot(page, "report-run.png", tmp_path)
     rows = page.locator("#case-list tr")
     assert "48 row(s) match" in page.inner_text("#page-info")
     assert rows.first.locator("td").nth(2).inner_text() == "fail"  # failures first
@@ -269,6 +273,11 @@ def test_run_page_opens_offline_and_the_tabs_filters_and_drilldown_work(
     assert "What is 17 times 23?" in drill.locator("pre.prompt").inner_text()
     assert "rationale (referee): compared with the reference" in drill.inner_text()
     assert "UNCALIBRATED" in drill.inner_text()  # the judged criterion, below its floor
+    page.locator("#drill-title").scroll_into_view_if_needed()
+    page.evaluate(
+        "window.scrollBy(0, document.getElementById('drill').getBoundingClientRect().top - 60)"
+    )
+    shot(page, "report-cases.png", tmp_path)
     rule = page.inner_text("table.pairwise + p.verdict-rule")  # how the win rate's verdict is made
     assert "exact two-sided sign test" in rule and "better when p < 0.05 and more cases" in rule
     page.screenshot(path=str(tmp_path / "run-page.png"), full_page=True)
@@ -284,7 +293,7 @@ def test_run_page_opens_offline_and_the_tabs_filters_and_drilldown_work(
 def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
     browser: Any, pages: dict[str, Path], tmp_path: Path
 ) -> None:
-    opened = open_page(browser, pages["run"])
+    opened = open_page(browser, pages["run"], viewport=DOCS_VIEWPORT)
     page = opened.page
     page.click("a[data-tab=label]")
     cards = page.locator("#pairs .pair")
@@ -292,6 +301,9 @@ def test_labelling_three_pairs_gives_yaml_the_loader_takes_and_calibrate_uses(
     assert cards.first.locator(".side-name").first.inner_text() == ""  # blind
     cards.nth(0).locator("button[data-choice=A]").click()
     assert cards.first.locator("details.verdict").is_visible()
+    cards.first.locator("details.verdict").click()  # the judge's verdict, unfolded
+    page.evaluate("window.scrollTo(0, document.querySelector('#pairs .pair').offsetTop - 40)")
+    shot(page, "report-label.png", tmp_path)
     page.keyboard.press("b")  # the second pair is current now
     page.keyboard.press("t")
     assert page.inner_text("#label-progress") == "3 / 24"
@@ -377,8 +389,9 @@ def test_planted_script_never_runs(browser: Any, pages: dict[str, Path], tmp_pat
 def test_compare_page_shows_the_planted_regression(
     browser: Any, pages: dict[str, Path], tmp_path: Path
 ) -> None:
-    opened = open_page(browser, pages["compare"])
+    opened = open_page(browser, pages["compare"], viewport=DOCS_VIEWPORT)
     page = opened.page
+    shot(page, "report-compare.png", tmp_path)
     overall = page.inner_text("#overall-delta")
     assert "worse" in overall and " pts [" in overall and "broken 0" not in overall
     assert "FAILED" in page.inner_text("#gate")
