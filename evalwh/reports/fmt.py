@@ -189,6 +189,14 @@ def rule_name(rule: dict[str, Any]) -> str:
     return f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}"
 
 
+def part_label(part: dict[str, Any]) -> str:
+    """A message part as one line shows it: its text, or ``[image photo: image/png]``."""
+    if part.get("type", "text") == "text":
+        return str(part.get("text", ""))
+    what = part.get("name") or part.get("url") or ""
+    return f"[{part['type']} {what}: {part.get('media_type') or 'url'}]"
+
+
 def json_value(value: Any) -> Any:
     """A JSON column's text parsed (other values, and text that is not JSON, as they are)."""
     if not isinstance(value, str):

@@ -7,6 +7,7 @@ SCREENSHOTS_DIR (docs/images: docs/testing.md has the command)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import yaml
 
 from evalwh.config.loader import load_config
 from tests.browser import Opened, axe_violations, browser, open_page, shot
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 from tests.report_runs import RATIONALE, pairwise_copy, regressed
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
@@ -58,6 +59,35 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "hostile": root / "hostile.html",
         "compare": root / "compare.html",
     }
+
+
+@pytest.fixture(scope="module")
+def vision(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """examples/vision (an image per case) run twice, the second time answering red-square
+    wrongly: its run page and the compare page of the two runs."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("vision")
+    copy = root / "vision"
+    shutil.copytree(ROOT / "examples" / "vision", copy, ignore=shutil.ignore_patterns(".evalwh"))
+    config = copy / "eval.yaml"
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["models"][0]["mock"]["rules"].append(
+        {"when": {"case": "red-square", "variant": "one-word"}, "reply": "Blue."}
+    )
+    worse = copy / "worse.yaml"
+    worse.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(root))
+        mp.setenv("EVALWH_CONFIG_DIR", str(root / "config"))
+        for args in (
+            ("run", str(config), "--label", "before", "--html", str(root / "run.html")),
+            ("run", str(worse), "--label", "after"),
+            ("-c", str(config), "compare", "before", "after", "--html", str(root / "cmp.html")),
+        ):
+            done = run_cli(*args, cwd=copy)
+            assert done.returncode in (0, 1), done.stderr
+    return {"run": root / "run.html", "compare": root / "cmp.html", "images": copy / "images"}
 
 
 def calibrate(config: Path, output_dir: Path) -> dict[str, Any]:
@@ -397,6 +427,9 @@ def test_compare_page_shows_the_planted_regression(
     assert "FAILED" in page.inner_text("#gate")
     assert page.locator(".mover").count() > 0
     assert page.locator(".mover").first.locator(".badge").inner_text() == "broken"
+    movers = page.locator(".mover").count()  # each with the question it answered, and the reference
+    assert page.locator(".mover pre.prompt").count() == movers
+    assert page.locator(".mover pre.expected").count() == movers
     assert page.locator("svg.chart rect[fill='#b3261e']").count() >= 1  # the red cell ...
     assert "plain × large ▼" in (page.locator("svg.chart").text_content() or "")  # in text too
     # every delta's p with its test named, and the rule that made the verdict under the table
@@ -467,3 +500,49 @@ def test_labelling_three_answers_gives_pointwise_yaml_that_changes_calibrate(
     point = [r for r in after["ranking"] if r["kind"] == "pointwise"]
     assert [(r["target"], r["n_labels"]) for r in point] == [("judged", 3)]
     assert point[0]["agreement"] == pytest.approx(agree / 3)
+
+
+def _image_shown(page: Any, img: Any) -> bytes:
+    """The bytes of a shown image's data: URI (it loaded: the browser knows its width)."""
+    import base64
+
+    assert page.evaluate("(i) => i.complete && i.naturalWidth > 0", img.element_handle())
+    src = img.get_attribute("src") or ""
+    assert src.startswith("data:image/png;base64,")
+    return base64.b64decode(src.split(",", 1)[1])
+
+
+def test_a_cases_image_shows_inline_and_the_page_stays_self_contained(
+    browser: Any, vision: dict[str, Path]
+) -> None:
+    opened = open_page(browser, vision["run"])
+    page = opened.page
+    page.fill("#f-text", "red-square")
+    page.locator("#case-list button.case-open").first.click()
+    drill = page.locator("#drill")
+    assert "[image photo: image/png]" in drill.locator("pre.prompt").first.inner_text()
+    shown = _image_shown(page, drill.locator("ul.files img").first)
+    assert shown == (vision["images"] / "red-square.png").read_bytes()
+    sha = hashlib.sha256(shown).hexdigest()
+    assert (
+        f"photo: image/png, 79 bytes, sha256 {sha}" in drill.locator("ul.files").first.inner_text()
+    )
+    assert "expected:" in drill.inner_text() and "red" in drill.inner_text()
+    assert axe_violations(page) == []
+    clean(opened)  # the image came from the page itself: no request left it
+
+
+def test_compare_movers_show_the_question_expected_answer_and_image(
+    browser: Any, vision: dict[str, Path]
+) -> None:
+    opened = open_page(browser, vision["compare"])
+    page = opened.page
+    mover = page.locator(".mover").filter(has_text="case red-square")
+    assert mover.count() == 1
+    assert "Which colour fills this image?" in mover.locator("pre.prompt").inner_text()
+    assert mover.locator("pre.expected").inner_text() == "red"
+    shown = _image_shown(page, mover.locator("ul.files img"))
+    assert shown == (vision["images"] / "red-square.png").read_bytes()
+    assert "Blue." in mover.inner_text()  # run B's answer beside the question it answered
+    assert axe_violations(page) == []
+    clean(opened)

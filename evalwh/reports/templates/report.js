@@ -29,6 +29,18 @@
     }
     return kids;
   }
+  function filesBlock(list) {  /* a question's attached files: an image inline, else name, size, hash */
+    if (!list || !list.length) { return null; }
+    var ul = el("ul", { cls: "files" });
+    list.forEach(function (f) {
+      var src = (data.files || {})[f.sha256];
+      var said = [f.name + ": " + f.type + ", " + (f.bytes === null || f.bytes === undefined ? "?" : Number(f.bytes).toLocaleString("en")) + " bytes, sha256 ", el("code", { text: f.sha256 })];
+      ul.appendChild(src
+        ? el("li", {}, [el("figure", {}, [el("img", { src: src, alt: "attached image " + f.name }), el("figcaption", {}, ["image "].concat(said))])])
+        : el("li", {}, ["file "].concat(said)));
+    });
+    return ul;
+  }
   function copyText(area, status) {
     area.select();
     var done = function () { status.textContent = "copied"; };
@@ -189,6 +201,8 @@
         seen[key] = 1;
         drill.appendChild(el("p", { text: "prompt (" + r.v + "):" }));
         drill.appendChild(el("pre", { cls: "prompt", text: data.prompts[key] }));
+        var files = filesBlock((data.attached || {})[key]);
+        if (files) { drill.appendChild(files); }
       });
       if (row.exp !== null && row.exp !== undefined) {
         drill.appendChild(el("p", { text: "expected:" }));
@@ -235,6 +249,8 @@
   else if (data.rows_url && $("case-list")) {  /* the viewer: the rows come in a request of their own */
     fetch(data.rows_url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (got) {
       data.prompts = got.prompts;
+      data.attached = got.attached;
+      data.files = got.files;
       setupCases(got.rows);
     });
   }
@@ -347,6 +363,7 @@
       var box = el("div", { cls: "pair", "data-key": key(p) }, [
         el("h3", { text: (i + 1) + ". case " + p.case + " · " + p.comparison }),
         el("pre", { cls: "prompt", text: p.prompt || "" }),
+        filesBlock(p.att),
         p.expected !== null && p.expected !== undefined ? el("p", { cls: "muted", text: "reference: " + p.expected }) : null,
         el("div", { cls: "sides" }, [side("A"), side("B")]),
         choiceRow, verdict
@@ -495,6 +512,7 @@
       var box = el("div", { cls: "point", "data-key": it.criterion + "\u0000" + it.case }, [
         el("h3", { text: (i + 1) + ". case " + it.case + " · criterion " + it.criterion }),
         el("pre", { cls: "prompt", text: it.prompt || "" }),
+        filesBlock(it.att),
         it.expected !== null && it.expected !== undefined ? el("p", { cls: "muted", text: "reference: " + it.expected }) : null,
         answers, caseLabel
       ]);
