@@ -4,7 +4,8 @@ Playwright's own browser download is not used (and not available here): the syst
 is launched through ``executable_path``. Without it the browser tests are skipped with the
 reason, unless ``EVALWH_REQUIRE_SYSTEM_PARTS=1`` (CI sets it), which makes them fail.
 One browser serves a whole test module; every page gets a fresh context whose requests
-are all recorded and, except the page's own file, refused.
+are all recorded and, except the page's own file, refused. :func:`shot` saves the screenshots
+that docs/ shows (see docs/testing.md for the command that writes them there).
 """
 
 from __future__ import annotations
@@ -93,6 +94,17 @@ def open_page(
     page.on("pageerror", lambda e: opened.errors.append(str(e)))
     page.goto(opened.url)
     return opened
+
+
+SCREENSHOTS_ENV = "SCREENSHOTS_DIR"
+
+
+def shot(page: Any, name: str, tmp_path: Path) -> Path:
+    """A screenshot of what ``page`` shows in its viewport, as ``name``: in the folder that
+    SCREENSHOTS_DIR names (docs/images, to update the docs' pictures), else in ``tmp_path``."""
+    path = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path) / name
+    page.screenshot(path=str(path), full_page=False)
+    return path
 
 
 AXE = Path(__file__).resolve().parent / "fixtures" / "axe" / "axe.min.js"

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalwh.cli.state import err, out
-from evalwh.reports.fmt import cases_note, endings, win_counts, win_rate
+from evalwh.reports.fmt import cases_note, endings, part_label, win_counts, win_rate
 
 
 def pct(x: float | None) -> str:
@@ -158,14 +158,6 @@ def clip(text: str | None, limit: int = 300) -> str:
     if text is None:
         return ""
     return text if len(text) <= limit else text[:limit] + f"… [{len(text)} chars]"
-
-
-def part_label(part: dict[str, Any]) -> str:
-    """A message part as one line shows it: its text, or ``[image photo: image/png]``."""
-    if part.get("type", "text") == "text":
-        return str(part.get("text", ""))
-    what = part.get("name") or part.get("url") or ""
-    return f"[{part['type']} {what}: {part.get('media_type') or 'url'}]"
 
 
 def attachments_line(rows: list[dict[str, Any]]) -> str | None:

@@ -9,6 +9,7 @@ import typer
 
 from evalwh.cli import render, render_analysis
 from evalwh.cli.state import STATE, emit_json, err, note, out, with_globals
+from evalwh.reports.fmt import part_label
 
 if TYPE_CHECKING:
     from evalwh.api import DryRun, RunResult
@@ -333,7 +334,7 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         s = p.sample
         console.print(f"sample prompt ({s['variant']} × case {s['case']}):", markup=False)
         for m in s["messages"]:
-            text = "".join(render.part_label(part) for part in m["content"])
+            text = "".join(part_label(part) for part in m["content"])
             console.print(f"  [{m['role']}] {text}", markup=False)
     if dry:
         console.print("dry run: nothing was called or written", style="dim")

@@ -122,6 +122,43 @@ def p_value(p: float | None) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.3g}"
 
 
+# How a verdict is reached, said where the verdicts are shown (under the tables of the compare
+# page and of the run page's win rates). Each restates its query's CASE: sql/compare.sql and
+# sql/pairwise.sql; tests/reports/test_fmt.py holds the two to the same threshold.
+VERDICT_ALPHA = 0.05
+
+
+def compare_test(cluster: str | None = None) -> str:
+    """The test behind each paired delta's interval and p (sql/compare.sql)."""
+    if cluster:
+        return (
+            f"paired t-test on the case differences B − A, standard errors clustered over "
+            f"{cluster} (CR1, clusters − 1 degrees of freedom), two-sided"
+        )
+    return "paired t-test on the case differences B − A (n − 1 degrees of freedom), two-sided"
+
+
+def compare_rule(cluster: str | None = None) -> str:
+    """The compare verdict rule in words: exactly sql/compare.sql's ``verdict``."""
+    return (
+        f"p: {compare_test(cluster)}; its 95% interval excludes 0 exactly when "
+        f"p < {VERDICT_ALPHA:g}, and neither exists without a standard error (one case or one "
+        f"cluster). Verdict: worse when the pass rate's or the score's p < {VERDICT_ALPHA:g} "
+        f"with a drop; better when one of them rose with p < {VERDICT_ALPHA:g} and neither "
+        "dropped so; same when neither moved; else within noise."
+    )
+
+
+def pairwise_rule() -> str:
+    """The pairwise verdict rule in words: exactly sql/pairwise.sql's ``verdict``."""
+    return (
+        "p: exact two-sided sign test of the cases won against the cases lost (ties left "
+        f"out). Verdict: better when p < {VERDICT_ALPHA:g} and more cases were won than lost, "
+        f"worse when p < {VERDICT_ALPHA:g} and more were lost; same when no case was won or "
+        "lost; else within noise."
+    )
+
+
 def rule_text(rule: dict[str, Any]) -> str:
     """``pass_rate >= 0.5 for run: 0.6875 (n=48)`` (+ how far off, + the interval of a drop);
     a rule that could not be judged (``kind: baseline``) is its message."""
@@ -150,6 +187,14 @@ def rule_name(rule: dict[str, Any]) -> str:
     if rule["limit"] is None:
         return f"{rule['metric']} {rule['op']} for {where}"
     return f"{rule['metric']} {rule['op']} {rule['limit']:g} for {where}"
+
+
+def part_label(part: dict[str, Any]) -> str:
+    """A message part as one line shows it: its text, or ``[image photo: image/png]``."""
+    if part.get("type", "text") == "text":
+        return str(part.get("text", ""))
+    what = part.get("name") or part.get("url") or ""
+    return f"[{part['type']} {what}: {part.get('media_type') or 'url'}]"
 
 
 def json_value(value: Any) -> Any:

@@ -27,7 +27,8 @@ from evalwh.analysis.judging import flag_lines, flag_names, run_flags
 from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.analysis.runinfo import snapshot_of
 from evalwh.reports import fmt
-from evalwh.reports.fmt import json_value
+from evalwh.reports.attachments import Inliner, artifact_folder
+from evalwh.reports.fmt import json_value, part_label
 from evalwh.reports.labels import judge_scales
 
 if TYPE_CHECKING:
@@ -77,6 +78,21 @@ def script_hash() -> str:
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
+# the page's icon, inline: a browser asks no server for /favicon.ico (a 404 in the viewer)
+FAVICON_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    '<rect width="16" height="16" rx="3" fill="#2458c6"/>'
+    '<path d="M4 8.5l2.5 2.5L12 5.5" fill="none" stroke="#fff" stroke-width="2"/></svg>'
+)
+
+
+def favicon() -> str:
+    """The page icon as a ``data:`` URI (the CSP's ``img-src data:`` allows it)."""
+    from urllib.parse import quote
+
+    return "data:image/svg+xml," + quote(FAVICON_SVG, safe="=:/")
+
+
 def csp() -> str:
     return (
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -107,6 +123,7 @@ def _env() -> jinja2.Environment:
         win_counts=fmt.win_counts,
         delta=fmt.delta,
         rule_text=fmt.rule_text,
+        p_value=fmt.p_value,
         ms=lambda x: "–" if x is None else f"{0 if abs(x) < 0.5 else x:,.0f} ms",
         x=lambda v, width=300: f"{max(0.0, min(1.0, v or 0.0)) * width:.1f}",
     )
@@ -114,6 +131,10 @@ def _env() -> jinja2.Environment:
         css=lambda: Markup(_asset("report.css")),
         script=lambda: Markup(_asset("report.js")),
         csp=csp,
+        favicon=favicon,
+        compare_test=fmt.compare_test,
+        compare_rule=fmt.compare_rule,
+        pairwise_rule=fmt.pairwise_rule,
         json=lambda data: Markup(embed_json(data)),
         cell_label=lambda r: f"{r['variant']} × {r['model']}",
         target_label=lambda r: (
@@ -137,18 +158,14 @@ def cut(text: Any, limit: int = MAX_TEXT) -> str | None:
 
 
 def messages_text(messages: Any) -> str:
-    """Rendered messages as ``[role] text`` lines (non-text parts as ``[type]``)."""
+    """Rendered messages as ``[role] text`` lines (a file part as ``[image photo: image/png]``)."""
     lines = []
     for message in json_value(messages) or []:
         content = message.get("content")
         if isinstance(content, str):
             text = content
         else:
-            text = "".join(
-                p.get("text", f"[{p.get('type', 'part')}]")
-                for p in content or []
-                if isinstance(p, dict)
-            )
+            text = "".join(part_label(p) for p in content or [] if isinstance(p, dict))
         lines.append(f"[{message.get('role', '?')}] {text}")
     return "\n".join(lines)
 
@@ -282,6 +299,7 @@ def run_data(
         latency.setdefault(f"{r['variant']} × {r['model']}", []).append(r)
     totals = store.query("run_totals", run_id=run_id).to_pylist()[0]
     n_rows = totals["n"]
+    inline = Inliner(artifact_folder(store))
     labelled = judging and not no_look  # the labelling tabs show outputs to a person
     pairs = store.query("pair_list", run_id=run_id).to_pylist() if labelled else []
     points = store.query("point_list", run_id=run_id).to_pylist() if labelled else []
@@ -301,13 +319,19 @@ def run_data(
         "n_rows": n_rows,
         "rows_shown": min(n_rows, max_rows),
         "max_text": text_limit(min(n_rows, max_rows)),
-        "pairs": [_pair_row(p, text_limit(2 * len(pairs))) for p in pairs],
-        "points": [_point_row(p, scales, text_limit(n_answers)) for p in points],
+        "pairs": [_pair_row(p, text_limit(2 * len(pairs)), inline) for p in pairs],
+        "points": [_point_row(p, scales, text_limit(n_answers), inline) for p in points],
         "notice": NOTICE if no_look else None,
     }
     if "cases" in parts:
-        cases = cases_data(store, run_id, max_rows=max_rows, no_look=no_look)
-        data.update(rows=cases["rows"], prompts=cases["prompts"], max_text=cases["max_text"])
+        cases = cases_data(store, run_id, max_rows=max_rows, no_look=no_look, inline=inline)
+        data.update(
+            rows=cases["rows"],
+            prompts=cases["prompts"],
+            attached=cases["attached"],
+            max_text=cases["max_text"],
+        )
+    data["files"] = inline.inlined()
     if criteria is not None:
         data["criteria"] = worst_first(criteria)
     if keys is not None:
@@ -340,10 +364,17 @@ def _slices(store: Warehouse, run_id: str, keys: list[str]) -> list[dict[str, An
 
 
 def cases_data(
-    store: Warehouse, run_id: str, *, max_rows: int = MAX_ROWS, no_look: bool | None = None
+    store: Warehouse,
+    run_id: str,
+    *,
+    max_rows: int = MAX_ROWS,
+    no_look: bool | None = None,
+    inline: Inliner | None = None,
 ) -> dict[str, Any]:
     """The run page's case rows (sql/case_list.sql, failures first, at most ``max_rows``)
-    shaped for the page's script, with the rendered prompts they share."""
+    shaped for the page's script, with the rendered prompts they share, the files each
+    prompt attached (``attached``, same keys) and the images inlined (``files``: sha256 ->
+    data: URI; :mod:`evalwh.reports.attachments`)."""
     shown = (
         store.query(
             "case_list", run_id=run_id, only_failures=False, case_id=None, limit=max_rows
@@ -359,10 +390,18 @@ def cases_data(
         for r in shown
         if not no_look
     }
+    inline = inline or Inliner(artifact_folder(store))
+    attached = {
+        f"{r['variant']}\u0000{r['case_id']}": files
+        for r in shown
+        if not no_look and (files := inline.files(r["messages"]))
+    }
     return {
         "run_id": run_id,
         "rows": [_case_row(r, limit, no_look=no_look) for r in shown],
         "prompts": prompts,
+        "attached": attached,
+        "files": inline.inlined(),
         "max_text": limit,
     }
 
@@ -389,11 +428,14 @@ def slices_data(store: Warehouse, run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "keys": keys, "slices": _slices(store, run_id, keys)}
 
 
-def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
+def _pair_row(
+    p: dict[str, Any], limit: int = MAX_TEXT, inline: Inliner | None = None
+) -> dict[str, Any]:
     out = {
         "comparison": p["comparison"],
         "case": p["case_id"],
         "prompt": cut(messages_text(p["messages"]), limit),
+        "att": inline.files(p["messages"]) if inline else [],
         "expected": cut(json_value(p["expected"]), 500),
         "baseline": f"{p['baseline_variant']} × {p['baseline_model']}",
         "candidate": f"{p['candidate_variant']} × {p['candidate_model']}",
@@ -415,7 +457,10 @@ def _pair_row(p: dict[str, Any], limit: int = MAX_TEXT) -> dict[str, Any]:
 
 
 def _point_row(
-    p: dict[str, Any], scales: dict[str, tuple[float, float]], limit: int = MAX_TEXT
+    p: dict[str, Any],
+    scales: dict[str, tuple[float, float]],
+    limit: int = MAX_TEXT,
+    inline: Inliner | None = None,
 ) -> dict[str, Any]:
     """One pointwise labelling item: a case and criterion with its answers, each labelled on
     its own (``v``, ``m``, ``r`` name the answer in the labels YAML; ``name``, variant × model,
@@ -426,6 +471,7 @@ def _point_row(
         "case": p["case_id"],
         "scale": list(scales.get(p["criterion"], (0.0, 1.0))),
         "prompt": cut(messages_text(p["messages"]), limit),
+        "att": inline.files(p["messages"]) if inline else [],
         "expected": cut(json_value(p["expected"]), 500),
         "judge_passed": p["judge_passed"],
         "judge_raw": p["judge_raw_score"],
@@ -455,7 +501,7 @@ def _point_row(
 
 def script_data(data: dict[str, Any]) -> dict[str, Any]:
     """What the run page's script reads (embedded as JSON), from :func:`run_data`."""
-    keep = ("rows", "prompts", "pairs", "points", "flags", "keys", "max_text")
+    keep = ("rows", "prompts", "attached", "files", "pairs", "points", "flags", "keys", "max_text")
     return {"run_id": data["run"]["run_id"], **{k: data[k] for k in keep if k in data}}
 
 
@@ -559,6 +605,8 @@ def compare_data(
 
     a, b = cmp.a["run_id"], cmp.b["run_id"]
     data = _compare_parts(cmp, parts)
+    if "movers" in parts:
+        data["files"] = movers_in_context(store, cmp, data["movers"])
     data["totals_a"] = store.query("run_totals", run_id=a).to_pylist()[0]
     data["gate"] = judge(store, b, baseline=a).to_dict()
     run_b = run_data(store, b, max_rows=0, parts=frozenset())  # B's flags and decision entry
@@ -590,6 +638,36 @@ def _compare_parts(cmp: Comparison, parts: frozenset[str]) -> dict[str, Any]:
     return data
 
 
+def movers_in_context(
+    store: Warehouse, cmp: Comparison, movers: list[dict[str, Any]]
+) -> dict[str, str]:
+    """Give each mover what its case asked (sql/case_context.sql): ``prompt`` (run B's
+    rendered messages; ``prompt_a`` too when run A asked otherwise), ``vars``, ``expected``
+    and ``att``, the attached files. Returns the images inlined (sha256 -> data: URI). A
+    comparison with a no-look side shows none of it, as it shows no outputs."""
+    inline = Inliner(artifact_folder(store))
+    ids = sorted({m["case_id"] for m in movers})
+    if cmp.no_look or not ids:
+        return {}
+    asked: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for side, run in (("a", cmp.a["run_id"]), ("b", cmp.b["run_id"])):
+        for r in store.query("case_context", run_id=run, case_ids=ids).to_pylist():
+            asked[(side, r["variant"], r["case_id"])] = r
+    for m in movers:
+        a = asked.get(("a", m["variant"], m["case_id"]))
+        b = asked.get(("b", m["variant"], m["case_id"]))
+        first = b or a
+        if first is None:
+            continue
+        m["prompt"] = cut(messages_text(first["messages"]))
+        if a and b and messages_text(a["messages"]) != messages_text(b["messages"]):
+            m["prompt_a"] = cut(messages_text(a["messages"]))
+        m["vars"] = cut(json_value(first["vars"]), 1000)
+        m["expected"] = cut(json_value(first["expected"]), 500)
+        m["att"] = inline.files(first["messages"])
+    return inline.inlined()
+
+
 def compare_section(store: Warehouse, ref_a: str, ref_b: str, name: str) -> dict[str, Any]:
     """One part of the compare page on its own (``criteria``, ``slices`` or ``movers``):
     the same deltas and movers :func:`compare_data` holds, from sql/compare.sql asked for
@@ -601,6 +679,8 @@ def compare_section(store: Warehouse, ref_a: str, ref_b: str, name: str) -> dict
     )
     shaped = _compare_parts(cmp, frozenset({name}))
     data = {k: shaped[k] for k in ("a", "b", "cluster", "slice_keys", name)}
+    if name == "movers":
+        data["files"] = movers_in_context(store, cmp, data["movers"])
     if name == "criteria":
         flags = {**run_flags(store, cmp.a["run_id"]), **run_flags(store, cmp.b["run_id"])}
         for row in data["criteria"]:

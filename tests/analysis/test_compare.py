@@ -154,13 +154,15 @@ def test_compare_scopes_apart_give_the_whole_comparisons_rows(store: Warehouse) 
     assert head["notes"] == whole["notes"] and head["overall"]["n"] == whole["overall"]["n"]
     for name in ("criteria", "slices", "movers"):
         part = compare_section(store, "A", "B", name)
-        assert set(part) == {"a", "b", "cluster", "slice_keys", name}
+        files = {"files"} if name == "movers" else set()  # the movers' inlined images
+        assert set(part) == {"a", "b", "cluster", "slice_keys", name} | files
         key = "case_id" if name == "movers" else "target"
         assert [r[key] for r in part[name]] == [r[key] for r in whole[name]], name
         assert len(part[name]) > 0
     moved = compare_section(store, "A", "B", "movers")["movers"]
     assert [m["movement"] for m in moved][:1] == ["broken"] and len(moved) == 8
     assert moved[0]["len_a"] == len(whole["movers"][0]["output_a"] or "")
+    assert {"prompt", "vars", "expected", "att"} <= set(moved[0])  # the question, in context
     # without the run scope there is no overall row: its notes are not made up
     alone = compare(store, "A", "A", scopes=("criterion",))
     assert alone.overall == {} and alone.notes == [

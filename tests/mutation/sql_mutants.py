@@ -87,6 +87,9 @@ TESTS: dict[str, list[str]] = {
     "case_history": [
         "tests/sql/test_case_history.py::test_case_history_counts_each_runs_answers_of_one_case_newest_runs_first",
     ],
+    "case_context": [
+        "tests/sql/test_case_context.py::test_case_context_gives_each_variant_and_case_its_first_answers_question",
+    ],
     "case_list": [
         "tests/sql/test_case_list.py::test_case_list_filters_orders_and_keeps_each_rows_own_criteria",
         "tests/cli/test_runs.py::test_show_json_has_every_documented_key_even_when_empty",

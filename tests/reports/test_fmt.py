@@ -98,3 +98,28 @@ def test_win_counts_add_the_pairs_when_repeats_make_them_more() -> None:
     c = _comparison(n=32, candidate_wins=23, ties=5, baseline_wins=4, n_cases=11)
     c.update(cases_won=8, cases_tied=2, cases_lost=1)
     assert fmt.win_counts(c) == "11 cases: 8 won, 2 tied, 1 lost; 32 pairs: 23 won, 5 tied, 4 lost"
+
+
+def test_the_verdict_rules_say_the_threshold_and_tests_the_queries_use() -> None:
+    """The words under the compare tables and the win rates restate sql/compare.sql's and
+    sql/pairwise.sql's verdicts: the same p threshold, the same test, the same direction."""
+    import re
+
+    from tests.conftest import ROOT
+
+    compare = (ROOT / "sql" / "compare.sql").read_text(encoding="utf-8")
+    pairwise = (ROOT / "sql" / "pairwise.sql").read_text(encoding="utf-8")
+    verdict = compare[compare.index("END AS verdict") - 900 : compare.index("END AS verdict")]
+    assert set(re.findall(r"(pass_rate|score)_p < ([0-9.]+)", verdict)) == {
+        ("pass_rate", str(fmt.VERDICT_ALPHA)),
+        ("score", str(fmt.VERDICT_ALPHA)),
+    }
+    assert set(re.findall(r"win_rate_p < ([0-9.]+)", pairwise)) == {str(fmt.VERDICT_ALPHA)}
+    rule = fmt.compare_rule()
+    assert "paired t-test" in rule and "two-sided" in rule
+    assert "worse when the pass rate's or the score's p < 0.05 with a drop" in rule
+    assert "better when one of them rose with p < 0.05 and neither dropped so" in rule
+    assert "clustered over team (CR1" in fmt.compare_rule("team")
+    said = fmt.pairwise_rule()
+    assert "exact two-sided sign test" in said and "ties left out" in said
+    assert "better when p < 0.05 and more cases were won than lost" in said

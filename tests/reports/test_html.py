@@ -45,7 +45,12 @@ def test_the_page_allows_no_request_and_only_its_own_script(hostile: dict[str, A
     assert f"script-src 'sha256-{digest}'" in csp
     assert "unsafe-inline" not in csp.split("script-src")[1]
     assert not re.search(r"""(src|href|action)\s*=\s*["']?\s*(https?:|//)""", page, re.I)
-    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert "@import" not in page and "url(" not in page
+    # one link: the page's icon, inline, so no browser asks for /favicon.ico
+    from evalwh.reports.html import favicon
+
+    assert re.findall(r"<link[^>]*>", page) == [f'<link rel="icon" href="{favicon()}">']
+    assert favicon().startswith("data:image/svg+xml,%3Csvg")
 
 
 def test_planted_markup_is_escaped_everywhere(hostile: dict[str, Any]) -> None:

@@ -6,7 +6,6 @@ server. Screenshots land in the test's temp folder, or in SCREENSHOTS_DIR (docs/
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from tests.browser import browser
+from tests.browser import browser, shot
 from tests.conftest import run_cli
 from tests.report_runs import SCRIPT, pairwise_copy, regressed
 from tests.viewer.serving import TOKEN, Server, serving, slow_quickstart, start_run
@@ -64,11 +63,6 @@ def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
     page.goto(f"{server.url}{path}{'&' if '?' in path else '?'}token={TOKEN}")
     assert page.url == server.url + path  # the token left the address bar
     return tab
-
-
-def shot(page: Any, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("SCREENSHOTS_DIR") or tmp_path)
-    page.screenshot(path=str(folder / name), full_page=False)
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,18 @@
     }
     return kids;
   }
+  function filesBlock(list) {  /* a question's attached files: an image inline, else name, size, hash */
+    if (!list || !list.length) { return null; }
+    var ul = el("ul", { cls: "files" });
+    list.forEach(function (f) {
+      var src = (data.files || {})[f.sha256];
+      var said = [f.name + ": " + f.type + ", " + (f.bytes === null || f.bytes === undefined ? "?" : Number(f.bytes).toLocaleString("en")) + " bytes, sha256 ", el("code", { text: f.sha256 })];
+      ul.appendChild(src
+        ? el("li", {}, [el("figure", {}, [el("img", { src: src, alt: "attached image " + f.name }), el("figcaption", {}, ["image "].concat(said))])])
+        : el("li", {}, ["file "].concat(said)));
+    });
+    return ul;
+  }
   function copyText(area, status) {
     area.select();
     var done = function () { status.textContent = "copied"; };
@@ -40,22 +52,57 @@
     } else { fallback(); }
   }
 
-  /* -- tabs ------------------------------------------------------------------------------ */
+  /* -- tabs: the WAI-ARIA tabs pattern (roles, roving tabindex, arrow keys, Home/End) ----- */
   var tabLinks = Array.prototype.slice.call(doc.querySelectorAll("nav.tabs a[data-tab]"));
-  function showTab(name) {
+  function showTab(name, focus) {
     tabLinks.forEach(function (a) {
       var on = a.getAttribute("data-tab") === name;
       a.setAttribute("aria-selected", on ? "true" : "false");
+      a.setAttribute("tabindex", on ? "0" : "-1");
       var panel = $(a.getAttribute("data-tab"));
       if (panel) { panel.hidden = !on; }
+      if (on && focus) { a.focus(); }
     });
   }
-  tabLinks.forEach(function (a) {
-    a.addEventListener("click", function (ev) { ev.preventDefault(); showTab(a.getAttribute("data-tab")); });
-  });
   if (tabLinks.length) {
+    tabLinks[0].parentNode.setAttribute("role", "tablist");
+    tabLinks.forEach(function (a, i) {
+      var name = a.getAttribute("data-tab"), panel = $(name);
+      a.setAttribute("role", "tab");
+      a.setAttribute("aria-controls", name);
+      if (panel) { panel.setAttribute("role", "tabpanel"); panel.setAttribute("tabindex", "0"); }
+      a.addEventListener("click", function (ev) { ev.preventDefault(); showTab(name, false); });
+      a.addEventListener("keydown", function (ev) {
+        var n = tabLinks.length, to = null;
+        if (ev.key === "ArrowRight") { to = (i + 1) % n; }
+        else if (ev.key === "ArrowLeft") { to = (i + n - 1) % n; }
+        else if (ev.key === "Home") { to = 0; }
+        else if (ev.key === "End") { to = n - 1; }
+        else if (ev.key === " " || ev.key === "Enter") { to = i; }
+        if (to === null) { return; }
+        ev.preventDefault();
+        showTab(tabLinks[to].getAttribute("data-tab"), true);
+      });
+    });
     var wanted = (location.hash || "").slice(1);
-    showTab(tabLinks.some(function (a) { return a.getAttribute("data-tab") === wanted; }) ? wanted : tabLinks[0].getAttribute("data-tab"));
+    showTab(tabLinks.some(function (a) { return a.getAttribute("data-tab") === wanted; }) ? wanted : tabLinks[0].getAttribute("data-tab"), false);
+  }
+
+  /* -- the keyboard shortcuts' dialog: `?` opens it, Escape (the dialog's own) closes it --- */
+  var help = $("help");
+  function typing(target) {
+    var tag = (target && target.tagName) || "";
+    return (tag === "INPUT" && target.type !== "radio") || tag === "TEXTAREA" || tag === "SELECT";
+  }
+  if (help && help.showModal) {
+    var opener = $("help-open");
+    if (opener) { opener.parentNode.hidden = false; opener.addEventListener("click", function () { help.showModal(); }); }
+    $("help-close").addEventListener("click", function () { help.close(); });
+    doc.addEventListener("keydown", function (ev) {
+      if (ev.key !== "?" || ev.ctrlKey || ev.metaKey || ev.altKey || help.open || typing(ev.target)) { return; }
+      ev.preventDefault();
+      help.showModal();
+    });
   }
 
   /* -- copy buttons ---------------------------------------------------------------------- */
@@ -109,28 +156,42 @@
       var pages = Math.max(1, Math.ceil(shown.length / PAGE));
       shown.slice(page * PAGE, page * PAGE + PAGE).forEach(function (r) {
         var st = status(r), badge = st === "pass" ? "pass" : (st === "error" ? "err" : "fail");
+        var opener = el("button", {
+          type: "button", cls: "case-open", "aria-controls": "drill", "aria-expanded": "false",
+          "aria-label": "open case " + r.c + (r.r ? " #" + r.r : "") + ", " + cellOf(r) + ", " + st,
+          text: r.c + (r.r ? " #" + r.r : "")
+        });
         var tr = el("tr", { "data-case": r.c }, [
-          el("td", { text: r.c + (r.r ? " #" + r.r : "") }),
+          el("td", {}, [opener]),
           el("td", { text: cellOf(r) }),
           el("td", {}, [el("span", { cls: "badge " + badge, text: st })]),
           el("td", { cls: "n", text: num(r.s) }),
           el("td", { text: failed(r).join(", ") }),
           el("td", { cls: "mono", text: (r.e || r.o || "").slice(0, 120) })
         ]);
-        tr.addEventListener("click", function () {
-          Array.prototype.forEach.call(list.querySelectorAll("tr.open"), function (x) { x.classList.remove("open"); });
+        tr.addEventListener("click", function () {  /* the row's button, or anywhere on the row */
+          Array.prototype.forEach.call(list.querySelectorAll("tr.open"), function (x) {
+            x.classList.remove("open");
+            x.querySelector("button.case-open").setAttribute("aria-expanded", "false");
+          });
           tr.classList.add("open");
-          openCase(r);
+          opener.setAttribute("aria-expanded", "true");
+          openCase(r, opener);
         });
         list.appendChild(tr);
       });
       $("page-info").textContent = "page " + (page + 1) + " / " + pages + " · " + shown.length + " row(s) match";
       $("prev").disabled = page === 0; $("next").disabled = page >= pages - 1;
     }
-    function openCase(row) {
+    var back = null;  /* the button that opened the case: Escape goes back to it */
+    drill.addEventListener("keydown", function (ev) {
+      if (ev.key === "Escape" && back && doc.body.contains(back)) { ev.preventDefault(); back.focus(); }
+    });
+    function openCase(row, opener) {
       var same = rows.filter(function (r) { return r.c === row.c && r.r === row.r; });
+      back = opener;
       drill.textContent = "";
-      drill.appendChild(el("h3", { text: "case " + row.c + (row.r ? " (repeat " + row.r + ")" : "") }));
+      drill.appendChild(el("h3", { id: "drill-title", tabindex: "-1", text: "case " + row.c + (row.r ? " (repeat " + row.r + ")" : "") }));
       var meta = Object.keys(row.meta || {}).map(function (k) { return k + "=" + row.meta[k]; }).join(", ");
       if (meta) { drill.appendChild(el("p", { cls: "muted", text: "metadata: " + meta })); }
       var seen = {};
@@ -140,6 +201,8 @@
         seen[key] = 1;
         drill.appendChild(el("p", { text: "prompt (" + r.v + "):" }));
         drill.appendChild(el("pre", { cls: "prompt", text: data.prompts[key] }));
+        var files = filesBlock((data.attached || {})[key]);
+        if (files) { drill.appendChild(files); }
       });
       if (row.exp !== null && row.exp !== undefined) {
         drill.appendChild(el("p", { text: "expected:" }));
@@ -173,6 +236,7 @@
       });
       drill.appendChild(sides);
       drill.hidden = false;
+      $("drill-title").focus({ preventScroll: true });
       drill.scrollIntoView({ block: "nearest" });
     }
     ["f-cell", "f-crit", "f-slice", "f-status"].forEach(function (id) { $(id).addEventListener("change", apply); });
@@ -185,6 +249,8 @@
   else if (data.rows_url && $("case-list")) {  /* the viewer: the rows come in a request of their own */
     fetch(data.rows_url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (got) {
       data.prompts = got.prompts;
+      data.attached = got.attached;
+      data.files = got.files;
       setupCases(got.rows);
     });
   }
@@ -218,10 +284,8 @@
   }
   function keysFor(panel, handle) {  /* a tab's keyboard shortcuts, only while it is shown */
     doc.addEventListener("keydown", function (ev) {
-      if ($(panel).hidden || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
-      var tag = (ev.target && ev.target.tagName) || "";
-      var choice = tag === "INPUT" && ev.target.type === "radio";  /* a label's own control keeps the keys */
-      if ((tag === "INPUT" && !choice) || tag === "TEXTAREA" || tag === "SELECT") { return; }
+      if ($(panel).hidden || ev.ctrlKey || ev.metaKey || ev.altKey || (help && help.open)) { return; }
+      if (typing(ev.target)) { return; }  /* a label's own radio button keeps the keys */
       if (handle(ev.key.toLowerCase())) { ev.preventDefault(); }
     });
   }
@@ -263,7 +327,11 @@
       $("label-progress").textContent = n + " / " + pairs.length;
       showYaml();
       drawPage();
-      cards.forEach(function (c) { c.update(); c.box.classList.toggle("current", c.index === current); });
+      cards.forEach(function (c) {
+        c.update();
+        c.box.classList.toggle("current", c.index === current);
+        if (c.index === current) { c.box.setAttribute("aria-current", "true"); } else { c.box.removeAttribute("aria-current"); }
+      });
     }
     function choose(i, letter) {
       var p = pairs[i];
@@ -280,7 +348,7 @@
       var buttons = {};
       var choiceRow = el("div", { cls: "choices" });
       [["A", "Prefer A"], ["tie", "Tie"], ["B", "Prefer B"]].forEach(function (c) {
-        var b = el("button", { type: "button", "data-choice": c[0], text: c[1] });
+        var b = el("button", { type: "button", "data-choice": c[0], "aria-pressed": "false", text: c[1] });
         b.addEventListener("click", function () { current = i; choose(i, c[0]); });
         buttons[c[0]] = b; choiceRow.appendChild(b);
       });
@@ -295,6 +363,7 @@
       var box = el("div", { cls: "pair", "data-key": key(p) }, [
         el("h3", { text: (i + 1) + ". case " + p.case + " · " + p.comparison }),
         el("pre", { cls: "prompt", text: p.prompt || "" }),
+        filesBlock(p.att),
         p.expected !== null && p.expected !== undefined ? el("p", { cls: "muted", text: "reference: " + p.expected }) : null,
         el("div", { cls: "sides" }, [side("A"), side("B")]),
         choiceRow, verdict
@@ -306,7 +375,11 @@
         update: function () {
           var mine = labels[key(p)];
           box.classList.toggle("done", !!mine);
-          Object.keys(buttons).forEach(function (k) { buttons[k].classList.toggle("on", !!mine && sideOf(p, k) === mine); });
+          Object.keys(buttons).forEach(function (k) {
+            var on = !!mine && sideOf(p, k) === mine;
+            buttons[k].classList.toggle("on", on);
+            buttons[k].setAttribute("aria-pressed", on ? "true" : "false");
+          });
           names.A.textContent = unblind ? "(" + p[sideOf(p, "A")] + ")" : "";
           names.B.textContent = unblind ? "(" + p[sideOf(p, "B")] + ")" : "";
           verdict.textContent = "";
@@ -439,6 +512,7 @@
       var box = el("div", { cls: "point", "data-key": it.criterion + "\u0000" + it.case }, [
         el("h3", { text: (i + 1) + ". case " + it.case + " · criterion " + it.criterion }),
         el("pre", { cls: "prompt", text: it.prompt || "" }),
+        filesBlock(it.att),
         it.expected !== null && it.expected !== undefined ? el("p", { cls: "muted", text: "reference: " + it.expected }) : null,
         answers, caseLabel
       ]);
@@ -452,6 +526,7 @@
             all = all && done;
             b.box.classList.toggle("done", done);
             b.box.classList.toggle("current", b.n === current);
+            if (b.n === current) { b.box.setAttribute("aria-current", "true"); } else { b.box.removeAttribute("aria-current"); }
             b.inputs.forEach(function (x) { x[1].checked = done && x[0] === mine; });
             b.name.textContent = unblind ? "(" + b.a.name + ")" : "";
             var shows = done || unblind;
