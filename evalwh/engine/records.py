@@ -7,7 +7,8 @@ from typing import Any
 
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import known_secret_values, redact, redact_tree
-from evalwh.engine.runner import CachedAnswer, CellResult
+from evalwh.engine.answers import CachedAnswer
+from evalwh.engine.runner import CellResult
 from evalwh.warehouse.writer import RunWriter, to_json
 
 

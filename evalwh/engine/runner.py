@@ -17,6 +17,7 @@ from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
 from evalwh.config.prompts import CompiledVariant, Rendered
+from evalwh.engine.answers import CachedAnswer, Call
 from evalwh.engine.budget import Budget
 from evalwh.engine.limits import (
     DEAD_ENDPOINT_AFTER,
@@ -26,20 +27,10 @@ from evalwh.engine.limits import (
     backoff_s,
 )
 from evalwh.engine.plan import Plan, model_identity, request_hash, request_scope
+from evalwh.engine.toolloop import LOOP_LIMITS
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
-
-
-@dataclass
-class CachedAnswer:
-    output: str
-    input_tokens: int | None
-    output_tokens: int | None
-    latency_ms: float | None
-    # why it ended and its token kinds (Completion.wire: finish_reason, refusal, tool_calls,
-    # reasoning, reasoning/cache tokens, the provider's raw values); kept in the cache too
-    wire: dict[str, Any] | None = None
 
 
 @dataclass
@@ -74,6 +65,8 @@ class CellResult:
     # Retry-After pause, back-offs between attempts. None: no request was made (a cache hit)
     queued_ms: float | None = None
     wire: dict[str, Any] | None = None  # CachedAnswer.wire of the answer
+    # a tool loop's transcript (evalwh.engine.toolloop.Turn), None for a single request
+    turns: list[Any] | None = None
 
 
 @dataclass
@@ -84,6 +77,8 @@ class EngineStats:
     retries: int = 0
     done: int = 0
     judge_requests: int = 0
+    tool_calls: int = 0  # tool calls of tool loops (evalwh.engine.toolloop)
+    tool_errors: int = 0  # ... that failed: unknown tool, bad arguments, the tool's error
 
 
 @dataclass
@@ -122,31 +117,6 @@ class Endpoint:
         )
         return cls(
             model, provider, model_identity(model), RatePacer(model.requests_per_minute), semaphore
-        )
-
-
-@dataclass
-class Call:
-    """The outcome of one request after cache and retries. ``queued_ms``: the time its
-    attempts waited to be sent (pacing, slots, pauses, back-offs), None for a cache hit."""
-
-    key: str
-    answer: CachedAnswer | None
-    error: ProviderError | None
-    cached: bool
-    attempts: int
-    queued_ms: float | None = None
-
-    def cost(self, model: ModelSpec) -> float | None:
-        a = self.answer
-        if a is None or model.price is None or a.input_tokens is None or a.output_tokens is None:
-            return None
-        wire = a.wire or {}
-        return model.price.cost(
-            a.input_tokens,
-            a.output_tokens,
-            wire.get("cache_read_tokens"),
-            wire.get("cache_write_tokens"),
         )
 
 
@@ -238,6 +208,8 @@ def ending_failure(answer: CachedAnswer, model: ModelSpec) -> tuple[str, str] | 
         return f"blocked by the provider's safety filter ({raw})", "content_filter"
     if finish == "error":
         return f"the provider ended the answer with an error ({raw})", "finish_error"
+    if finish in LOOP_LIMITS:  # a tool loop that reached a bound (evalwh.engine.toolloop)
+        return f"{finish}: {(wire.get('extra') or {}).get('loop_limit', finish)}", finish
     return None
 
 
@@ -313,6 +285,9 @@ class Engine:
         self.batches = batches
         self.no_look = no_look  # errors are stored as their status and class only
         self.feed: Any = None  # the CaseFeed of a streaming run, once it runs
+        from evalwh.engine.tools import ToolBox
+
+        self.toolbox = ToolBox()  # the tools of tool loops (evalwh.engine.toolloop)
 
     def stop(self) -> None:
         """Start no new cell; the ones in flight finish (and are written)."""
@@ -379,12 +354,14 @@ class Engine:
         variant: str,
         repeat: int = 0,
         output: Any = None,
+        tools: Any = None,
     ) -> Call:
         """One request through the cache, the cost cap, the limits and the retries. Never
         raises; a request the cap refuses is a Call whose error has kind ``budget``.
-        ``output`` (an OutputSpec) asks for JSON by schema; it is part of the request's key."""
+        ``output`` (an OutputSpec) asks for JSON by schema, ``tools`` (a ToolUse) offers
+        tools; both are part of the request's key."""
         model = endpoint.model
-        scope = request_scope(model, variant, case.id, output)
+        scope = request_scope(model, variant, case.id, output, tools)
         key = request_hash(endpoint.identity, messages, repeat, scope=scope)
         hit = self.cache.get(key) if self.reuse else None
         if hit is not None:
@@ -392,7 +369,7 @@ class Engine:
             return Call(key, hit, None, True, 0)
         budget = self.budget
         if budget is None:
-            return await self._send(endpoint, messages, case, variant, repeat, key, output)
+            return await self._send(endpoint, messages, case, variant, repeat, key, output, tools)
         chars = sum(len(p.get("text", "")) for m in messages for p in m["content"])
         amount = budget.reservation(model, chars)
         if not budget.reserve(amount):
@@ -400,7 +377,7 @@ class Engine:
             return Call(key, None, error, False, 0)
         call = None
         try:
-            call = await self._send(endpoint, messages, case, variant, repeat, key, output)
+            call = await self._send(endpoint, messages, case, variant, repeat, key, output, tools)
             return call
         finally:
             budget.settle(amount, call.cost(model) if call is not None else None, model)
@@ -414,6 +391,7 @@ class Engine:
         repeat: int,
         key: str,
         output: Any = None,
+        tools: Any = None,
     ) -> Call:
         model = endpoint.model
         if output is not None and output.mode_for(type(endpoint.provider)) == "prompted":
@@ -427,6 +405,7 @@ class Engine:
             variant=variant,
             repeat=repeat,
             output=output,
+            tools=tools,
         )
         adaptive = endpoint.adaptive
         attempt = 0
@@ -533,9 +512,15 @@ class Engine:
             if self.batches is None:  # the plan's cases were all rendered before the run
                 raise
             return self._unrenderable(endpoint, variant, case, repeat, exc)
-        call = await self.call(
-            endpoint, messages, case, variant.variant.id, repeat, variant.variant.output
-        )
+        turns = None
+        if variant.variant.tools is not None:  # a bounded model-tool loop
+            from evalwh.engine.toolloop import tool_loop
+
+            call, turns = await tool_loop(self, endpoint, messages, case, variant.variant, repeat)
+        else:
+            call = await self.call(
+                endpoint, messages, case, variant.variant.id, repeat, variant.variant.output
+            )
         base: dict[str, Any] = {
             "variant": variant.variant.id,
             "model": model,
@@ -546,6 +531,7 @@ class Engine:
             "cached": call.cached,
             "attempts": call.attempts,
             "queued_ms": call.queued_ms,
+            "turns": turns,
         }
         if call.answer is None:
             assert call.error is not None

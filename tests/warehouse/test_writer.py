@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 
 from evalwh.config.model import Case
+from evalwh.engine.answers import CachedAnswer
 from evalwh.engine.records import RowSink
-from evalwh.engine.runner import CachedAnswer
 from evalwh.warehouse import writer
 from evalwh.warehouse.store import Warehouse
 from evalwh.warehouse.writer import LeaseLostError, RunWriter

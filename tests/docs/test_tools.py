@@ -1,0 +1,44 @@
+"""docs/tools.md and examples/tools/ run as written: the example needs no key and no network."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import evalwh
+from tests.builders import stored
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "tools" / "eval.yaml"
+
+
+def test_the_tools_example_runs_with_no_key_and_stores_each_loops_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    result = evalwh.run_eval(EXAMPLE, output_dir=tmp_path / "out")
+    assert (result.status, result.exit_code) == ("completed", 0)
+    rows = {
+        r["case_id"]: r
+        for r in stored(
+            tmp_path / "out",
+            "SELECT case_id, output, passed, finish_reason, error_kind, attempts, tool_calls "
+            "FROM cases",
+        )
+    }
+    # a wrong argument name, corrected after the tool's error: three requests
+    assert (rows["paris"]["passed"], rows["paris"]["attempts"]) == (True, 3)
+    assert rows["paris"]["output"] == "18 °C and clear"
+    # two calls in one answer, then the answer: two requests
+    assert (rows["warmer"]["passed"], rows["warmer"]["attempts"]) == (True, 2)
+    # the model that never stops calling is stopped by max_turns (3), a stored outcome
+    looping = rows["looping"]
+    assert (looping["finish_reason"], looping["error_kind"], looping["attempts"]) == (
+        "turn_limit",
+        "turn_limit",
+        3,
+    )
+    assert json.loads(looping["tool_calls"])[0]["arguments"] == {"city": "Atlantis"}
