@@ -42,3 +42,23 @@ def test_the_tools_example_runs_with_no_key_and_stores_each_loops_outcome(
         3,
     )
     assert json.loads(looping["tool_calls"])[0]["arguments"] == {"city": "Atlantis"}
+
+
+def test_the_which_tool_failed_most_query_of_docs_tools_md_answers_in_one_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    from tests.conftest import run_cli
+
+    page = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
+    (command,) = re.findall(r'^evalwh sql "(.+)"$', page, re.M)
+    evalwh.run_eval(EXAMPLE, output_dir=tmp_path / "out")
+    result = run_cli("sql", command, "--format", "json", "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    # the example's calls: paris 2 (one with a wrong argument name), warmer 2, looping 2
+    # (Atlantis: the mock tool's error; the third answer's call is never run)
+    answer = json.loads(result.stdout)
+    assert answer["rows"] == [
+        {"tool_name": "get_weather", "calls": 6, "failed": 3, "bad_arguments": 1}
+    ], answer

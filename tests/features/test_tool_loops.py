@@ -224,6 +224,31 @@ def test_one_tool_call_goes_back_in_the_native_format_and_the_final_answer_is_st
     assert found["cost_usd"] == pytest.approx(
         (found["input_tokens"] * 1 + found["output_tokens"] * 2) / 1e6
     )
+    # the transcript: the call, its result, the final answer; the turns' tokens sum to the cell's
+    turns = stored(
+        tmp_path / "out",
+        "SELECT seq, turn, role, content, tool_name, call_id, arguments, result, error, "
+        "args_valid, input_tokens, output_tokens, finish_reason FROM turns ORDER BY seq",
+    )
+    assert [(t["seq"], t["turn"], t["role"], t["tool_name"]) for t in turns] == [
+        (0, 0, "assistant", None),
+        (1, 0, "tool", "get_weather"),
+        (2, 1, "assistant", None),
+    ]
+    call, result, final = turns
+    assert json.loads(call["arguments"])[0]["arguments"] == {"city": "Paris"}
+    assert call["finish_reason"] == "tool_calls" and final["finish_reason"] == "stop"
+    assert (json.loads(result["result"]), result["error"], result["args_valid"]) == (
+        {"temp_c": 18},
+        None,
+        True,
+    )
+    assert (
+        result["call_id"] == {"anthropic": "toolu_0", "openai": "call_0", "gemini": "call_0_0"}[api]
+    )
+    assert final["content"] == "sunny, 18 C"
+    assert call["input_tokens"] + final["input_tokens"] == found["input_tokens"]
+    assert call["output_tokens"] + final["output_tokens"] == found["output_tokens"]
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -345,3 +370,64 @@ def test_retrying_a_failed_loop_does_not_repeat_its_finished_turns(
     assert server.count == 1
     assert results_sent(api, server.requests[0])[0][2] is False
     assert row(tmp_path)["output"] == "sunny"
+
+
+MOCK_LOOP = """\
+tools:
+  - name: lookup
+    description: Looks a key up.
+    parameters: {type: object, properties: {key: {type: string}}, required: [key]}
+    python: "lookup.py:lookup"
+models:
+  - id: m
+    provider: mock
+    mock:
+      default: "the answer echoes {{ 'sk-ant-api03-' ~ 'B' * 30 }}"
+      rules:
+        - when: {turn: 0}
+          tool_calls: [{name: lookup, arguments: {key: k1}}]
+variants:
+  - {id: v, messages: [{role: user, content: "hi"}], tools: [lookup]}
+cases:
+  - {id: c1}
+scorecard:
+  - {name: echoes, type: contains, value: echoes}
+"""
+# the tool returns a key: in the transcript it is model and tool output, redacted as answers are
+LOOKUP = "def lookup(key):\n    return {'value': 'sk-ant-api03-' + 'A' * 30}\n"
+
+
+def loop_config(tmp_path: Path, more: str = "") -> Path:
+    write(tmp_path / "lookup.py", LOOKUP)
+    return write(tmp_path / "eval.yaml", MOCK_LOOP + more)
+
+
+def test_a_transcript_is_stored_redacted_and_exported_beside_its_cell(tmp_path: Path) -> None:
+    # attack: a model or a tool echoing a key into the transcript; it is stored as ***
+    cfg = loop_config(tmp_path)
+    result = evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    turns = stored(tmp_path / "out", "SELECT * FROM turns ORDER BY seq")
+    assert [t["role"] for t in turns] == ["assistant", "tool", "assistant"]
+    text = json.dumps(turns, default=str)
+    assert "sk-ant-" not in text and "***" in text
+    exported = tmp_path / "out" / "exports" / "turns" / f"run_id={result.run_id}" / "turns.parquet"
+    import duckdb
+
+    rows = duckdb.sql(f"SELECT role, result FROM '{exported}' ORDER BY seq").fetchall()
+    assert [r[0] for r in rows] == ["assistant", "tool", "assistant"]
+    assert "***" in rows[1][1]
+
+
+def test_a_transcript_is_stored_as_written_with_redact_outputs_false(tmp_path: Path) -> None:
+    cfg = loop_config(tmp_path, "privacy: {redact_outputs: false}\n")
+    evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    texts = stored(tmp_path / "out", "SELECT content, result FROM turns ORDER BY seq")
+    assert "sk-ant-api03-AAAA" in texts[1]["result"] and "sk-ant-api03-BBBB" in texts[2]["content"]
+
+
+def test_a_no_look_run_stores_no_transcript(tmp_path: Path) -> None:
+    cfg = loop_config(tmp_path, "privacy: {no_look: true}\n")
+    evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    assert stored(tmp_path / "out", "SELECT count(*) AS n FROM turns") == [{"n": 0}]
+    (cell,) = stored(tmp_path / "out", "SELECT passed, attempts FROM cases")
+    assert cell == {"passed": True, "attempts": 2}  # the loop ran: only its transcript is gone
