@@ -221,6 +221,31 @@ def _raw_reason(extra: dict[str, Any]) -> str:
     return "no reason given"
 
 
+def tool_calls_of(turns: list[Any] | None, wire: dict[str, Any] | None) -> list[Any] | None:
+    """A cell's tool calls as trajectory scorers read them (evalwh.scoring.trajectory): every
+    call of a tool loop's answers, in order, with its outcome when it ran; for one request, the
+    calls its answer made (never run). None when there were none."""
+    if not turns:
+        made = (wire or {}).get("tool_calls")
+        return [{**c, "turn": 0, "args_valid": None} for c in made] if made else None
+    ran = {t.call_id: t for t in turns if t.role == "tool"}
+    calls = []
+    for t in turns:
+        for c in t.arguments or () if t.role == "assistant" else ():
+            done = ran.get(c.get("id"))
+            calls.append(
+                {
+                    "name": c.get("name"),
+                    "arguments": c.get("arguments"),
+                    "turn": t.turn,
+                    "args_valid": done.args_valid if done is not None else None,
+                    "error": done.error if done is not None else None,
+                    "result": done.result if done is not None else None,
+                }
+            )
+    return calls or None
+
+
 class _DeadlinePassed(Exception):
     """The call's deadline_s passed before another attempt could start."""
 
@@ -567,10 +592,12 @@ class Engine:
                 scored=self.scorecard.failed(text if not self.no_look else kind),
                 wire=answer.wire,
             )
+        calls = tool_calls_of(turns, answer.wire)
         if self.scorecard.judged or (case.check is not None and self.check_runner is not None):
-            scored, judge_cost, check = await self._score(answer.output, case, messages)
+            scored, judge_cost, check = await self._score(answer.output, case, messages, calls)
         else:  # deterministic scorers only: nothing to await
-            scored, judge_cost, check = self.scorecard.score(answer.output, case), None, None
+            scored = self.scorecard.score(answer.output, case, None, calls)
+            judge_cost, check = None, None
         if variant.variant.output is not None:  # the schema pass rate says how it was asked
             mode = variant.variant.output.mode_for(type(endpoint.provider))
             for row in scored.criteria:
@@ -623,7 +650,7 @@ class Engine:
         )
 
     async def _score(
-        self, output: str, case: Case, messages: Rendered
+        self, output: str, case: Case, messages: Rendered, calls: list[Any] | None = None
     ) -> tuple[CaseScore, float | None, CheckOutcome | None]:
         """Judge criteria and the exec check run concurrently; then the whole scorecard."""
         jobs: list[Awaitable[Any]] = [
@@ -635,7 +662,7 @@ class Engine:
         judged = done[: len(self.scorecard.judged)]
         check: CheckOutcome | None = done[-1] if len(done) > len(judged) else None
         given = {name: result for name, result, _ in judged}
-        scored = self.scorecard.score(output, case, given)
+        scored = self.scorecard.score(output, case, given, calls)
         meta = {name: m for name, _, m in judged}
         judge_cost = None
         for row in scored.criteria:

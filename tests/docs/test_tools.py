@@ -42,6 +42,14 @@ def test_the_tools_example_runs_with_no_key_and_stores_each_loops_outcome(
         3,
     )
     assert json.loads(looping["tool_calls"])[0]["arguments"] == {"city": "Atlantis"}
+    # the trajectory scorers: paris called the tool with a city (its first call had none)
+    scores = {
+        (r["case_id"], r["criterion"]): (r["score"], r["passed"])
+        for r in stored(tmp_path / "out", "SELECT case_id, criterion, score, passed FROM scores")
+    }
+    assert scores[("paris", "asked-the-tool")] == (1.0, True)
+    assert scores[("paris", "valid-arguments")] == (0.5, False)  # 1 of 2 calls fit
+    assert scores[("warmer", "valid-arguments")] == (1.0, True)
 
 
 def test_the_which_tool_failed_most_query_of_docs_tools_md_answers_in_one_query(

@@ -431,3 +431,35 @@ def test_a_no_look_run_stores_no_transcript(tmp_path: Path) -> None:
     assert stored(tmp_path / "out", "SELECT count(*) AS n FROM turns") == [{"n": 0}]
     (cell,) = stored(tmp_path / "out", "SELECT passed, attempts FROM cases")
     assert cell == {"passed": True, "attempts": 2}  # the loop ran: only its transcript is gone
+
+
+def test_a_single_answers_tool_calls_are_scored_by_trajectory_scorers(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    # no tools offered: one request, whose answer's calls are scored (never run)
+    server.script(calls("openai", ("get_weather", {"city": "Paris"})))
+    cfg = write(
+        tmp_path / "eval.yaml",
+        f"""\
+models:
+  - {{id: m, provider: openai, model: gpt-4o, base_url: '{server.openai_url}', price: 0}}
+variants:
+  - {{id: v, messages: [{{role: user, content: "Weather?"}}]}}
+cases:
+  - {{id: c1}}
+scorecard:
+  - {{name: weather, type: tool-called, tool: get_weather, args: {{city: Paris}}}}
+  - {{name: no-delete, type: tool-not-called, tool: delete}}
+  - {{name: unchecked, type: args-valid}}
+""",
+    )
+    evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    rows = stored(tmp_path / "out", "SELECT criterion, passed FROM scores ORDER BY criterion")
+    assert {r["criterion"]: r["passed"] for r in rows} == {
+        "weather": True,
+        "no-delete": True,
+        "unchecked": True,  # nothing was checked against a schema
+    }
+    assert server.count == 1 and stored(tmp_path / "out", "SELECT count(*) AS n FROM turns") == [
+        {"n": 0}
+    ]
