@@ -4,7 +4,9 @@ Loopback only. Every ``POST .../chat/completions`` is answered after ``--latency
 the text of the last user message (echo) and made-up token counts; ``GET /stats`` returns the
 request count and the most requests seen in flight at once (``GET /stats/reset`` starts that
 count again). ``--rate N`` allows N requests a second (a token bucket holding ``--burst``);
-the rest get a 429 with ``Retry-After: --retry-after`` at once, like a rate-limited API. Keep-alive connections, one
+the rest get a 429 with ``Retry-After: --retry-after`` at once, like a rate-limited API. A
+request that offers ``tools`` is answered with a call of its first tool until it carries
+:data:`TOOL_ROUNDS` tool results (a three-turn loop). Keep-alive connections, one
 coroutine per connection: hundreds of concurrent connections cost one event loop, unlike the
 thread-per-connection test server (tests/fakes/servers.py), so the server is never the
 bottleneck of a concurrency-128 run.
@@ -25,6 +27,10 @@ import json
 import sys
 import time
 from dataclasses import dataclass
+
+# A request that offers tools is answered with a call of its first tool until it carries
+# this many tool results: a tool loop of TOOL_ROUNDS + 1 turns (benchmarks/toolloop.py).
+TOOL_ROUNDS = 2
 
 
 @dataclass
@@ -133,18 +139,29 @@ class LatencyServer:
             await asyncio.sleep(self.latency)
         finally:
             stats.in_flight -= 1
+        message: dict = {"role": "assistant", "content": text}
+        finish = "stop"
+        rounds = sum(1 for m in body.get("messages") or () if m.get("role") == "tool")
+        if body.get("tools") and rounds < TOOL_ROUNDS:  # a tool loop: call the first tool
+            name = body["tools"][0]["function"]["name"]
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{stats.requests}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps({"q": text[:40]})},
+                    }
+                ],
+            }
+            finish = "tool_calls"
         payload = json.dumps(
             {
                 "id": f"chatcmpl-{stats.requests}",
                 "object": "chat.completion",
                 "model": body.get("model", "bench"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {
                     "prompt_tokens": max(1, len(raw) // 4),
                     "completion_tokens": max(1, len(text) // 4),

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from evalwh.warehouse.lake import LakeTarget
 
 # The tables a run owns, copied with it (the response cache travels separately, by hash).
-RUN_TABLES = ("runs", "cases", "scores", "pairs", "labels")
+RUN_TABLES = ("runs", "cases", "scores", "pairs", "labels", "turns")
 PUSHED_STATES = ("completed", "failed", "stopped")  # a live or interrupted run may still change
 
 

@@ -124,6 +124,14 @@ def referenced_paths(data: Mapping[str, Any]) -> list[tuple[str, str]]:
                 found.append((f"scorecard[{i}].{option}", file))
         if isinstance(criterion.get("schema_file"), str):
             found.append((f"scorecard[{i}].schema_file", criterion["schema_file"]))
+    for i, tool in enumerate(data.get("tools") or []):
+        if not isinstance(tool, Mapping):
+            continue
+        file = _function_file(tool.get("python"))
+        if file is not None:
+            found.append((f"tools[{i}].python", file))
+        if tool.get("command") is not None:
+            found += _command_paths(tool["command"], f"tools[{i}].command")
     for i, judge in enumerate(data.get("judges") or []):
         if isinstance(judge, Mapping):
             found += _model_paths(judge.get("model"), f"judges[{i}].model")
@@ -150,6 +158,10 @@ def _code(data: Mapping[str, Any], cases: list[Any]) -> list[Violation]:
         model = judge.get("model") if isinstance(judge, Mapping) else None
         if isinstance(model, Mapping) and model.get("provider") == "command":
             out.append(Violation(f"judges[{i}].model.provider", "command", why))
+    for i, tool in enumerate(data.get("tools") or []):  # a mock tool runs nothing
+        for kind in ("python", "command") if isinstance(tool, Mapping) else ():
+            if tool.get(kind) is not None:
+                out.append(Violation(f"tools[{i}].{kind}", str(tool[kind]), why))
     for i, criterion in enumerate(data.get("scorecard") or []):
         if isinstance(criterion, Mapping) and criterion.get("type") in CODE_SCORERS:
             option = CODE_SCORERS[criterion["type"]]

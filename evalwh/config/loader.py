@@ -146,6 +146,9 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     from evalwh.config.outputs import attach_outputs
 
     variants = attach_outputs(data, variants, scorecard, path)
+    from evalwh.config.tools import attach_tools
+
+    variants = attach_tools(data, variants, path)
     if not any(c.weight > 0 for c in scorecard):
         raise ConfigError(
             "every criterion has weight 0",
@@ -194,6 +197,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
             "id": v.id,
             "messages": [[m.role, [p.to_dict() for p in m.content]] for m in v.messages],
             **({"output": v.output.to_dict()} if v.output is not None else {}),
+            **({"tools": [t.name for t in v.tools.tools]} if v.tools is not None else {}),
         }
         for v in variants
     ]

@@ -48,6 +48,7 @@ class Variant:
     where: str = ""  # path inside the config, for error messages
     output: Any = None  # an evalwh.config.outputs.OutputSpec: JSON by schema is asked for
     root: Path | None = None  # the config's folder: a part's relative file resolves here
+    tools: Any = None  # an evalwh.config.tools.ToolUse: each cell is a model-tool loop
 
 
 @dataclass(frozen=True)

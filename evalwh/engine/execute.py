@@ -13,6 +13,7 @@ from typing import Any
 from evalwh import __version__
 from evalwh.config.model import EvalConfig, ModelSpec
 from evalwh.config.settings import Settings
+from evalwh.engine.answers import CachedAnswer
 from evalwh.engine.feed import case_batches, restart_hint, with_checks
 from evalwh.engine.pairwise import judge_pairs
 from evalwh.engine.plan import (
@@ -26,7 +27,6 @@ from evalwh.engine.plan import (
     request_scope,
 )
 from evalwh.engine.runner import (
-    CachedAnswer,
     CellResult,
     CheckOutcome,
     Endpoint,
@@ -55,6 +55,7 @@ class Prepared:
     prompt_chars: list[int] = field(default_factory=list)  # ... and its rendered size
     cells: list[Cell] = field(default_factory=list)  # ... and its (variant, model, case, repeat)
     media_tokens: list[int] = field(default_factory=list)  # ... its attachments' tokens
+    turns: list[int] = field(default_factory=list)  # ... its requests at most (a tool loop's)
     unestimated: dict[int, int] = field(default_factory=dict)  # model index -> parts not estimated
     files: dict[str, list[Path]] = field(default_factory=dict)  # sha256 -> where it was seen
 
@@ -102,6 +103,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             check_output = getattr(cls, "check_output", None)
             if check_output is not None and output.mode_for(cls) == "native":
                 check_output(output, file=file, where=f"{variant.where}.output_schema")
+    check_tools(config, models)
     judges = []
     for judge in config.judges:
         providers.check(judge.model, file)
@@ -143,6 +145,46 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             for c in cases
         ]
     return scorecard, replace(config, models=models, judges=judges, cases=cases)
+
+
+def check_tools(config: EvalConfig, models: list[ModelSpec]) -> None:
+    """A variant with tools: every model can be offered tools (its provider says
+    ``tool_use``, the capability table does not rule the model out); a command tool's
+    program is a usable argv."""
+    from evalwh import providers
+    from evalwh.providers.capabilities import tools_problem
+    from evalwh.providers.command import argv_of
+
+    file = str(config.path)
+    offered = {t.name: t for v in config.variants if v.tools for t in v.tools.tools}
+    for tool in offered.values():
+        if tool.kind == "command":
+            try:
+                argv_of(tool.impl)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"tool '{tool.name}': bad command: {exc}",
+                    file=file,
+                    where=f"{tool.where}.command",
+                    fix='write the program and its arguments, e.g. ["python", "tool.py"]',
+                ) from None
+    for variant in config.variants:
+        if variant.tools is None:
+            continue
+        for model in models:
+            cls = providers.provider_class(model.provider)
+            problem = (
+                None if getattr(cls, "tool_use", False) else "its provider cannot call tools"
+            ) or tools_problem(model)
+            if problem is not None:
+                raise ConfigError(
+                    f"model '{model.id}' (provider {model.provider}) cannot be offered the "
+                    f"tools of variant '{variant.id}': {problem}",
+                    file=file,
+                    where=f"{variant.where}.tools",
+                    fix="use a model that calls tools (docs/providers.md), or filter this "
+                    "variant × model out (--variant / --model)",
+                )
 
 
 def secret_names(config: EvalConfig) -> list[str]:
@@ -198,6 +240,8 @@ def _prepare(
             size = sum(len(p.get("text", "")) for m in messages for p in m["content"])
             body = request_body(messages)  # serialised once for every model and repeat
             binary = any(p["type"] != "text" for m in messages for p in m["content"])
+            tools = variant.variant.tools
+            turns = tools.limits.max_turns if tools is not None else 1
             if binary:
                 _collect_files(messages, prepared.files)
             for index, (model, identity) in enumerate(zip(plan.models, identities, strict=True)):
@@ -215,7 +259,11 @@ def _prepare(
                                 r,
                                 body=body,
                                 scope=request_scope(
-                                    model, variant.variant.id, case.id, variant.variant.output
+                                    model,
+                                    variant.variant.id,
+                                    case.id,
+                                    variant.variant.output,
+                                    variant.variant.tools,
                                 ),
                             )
                         )
@@ -223,6 +271,7 @@ def _prepare(
                         prepared.prompt_chars.append(size)
                         prepared.cells.append((variant.variant.id, model.id, case.id, r))
                         prepared.media_tokens.append(media)
+                        prepared.turns.append(turns)
                         if unknown:
                             prepared.unestimated[index] = (
                                 prepared.unestimated.get(index, 0) + unknown
@@ -274,7 +323,7 @@ class Estimate:
     datasources: bool = False  # cases also come from a datasource: not counted here
     note: str = (
         f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when "
-        "unset; judges: one pointwise call per judged answer, two per pairwise pair (both "
+        "unset; a tool loop's cell: max_turns requests of at least its prompt each; judges: one pointwise call per judged answer, two per pairwise pair (both "
         f"orders), each reading the answer(s) at their max_tokens plus {JUDGE_OVERHEAD_TOKENS} "
         "tokens of instructions; images, audio and PDF pages by each provider's rule "
         "(docs/providers.md), and a file no rule can estimate is counted under 'not estimated'"
@@ -297,16 +346,24 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         }
         for m in models
     ]
-    for key, index, chars, media in zip(
-        prepared.hashes, prepared.models, prepared.prompt_chars, prepared.media_tokens, strict=True
+    for key, index, chars, media, turns in zip(
+        prepared.hashes,
+        prepared.models,
+        prepared.prompt_chars,
+        prepared.media_tokens,
+        prepared.turns,
+        strict=True,
     ):
         row = rows[index]
         if key in cache:
             row["cached"] += 1
             continue
-        row["calls"] += 1
-        row["input_tokens"] += max(1, chars // 4) + media
-        row["output_tokens"] += int(models[index].params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
+        # a tool loop: up to max_turns requests, each resending the prompt at least
+        row["calls"] += turns
+        row["input_tokens"] += (max(1, chars // 4) + media) * turns
+        row["output_tokens"] += turns * int(
+            models[index].params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS
+        )
     for index, unknown in prepared.unestimated.items():
         rows[index]["not_estimated"] = unknown  # attachment parts no rule could count
     for row, model in zip(rows, models, strict=True):
@@ -597,6 +654,10 @@ def execute(
                 if use_cache
                 else {}
             )
+        if use_cache and any(v.variant.tools for v in plan.variants):
+            # a tool loop's later turns are keyed on its transcript, unknown before the run:
+            # the cached answers of its models serve them (as a judge's)
+            cache.update(judge_cache(Warehouse(settings.cache_path), list(plan.models)))
         engine = Engine(
             plan,
             endpoints,
@@ -632,6 +693,8 @@ def execute(
         finally:
             for endpoint in [*endpoints.values(), *(j.endpoint for j in judges.values())]:
                 await endpoint.provider.aclose()
+            if holder:
+                await asyncio.to_thread(holder[0].toolbox.close)
 
     holder: list[Engine] = []
     caught: list[str] = []

@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.config.model import ModelSpec
+from evalwh.engine.answers import CachedAnswer, Call
 from evalwh.engine.plan import Cell
-from evalwh.engine.runner import CELL, CachedAnswer, Call
+from evalwh.engine.runner import CELL
 from evalwh.errors import UsageError
 
 MAGIC = b"EVALWH-JOURNAL 1\n"

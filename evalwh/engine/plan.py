@@ -209,14 +209,21 @@ def request_body(messages: Rendered) -> str:
 
 
 def request_scope(
-    model: ModelSpec, variant: str, case_id: str, output: OutputSpec | None = None
+    model: ModelSpec,
+    variant: str,
+    case_id: str,
+    output: OutputSpec | None = None,
+    tools: Any = None,
 ) -> str:
     """What decides an answer besides the rendered messages: the output schema a variant asks
     for (an ``OutputSpec``: its schema and mode, so an answer given without a schema, or to
     another one, is never served from the cache), and for the mock provider the case and the
     variant (its rules and draws depend on them, so two cases with the same prompt never share
-    a mock answer). "" for a request of another provider that asks for no schema."""
+    a mock answer), and the tools offered (a ToolUse: definitions and tool choice). "" for a
+    request of another provider that asks for no schema and offers no tools."""
     mock = f"{variant}\x00{case_id}" if model.provider == "mock" else ""
+    if tools is not None:  # a ToolUse: the tools offered and the tool choice
+        mock = f"{mock}\x00tools\x00{tools.digest_text()}"
     if output is None:
         return mock
     return f"{mock}\x00output\x00{output.digest_text()}"

@@ -7,7 +7,8 @@ from typing import Any
 
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import known_secret_values, redact, redact_tree
-from evalwh.engine.runner import CachedAnswer, CellResult
+from evalwh.engine.answers import CachedAnswer
+from evalwh.engine.runner import CellResult
 from evalwh.warehouse.writer import CACHE_COLUMNS, RunWriter, to_json
 
 
@@ -125,6 +126,8 @@ class RowSink:
                 *_wire_fields(result.wire, hide, known),
             ]
         )
+        if result.turns and not hide:  # a no-look run stores no transcript
+            self._turns(result, now, known)
         add_score = self.writer.add_score
         for c in scored.criteria:
             details = c.details
@@ -157,6 +160,36 @@ class RowSink:
         if self._known_values is None or now - self._known_at >= KNOWN_EVERY_S:
             self._known_values, self._known_at = known_secret_values(), now
         return self._known_values
+
+    def _turns(self, result: CellResult, now: int, known: list[str] | None) -> None:
+        """A tool loop's steps (evalwh.engine.toolloop.Turn): what the model and the tools
+        said is stored redacted as answers are (unless ``redact_outputs: false``), the tools'
+        errors cleaned as errors are."""
+        key = (self.run_id, result.variant, result.model.id, result.case.id, result.repeat)
+        add = self.writer.add_turn
+        for t in result.turns or ():
+            add(
+                [
+                    *key,
+                    t.seq,
+                    t.turn,
+                    t.role,
+                    _answer(t.content, known),
+                    t.tool_name,
+                    t.call_id,
+                    to_json(_answer(t.arguments, known)),
+                    to_json(_answer(t.result, known)),
+                    _clean(t.error),
+                    t.args_valid,
+                    t.latency_ms,
+                    t.input_tokens,
+                    t.output_tokens,
+                    t.cost_usd,
+                    t.cached,
+                    t.finish_reason,
+                    now,
+                ]
+            )
 
     def remember(self, key: str, model: ModelSpec, answer: CachedAnswer) -> None:
         """A new successful answer (or judge reply) for the response cache."""

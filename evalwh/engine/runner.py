@@ -23,7 +23,7 @@ from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
 from evalwh.config.prompts import CompiledVariant, Rendered
-from evalwh.config.secrets import known_secret_values, redact_tree
+from evalwh.engine.answers import CachedAnswer, Call
 from evalwh.engine.budget import Budget
 from evalwh.engine.limits import (
     DEAD_ENDPOINT_AFTER,
@@ -33,29 +33,10 @@ from evalwh.engine.limits import (
     backoff_s,
 )
 from evalwh.engine.plan import Cell, Plan, model_identity, request_hash, request_scope
+from evalwh.engine.toolloop import LOOP_LIMITS
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
-
-
-@dataclass
-class CachedAnswer:
-    output: str
-    input_tokens: int | None
-    output_tokens: int | None
-    latency_ms: float | None
-    # why it ended and its token kinds (Completion.wire: finish_reason, refusal, tool_calls,
-    # reasoning, reasoning/cache tokens, the provider's raw values); kept in the cache too
-    wire: dict[str, Any] | None = None
-
-    def redacted(self) -> CachedAnswer:
-        """The answer as evalwh keeps it: known secrets and key shapes in its text and in
-        every string of its wire fields (refusal, tool calls, reasoning, raw values) are
-        ``***`` (:func:`~evalwh.config.secrets.redact_tree`)."""
-        known = known_secret_values()
-        return replace(
-            self, output=redact_tree(self.output, known), wire=redact_tree(self.wire, known)
-        )
 
 
 @dataclass
@@ -90,6 +71,8 @@ class CellResult:
     # Retry-After pause, back-offs between attempts. None: no request was made (a cache hit)
     queued_ms: float | None = None
     wire: dict[str, Any] | None = None  # CachedAnswer.wire of the answer
+    # a tool loop's transcript (evalwh.engine.toolloop.Turn), None for a single request
+    turns: list[Any] | None = None
 
 
 @dataclass
@@ -101,6 +84,8 @@ class EngineStats:
     done: int = 0
     judge_requests: int = 0
     replayed: int = 0  # answers taken from the run's journal (evalwh.engine.journal)
+    tool_calls: int = 0  # tool calls of tool loops (evalwh.engine.toolloop)
+    tool_errors: int = 0  # ... that failed: unknown tool, bad arguments, the tool's error
 
 
 @dataclass
@@ -139,32 +124,6 @@ class Endpoint:
         )
         return cls(
             model, provider, model_identity(model), RatePacer(model.requests_per_minute), semaphore
-        )
-
-
-@dataclass
-class Call:
-    """The outcome of one request after cache and retries. ``queued_ms``: the time its
-    attempts waited to be sent (pacing, slots, pauses, back-offs), None for a cache hit."""
-
-    key: str
-    answer: CachedAnswer | None
-    error: ProviderError | None
-    cached: bool
-    attempts: int
-    queued_ms: float | None = None
-    replayed: bool = False  # answered before a kill, read back from the run's journal
-
-    def cost(self, model: ModelSpec) -> float | None:
-        a = self.answer
-        if a is None or model.price is None or a.input_tokens is None or a.output_tokens is None:
-            return None
-        wire = a.wire or {}
-        return model.price.cost(
-            a.input_tokens,
-            a.output_tokens,
-            wire.get("cache_read_tokens"),
-            wire.get("cache_write_tokens"),
         )
 
 
@@ -260,6 +219,8 @@ def ending_failure(answer: CachedAnswer, model: ModelSpec) -> tuple[str, str] | 
         return f"blocked by the provider's safety filter ({raw})", "content_filter"
     if finish == "error":
         return f"the provider ended the answer with an error ({raw})", "finish_error"
+    if finish in LOOP_LIMITS:  # a tool loop that reached a bound (evalwh.engine.toolloop)
+        return f"{finish}: {(wire.get('extra') or {}).get('loop_limit', finish)}", finish
     return None
 
 
@@ -269,6 +230,31 @@ def _raw_reason(extra: dict[str, Any]) -> str:
         if extra.get(key) is not None:
             return f"{key}: {extra[key]}"
     return "no reason given"
+
+
+def tool_calls_of(turns: list[Any] | None, wire: dict[str, Any] | None) -> list[Any] | None:
+    """A cell's tool calls as trajectory scorers read them (evalwh.scoring.trajectory): every
+    call of a tool loop's answers, in order, with its outcome when it ran; for one request, the
+    calls its answer made (never run). None when there were none."""
+    if not turns:
+        made = (wire or {}).get("tool_calls")
+        return [{**c, "turn": 0, "args_valid": None} for c in made] if made else None
+    ran = {t.call_id: t for t in turns if t.role == "tool"}
+    calls = []
+    for t in turns:
+        for c in t.arguments or () if t.role == "assistant" else ():
+            done = ran.get(c.get("id"))
+            calls.append(
+                {
+                    "name": c.get("name"),
+                    "arguments": c.get("arguments"),
+                    "turn": t.turn,
+                    "args_valid": done.args_valid if done is not None else None,
+                    "error": done.error if done is not None else None,
+                    "result": done.result if done is not None else None,
+                }
+            )
+    return calls or None
 
 
 class _DeadlinePassed(Exception):
@@ -345,6 +331,9 @@ class Engine:
         # arrives; ``replay``: request hash -> an answer it kept from before a kill
         self.journal = journal
         self.replay = replay or {}
+        from evalwh.engine.tools import ToolBox
+
+        self.toolbox = ToolBox()  # the tools of tool loops (evalwh.engine.toolloop)
 
     def stop(self) -> None:
         """Start no new cell; the ones in flight finish (and are written)."""
@@ -411,12 +400,14 @@ class Engine:
         variant: str,
         repeat: int = 0,
         output: Any = None,
+        tools: Any = None,
     ) -> Call:
         """One request through the cache, the cost cap, the limits and the retries. Never
         raises; a request the cap refuses is a Call whose error has kind ``budget``.
-        ``output`` (an OutputSpec) asks for JSON by schema; it is part of the request's key."""
+        ``output`` (an OutputSpec) asks for JSON by schema, ``tools`` (a ToolUse) offers
+        tools; both are part of the request's key."""
         model = endpoint.model
-        scope = request_scope(model, variant, case.id, output)
+        scope = request_scope(model, variant, case.id, output, tools)
         key = request_hash(endpoint.identity, messages, repeat, scope=scope)
         replayed = self.replay.get(key)
         if replayed is not None:  # paid for before the kill: never asked again
@@ -428,7 +419,7 @@ class Engine:
             return Call(key, hit, None, True, 0)
         budget = self.budget
         if budget is None:
-            return await self._send(endpoint, messages, case, variant, repeat, key, output)
+            return await self._send(endpoint, messages, case, variant, repeat, key, output, tools)
         chars = sum(len(p.get("text", "")) for m in messages for p in m["content"])
         amount = budget.reservation(model, chars)
         if not budget.reserve(amount):
@@ -436,7 +427,7 @@ class Engine:
             return Call(key, None, error, False, 0)
         call = None
         try:
-            call = await self._send(endpoint, messages, case, variant, repeat, key, output)
+            call = await self._send(endpoint, messages, case, variant, repeat, key, output, tools)
             return call
         finally:
             budget.settle(amount, call.cost(model) if call is not None else None, model)
@@ -450,6 +441,7 @@ class Engine:
         repeat: int,
         key: str,
         output: Any = None,
+        tools: Any = None,
     ) -> Call:
         model = endpoint.model
         if output is not None and output.mode_for(type(endpoint.provider)) == "prompted":
@@ -463,6 +455,7 @@ class Engine:
             variant=variant,
             repeat=repeat,
             output=output,
+            tools=tools,
         )
         adaptive = endpoint.adaptive
         attempt = 0
@@ -574,9 +567,15 @@ class Engine:
             if self.batches is None:  # the plan's cases were all rendered before the run
                 raise
             return self._unrenderable(endpoint, variant, case, repeat, exc)
-        call = await self.call(
-            endpoint, messages, case, variant.variant.id, repeat, variant.variant.output
-        )
+        turns = None
+        if variant.variant.tools is not None:  # a bounded model-tool loop
+            from evalwh.engine.toolloop import tool_loop
+
+            call, turns = await tool_loop(self, endpoint, messages, case, variant.variant, repeat)
+        else:
+            call = await self.call(
+                endpoint, messages, case, variant.variant.id, repeat, variant.variant.output
+            )
         base: dict[str, Any] = {
             "variant": variant.variant.id,
             "model": model,
@@ -587,6 +586,7 @@ class Engine:
             "cached": call.cached,
             "attempts": call.attempts,
             "queued_ms": call.queued_ms,
+            "turns": turns,
         }
         if call.answer is None:
             assert call.error is not None
@@ -622,10 +622,12 @@ class Engine:
                 scored=self.scorecard.failed(text if not self.no_look else kind),
                 wire=answer.wire,
             )
+        calls = tool_calls_of(turns, answer.wire)
         if self.scorecard.judged or (case.check is not None and self.check_runner is not None):
-            scored, judge_cost, check = await self._score(answer.output, case, messages)
+            scored, judge_cost, check = await self._score(answer.output, case, messages, calls)
         else:  # deterministic scorers only: nothing to await
-            scored, judge_cost, check = self.scorecard.score(answer.output, case), None, None
+            scored = self.scorecard.score(answer.output, case, None, calls)
+            judge_cost, check = None, None
         if variant.variant.output is not None:  # the schema pass rate says how it was asked
             mode = variant.variant.output.mode_for(type(endpoint.provider))
             for row in scored.criteria:
@@ -678,7 +680,7 @@ class Engine:
         )
 
     async def _score(
-        self, output: str, case: Case, messages: Rendered
+        self, output: str, case: Case, messages: Rendered, calls: list[Any] | None = None
     ) -> tuple[CaseScore, float | None, CheckOutcome | None]:
         """Judge criteria and the exec check run concurrently; then the whole scorecard."""
         jobs: list[Awaitable[Any]] = [
@@ -690,7 +692,7 @@ class Engine:
         judged = done[: len(self.scorecard.judged)]
         check: CheckOutcome | None = done[-1] if len(done) > len(judged) else None
         given = {name: result for name, result, _ in judged}
-        scored = self.scorecard.score(output, case, given)
+        scored = self.scorecard.score(output, case, given, calls)
         meta = {name: m for name, _, m in judged}
         judge_cost = None
         for row in scored.criteria:

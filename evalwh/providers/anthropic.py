@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evalwh.providers.base import Completion, Request, int_or_none
+from evalwh.providers.base import Completion, Request, int_or_none, message_text
 from evalwh.providers.http import HttpProvider, merge_extra, stop_list
 from evalwh.providers.parts import part_base64, part_bytes, unsupported_part
 
@@ -47,6 +47,7 @@ STOP_REASONS = {
 class AnthropicProvider(HttpProvider):
     name = "anthropic"
     structured_output = True  # a forced tool call whose input_schema is the schema
+    tool_use = True  # tools: [{name, description, input_schema}], tool_use / tool_result blocks
     default_base_url = "https://api.anthropic.com"
     default_key_env = "ANTHROPIC_API_KEY"
     endpoint = "/v1/messages"
@@ -93,10 +94,30 @@ class AnthropicProvider(HttpProvider):
                         raise unsupported_part(self.name, part)
                     system_parts.append(part.get("text") or "")
                 continue
+            if message["role"] == "tool":  # a tool's result: a user turn of tool_result blocks
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": message["tool_call_id"],
+                    "content": message_text(message),
+                }
+                if message.get("is_error"):
+                    result["is_error"] = True
+                last = messages[-1] if messages else None
+                if last is not None and last.get("results"):  # one turn answers every call
+                    last["content"].append(result)
+                else:
+                    messages.append({"role": "user", "content": [result], "results": True})
+                continue
             blocks = [self._part(p) for p in message["content"]]
             # The API rejects empty text blocks; drop them unless nothing else is left.
-            kept = [b for b in blocks if b["type"] != "text" or b["text"]]
+            # a tool loop's assistant turn: its tool_use blocks follow its text
+            kept = [b for b in blocks if b["type"] != "text" or b["text"]] + [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
+                for c in message.get("tool_calls") or ()
+            ]
             messages.append({"role": message["role"], "content": kept or blocks})
+        for message in messages:
+            message.pop("results", None)
         budget = params.get("thinking_budget")
         # max_tokens is required; with thinking it counts the thinking too, so its default
         # leaves the answer DEFAULT_MAX_TOKENS above the budget
@@ -117,6 +138,17 @@ class AnthropicProvider(HttpProvider):
         stops = stop_list(params.get("stop"))
         if stops:
             body["stop_sequences"] = stops
+        if request.tools is not None:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools.tools
+            ]
+            choice = request.tools.choice
+            body["tool_choice"] = (
+                {"type": "tool", "name": choice["name"]}
+                if isinstance(choice, dict)
+                else {"type": {"required": "any"}.get(choice, choice)}
+            )
         if request.output is not None:  # JSON by schema: one tool, and the model must call it
             body["tools"] = [
                 {
@@ -149,7 +181,10 @@ class AnthropicProvider(HttpProvider):
             elif kind == "tool_use" and answer is None and block.get("name") == forced:
                 answer = json.dumps(block.get("input"), ensure_ascii=False, sort_keys=True)
             elif kind == "tool_use":
-                calls.append({"name": block.get("name"), "arguments": block.get("input")})
+                call = {"name": block.get("name"), "arguments": block.get("input")}
+                if isinstance(block.get("id"), str):
+                    call["id"] = block["id"]
+                calls.append(call)
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 thinking.append(block["thinking"])
         raw = data.get("stop_reason")

@@ -29,6 +29,13 @@ class Request:
     # maps it onto its own wire format (OpenAI response_format, Anthropic a forced tool call,
     # Gemini generationConfig.responseSchema) and returns the JSON as the completion's text.
     output: Any = None
+    # tools the model may call (an evalwh.config.tools.ToolUse: definitions, tool_choice); only
+    # a provider whose class sets ``tool_use = True`` is given one. A tool loop's later turns
+    # carry the transcript in ``messages``: an assistant message may hold ``tool_calls``
+    # ([{"id", "name", "arguments"}]) and a ``tool`` message answers one call (``tool_call_id``,
+    # ``name``, ``is_error``, the result as its text part); each provider maps these onto its
+    # native format.
+    tools: Any = None
 
     @property
     def params(self) -> dict[str, Any]:

@@ -217,6 +217,24 @@ TABLE: dict[str, Capability] = {
         request_limit=Limit(20 * MB, "20 MB per request inline (base64)", True),
     ),
 }
+# Models whose API refuses tools (function calling), though their provider offers them.
+NO_TOOLS: list[tuple[str, str]] = [
+    ("openai", "o1-mini*"),
+    ("openai", "o1-preview*"),
+    ("openai", "gpt-3.5-turbo-instruct*"),
+    ("openai", "*-search-preview*"),
+    ("google", "gemini-*-image*"),
+]
+
+
+def tools_problem(model: ModelSpec) -> str | None:
+    """Why ``model`` cannot be offered tools though its provider can (:data:`NO_TOOLS`)."""
+    for provider, pattern in NO_TOOLS:
+        if provider == model.provider and fnmatch.fnmatchcase(model.model, pattern):
+            return f"{model.model} does not support tool calls"
+    return None
+
+
 # Per model, where one API serves models with different inputs: (provider, glob, change).
 MODEL_RULES: list[tuple[str, str, dict[str, Any]]] = [
     ("openai", "gpt-3.5*", {"drop": ("image", "file", "audio")}),

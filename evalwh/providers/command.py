@@ -71,7 +71,62 @@ STDERR_TAIL = 500  # characters of stderr quoted in an error
 STDERR_CAPTURE_BYTES = 64 * 1024  # bytes kept from stderr's end while reading it
 
 
-def _argv(command: Any) -> list[str]:
+async def run_program(
+    argv: list[str],
+    payload: bytes,
+    *,
+    cwd: Any,
+    env: dict[str, str],
+    timeout_s: float,
+    max_output_bytes: int,
+) -> Capture:
+    """Run ``argv`` (no shell, its own process group) with ``payload`` on stdin; its stdout,
+    of which the first ``max_output_bytes`` are kept. Not starting, running past
+    ``timeout_s`` (killed, with its children: retryable, kind ``timeout``) and a non-zero exit
+    (kind ``exit``, quoting the end of stderr, sanitized) raise ProviderError. The command
+    provider and command tools (evalwh.engine.tools) run their programs with it."""
+    posix = os.name == "posix"
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=posix,  # its own process group, so a kill reaches children
+        )
+    except FileNotFoundError:
+        raise ProviderError(f"program not found: {argv[0]}") from None
+    except PermissionError:
+        raise ProviderError(f"program is not executable: {argv[0]}") from None
+    except OSError as exc:
+        raise ProviderError(f"cannot start {argv[0]}: {exc}") from None
+    out = Capture(max_output_bytes, 0)  # the answer's start
+    err = Capture(0, STDERR_CAPTURE_BYTES)  # stderr's end, where the error is
+    try:
+        await asyncio.wait_for(_exchange(proc, payload, out, err), timeout=timeout_s)
+    except asyncio.TimeoutError:
+        await _kill(proc, posix)
+        raise ProviderError(
+            f"{argv[0]} did not finish within {timeout_s:g}s (killed)",
+            retryable=True,
+            kind="timeout",
+        ) from None
+    finally:
+        if proc.returncode is None:  # cancelled (or timed out): never leave it running
+            await _kill(proc, posix)
+    if proc.returncode != 0:
+        tail = sanitize(err.text().strip(), STDERR_TAIL, tail=True)
+        code = proc.returncode or 0
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        raise ProviderError(
+            f"{argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"), kind="exit"
+        )
+    return out
+
+
+def argv_of(command: Any) -> list[str]:
     """The argument vector of a ``command`` option; ValueError if it is unusable."""
     if isinstance(command, str):
         argv = shlex.split(command, posix=os.name != "nt")
@@ -104,10 +159,11 @@ class CommandProvider:
     """Runs ``command`` once per request; see the module docstring."""
 
     name = "command"
+    tool_use = True  # the tools and the transcript's tool calls/results go in its JSON
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
-        self.argv = _argv(spec.options.get("command"))
+        self.argv = argv_of(spec.options.get("command"))
         self._env: dict[str, str] | None = None
         self.max_output_bytes = int(spec.options.get("max_output_bytes") or MAX_OUTPUT_BYTES)
         self.pass_env = [str(name) for name in spec.options.get("pass_env") or ()]
@@ -131,7 +187,7 @@ class CommandProvider:
                 fix='add command: the program to run, e.g. command: "python my_model.py"',
             )
         try:
-            _argv(command)
+            argv_of(command)
         except ValueError as exc:
             raise ConfigError(
                 f"bad command: {exc}",
@@ -150,6 +206,9 @@ class CommandProvider:
             "variant": request.variant,
             "repeat": request.repeat,
         }
+        if request.tools is not None:
+            payload["tools"] = [t.definition() for t in request.tools.tools]
+            payload["tool_choice"] = request.tools.choice
         return json.dumps(payload, ensure_ascii=False).encode("utf-8")
 
     def _fail(self, message: str, *, retryable: bool, kind: str = "provider") -> ProviderError:
@@ -157,50 +216,17 @@ class CommandProvider:
         return ProviderError(redact(f"command: {message}"), retryable=retryable, kind=kind)
 
     async def complete(self, request: Request) -> Completion:
-        posix = os.name == "posix"
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            out = await run_program(
+                self.argv,
+                self._payload(request),
                 cwd=self.spec.root,  # the config's folder: `python agent.py` finds agent.py there
                 env=self.environment(),
-                start_new_session=posix,  # its own process group, so a kill reaches children
+                timeout_s=self.spec.timeout_s,
+                max_output_bytes=self.max_output_bytes,
             )
-        except FileNotFoundError:
-            raise self._fail(f"program not found: {self.argv[0]}", retryable=False) from None
-        except PermissionError:
-            raise self._fail(
-                f"program is not executable: {self.argv[0]}", retryable=False
-            ) from None
-        except OSError as exc:
-            raise self._fail(f"cannot start {self.argv[0]}: {exc}", retryable=False) from None
-        out = Capture(self.max_output_bytes, 0)  # the answer's start
-        err = Capture(0, STDERR_CAPTURE_BYTES)  # stderr's end, where the error is
-        try:
-            await asyncio.wait_for(
-                _exchange(proc, self._payload(request), out, err), timeout=self.spec.timeout_s
-            )
-        except asyncio.TimeoutError:
-            await _kill(proc, posix)
-            raise self._fail(
-                f"{self.argv[0]} did not finish within {self.spec.timeout_s:g}s (killed)",
-                retryable=True,
-                kind="timeout",
-            ) from None
-        finally:
-            if proc.returncode is None:  # cancelled (or timed out): never leave it running
-                await _kill(proc, posix)
-        if proc.returncode != 0:
-            tail = sanitize(err.text().strip(), STDERR_TAIL, tail=True)
-            code = proc.returncode or 0
-            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-            raise self._fail(
-                f"{self.argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"),
-                retryable=False,
-                kind="exit",
-            )
+        except ProviderError as exc:
+            raise self._fail(str(exc), retryable=exc.retryable, kind=exc.kind) from None
         completion = self._parse(sanitize(out.text()))
         if out.truncated:  # stored cut, and said so beside the answer
             return truncated(completion, len(out.head), out.total)

@@ -38,7 +38,7 @@ from typing import Any
 
 from evalwh.config.model import ModelSpec
 from evalwh.errors import ConfigError
-from evalwh.providers.base import Completion, Request, int_or_none
+from evalwh.providers.base import Completion, Request, int_or_none, message_text
 from evalwh.providers.gemini_schema import response_schema
 from evalwh.providers.http import HttpProvider, merge_extra, stop_list
 from evalwh.providers.parts import part_base64, unsupported_part
@@ -46,6 +46,8 @@ from evalwh.providers.parts import part_base64, unsupported_part
 KEY_NAMES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ROLES = {"user": "user", "assistant": "model"}
+# tool_choice -> functionCallingConfig.mode ({name: X} is ANY with allowedFunctionNames [X])
+FUNCTION_MODES = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
 # finishReason -> the finish reason evalwh stores (the raw value is kept in extra.finish_reason);
 # a prompt the API blocks (promptFeedback.blockReason, no candidate) is content_filter too
 FINISH_REASONS = {
@@ -70,6 +72,7 @@ class GoogleProvider(HttpProvider):
     default_key_env = KEY_NAMES[0]
     other_key_envs = KEY_NAMES[1:]  # GEMINI_API_KEY, else GOOGLE_API_KEY (the SDK's order)
     structured_output = True  # responseMimeType application/json + responseSchema
+    tool_use = True  # tools: [{functionDeclarations}], functionCall / functionResponse parts
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
@@ -119,8 +122,26 @@ class GoogleProvider(HttpProvider):
                         raise unsupported_part(self.name, part)
                     system.append(part.get("text") or "")
                 continue
+            if message["role"] == "tool":  # a function's result: a user turn of functionResponse
+                key = "error" if message.get("is_error") else "result"
+                answer = {
+                    "functionResponse": {
+                        "name": message["name"],
+                        "response": {key: _result_value(message_text(message))},
+                    }
+                }
+                last = contents[-1] if contents else None
+                if last is not None and "functionResponse" in last["parts"][-1]:
+                    last["parts"].append(answer)  # one turn answers every call
+                else:
+                    contents.append({"role": "user", "parts": [answer]})
+                continue
             parts = [self._part(p) for p in message["content"]]
             kept = [p for p in parts if p.get("text") != ""]  # the API refuses empty text parts
+            kept += [
+                {"functionCall": {"name": c["name"], "args": c["arguments"]}}
+                for c in message.get("tool_calls") or ()
+            ]
             contents.append({"role": ROLES[message["role"]], "parts": kept or parts})
         body: dict[str, Any] = {"contents": contents}
         text = params["system"] if params.get("system") is not None else "\n\n".join(system)
@@ -141,6 +162,26 @@ class GoogleProvider(HttpProvider):
         stops = stop_list(params.get("stop"))
         if stops:
             config["stopSequences"] = stops
+        if request.tools is not None:
+            body["tools"] = [
+                {
+                    "functionDeclarations": [
+                        {
+                            "name": t.name,
+                            "description": t.description,
+                            "parametersJsonSchema": t.parameters,
+                        }
+                        for t in request.tools.tools
+                    ]
+                }
+            ]
+            choice = request.tools.choice
+            calling: dict[str, Any] = {
+                "mode": "ANY" if isinstance(choice, dict) else FUNCTION_MODES[choice]
+            }
+            if isinstance(choice, dict):
+                calling["allowedFunctionNames"] = [choice["name"]]
+            body["toolConfig"] = {"functionCallingConfig": calling}
         if request.output is not None:  # JSON by schema, natively
             config["responseMimeType"] = "application/json"
             config["responseSchema"] = response_schema(request.output.schema)
@@ -172,7 +213,10 @@ class GoogleProvider(HttpProvider):
                     (thoughts if p.get("thought") else texts).append(p["text"])
                 elif isinstance(p.get("functionCall"), dict):
                     call = p["functionCall"]
-                    calls.append({"name": call.get("name"), "arguments": call.get("args")})
+                    found = {"name": call.get("name"), "arguments": call.get("args")}
+                    if isinstance(call.get("id"), str):
+                        found["id"] = call["id"]
+                    calls.append(found)
             text = "".join(texts)
             raw = first.get("finishReason")
             if isinstance(raw, str):
@@ -206,3 +250,14 @@ class GoogleProvider(HttpProvider):
             status = err.get("status")
             return f"{status}: {err['message']}" if status else str(err["message"])
         return super().error_detail(data)
+
+
+def _result_value(text: str) -> Any:
+    """A tool's result as a functionResponse carries it: the JSON value its text holds, else
+    the text."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

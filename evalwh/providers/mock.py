@@ -16,6 +16,9 @@ Its script lives under ``mock:`` in a model entry::
           - error: "overloaded"         # an injected failure
             transient: true             # retryable: a later attempt may succeed
             rate: 0.05
+          - when: {turn: 0}             # a tool loop's first request (n: after n answers)
+            tool_calls:                 # the reply calls tools (docs/tools.md)
+              - {name: get_weather, arguments: {city: Paris}}
 
 The same request always gets the same answer (the draw hashes model, variant, case and
 repeat; a transient error also hashes the attempt), so runs are reproducible and the
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -52,6 +56,11 @@ def _tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
+def _turn(request: Request) -> int:
+    """Which turn of a tool loop a request is: the answers already in its messages."""
+    return sum(1 for m in request.messages if m["role"] == "assistant" and "tool_calls" in m)
+
+
 class _Rule:
     def __init__(self, raw: dict[str, Any], index: int, spec: ModelSpec, file: str | None) -> None:
         from evalwh.config.prompts import compile_template
@@ -62,6 +71,8 @@ class _Rule:
         self.cases = _as_set(when.get("case"))
         self.variants = _as_set(when.get("variant"))
         self.metadata = dict(when.get("metadata") or {})
+        self.turn = when.get("turn")
+        self.tool_calls = raw.get("tool_calls")
         try:
             self.prompt = re.compile(when["prompt"]) if "prompt" in when else None
         except re.error as exc:
@@ -89,6 +100,8 @@ class _Rule:
             return False
         if any(str(case.metadata.get(k)) != str(v) for k, v in self.metadata.items()):
             return False
+        if self.turn is not None and self.turn != _turn(request):
+            return False
         if self.prompt is not None and not self.prompt.search(prompt):
             return False
         if self.rate >= 1.0:
@@ -111,6 +124,7 @@ class MockProvider:
     # JSON by schema counts as asked natively: the script's reply is the answer either way,
     # so `--fake` runs a suite whose variants insist on `mode: native`
     structured_output = True
+    tool_use = True  # a rule's tool_calls script a tool loop's model
 
     def __init__(self, spec: ModelSpec) -> None:
         from evalwh.config.prompts import compile_template
@@ -176,7 +190,24 @@ class MockProvider:
             ) from None
         except Exception as exc:
             raise ProviderError(f"mock: reply template failed: {exc}", kind="provider") from None
-        return Completion(text=text, input_tokens=_tokens(prompt), output_tokens=_tokens(text))
+        completion = Completion(
+            text=text, input_tokens=_tokens(prompt), output_tokens=_tokens(text)
+        )
+        if rule is not None and rule.tool_calls and request.tools is not None:
+            turn = _turn(request)
+            completion.tool_calls = [
+                {
+                    "id": f"call_{turn}_{i}",
+                    "name": c["name"],
+                    "arguments": c.get("arguments") or {},
+                }
+                for i, c in enumerate(rule.tool_calls)
+            ]
+            completion.finish_reason = "tool_calls"
+            if rule.reply is None:  # calls only, no text beside them
+                completion.text = ""
+                completion.output_tokens = _tokens(json.dumps(completion.tool_calls))
+        return completion
 
     async def aclose(self) -> None:
         return None

@@ -46,6 +46,7 @@ FINISH_REASONS = {
 class OpenAIProvider(HttpProvider):
     name = "openai"
     structured_output = True  # response_format: {type: json_schema, json_schema: {...}}
+    tool_use = True  # tools: [{type: function, function}], tool_calls and tool messages
     default_base_url: str | None = "https://api.openai.com/v1"
     default_key_env: str | None = "OPENAI_API_KEY"
     endpoint = "/chat/completions"
@@ -82,6 +83,32 @@ class OpenAIProvider(HttpProvider):
                 raise unsupported_part(self.name, part)
         return out
 
+    def _message(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One message on the wire: a tool loop's assistant turn carries ``tool_calls``
+        (arguments as a JSON string), a tool result is a ``tool`` message naming its call."""
+        role = message["role"]
+        if role == "tool":
+            return {
+                "role": "tool",
+                "tool_call_id": message["tool_call_id"],
+                "content": message_text(message),
+            }
+        out: dict[str, Any] = {"role": role, "content": self._content(message)}
+        if message.get("tool_calls"):
+            out["content"] = out["content"] or None
+            out["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": json.dumps(c["arguments"], ensure_ascii=False),
+                    },
+                }
+                for c in message["tool_calls"]
+            ]
+        return out
+
     def build_body(self, request: Request) -> dict[str, Any]:
         params = request.params
         system = params.get("system")
@@ -91,13 +118,23 @@ class OpenAIProvider(HttpProvider):
         for message in request.messages:
             if message["role"] == "system" and system is not None:
                 continue  # replaced by params.system
-            messages.append({"role": message["role"], "content": self._content(message)})
+            messages.append(self._message(message))
         body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
         if params.get("max_tokens") is not None:
             body[self.max_tokens_field] = int(params["max_tokens"])
         for key in ("temperature", "top_p", "stop", "reasoning_effort"):
             if params.get(key) is not None:
                 body[key] = params[key]
+        if request.tools is not None:
+            body["tools"] = [
+                {"type": "function", "function": t.definition()} for t in request.tools.tools
+            ]
+            choice = request.tools.choice
+            body["tool_choice"] = (
+                {"type": "function", "function": {"name": choice["name"]}}
+                if isinstance(choice, dict)
+                else choice
+            )
         if request.output is not None:
             body["response_format"] = {
                 "type": "json_schema",
@@ -155,14 +192,17 @@ class OpenAIProvider(HttpProvider):
 
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:
-    """A tool call as stored: its function's name and arguments (parsed when they are JSON,
-    else the string the model wrote)."""
+    """A tool call as stored: its id, its function's name and arguments (parsed when they are
+    JSON, else the string the model wrote)."""
     function = call.get("function") or {}
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         with contextlib.suppress(ValueError):
             arguments = json.loads(arguments)
-    return {"name": function.get("name"), "arguments": arguments}
+    out = {"name": function.get("name"), "arguments": arguments}
+    if isinstance(call.get("id"), str):
+        out["id"] = call["id"]
+    return out
 
 
 class OpenAICompatibleProvider(OpenAIProvider):

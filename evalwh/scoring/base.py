@@ -48,6 +48,11 @@ SCORERS: dict[str, str] = {
     "rouge-l": "evalwh.scoring.similarity:rouge_l_scorer",
     "semantic": "evalwh.scoring.similarity:semantic",
     "llm-judge": "evalwh.scoring.judge:judge_criterion",
+    "tool-called": "evalwh.scoring.trajectory:tool_called",
+    "tool-not-called": "evalwh.scoring.trajectory:tool_not_called",
+    "tool-order": "evalwh.scoring.trajectory:tool_order",
+    "max-tool-calls": "evalwh.scoring.trajectory:max_tool_calls",
+    "args-valid": "evalwh.scoring.trajectory:args_valid",
 }
 
 ENTRY_POINT_GROUP = "evalwh.scorers"

@@ -8,6 +8,9 @@ call at a time over a pipe, so the common case costs a pipe round trip, not a pr
     worker = ScorerWorker(criterion, root, file, timeout_s=30)   # ConfigError if it won't load
     worker(output, case)        # -> ScoreResult; a timeout or an exit is an error result
 
+A python *tool* (evalwh.engine.tools) runs in the same kind of worker:
+``worker.call_tool(arguments)`` calls ``fn(**arguments)``.
+
 A call that runs past ``timeout_s`` kills the worker and becomes a scorer error on that case;
 an exiting function too. The next call starts a fresh worker. The worker leads its own
 process group (``start_new_session``), and stopping it — at a timeout, an exit, ``close`` or
@@ -190,6 +193,27 @@ class ScorerWorker:
             + " instead of returning (sys.exit or os._exit in the scorer?)"
         )
 
+    def call_tool(self, arguments: dict[str, Any]) -> tuple[Any, str | None]:
+        """Call the loaded function as a tool, ``fn(**arguments)``: (its result, None), or
+        (None, why it failed) when it raised, ran past ``timeout_s`` (the worker is killed,
+        and whatever it forked) or exited."""
+        with self._lock:
+            if self._proc is None:
+                try:
+                    self._start()
+                except ConfigError as exc:
+                    return None, f"could not restart: {exc.message}"
+            reply = self._ask(("tool", arguments), self.timeout_s)
+        kind = reply[0]
+        if kind == "result":
+            return reply[1], None
+        if kind == "raised":
+            return None, str(reply[1])
+        if kind == "timeout":
+            return None, f"timed out after {reply[1]:g} s and was stopped"
+        code = reply[1]
+        return None, "exited" + (f" with code {code}" if code is not None else "")
+
     def _error(self, message: str) -> ScoreResult:
         return ScoreResult(0.0, passed=False, error=f"python scorer {self.name}: {message}")
 
@@ -258,6 +282,20 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                 continue
             kwargs = criterion.options.get("options")
             _send(replies, ("loaded", name))
+            continue
+        if message[0] == "tool":  # a tool call: fn(**arguments), its value as it is
+            try:
+                value = fn(**message[1])
+            except BaseException as exc:  # SystemExit too: the tool's error, not a dead worker
+                _send(
+                    replies,
+                    ("raised", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__),
+                )
+                continue
+            try:
+                _send(replies, ("result", value))
+            except Exception as exc:
+                _send(replies, ("raised", f"its result could not be sent back: {exc}"))
             continue
         _, output, case = message
         try:

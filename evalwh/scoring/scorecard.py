@@ -58,6 +58,12 @@ class Scorecard:
             for c, fn in zip(self.criteria, scorers, strict=True)
         )
         self._total_weight = sum(c.weight for c in self.criteria if c.weight > 0)
+        # trajectory scorers (evalwh.scoring.trajectory) also take the cell's tool calls
+        self._trajectory = {
+            c.name
+            for c, fn in zip(self.criteria, scorers, strict=True)
+            if hasattr(fn, "trajectory")
+        }
         # what renders each criterion's templated values for a case (evalwh.scoring.values)
         self._prepare = [p for fn in scorers if (p := getattr(fn, "prepare", None)) is not None]
         # llm-judge criteria: (name, judge id); the engine awaits them and passes the results in
@@ -74,9 +80,15 @@ class Scorecard:
             prepare(case)
 
     def score(
-        self, output: str, case: Case, given: dict[str, ScoreResult] | None = None
+        self,
+        output: str,
+        case: Case,
+        given: dict[str, ScoreResult] | None = None,
+        calls: list[dict[str, Any]] | None = None,
     ) -> CaseScore:
-        """Score one output; ``given`` holds results computed elsewhere (judge criteria)."""
+        """Score one output; ``given`` holds results computed elsewhere (judge criteria),
+        ``calls`` the cell's tool calls, for trajectory scorers."""
+        trajectory = self._trajectory
         if not isinstance(output, str):
             output = "" if output is None else str(output)
         rows: list[CriterionScore] = []
@@ -84,7 +96,12 @@ class Scorecard:
         case_passed = True
         for name, scorer, weight, required, threshold, fn in self._entries:
             try:
-                result = given[name] if given is not None and name in given else fn(output, case)
+                if given is not None and name in given:
+                    result = given[name]
+                elif trajectory and name in trajectory:
+                    result = fn(output, case, calls)  # type: ignore[call-arg]
+                else:
+                    result = fn(output, case)
             except Exception as exc:
                 row = CriterionScore(
                     name, scorer, 0.0, False, weight, required, None, None, _describe(exc)

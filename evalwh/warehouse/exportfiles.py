@@ -36,7 +36,7 @@ from evalwh.warehouse.tempnames import temp_name, writer_ended
 log = logging.getLogger("evalwh.warehouse")
 
 SCHEMA_VERSION = "2"
-TABLES = ("cases", "scores")
+TABLES = ("cases", "scores", "turns")
 STAGING = ".tmp"
 PARTITION = "run_id="
 # An export streams a run's rows into Parquet in the order they were stored, on one DuckDB

@@ -15,7 +15,7 @@ from evalwh.warehouse.connect import ROW_GROUP_SIZE, transaction, write_connecti
 from evalwh.warehouse.lake import ALIAS, LakeTarget, quote
 
 LOCAL = "evalwh_local"
-RUN_TABLES = ("runs", "cases", "scores", "pairs", "labels")
+RUN_TABLES = ("runs", "cases", "scores", "pairs", "labels", "turns")
 
 
 def copy_runs(

@@ -130,14 +130,39 @@ CACHE_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
     ("run_id", pa.string()),
     ("wire", pa.string()),  # CachedAnswer.wire: why it ended, token kinds
 )
+# a tool loop's steps (migration 0013; evalwh.engine.toolloop.Turn)
+TURN_COLUMNS: Sequence[tuple[str, pa.DataType]] = (
+    ("run_id", pa.string()),
+    ("variant", pa.string()),
+    ("model", pa.string()),
+    ("case_id", pa.string()),
+    ("repeat", pa.int32()),
+    ("seq", pa.int32()),
+    ("turn", pa.int32()),
+    ("role", pa.string()),
+    ("content", pa.string()),
+    ("tool_name", pa.string()),
+    ("call_id", pa.string()),
+    ("arguments", pa.string()),
+    ("result", pa.string()),
+    ("error", pa.string()),
+    ("args_valid", pa.bool_()),
+    ("latency_ms", pa.float64()),
+    ("input_tokens", pa.int64()),
+    ("output_tokens", pa.int64()),
+    ("cost_usd", pa.float64()),
+    ("cached", pa.bool_()),
+    ("finish_reason", pa.string()),
+    ("created_at", pa.timestamp("us", tz="UTC")),
+)
 CASES_SCHEMA = pa.schema(CASE_COLUMNS)
 SCORES_SCHEMA = pa.schema(SCORE_COLUMNS)
 
 
-# Rows detached from the buffers (cases, scores, cache); flush() turns them into Arrow. Pairwise
-# verdicts are not buffered: they come after the cells, all at once (write_pairs).
-Batch = tuple[list[Sequence[Any]], list[Sequence[Any]], list[Sequence[Any]]]
-Tables = tuple["pa.Table | None", "pa.Table | None", "pa.Table | None"]
+# Rows detached from the buffers (cases, scores, cache, turns); flush() turns them into Arrow.
+# Pairwise verdicts are not buffered: they come after the cells, all at once (write_pairs).
+Batch = tuple[list[Sequence[Any]], list[Sequence[Any]], list[Sequence[Any]], list[Sequence[Any]]]
+Tables = tuple["pa.Table | None", "pa.Table | None", "pa.Table | None", "pa.Table | None"]
 
 
 def _json_encoder() -> Any:
@@ -248,6 +273,7 @@ class RunWriter:
         self._cases = _Columns(CASE_COLUMNS)
         self._scores = _Columns(SCORE_COLUMNS)
         self._cache = _Columns(CACHE_COLUMNS)
+        self._turns = _Columns(TURN_COLUMNS)
         self.refresh_cache = refresh_cache
         self.replace = replace  # retrying errors: the new rows replace the stored ones
         self._lock = threading.Lock()
@@ -264,6 +290,10 @@ class RunWriter:
 
     def add_cache(self, row: Sequence[Any]) -> None:
         self._cache.append(row)
+
+    def add_turn(self, row: Sequence[Any]) -> None:
+        """One step of a tool loop's transcript (written with its cell's batch)."""
+        self._turns.append(row)
 
     @property
     def pending(self) -> int:
@@ -286,6 +316,7 @@ class RunWriter:
             self._cases.take_rows(),
             self._scores.take_rows(),
             self._cache.take_rows(),
+            self._turns.take_rows(),
         )
 
     def write_pairs(self, rows: list[list[Any]], comparisons: list[str]) -> None:
@@ -349,17 +380,18 @@ class RunWriter:
             self.flushed(batch[0])
 
     def tables(self, batch: Batch) -> Tables:
-        """A batch's rows as Arrow tables (cases, scores, cache; None when empty)."""
+        """A batch's rows as Arrow tables (cases, scores, cache, turns; None when empty)."""
         return (
             self._cases.table(batch[0]),
             self._scores.table(batch[1]),
             self._cache.table(batch[2]),
+            self._turns.table(batch[3]),
         )
 
     def write(self, tables: Tables) -> None:
         """Insert Arrow tables in one transaction on a short-lived connection."""
-        cases, scores, cache = tables
-        empty = cases is None and scores is None and cache is None
+        cases, scores, cache, turns = tables
+        empty = cases is None and scores is None and cache is None and turns is None
         if empty and not self.beat_due():
             return
 
@@ -369,7 +401,7 @@ class RunWriter:
             con.execute("SET threads = 1")
             self._beat(con)
             if cases is not None and self.replace:
-                for table in ("scores", "cases"):
+                for table in ("scores", "turns", "cases"):
                     register_stream(con, "_evalwh_cases", cases)  # a stream is read once
                     con.execute(
                         f"DELETE FROM {table} USING _evalwh_cases b WHERE {table}.run_id = b.run_id "
@@ -380,6 +412,8 @@ class RunWriter:
                 _append(con, "cases", cases)
             if scores is not None:
                 _append(con, "scores", scores)
+            if turns is not None:
+                _append(con, "turns", turns)
             if cache is not None and self.cache_path is None:
                 # Two runs may fetch the same answer at once: see _insert_cache.
                 _insert_cache(con, cache, replace=self.refresh_cache)

@@ -354,3 +354,24 @@ def test_an_mcp_client_may_not_use_a_datasource(tmp_path: Path) -> None:
         DATASOURCE_HEAD + "cases: [{source: jsonl-glob, params: {pattern: 's/*'}}]\n",
     )
     assert load_confined(inside, tmp_path, allow_code=True).sources[0].name == "jsonl-glob"
+
+
+def test_python_and_command_tools_are_refused_and_their_files_checked_mock_tools_are_not() -> None:
+    """attack: an MCP client's eval.yaml whose tool runs a program or a python function (the
+    model's calls would run code on the server); a mock tool runs nothing and stays allowed."""
+    data = {
+        "tools": [
+            {"name": "a", "mock": [{"result": 1}]},
+            {"name": "b", "python": "../elsewhere/tools.py:run"},
+            {"name": "c", "command": ["python", "./tool.py"]},
+            "not-a-mapping",
+        ]
+    }
+    assert _code(data, []) == [
+        Violation("tools[1].python", "../elsewhere/tools.py:run", WHY_CODE),
+        Violation("tools[2].command", "['python', './tool.py']", WHY_CODE),
+    ]
+    assert referenced_paths(data) == [
+        ("tools[1].python", "../elsewhere/tools.py"),
+        ("tools[2].command[1]", "./tool.py"),
+    ]

@@ -41,6 +41,7 @@ from evalwh import __version__, load_config
 from evalwh.api import validate
 from evalwh.config.model import ModelSpec
 from evalwh.engine import execute
+from evalwh.engine.answers import CachedAnswer
 from evalwh.engine.execute import (
     _bounded,
     _drive,
@@ -54,7 +55,6 @@ from evalwh.engine.execute import (
     store_files,
 )
 from evalwh.engine.feed import BoundedCache
-from evalwh.engine.runner import CachedAnswer
 from evalwh.errors import ConfigError, UsageError
 from evalwh.warehouse.connect import write_connection
 from evalwh.warehouse.store import Warehouse

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from evalwh.config.model import ModelSpec
+from evalwh.engine.answers import CachedAnswer
 from evalwh.engine.journal import (
     MAGIC,
     Journal,
@@ -19,7 +20,7 @@ from evalwh.engine.journal import (
     read_journal,
 )
 from evalwh.engine.records import RowSink
-from evalwh.engine.runner import CELL, CachedAnswer
+from evalwh.engine.runner import CELL
 
 RUN = "2026-12-06T0500-a1b2"
 HASH = "c" * 64

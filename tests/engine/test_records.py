@@ -20,8 +20,9 @@ import duckdb
 import evalwh
 from evalwh.config.attachments import Attachment
 from evalwh.config.model import Case, ModelSpec
+from evalwh.engine.answers import CachedAnswer
 from evalwh.engine.records import RowSink
-from evalwh.engine.runner import CachedAnswer, CellResult, CheckOutcome
+from evalwh.engine.runner import CellResult, CheckOutcome
 from evalwh.scoring.scorecard import CaseScore, CriterionScore
 from evalwh.warehouse.writer import CASE_COLUMNS
 from tests.builders import cell_result

@@ -903,7 +903,9 @@ def test_a_cells_judge_cost_is_what_its_judged_criteria_cost(tmp_path: Path) -> 
     eng.scorecard = SimpleNamespace(judged=[("tone", "j")])  # type: ignore[assignment]
     scored = SimpleNamespace(criteria=[], passed=True)
 
-    async def score(output: str, case: Case, messages: Any) -> tuple[Any, float, None]:
+    async def score(
+        output: str, case: Case, messages: Any, calls: Any = None
+    ) -> tuple[Any, float, None]:
         return scored, 0.25, None
 
     eng._score = score  # type: ignore[method-assign]

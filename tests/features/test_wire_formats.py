@@ -116,6 +116,7 @@ EXPECTED: list[tuple[str, str, dict[str, Any]]] = [
                             "",
                         ],
                     },
+                    "id": "toolu_01EKqbqmZrGRXy18eN7m9kvY",
                 }
             ],
             "input_tokens": 450,
@@ -145,7 +146,13 @@ EXPECTED: list[tuple[str, str, dict[str, Any]]] = [
         {
             "output": "I'll check the current weather in Paris for you.",  # the text before it
             "finish_reason": "tool_calls",
-            "tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris"}}],
+            "tool_calls": [
+                {
+                    "name": "get_weather",
+                    "arguments": {"location": "Paris"},
+                    "id": "toolu_01NRLabsLyVHZPKxbKvkfSMn",
+                }
+            ],
             "input_tokens": 377,
             "output_tokens": 65,
             "passed": True,
@@ -233,6 +240,7 @@ EXPECTED: list[tuple[str, str, dict[str, Any]]] = [
                 {
                     "name": "GetWeatherArgs",
                     "arguments": {"city": "Edinburgh", "country": "UK", "units": "c"},
+                    "id": "call_Y6qJ7ofLgOrBnMD5WbVAeiRV",
                 }
             ],
             "passed": False,  # an empty text answer, scored as such
@@ -248,8 +256,13 @@ EXPECTED: list[tuple[str, str, dict[str, Any]]] = [
                 {
                     "name": "GetWeatherArgs",
                     "arguments": {"city": "Edinburgh", "country": "GB", "units": "c"},
+                    "id": "call_fdNz3vOBKYgOIpMdWotB9MjY",
                 },
-                {"name": "get_stock_price", "arguments": {"ticker": "AAPL", "exchange": "NASDAQ"}},
+                {
+                    "name": "get_stock_price",
+                    "arguments": {"ticker": "AAPL", "exchange": "NASDAQ"},
+                    "id": "call_h1DWI1POMJLb0KwIyQHWXD4p",
+                },
             ],
         },
     ),

@@ -268,7 +268,8 @@ def test_anthropic_joins_text_blocks(server: FakeLLMServer) -> None:
     )
     result = complete(make("anthropic", server.url))
     assert result.text == "Hello, world"  # the tool call is not the answer: it is kept apart
-    assert result.tool_calls == [{"name": "calc", "arguments": {}}]
+    # with its id, which the tool_result answering it names (a tool loop, docs/tools.md)
+    assert result.tool_calls == [{"name": "calc", "arguments": {}, "id": "t1"}]
     # every prompt token (3 uncached + 10 read from the cache), of which 10 cached
     assert (result.input_tokens, result.output_tokens, result.cache_read_tokens) == (13, 4, 10)
 

@@ -28,7 +28,8 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.errors import ConfigError
 from evalwh.providers import command
 from evalwh.providers.base import Completion, ProviderError, Request
-from evalwh.providers.command import CommandProvider, _argv, _kill
+from evalwh.providers.command import CommandProvider, _kill
+from evalwh.providers.command import argv_of as _argv
 
 MESSAGES = [
     {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},

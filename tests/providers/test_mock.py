@@ -213,3 +213,51 @@ def test_a_reply_template_failing_on_a_case_is_a_provider_error_of_that_cell(
         ask(provider(default=reply), case=Case("c1", vars={"q": {}, "n": "__class__"}))
     assert str(caught.value).startswith(said)
     assert (caught.value.kind, caught.value.retryable) == ("provider", False)
+
+
+def test_a_rule_scripts_a_tool_loops_calls_by_turn() -> None:
+    from evalwh.config.tools import ToolSpec, ToolUse
+
+    tools = ToolUse((ToolSpec("search", "", {"type": "object"}, "mock", []),))
+    mock = provider(
+        default="done",
+        rules=[
+            {"when": {"turn": 0}, "tool_calls": [{"name": "search", "arguments": {"q": "x"}}]},
+            {
+                "when": {"turn": 1, "prompt": "found it"},
+                "reply": "one more",
+                "tool_calls": [{"name": "search"}],
+            },
+        ],
+    )
+    user = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+
+    def turn(*messages: dict[str, Any]) -> Any:
+        request = Request(
+            model=mock.spec, messages=[user, *messages], case=Case("c1"), variant="v", tools=tools
+        )
+        return asyncio.run(mock.complete(request))
+
+    first = turn()
+    assert (first.text, first.finish_reason) == ("", "tool_calls")
+    assert first.tool_calls == [{"id": "call_0_0", "name": "search", "arguments": {"q": "x"}}]
+    answered = {"role": "assistant", "content": [], "tool_calls": first.tool_calls}
+    result = {
+        "role": "tool",
+        "content": [{"type": "text", "text": "found it"}],
+        "tool_call_id": "call_0_0",
+        "name": "search",
+        "is_error": False,
+    }
+    second = turn(answered, result)  # the rule reads the tool's result in the prompt
+    assert (second.text, second.tool_calls) == (
+        "one more",
+        [{"id": "call_1_0", "name": "search", "arguments": {}}],
+    )
+    third = turn(answered, result, {**answered, "tool_calls": second.tool_calls}, result)
+    assert (third.text, third.tool_calls, third.finish_reason) == ("done", None, None)
+    # offered no tools, a rule's calls are not made (a variant without tools)
+    plain = asyncio.run(
+        mock.complete(Request(model=mock.spec, messages=[user], case=Case("c1"), variant="v"))
+    )
+    assert plain.tool_calls is None

@@ -632,9 +632,9 @@ def files_under(root: Path) -> list[str]:
 
 
 def exported(run_id: str) -> list[str]:
-    """What an export folder holds after one run's export: its two tables' files, nothing
-    else (the staging folder left empty)."""
-    return [f"cases/run_id={run_id}/cases.parquet", f"scores/run_id={run_id}/scores.parquet"]
+    """What an export folder holds after one run's export: its three tables' files (turns
+    empty without a tool loop), nothing else (the staging folder left empty)."""
+    return [f"{table}/run_id={run_id}/{table}.parquet" for table in ("cases", "scores", "turns")]
 
 
 def test_an_export_that_cannot_make_its_folder_says_it_was_writing_the_export(

@@ -62,7 +62,11 @@ def test_an_exports_temporary_files_are_named_as_the_next_export_cleans_them_up(
         exportfiles.os, "replace", lambda a, b: (moved.append((Path(a), Path(b))), real(a, b))
     )
     root = store.export_run(result.run_id, tmp_path / "exports")
-    assert [final.name for _, final in moved] == ["cases.parquet", "scores.parquet"]
+    assert [final.name for _, final in moved] == [
+        "cases.parquet",
+        "scores.parquet",
+        "turns.parquet",
+    ]
     for temp, final in moved:
         table = final.stem
         assert temp.parent == root / ".tmp"

@@ -19,7 +19,7 @@ from evalwh.warehouse.connect import read_connection, write_connection
 from evalwh.warehouse.lake import LakeTarget
 from tests.warehouse.test_shards import _shard_row
 
-ZERO = {"runs": 0, "cases": 0, "scores": 0, "pairs": 0, "labels": 0}
+ZERO = {"runs": 0, "cases": 0, "scores": 0, "pairs": 0, "labels": 0, "turns": 0}
 
 
 def _count(db: Path, table: str) -> int:
@@ -45,7 +45,7 @@ def test_push_and_pull_count_the_rows_of_each_table_and_skip_runs_already_there(
 ) -> None:
     lake = file_catalog_lake
     db, run_id = finished_copy
-    rows = {"runs": 1, "cases": 2, "scores": 2, "pairs": 0, "labels": 0}
+    rows = {"runs": 1, "cases": 2, "scores": 2, "pairs": 0, "labels": 0, "turns": 0}
     # a push only reads the file: a reader (the viewer) may hold it open meanwhile
     with read_connection(db):
         assert transfer.copy_runs(lake, db, [run_id], direction="push") == ([run_id], [], rows)

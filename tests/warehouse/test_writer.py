@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 
 from evalwh.config.model import Case
+from evalwh.engine.answers import CachedAnswer
 from evalwh.engine.records import RowSink
-from evalwh.engine.runner import CachedAnswer
 from evalwh.warehouse import writer
 from evalwh.warehouse.store import Warehouse
 from evalwh.warehouse.writer import LeaseLostError, RunWriter
@@ -215,10 +215,10 @@ def test_an_empty_flush_writes_nothing_until_the_heartbeat_is_due(
     monkeypatch.setattr(writer.time, "monotonic", lambda: clock[0])
     run_writer = RunWriter(path, "r-1", token="tok", heartbeat_s=30.0)
     before = rows(path, "SELECT CAST(heartbeat_at AS VARCHAR) FROM runs")
-    run_writer.write((None, None, None))
+    run_writer.write((None, None, None, None))
     assert run_writer.flushes == 0
     clock[0] = 1030.0
-    run_writer.write((None, None, None))
+    run_writer.write((None, None, None, None))
     assert run_writer.flushes == 1
     assert rows(path, "SELECT CAST(heartbeat_at AS VARCHAR) FROM runs") != before
 
