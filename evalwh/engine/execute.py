@@ -113,6 +113,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
                 model=replace(judge.model, price=price_for(judge.model, paid=paid, file=file)),
             )
         )
+    embedders = [_embedding_model(model, file) for model in config.embedders]
     scorecard = build_scorecard(config.scorecard, config.root, file)
     for case in config.cases:  # criteria values that are templates: every case renders now
         scorecard.prepare(case)
@@ -142,7 +143,28 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             else c
             for c in cases
         ]
-    return scorecard, replace(config, models=models, judges=judges, cases=cases)
+    return scorecard, replace(
+        config, models=models, judges=judges, embedders=embedders, cases=cases
+    )
+
+
+def _embedding_model(model: ModelSpec, file: str) -> ModelSpec:
+    """An embedder's model checked (its provider can embed) and priced."""
+    from evalwh import providers
+    from evalwh.providers.embeddings import EMBEDDERS
+    from evalwh.providers.pricing import price_for
+
+    providers.check(model, file)
+    if model.provider not in EMBEDDERS:
+        raise ConfigError(
+            f"model '{model.id}' (provider {model.provider}) has no embeddings endpoint",
+            file=file,
+            where=f"{model.where}.provider",
+            fix=f"embed with a model of provider {', '.join(EMBEDDERS)}, e.g. "
+            "`{id: embed, provider: openai, model: text-embedding-3-small}`",
+        )
+    paid = bool(getattr(providers.provider_class(model.provider), "paid", False))
+    return replace(model, price=price_for(model, paid=paid, file=file))
 
 
 def secret_names(config: EvalConfig) -> list[str]:
@@ -150,7 +172,7 @@ def secret_names(config: EvalConfig) -> list[str]:
     from evalwh import providers
 
     names = []
-    for model in [*config.models, *(j.model for j in config.judges)]:
+    for model in [*config.models, *(j.model for j in config.judges), *config.embedders]:
         try:
             needs = providers.secrets_needed(model)
         except ConfigError:  # an unknown provider is reported by providers.check
@@ -577,6 +599,9 @@ def execute(
         cache = _bounded(cache)
 
     async def main() -> EngineStats:
+        from evalwh.engine.embed import MARK
+        from evalwh.providers.embeddings import embedding_provider
+
         endpoints = {m.id: Endpoint.for_model(m, registry.create(m)) for m in plan.models}
         judges = {
             j.id: JudgeRuntime(
@@ -585,12 +610,15 @@ def execute(
             )
             for j in config.judges
         }
-        if judges:
-            cache.update(
-                judge_cache(Warehouse(settings.cache_path), [j.model for j in config.judges])
-                if use_cache
-                else {}
-            )
+        embedders = {
+            m.id: Endpoint.for_model(m, embedding_provider(m), limited=True)
+            for m in config.embedders
+        }
+        for endpoint in embedders.values():
+            endpoint.identity += MARK  # an embedding's cache key is never a chat answer's
+        if judges or embedders:
+            scorers = [*(j.model for j in config.judges), *config.embedders]
+            cache.update(judge_cache(Warehouse(settings.cache_path), scorers) if use_cache else {})
         engine = Engine(
             plan,
             endpoints,
@@ -602,6 +630,7 @@ def execute(
             remember=None if config.no_look else sink.remember,
             redact=redact,
             judges=judges,
+            embedders=embedders,
             check_runner=_checks(config.no_look)
             if plan.streaming or any(c.check for c in plan.cases)
             else None,
@@ -621,7 +650,11 @@ def execute(
                 )
             return stats
         finally:
-            for endpoint in [*endpoints.values(), *(j.endpoint for j in judges.values())]:
+            for endpoint in [
+                *endpoints.values(),
+                *(j.endpoint for j in judges.values()),
+                *embedders.values(),
+            ]:
                 await endpoint.provider.aclose()
 
     holder: list[Engine] = []

@@ -354,3 +354,19 @@ def test_an_mcp_client_may_not_use_a_datasource(tmp_path: Path) -> None:
         DATASOURCE_HEAD + "cases: [{source: jsonl-glob, params: {pattern: 's/*'}}]\n",
     )
     assert load_confined(inside, tmp_path, allow_code=True).sources[0].name == "jsonl-glob"
+
+
+def test_an_embedder_function_is_code_and_an_embedding_model_is_not() -> None:
+    """An MCP client without --allow-code may score by an embedding model's endpoint (a
+    request, priced and capped like an answer) but not by an embedder function (code)."""
+    data = {
+        "scorecard": [
+            {"type": "semantic", "embedder": "emb.py:embed"},
+            {"type": "semantic", "embedder": {"model": "embed"}},
+            {"type": "python", "function": "score.py:check"},
+        ]
+    }
+    assert _code(data, []) == [
+        Violation("scorecard[0].embedder", "emb.py:embed", WHY_CODE),
+        Violation("scorecard[2].function", "score.py:check", WHY_CODE),
+    ]
