@@ -298,7 +298,8 @@ class Estimate:
         f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when "
         "unset; judges: one pointwise call per judged answer, two per pairwise pair (both "
         f"orders), each reading the answer(s) at their max_tokens plus {JUDGE_OVERHEAD_TOKENS} "
-        "tokens of instructions; images, audio and PDF pages by each provider's rule "
+        "tokens of instructions; embeddings: each answer at its max_tokens and each distinct "
+        "reference once; images, audio and PDF pages by each provider's rule "
         "(docs/providers.md), and a file no rule can estimate is counted under 'not estimated'"
     )
 
@@ -335,6 +336,7 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         price = model.price
         row["cost_usd"] = price.cost(row["input_tokens"], row["output_tokens"]) if price else None
     rows += _judge_rows(prepared, cache)
+    rows += _embedding_rows(prepared, cache)
     return Estimate(
         cells=len(prepared.hashes),
         cached=sum(r["cached"] for r in rows),
@@ -367,6 +369,45 @@ def _judge_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
                 "cost_usd": price.cost(input_tokens, output_tokens) if price else None,
+            }
+        )
+    return out
+
+
+def _embedding_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict[str, Any]]:
+    """Estimated embedding calls, one row per semantic criterion with an embedding model: the
+    answer of every cell not cached (at its model's max_tokens) and each distinct reference
+    once (characters / 4), one call per text."""
+    config, models = prepared.config, prepared.plan.models
+    embedders = {m.id: m for m in config.embedders}
+    cases = {c.id: c for c in prepared.plan.cases}
+    out = []
+    for criterion in config.scorecard:
+        embedder = criterion.options.get("embedder") if criterion.type == "semantic" else None
+        if not isinstance(embedder, dict):
+            continue
+        calls = tokens = 0
+        references: set[str] = set()
+        for key, index, cell in zip(prepared.hashes, prepared.models, prepared.cells, strict=True):
+            if key in cache:
+                continue
+            calls += 1
+            tokens += _output_tokens(models[index])
+            case = cases.get(cell[2])
+            given = criterion.options.get("reference", case.expected if case else None)
+            for item in given if isinstance(given, list) else [] if given is None else [given]:
+                references.add(item if isinstance(item, str) else str(item))
+        calls += len(references)
+        tokens += sum(max(1, len(text) // 4) for text in references)
+        model = embedders[embedder["model"]]
+        out.append(
+            {
+                "model": f"{model.id} (embedder of {criterion.name})",
+                "calls": calls,
+                "cached": 0,
+                "input_tokens": tokens,
+                "output_tokens": 0,
+                "cost_usd": model.price.cost(tokens, 0) if model.price else None,
             }
         )
     return out

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import evalwh
+from evalwh.errors import CostRefusedError
 from tests.builders import stored
 from tests.conftest import write
 from tests.fakes.servers import FakeLLMServer, error, letter_vector, raw, reply
@@ -129,11 +130,17 @@ def test_a_reference_shared_by_cases_is_embedded_once(
 
 
 def test_the_cost_cap_counts_embeddings(tmp_path: Path, server: FakeLLMServer) -> None:
-    # $1 per million tokens, 5 tokens an embedding, a cap of 12 tokens' worth: the first
-    # case's two embeddings are sent ($10e-6), the next one would pass the cap
-    server.default = reply(input_tokens=5)
+    # $1 per million tokens and a cap of 12 tokens' worth. The estimate counts each answer's
+    # embedding at max_tokens (512 unset: refused before anything is called) ...
     price = ", price: {input_per_mtok: 1.0, output_per_mtok: 0}"
     cfg = config(tmp_path, openai_embedder(server, price))
+    with pytest.raises(CostRefusedError, match="for 6 call"):
+        evalwh.run_eval(cfg, output_dir=tmp_path / "out", max_cost=12e-6)
+    assert server.count == 0
+    # ... at max_tokens 1 it passes (2 answers + 5 + 3 tokens of references); then each
+    # embedding bills 5 tokens: the first case's two are sent ($10e-6), the next would pass
+    server.default = reply(input_tokens=5)
+    cfg.write_text(cfg.read_text().replace("mock\n", "mock\n    params: {max_tokens: 1}\n"))
     evalwh.run_eval(cfg, output_dir=tmp_path / "out", max_cost=12e-6, concurrency=1)
     assert server.count == 2
     got = scores(tmp_path / "out")
