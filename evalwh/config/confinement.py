@@ -163,8 +163,11 @@ def _code(data: Mapping[str, Any], cases: list[Any]) -> list[Violation]:
             if tool.get(kind) is not None:
                 out.append(Violation(f"tools[{i}].{kind}", str(tool[kind]), why))
     for i, criterion in enumerate(data.get("scorecard") or []):
-        if isinstance(criterion, Mapping) and criterion.get("type") in CODE_SCORERS:
-            option = CODE_SCORERS[criterion["type"]]
+        if not isinstance(criterion, Mapping):
+            continue
+        option = CODE_SCORERS.get(str(criterion.get("type")))
+        # `embedder: {model: ID}` names a model, not code
+        if option is not None and not isinstance(criterion.get(option), Mapping):
             out.append(Violation(f"scorecard[{i}].{option}", str(criterion.get(option)), why))
     for i, source in enumerate(data.get("cases") or []):
         # a datasource is code (module:Class), a query that may read any file or ATTACH a

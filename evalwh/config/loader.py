@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         )
         for i, c in enumerate(data["scorecard"])
     ]
+    models, embedders = _embedding_models(data, models, where_line)
     from evalwh.config.outputs import attach_outputs
 
     variants = attach_outputs(data, variants, scorecard, path)
@@ -216,6 +218,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         config_hash=canonical_hash({k: v for k, v in snapshot.items() if k not in NOT_HASHED}),
         dataset_hash=canonical_hash([rows, [s.record() for s in sources]] if sources else rows),
         judges=judges,
+        embedders=embedders,
         pairwise=comparisons,
         labels=labels,
         point_labels=point_labels,
@@ -306,6 +309,38 @@ def _variant(raw: dict[str, Any], index: int, config_path: Path) -> Variant:
         where="prompt",
         root=config_path.parent,
     )
+
+
+def _embedding_models(
+    data: dict[str, Any], models: list[ModelSpec], where_line: Callable[..., dict[str, Any]]
+) -> tuple[list[ModelSpec], list[ModelSpec]]:
+    """The matrix's models and the embedding models: a model that a ``semantic`` criterion's
+    ``embedder: {model: ID}`` names embeds texts and answers no prompt, so it leaves the
+    matrix. An ID that names no model is an error with the known ones."""
+    by_id = {m.id: m for m in models}
+    named: list[str] = []
+    for i, c in enumerate(data["scorecard"]):
+        embedder = c.get("embedder") if c["type"] == "semantic" else None
+        if not isinstance(embedder, dict):
+            continue
+        if embedder["model"] not in by_id:
+            raise ConfigError(
+                f"criterion '{c['name']}': the embedder names no model '{embedder['model']}'",
+                **where_line(["scorecard", i, "embedder", "model"]),
+                fix="add the embedding model under `models:` (e.g. `- {id: embed, provider: "
+                "openai, model: text-embedding-3-small}`) and name its id here "
+                f"(models: {', '.join(by_id)})",
+            )
+        if embedder["model"] not in named:
+            named.append(embedder["model"])
+    matrix = [m for m in models if m.id not in named]
+    if named and not matrix:
+        raise ConfigError(
+            "every model of `models:` is an embedder: none is left to answer the prompts",
+            **where_line(["models"]),
+            fix="add the model to evaluate under `models:` beside the embedding model",
+        )
+    return matrix, [by_id[name] for name in named]
 
 
 def _judge(raw: dict[str, Any], where: str, config_path: Path) -> Judge:

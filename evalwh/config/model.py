@@ -225,6 +225,8 @@ class EvalConfig:
     config_hash: str
     dataset_hash: str
     judges: list[Judge] = field(default_factory=list)
+    # models a semantic criterion embeds with (``embedder: {model: ID}``), out of the matrix
+    embedders: list[ModelSpec] = field(default_factory=list)
     pairwise: list[Comparison] = field(default_factory=list)
     labels: list[Label] = field(default_factory=list)
     point_labels: list[PointLabel] = field(default_factory=list)

@@ -115,6 +115,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
                 model=replace(judge.model, price=price_for(judge.model, paid=paid, file=file)),
             )
         )
+    embedders = [_embedding_model(model, file) for model in config.embedders]
     scorecard = build_scorecard(config.scorecard, config.root, file)
     for case in config.cases:  # criteria values that are templates: every case renders now
         scorecard.prepare(case)
@@ -144,7 +145,28 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             else c
             for c in cases
         ]
-    return scorecard, replace(config, models=models, judges=judges, cases=cases)
+    return scorecard, replace(
+        config, models=models, judges=judges, embedders=embedders, cases=cases
+    )
+
+
+def _embedding_model(model: ModelSpec, file: str) -> ModelSpec:
+    """An embedder's model checked (its provider can embed) and priced."""
+    from evalwh import providers
+    from evalwh.providers.embeddings import EMBEDDERS
+    from evalwh.providers.pricing import price_for
+
+    providers.check(model, file)
+    if model.provider not in EMBEDDERS:
+        raise ConfigError(
+            f"model '{model.id}' (provider {model.provider}) has no embeddings endpoint",
+            file=file,
+            where=f"{model.where}.provider",
+            fix=f"embed with a model of provider {', '.join(EMBEDDERS)}, e.g. "
+            "`{id: embed, provider: openai, model: text-embedding-3-small}`",
+        )
+    paid = bool(getattr(providers.provider_class(model.provider), "paid", False))
+    return replace(model, price=price_for(model, paid=paid, file=file))
 
 
 def check_tools(config: EvalConfig, models: list[ModelSpec]) -> None:
@@ -192,7 +214,7 @@ def secret_names(config: EvalConfig) -> list[str]:
     from evalwh import providers
 
     names = []
-    for model in [*config.models, *(j.model for j in config.judges)]:
+    for model in [*config.models, *(j.model for j in config.judges), *config.embedders]:
         try:
             needs = providers.secrets_needed(model)
         except ConfigError:  # an unknown provider is reported by providers.check
@@ -325,7 +347,8 @@ class Estimate:
         f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when "
         "unset; a tool loop's cell: max_turns requests of at least its prompt each; judges: one pointwise call per judged answer, two per pairwise pair (both "
         f"orders), each reading the answer(s) at their max_tokens plus {JUDGE_OVERHEAD_TOKENS} "
-        "tokens of instructions; images, audio and PDF pages by each provider's rule "
+        "tokens of instructions; embeddings: each answer at its max_tokens and each distinct "
+        "reference once; images, audio and PDF pages by each provider's rule "
         "(docs/providers.md), and a file no rule can estimate is counted under 'not estimated'"
     )
 
@@ -370,6 +393,7 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         price = model.price
         row["cost_usd"] = price.cost(row["input_tokens"], row["output_tokens"]) if price else None
     rows += _judge_rows(prepared, cache)
+    rows += _embedding_rows(prepared, cache)
     return Estimate(
         cells=len(prepared.hashes),
         cached=sum(r["cached"] for r in rows),
@@ -402,6 +426,45 @@ def _judge_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
                 "cost_usd": price.cost(input_tokens, output_tokens) if price else None,
+            }
+        )
+    return out
+
+
+def _embedding_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict[str, Any]]:
+    """Estimated embedding calls, one row per semantic criterion with an embedding model: the
+    answer of every cell not cached (at its model's max_tokens) and each distinct reference
+    once (characters / 4), one call per text."""
+    config, models = prepared.config, prepared.plan.models
+    embedders = {m.id: m for m in config.embedders}
+    cases = {c.id: c for c in prepared.plan.cases}
+    out = []
+    for criterion in config.scorecard:
+        embedder = criterion.options.get("embedder") if criterion.type == "semantic" else None
+        if not isinstance(embedder, dict):
+            continue
+        calls = tokens = 0
+        references: set[str] = set()
+        for key, index, cell in zip(prepared.hashes, prepared.models, prepared.cells, strict=True):
+            if key in cache:
+                continue
+            calls += 1
+            tokens += _output_tokens(models[index])
+            case = cases.get(cell[2])
+            given = criterion.options.get("reference", case.expected if case else None)
+            for item in given if isinstance(given, list) else [] if given is None else [given]:
+                references.add(item if isinstance(item, str) else str(item))
+        calls += len(references)
+        tokens += sum(max(1, len(text) // 4) for text in references)
+        model = embedders[embedder["model"]]
+        out.append(
+            {
+                "model": f"{model.id} (embedder of {criterion.name})",
+                "calls": calls,
+                "cached": 0,
+                "input_tokens": tokens,
+                "output_tokens": 0,
+                "cost_usd": model.price.cost(tokens, 0) if model.price else None,
             }
         )
     return out
@@ -640,6 +703,9 @@ def execute(
         cache = _bounded(cache)
 
     async def main() -> EngineStats:
+        from evalwh.engine.embed import MARK
+        from evalwh.providers.embeddings import embedding_provider
+
         endpoints = {m.id: Endpoint.for_model(m, registry.create(m)) for m in plan.models}
         judges = {
             j.id: JudgeRuntime(
@@ -648,12 +714,15 @@ def execute(
             )
             for j in config.judges
         }
-        if judges:
-            cache.update(
-                judge_cache(Warehouse(settings.cache_path), [j.model for j in config.judges])
-                if use_cache
-                else {}
-            )
+        embedders = {
+            m.id: Endpoint.for_model(m, embedding_provider(m), limited=True)
+            for m in config.embedders
+        }
+        for endpoint in embedders.values():
+            endpoint.identity += MARK  # an embedding's cache key is never a chat answer's
+        if judges or embedders:
+            scorers = [*(j.model for j in config.judges), *config.embedders]
+            cache.update(judge_cache(Warehouse(settings.cache_path), scorers) if use_cache else {})
         if use_cache and any(v.variant.tools for v in plan.variants):
             # a tool loop's later turns are keyed on its transcript, unknown before the run:
             # the cached answers of its models serve them (as a judge's)
@@ -670,6 +739,7 @@ def execute(
             redact=redact,
             redact_answers=config.redact_outputs,
             judges=judges,
+            embedders=embedders,
             check_runner=_checks(config.no_look)
             if plan.streaming or any(c.check for c in plan.cases)
             else None,
@@ -691,7 +761,11 @@ def execute(
                 )
             return stats
         finally:
-            for endpoint in [*endpoints.values(), *(j.endpoint for j in judges.values())]:
+            for endpoint in [
+                *endpoints.values(),
+                *(j.endpoint for j in judges.values()),
+                *embedders.values(),
+            ]:
                 await endpoint.provider.aclose()
             if holder:
                 await asyncio.to_thread(holder[0].toolbox.close)

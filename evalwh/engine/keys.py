@@ -1,4 +1,5 @@
-"""API keys checked before a run: every model and judge the run will call has its key.
+"""API keys checked before a run: every model, judge and embedding model the run will call
+has its key.
 
 A request looks its key up when it is sent (evalwh.config.secrets.get_secret: the
 environment, then the secrets files), so without this check a config whose key is set nowhere
@@ -12,7 +13,8 @@ the variable to set and where the model is in eval.yaml::
       eval.yaml:12:5 judges[0].model: grader (openai) needs OPENAI_API_KEY
 
 Only what the run will call counts: a model all of whose planned cells are answered from the
-response cache needs no key, nor does a judge no criterion or comparison uses. What a provider
+response cache needs no key, nor does a judge no criterion or comparison uses (nor an
+embedding model when every cell is cached). What a provider
 looks up comes from its ``secrets_needed`` (evalwh.providers.secrets_needed): the mock, the
 command provider, ``--fake`` (every model on the mock) and ``openai-compatible`` without
 ``api_key_env`` need none.
@@ -42,12 +44,13 @@ def called_models(prepared: Any, cache: dict[str, Any]) -> list[ModelSpec]:
         used = {c.options.get("judge") for c in prepared.config.scorecard if c.type == "llm-judge"}
         used |= {c.judge for c in prepared.config.pairwise}
         judges = [j for j in prepared.config.judges if j.id in used]
-        return [*plan.models, *(j.model for j in judges)]
+        return [*plan.models, *(j.model for j in judges), *prepared.config.embedders]
     called = {i for h, i in zip(prepared.hashes, prepared.models, strict=True) if h not in cache}
     calls = judge_calls(prepared, cache)
     return [
         *(m for i, m in enumerate(plan.models) if i in called),
         *(j.model for j in prepared.config.judges if calls.get(j.id, [0])[0] > 0),
+        *(prepared.config.embedders if called else ()),
     ]
 
 

@@ -109,4 +109,5 @@ def fake_models(config: EvalConfig) -> EvalConfig:
         for m in config.raw.get("models") or []
     ]
     models = [fake_spec(m) for m in config.models]
-    return replace(config, models=models, judges=judges, raw=raw)
+    embedders = [fake_spec(m) for m in config.embedders]
+    return replace(config, models=models, judges=judges, embedders=embedders, raw=raw)

@@ -19,12 +19,14 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from evalwh.config.model import Case, ModelSpec
 from evalwh.config.prompts import CompiledVariant, Rendered
 from evalwh.engine.answers import CachedAnswer, Call
 from evalwh.engine.budget import Budget
+from evalwh.engine.embed import embedded
 from evalwh.engine.limits import (
     DEAD_ENDPOINT_AFTER,
     MAX_RETRY_AFTER_S,
@@ -287,6 +289,7 @@ class Engine:
         remember: Remember | None = None,
         redact: Callable[[str], str] = lambda s: s,
         judges: Mapping[str, JudgeRuntime] | None = None,
+        embedders: Mapping[str, Endpoint] | None = None,
         check_runner: CheckRunner | None = None,
         backpressure: Callable[[], bool] | None = None,
         budget: Budget | None = None,
@@ -308,13 +311,18 @@ class Engine:
         self.remember = remember
         self.redact = redact
         self.judges = judges or {}
+        self.embedders = embedders or {}  # semantic criteria's embedding models (engine.embed)
         self.check_runner = check_runner
         # True while the sink holds as many rows as it may: workers wait for a flush.
         self.backpressure = backpressure
         self.budget = budget  # the cost cap, enforced before every request (evalwh.engine.budget)
         self.stats = EngineStats()
         self._global = asyncio.Semaphore(concurrency)
-        for endpoint in [*endpoints.values(), *(j.endpoint for j in self.judges.values())]:
+        for endpoint in [
+            *endpoints.values(),
+            *(j.endpoint for j in self.judges.values()),
+            *self.embedders.values(),
+        ]:
             model = endpoint.model
             if model.adaptive_concurrency and endpoint.adaptive is None:
                 ceiling = min(model.max_concurrency or concurrency, concurrency)
@@ -623,7 +631,11 @@ class Engine:
                 wire=answer.wire,
             )
         calls = tool_calls_of(turns, answer.wire)
-        if self.scorecard.judged or (case.check is not None and self.check_runner is not None):
+        if (
+            self.scorecard.judged
+            or self.scorecard.embedded
+            or (case.check is not None and self.check_runner is not None)
+        ):
             scored, judge_cost, check = await self._score(answer.output, case, messages, calls)
         else:  # deterministic scorers only: nothing to await
             scored = self.scorecard.score(answer.output, case, None, calls)
@@ -682,14 +694,20 @@ class Engine:
     async def _score(
         self, output: str, case: Case, messages: Rendered, calls: list[Any] | None = None
     ) -> tuple[CaseScore, float | None, CheckOutcome | None]:
-        """Judge criteria and the exec check run concurrently; then the whole scorecard."""
+        """Judge criteria, embedded criteria and the exec check run concurrently; then the
+        whole scorecard."""
         jobs: list[Awaitable[Any]] = [
             self._judge(name, jid, case, messages, output) for name, jid in self.scorecard.judged
+        ]
+        describe = partial(error_text, redact=self.redact, no_look=self.no_look)
+        jobs += [
+            embedded(self.call, self.embedders[model], name, fn, case, output, describe)
+            for name, model, fn in self.scorecard.embedded
         ]
         if case.check is not None and self.check_runner is not None:
             jobs.append(self.check_runner(case, output))
         done = await asyncio.gather(*jobs) if jobs else []
-        judged = done[: len(self.scorecard.judged)]
+        judged = done[: len(self.scorecard.judged) + len(self.scorecard.embedded)]
         check: CheckOutcome | None = done[-1] if len(done) > len(judged) else None
         given = {name: result for name, result, _ in judged}
         scored = self.scorecard.score(output, case, given, calls)

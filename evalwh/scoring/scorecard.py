@@ -72,6 +72,13 @@ class Scorecard:
             for c, fn in zip(self.criteria, scorers, strict=True)
             if getattr(fn, "is_judge", False)
         ]
+        # semantic criteria with an embedding model: (name, model id, scorer); the engine
+        # embeds (evalwh.engine.embed) and passes the results in as for judges
+        self.embedded = [
+            (c.name, str(model), fn)
+            for c, fn in zip(self.criteria, scorers, strict=True)
+            if (model := getattr(fn, "embed_model", None))
+        ]
 
     def prepare(self, case: Case) -> None:
         """Render the criteria's templated values for ``case`` (kept for its scoring); a

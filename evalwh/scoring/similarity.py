@@ -46,7 +46,11 @@ Tokenisers (option ``tokenizer``)
     to false).
 
 ``semantic``
-    Cosine similarity between embeddings of the output and the reference, from your own
+    Cosine similarity between embeddings of the output and the reference. ``embedder:
+    {model: ID}`` names a model of ``models:`` with an embeddings endpoint (openai,
+    openai-compatible, google): the engine embeds each text through it
+    (evalwh.engine.embed: cached, costed, under the cost cap) and scores the vectors with the
+    same cosine as below. Else the embeddings come from your own
     embedding function: ``embedder`` is ``module:function`` or ``path/to/file.py:function``
     (resolved like the ``python`` scorer's ``function``), called with a list of strings and
     returning one vector (a sequence of numbers) per string. Any model will do - e.g. a
@@ -62,6 +66,7 @@ Empty output or an empty reference scores 0 in ``bleu`` and ``rouge-l``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from collections import Counter
@@ -458,10 +463,44 @@ def _vector(value: Any) -> tuple[tuple[float, ...], float] | None:
     return floats, math.sqrt(sum(x * x for x in floats))
 
 
+def cosine_result(
+    output: tuple[tuple[float, ...], float],
+    references: Sequence[tuple[tuple[float, ...], float]],
+    failed: Callable[[str], ScoreResult],
+) -> ScoreResult:
+    """The best cosine of the output's vector (and norm) with the references', clamped to
+    [0, 1]; ``failed(message)`` when the vectors differ in length."""
+    out_vec, out_norm = output
+    best: float | None = None
+    best_index = 0
+    for i, (ref_vec, ref_norm) in enumerate(references):
+        if len(ref_vec) != len(out_vec):
+            return failed(
+                f"vectors differ in length ({len(out_vec)} for the output, "
+                f"{len(ref_vec)} for the reference)"
+            )
+        if out_norm == 0 or ref_norm == 0:
+            cosine = 0.0
+        else:
+            cosine = sum(x * y for x, y in zip(out_vec, ref_vec, strict=True)) / (
+                out_norm * ref_norm
+            )
+        if best is None or cosine > best:
+            best, best_index = cosine, i
+    assert best is not None
+    details: dict[str, Any] = {"cosine": best}
+    if len(references) > 1:
+        details["reference"] = best_index
+    return ScoreResult(min(max(best, 0.0), 1.0), details=details)
+
+
 def semantic(criterion: Criterion, root: Path, file: str) -> ScorerFn:
-    """Cosine similarity of embeddings (clamped to [0, 1]) from the user's ``embedder``."""
-    fn, name = _load_embedder(criterion, Path(root).resolve(), file)
+    """Cosine similarity of embeddings (clamped to [0, 1]) from the user's ``embedder``, or
+    from a model's embeddings endpoint (``embedder: {model: ID}``, called by the engine)."""
     fixed = _fixed_references(criterion, file)
+    if isinstance(criterion.options.get("embedder"), dict):
+        return _model_embedded(criterion, fixed)
+    fn, name = _load_embedder(criterion, Path(root).resolve(), file)
     cache: dict[str, tuple[tuple[float, ...], float]] = {}
 
     def failed(message: str) -> ScoreResult:
@@ -489,30 +528,50 @@ def semantic(criterion: Criterion, root: Path, file: str) -> ScorerFn:
             if vector is None:
                 return failed(f"vector {i} is not a non-empty list of finite numbers")
             vectors.append(vector)
-        out_vec, out_norm = vectors[0]
         for text, vector in zip(missing, vectors[1:], strict=True):
             cache[text] = vector
-        best: float | None = None
-        best_index = 0
-        for i, ref in enumerate(refs):
-            ref_vec, ref_norm = cache[ref]
-            if len(ref_vec) != len(out_vec):
-                return failed(
-                    f"vectors differ in length ({len(out_vec)} for the output, "
-                    f"{len(ref_vec)} for the reference)"
-                )
-            if out_norm == 0 or ref_norm == 0:
-                cosine = 0.0
-            else:
-                cosine = sum(x * y for x, y in zip(out_vec, ref_vec, strict=True)) / (
-                    out_norm * ref_norm
-                )
-            if best is None or cosine > best:
-                best, best_index = cosine, i
-        assert best is not None
-        details: dict[str, Any] = {"cosine": best}
-        if len(refs) > 1:
-            details["reference"] = best_index
-        return ScoreResult(min(max(best, 0.0), 1.0), details=details)
+        return cosine_result(vectors[0], [cache[ref] for ref in refs], failed)
 
     return _with_prepare(score, fixed)
+
+
+def _model_embedded(criterion: Criterion, fixed: CaseValues | None) -> ScorerFn:
+    """``embedder: {model: ID}``: the engine embeds the output and the references through
+    the model's endpoint (evalwh.engine.embed) and scores the vectors with ``from_vectors``;
+    called without the engine, the criterion errs."""
+    model = str(criterion.options["embedder"]["model"])
+
+    def not_here(output: str, case: Case) -> ScoreResult:
+        return ScoreResult(0.0, error=f"embedder model '{model}' is called by the engine")
+
+    def texts(output: str, case: Case) -> list[str] | ScoreResult:
+        """The texts to embed, the output first; a ScoreResult when the case has no reference."""
+        refs = _references(fixed, case)
+        return refs if isinstance(refs, ScoreResult) else [output, *refs]
+
+    def from_vectors(vectors: Sequence[str]) -> ScoreResult:
+        """The score of the texts' vectors as the endpoint returned them (JSON text)."""
+        parsed = []
+        for i, text in enumerate(vectors):
+            try:
+                vector = _vector(json.loads(text))
+            except (ValueError, TypeError):
+                vector = None
+            if vector is None:
+                return ScoreResult(
+                    0.0,
+                    passed=False,
+                    error=f"embedder model '{model}': vector {i} is not a non-empty list of "
+                    "finite numbers",
+                )
+            parsed.append(vector)
+
+        def failed(message: str) -> ScoreResult:
+            return ScoreResult(0.0, passed=False, error=f"embedder model '{model}': {message}")
+
+        return cosine_result(parsed[0], parsed[1:], failed)
+
+    not_here.embed_model = model  # type: ignore[attr-defined]
+    not_here.texts = texts  # type: ignore[attr-defined]
+    not_here.from_vectors = from_vectors  # type: ignore[attr-defined]
+    return _with_prepare(not_here, fixed)

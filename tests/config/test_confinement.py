@@ -375,3 +375,19 @@ def test_python_and_command_tools_are_refused_and_their_files_checked_mock_tools
         ("tools[1].python", "../elsewhere/tools.py"),
         ("tools[2].command[1]", "./tool.py"),
     ]
+
+
+def test_an_embedder_function_is_code_and_an_embedding_model_is_not() -> None:
+    """An MCP client without --allow-code may score by an embedding model's endpoint (a
+    request, priced and capped like an answer) but not by an embedder function (code)."""
+    data = {
+        "scorecard": [
+            {"type": "semantic", "embedder": "emb.py:embed"},
+            {"type": "semantic", "embedder": {"model": "embed"}},
+            {"type": "python", "function": "score.py:check"},
+        ]
+    }
+    assert _code(data, []) == [
+        Violation("scorecard[0].embedder", "emb.py:embed", WHY_CODE),
+        Violation("scorecard[2].function", "score.py:check", WHY_CODE),
+    ]

@@ -1168,3 +1168,68 @@ def test_what_the_config_asks_and_scores_changes_only_the_config_hash(
     config_hash, dataset_hash = hashes(tmp_path, HASHED_CONFIG.replace(old, new))
     assert (config_hash != CONFIG_HASH) is config_changes
     assert dataset_hash == DATASET_HASH
+
+
+EMBEDDED = """\
+models:
+  - {id: m, provider: mock}
+  - {id: embed, provider: %s, model: %s, base_url: 'http://127.0.0.1:9/v1'}
+variants:
+  - {id: v, messages: [{role: user, content: "{{ q }}"}]}
+cases:
+  - {id: c1, vars: {q: hi}, expected: hello}
+scorecard:
+  - {name: meaning, type: semantic, embedder: {model: %s}}
+"""
+
+
+def test_the_model_an_embedder_names_leaves_the_matrix(tmp_path: Path) -> None:
+    config = read_config(tmp_path, EMBEDDED % ("openai", "text-embedding-3-small", "embed"))
+    assert [m.id for m in config.models] == ["m"]
+    assert [(m.id, m.model, m.where) for m in config.embedders] == [
+        ("embed", "text-embedding-3-small", "models[1]")
+    ]
+
+
+def test_an_embedder_naming_no_model_is_refused_with_the_known_ones(tmp_path: Path) -> None:
+    err = config_error(tmp_path, EMBEDDED % ("openai", "text-embedding-3-small", "emb"))
+    assert err.message == "criterion 'meaning': the embedder names no model 'emb'"
+    assert (err.where, err.line) == ("scorecard[0].embedder.model", 9)
+    assert err.fix is not None and err.fix.endswith("(models: m, embed)")
+
+
+def test_an_embedder_that_is_the_only_model_leaves_none_to_answer(tmp_path: Path) -> None:
+    text = (EMBEDDED % ("openai", "text-embedding-3-small", "embed")).replace(
+        "  - {id: m, provider: mock}\n", ""
+    )
+    err = config_error(tmp_path, text)
+    assert err.message.startswith("every model of `models:` is an embedder")
+    assert err.where == "models"
+
+
+def test_an_embedder_of_a_provider_without_embeddings_is_refused(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "eval.yaml", EMBEDDED % ("anthropic", "claude-haiku-4-5", "embed"))
+    with pytest.raises(ConfigError) as info:
+        validate(cfg)
+    err = info.value
+    assert err.message == "model 'embed' (provider anthropic) has no embeddings endpoint"
+    assert err.where == "models[1].provider"
+    assert err.fix is not None and "openai, openai-compatible, google" in err.fix
+
+
+def test_an_embedder_mapping_takes_only_model(tmp_path: Path) -> None:
+    text = (EMBEDDED % ("openai", "text-embedding-3-small", "embed")).replace(
+        "embedder: {model: embed}", "embedder: {model: embed, batch: 8}"
+    )
+    err = config_error(tmp_path, text)
+    assert "batch" in err.message
+    assert err.where.startswith("scorecard[0].embedder")
+
+
+def test_an_embedding_model_is_priced_from_the_shipped_table(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "eval.yaml", EMBEDDED % ("openai", "text-embedding-3-large", "embed"))
+    from evalwh.engine.execute import check_config
+
+    _, checked = check_config(load_config(cfg))
+    (model,) = checked.embedders
+    assert model.price == Price(0.13, 0.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,3 +131,50 @@ def test_scorer_type_refuses_a_bad_option_as_the_page_shows(installed: Path) -> 
     shown = next(body for lang, _, body in guide_blocks() if lang == "text")
     assert str(caught.value).replace(str(config), "eval.yaml") == shown.rstrip("\n")
     assert not (installed / "out").exists()
+
+
+def semantic_section() -> str:
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("\n## Semantic similarity\n")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def test_the_semantic_example_scores_the_cosines_its_table_states(
+    tmp_path: Path, server: Any
+) -> None:
+    """The page's eval runs against a fake OpenAI-compatible embeddings endpoint that gives
+    each text the vector of the page's table; each case gets the table's cosine, score and
+    verdict."""
+    from tests.fakes.servers import raw
+
+    section = semantic_section()
+    (config,) = [b for lang, _, b in FENCE.findall(section) if lang == "yaml"]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in section.splitlines()
+        if re.match(r"\| (close|far|opposite) ", line)
+    ]
+    assert [r[0] for r in rows] == ["close", "far", "opposite"]
+    vectors = {}
+    for _, output, out_vec, reference, ref_vec, *_ in rows:
+        vectors[output], vectors[reference] = json.loads(out_vec), json.loads(ref_vec)
+
+    def embeddings(req: Any) -> Any:
+        text = req.body["input"][0]
+        data = [{"object": "embedding", "index": 0, "embedding": vectors[text]}]
+        usage = {"prompt_tokens": 3, "total_tokens": 3}
+        return raw(
+            200, {"object": "list", "data": data, "model": req.body["model"], "usage": usage}
+        )
+
+    server.responder = embeddings
+    assert "base_url: http://localhost:11434/v1" in config
+    path = tmp_path / "docs-semantic.yaml"
+    path.write_text(config.replace("http://localhost:11434/v1", server.openai_url), "utf-8")
+    evalwh.run_eval(path, output_dir=tmp_path / "out")
+    got = scores(tmp_path / "out")
+    for case, *_, cosine, score, verdict in rows:
+        assert json.loads(got[case]["details"])["cosine"] == pytest.approx(float(cosine))
+        assert got[case]["score"] == pytest.approx(float(score))
+        assert got[case]["passed"] is (verdict == "pass")
+    assert {r.path for r in server.requests} == {"/v1/embeddings"}

@@ -1183,3 +1183,31 @@ def test_key_shaped_string_in_config_is_refused(tmp_path: Path) -> None:
     result = run_cli("run", str(cfg), cwd=tmp_path)
     assert result.returncode == 2 and "looks like an API key" in result.stderr
     assert key not in result.stderr + result.stdout
+
+
+def test_the_estimate_counts_each_embedding_an_answer_and_a_reference_need(
+    tmp_path: Path,
+) -> None:
+    """One call per answer not cached (at its max_tokens) and one per distinct reference
+    (characters / 4), priced at the embedding model's price."""
+    config = """\
+models:
+  - {id: m, provider: mock, params: {max_tokens: 10}}
+  - {id: embed, provider: mock, price: {input_per_mtok: 2.0, output_per_mtok: 0}}
+variants:
+  - {id: v, messages: [{role: user, content: "{{ q }}"}]}
+cases:
+  - {id: c1, vars: {q: one}, expected: "Paris, France."}
+  - {id: c2, vars: {q: two}, expected: "Paris, France."}
+  - {id: c3, vars: {q: three}, expected: [Madrid, Spain]}
+scorecard:
+  - {name: meaning, type: semantic, embedder: {model: embed}}
+"""
+    (tmp_path / "eval.yaml").write_text(config, encoding="utf-8")
+    run = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    tokens = 3 * 10 + len("Paris, France.") // 4 + 1 + 1  # Madrid 6 // 4, Spain 5 // 4
+    assert run.estimate["by_model"][-1] == {
+        "model": "embed (embedder of meaning)", "calls": 3 + 3, "cached": 0,
+        "input_tokens": tokens, "output_tokens": 0, "cost_usd": tokens * 2.0 / 1e6,
+    }  # fmt: skip
+    assert [r["model"] for r in run.estimate["by_model"]] == ["m", "embed (embedder of meaning)"]

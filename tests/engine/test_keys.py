@@ -12,6 +12,7 @@ import pytest
 
 import evalwh
 from evalwh.errors import ConfigError, MissingKeysError
+from tests.builders import stored
 from tests.conftest import write
 from tests.fakes.servers import FakeLLMServer
 
@@ -196,3 +197,19 @@ def test_an_adhoc_model_is_named_by_its_flag(tmp_path: Path) -> None:
     assert "  --model openai/gpt-4o-mini: openai/gpt-4o-mini (openai) needs OPENAI_API_KEY" in (
         str(error)
     )
+
+
+def test_an_embedding_model_needs_its_key_and_none_under_fake(tmp_path: Path) -> None:
+    embedded = "  - {name: meaning, type: semantic, embedder: {model: embed}}\n"
+    models = MOCK + "  - {id: embed, provider: openai, model: text-embedding-3-small}\n"
+    path = config(tmp_path, models, "")
+    path.write_text(path.read_text() + embedded)
+    error = refused(path)
+    assert [(m["model"], m["names"], m["where"]) for m in error.missing] == [
+        ("embed", ["OPENAI_API_KEY"], "models[1]")
+    ]
+    # --fake embeds on the mock: no key, no network, the letters' counts as vectors
+    result = evalwh.run_eval(path, output_dir=tmp_path / "out", fake=True)
+    assert result.totals["n_errors"] == 0
+    rows = stored(tmp_path / "out", "SELECT score, error FROM scores WHERE criterion = 'meaning'")
+    assert len(rows) == 2 and all(r["error"] is None and r["score"] > 0 for r in rows)

@@ -11,7 +11,10 @@ Routes: ``POST .../v1/messages`` answers like Anthropic, ``POST .../chat/complet
 OpenAI (any prefix, so ``server.url`` and ``server.openai_url`` both work), ``POST
 .../models/{model}:generateContent`` like the Gemini API (``server.url`` is the google
 provider's ``base_url``; replies follow tests/fixtures/wire/gemini/plain.json, a documented
-example). By default it
+example), and the embeddings routes ``POST .../embeddings`` (OpenAI: ``data[].embedding``,
+``usage.prompt_tokens``) and ``POST .../models/{model}:embedContent`` (Gemini:
+``embedding.values``), whose vectors are :func:`letter_vector` of each text (so a test knows
+the cosine of two texts). By default it
 echoes the text of the last user message, with made-up token counts. A Gemini request whose
 ``generationConfig.responseSchema`` the API would refuse (a field its Schema object does not
 have, a type outside its Type enum, no ``responseMimeType: application/json``) gets the API's
@@ -368,6 +371,37 @@ def _gemini_request_problem(body: dict[str, Any]) -> str | None:
     return _gemini_schema_problem(config["responseSchema"], "generation_config.response_schema")
 
 
+def letter_vector(text: str) -> list[float]:
+    """The fake's embedding of a text: how often each letter a-z occurs in it, lower-cased
+    (26 numbers; a text without letters is the zero vector)."""
+    lower = text.lower()
+    return [float(lower.count(chr(c))) for c in range(ord("a"), ord("z") + 1)]
+
+
+def _embeddings_body(api: str, body: dict[str, Any], behavior: Behavior) -> dict[str, Any]:
+    """An embeddings reply in the API's shape: OpenAI's ``POST /v1/embeddings`` (``input``, a
+    string or a list of them) or Gemini's ``:embedContent`` (``content.parts[].text``)."""
+    if api == "google-embeddings":
+        text = _text_of((body.get("content") or {}).get("parts"))
+        return {"embedding": {"values": letter_vector(text)}}
+    given = body.get("input")
+    texts = [given] if isinstance(given, str) else list(given or [])
+    tokens = (
+        behavior.input_tokens
+        if behavior.input_tokens is not None
+        else sum(_tokens(t) for t in texts)
+    )
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": letter_vector(t)}
+            for i, t in enumerate(texts)
+        ],
+        "model": body.get("model", "fake-embedding"),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
 def _tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
@@ -615,6 +649,10 @@ class FakeLLMServer:
             api = "openai"
         elif path.endswith(":generateContent"):
             api = "google"
+        elif path.endswith("/embeddings"):
+            api = "openai-embeddings"
+        elif path.endswith(":embedContent"):
+            api = "google-embeddings"
         else:
             api = "unknown"
         try:
@@ -696,7 +734,7 @@ class FakeLLMServer:
         if api == "anthropic":
             kind = behavior.error_type or _ANTHROPIC_ERRORS.get(status, "api_error")
             return {"type": "error", "error": {"type": kind, "message": message}}
-        if api == "google":
+        if api.startswith("google"):
             kind = behavior.error_type or _GOOGLE_ERRORS.get(status, "INTERNAL")
             return {"error": {"code": status, "message": message, "status": kind}}
         kind = behavior.error_type or _OPENAI_ERRORS.get(status, "server_error")
@@ -705,6 +743,8 @@ class FakeLLMServer:
 
     def _reply_body(self, api: str, req: RecordedRequest, behavior: Behavior) -> dict[str, Any]:
         body = req.body
+        if api.endswith("embeddings"):
+            return _embeddings_body(api, body, behavior)
         messages = _gemini_messages(body) if api == "google" else body.get("messages") or []
         source = behavior.text if behavior.text is not None else self.reply_text
         if callable(source):

@@ -850,3 +850,43 @@ def test_rouge_l_matches_rouge_score():
     )
     greek = run(crit("rouge-l", tokenizer="unicode"), "καλημέρα κόσμε", expect("καλημέρα κόσμε"))
     assert greek.score == 1.0
+
+
+def test_an_embedding_model_criterion_gives_the_engine_its_texts_and_scores_its_vectors(
+    tmp_path: Path,
+) -> None:
+    fn = build_scorer(crit("semantic", embedder={"model": "embed"}), tmp_path, FILE)
+    case = Case(id="c1", expected=["a cat", "a dog"])
+    assert fn.embed_model == "embed"  # type: ignore[attr-defined]
+    assert fn.texts("the cat", case) == ["the cat", "a cat", "a dog"]  # type: ignore[attr-defined]
+    result = fn.from_vectors(["[1, 0]", "[0, 1]", "[1, 1]"])  # type: ignore[attr-defined]
+    assert result.score == pytest.approx(1 / math.sqrt(2))
+    assert result.details == {"cosine": pytest.approx(1 / math.sqrt(2)), "reference": 1}
+    # without the engine there is nothing to embed with: the criterion errs, never passes
+    assert fn("the cat", case).error == "embedder model 'embed' is called by the engine"
+
+
+def test_an_embedding_model_criterion_without_a_reference_sends_nothing(tmp_path: Path) -> None:
+    fn = build_scorer(crit("semantic", embedder={"model": "embed"}), tmp_path, FILE)
+    texts = fn.texts("out", Case(id="c1"))  # type: ignore[attr-defined]
+    assert texts.error is not None and "expected" in texts.error
+
+
+@pytest.mark.parametrize(
+    ("vectors", "error"),
+    [
+        (
+            ["[1, 0]", "[1, 0, 0]"],
+            "vectors differ in length (2 for the output, 3 for the reference)",
+        ),
+        (["[1, 0]", "not json"], "vector 1 is not a non-empty list of finite numbers"),
+        (["[]", "[1]"], "vector 0 is not a non-empty list of finite numbers"),
+    ],
+)
+def test_vectors_that_cannot_be_compared_are_the_criterions_error(
+    tmp_path: Path, vectors: list[str], error: str
+) -> None:
+    fn = build_scorer(crit("semantic", embedder={"model": "embed"}), tmp_path, FILE)
+    result = fn.from_vectors(vectors)  # type: ignore[attr-defined]
+    assert (result.score, result.passed) == (0.0, False)
+    assert result.error == f"embedder model 'embed': {error}"
