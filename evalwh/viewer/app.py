@@ -24,7 +24,7 @@ from evalwh.reports.html import COMPARE_PARTS, cases_data, criteria_data, slices
 from evalwh.reports.html import TEMPLATES as REPORT_TEMPLATES
 from evalwh.viewer import pages
 from evalwh.viewer.limits import BodyLimit, Limits
-from evalwh.viewer.live import RETRY_AFTER_S, Hub, warehouse_poll
+from evalwh.viewer.live import RECENT, RETRY_AFTER_S, Hub, warehouse_poll
 from evalwh.viewer.security import HEADER, Guard
 
 if TYPE_CHECKING:
@@ -64,7 +64,11 @@ def _env() -> jinja2.Environment:
     loader = jinja2.ChoiceLoader(
         [jinja2.FileSystemLoader(HERE / "templates"), jinja2.FileSystemLoader(REPORT_TEMPLATES)]
     )
+    from evalwh.viewer.frame import FAVICON, SHORTCUTS
+
     env: jinja2.Environment = report_env().overlay(loader=loader, autoescape=True)
+    # a dict of its own: an overlay shares its parent's, and the report must not get these
+    env.globals = {**env.globals, "favicon": FAVICON, "shortcuts": SHORTCUTS}
     return env
 
 
@@ -226,7 +230,11 @@ def create_app(
             data = run_data(store, run_id, max_rows=VIEW_ROWS, parts=frozenset())
             live = None
             if data["run"]["status"] in pages.LIVE:
-                live = {**pages.progress(store, run_id), "events": f"/runs/{run_id}/events"}
+                live = {
+                    **pages.progress(store, run_id),
+                    "events": f"/runs/{run_id}/events",
+                    "keep": RECENT,
+                }
         data["sections"] = {name: f"/runs/{run_id}/sections/{name}" for name in SECTIONS}
         if as_json:
             return json_response(data)

@@ -90,11 +90,32 @@ def progress(store: Warehouse, run_id: str) -> dict[str, Any]:
     }
 
 
-def new_rows(store: Warehouse, run_id: str, after: Any, limit: int = 200) -> list[dict[str, Any]]:
-    """The answers stored after ``after`` (a created_at), oldest first."""
+def cursor(after: dict[str, Any] | None) -> dict[str, Any]:
+    """sql/rows_since.sql's cursor parameters: the sort key of answer ``after`` (None: all)."""
+    row = after or {}
+    return {
+        "after": row.get("created_at"),
+        "after_variant": row.get("variant"),
+        "after_model": row.get("model"),
+        "after_case": row.get("case_id"),
+        "after_repeat": row.get("repeat"),
+    }
+
+
+def new_rows(
+    store: Warehouse, run_id: str, after: dict[str, Any] | None, limit: int = 500
+) -> list[dict[str, Any]]:
+    """The answers stored after answer ``after`` (a row of this list; None: from the
+    start), oldest first, at most ``limit``."""
     rows: list[dict[str, Any]] = store.query(
-        "rows_since", run_id=run_id, after=after, limit=limit
+        "rows_since", run_id=run_id, limit=limit, **cursor(after)
     ).to_pylist()
+    return rows
+
+
+def latest_rows(store: Warehouse, run_id: str, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` answers stored last, oldest first (where a live tail starts)."""
+    rows: list[dict[str, Any]] = store.query("rows_latest", run_id=run_id, limit=limit).to_pylist()
     return rows
 
 

@@ -214,8 +214,12 @@ TESTS: dict[str, list[str]] = {
         "tests/sql/test_resolve_run.py::test_a_run_reference_ranks_an_exact_id_then_baselines_then_labels",
         "tests/warehouse/test_refs.py::test_run_references",
     ],
+    "rows_latest": [
+        "tests/sql/test_rows_since.py::test_rows_latest_gives_the_newest_answers_oldest_first",
+    ],
     "rows_since": [
-        "tests/sql/test_rows_since.py::test_rows_since_gives_the_answers_stored_strictly_after_oldest_first",
+        "tests/sql/test_rows_since.py::test_rows_since_gives_the_answers_after_the_cursor_oldest_first",
+        "tests/sql/test_rows_since.py::test_paging_through_answers_stored_in_one_instant_loses_none",
     ],
     "run_attachments": [
         "tests/sql/test_run_attachments.py::test_run_attachments_count_distinct_files_bytes_and_case_rows",

@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 from tests.browser import browser
 from tests.conftest import run_cli
 from tests.report_runs import SCRIPT, pairwise_copy, regressed
-from tests.viewer.serving import TOKEN, Server, serving, slow_quickstart, start_run
+from tests.viewer.serving import TOKEN, Server, gated_eval, serving, slow_quickstart, start_run
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
 
@@ -36,10 +36,12 @@ class Tab:
     origin: str
     errors: list[str] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # every request answered 404
 
     def clean(self) -> None:
         assert self.errors == [], self.errors
         assert self.foreign == [], self.foreign
+        assert self.missing == [], self.missing  # e.g. no /favicon.ico
 
 
 def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
@@ -61,6 +63,7 @@ def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
     context.route("**/*", route)
     page.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: tab.errors.append(str(e)))
+    page.on("response", lambda r: tab.missing.append(r.url) if r.status == 404 else None)
     page.goto(f"{server.url}{path}{'&' if '?' in path else '?'}token={TOKEN}")
     assert page.url == server.url + path  # the token left the address bar
     return tab
@@ -214,3 +217,49 @@ def test_a_running_evals_page_fills_in_before_the_run_ends(browser: Any, tmp_pat
             if run.poll() is None:
                 run.kill()
     assert still_running and shown > 0, "no row showed while the run was running"
+
+
+def test_a_live_tail_of_1000_answers_lists_every_case_and_ends_with_the_final_header(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The run page is open before the first answer is stored (the run's scorer holds every
+    answer until the test opens its gate), then 1,000 answers arrive: the live table lists
+    every case id, the tail ends on the server's `end` event, and the header reads the final
+    status and counts without a reload. Counting, not timing: every wait is for a state."""
+    output = tmp_path / "out"
+    config, gate = gated_eval(tmp_path, 1000)
+    with serving(output) as server:
+        run = start_run(config, output)
+        try:
+            live: list[dict[str, Any]] = []
+            while not live and run.poll() is None:  # pytest-timeout bounds a hang
+                runs = httpx.get(server.url + "/runs.json", timeout=30).json()["runs"]
+                live = [r for r in runs if r["live"]]
+                time.sleep(0.1)
+            assert live, f"the run never showed as live: {run.communicate()}"
+            tab = open_tab(browser, server, f"/runs/{live[0]['run_id']}")
+            page = tab.page
+            assert page.inner_text("#live-status") == "running"
+            assert page.inner_text("#live-progress") == "0 / 1000"
+            gate.touch()  # the answers flow now, with the page watching
+            ended = page.locator("#live[data-ended]")
+            expect(ended).to_have_attribute("data-ended", "completed", timeout=600_000)
+            shown = page.eval_on_selector_all(
+                "#live-rows tbody tr", "trs => trs.map(tr => tr.getAttribute('data-case'))"
+            )
+            assert sorted(shown) == [f"c{i:04d}" for i in range(1000)]  # each once
+            assert page.inner_text("#live-status") == "completed"
+            assert page.inner_text("#live-progress") == "1000 / 1000"
+            assert page.inner_text("#live-passed") == "1000"
+            assert page.locator(".live-badge").inner_text() == "DONE"
+            # the report's header below was refreshed: the stored status and totals
+            meta = page.inner_text("#report dl.meta")
+            assert "completed" in meta and "running" not in meta
+            assert "1000/1000" in page.inner_text("#totals")
+            assert "completed" in page.inner_text("#live-ended")
+            tab.clean()
+            assert run.wait(timeout=600) == 0
+        finally:
+            gate.touch()
+            if run.poll() is None:
+                run.kill()
