@@ -18,7 +18,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from tests.browser import browser
+from tests.browser import axe_violations, browser
 from tests.conftest import run_cli
 from tests.report_runs import SCRIPT, pairwise_copy, regressed
 from tests.viewer.serving import TOKEN, Server, gated_eval, serving, slow_quickstart, start_run
@@ -225,7 +225,8 @@ def test_a_live_tail_of_1000_answers_lists_every_case_and_ends_with_the_final_he
     """The run page is open before the first answer is stored (the run's scorer holds every
     answer until the test opens its gate), then 1,000 answers arrive: the live table lists
     every case id, the tail ends on the server's `end` event, and the header reads the final
-    status and counts without a reload. Counting, not timing: every wait is for a state."""
+    status and counts without a reload; axe-core finds nothing while it runs nor once it
+    ended. Counting, not timing: every wait is for a state."""
     output = tmp_path / "out"
     config, gate = gated_eval(tmp_path, 1000)
     with serving(output) as server:
@@ -241,6 +242,7 @@ def test_a_live_tail_of_1000_answers_lists_every_case_and_ends_with_the_final_he
             page = tab.page
             assert page.inner_text("#live-status") == "running"
             assert page.inner_text("#live-progress") == "0 / 1000"
+            assert viewer_violations(page) == [], "the live tail, running"
             gate.touch()  # the answers flow now, with the page watching
             ended = page.locator("#live[data-ended]")
             expect(ended).to_have_attribute("data-ended", "completed", timeout=600_000)
@@ -257,9 +259,124 @@ def test_a_live_tail_of_1000_answers_lists_every_case_and_ends_with_the_final_he
             assert "completed" in meta and "running" not in meta
             assert "1000/1000" in page.inner_text("#totals")
             assert "completed" in page.inner_text("#live-ended")
+            assert viewer_violations(page) == [], "the live tail, ended"
             tab.clean()
             assert run.wait(timeout=600) == 0
         finally:
             gate.touch()
             if run.poll() is None:
                 run.kill()
+
+
+# The nodes the report's templates render inside the viewer's run and compare pages (the
+# report's textareas): their labels are the report's to fix, and tests/reports checks them there.
+REPORT_NODES = ("#decision-text", "#labels-yaml", "#point-labels-yaml")
+
+
+def viewer_violations(page: Any) -> list[str]:
+    """axe-core's critical, serious and moderate violations on ``page`` as it is now, less
+    those whose every node is one of :data:`REPORT_NODES`."""
+    return [v for v in axe_violations(page) if v.rsplit(" — ", 1)[1] not in REPORT_NODES]
+
+
+def settled(tab: Tab) -> Any:
+    """The page once every htmx section has been swapped in (no "Loading" placeholder)."""
+    page = tab.page
+    expect(page.locator("[hx-trigger=load]")).to_have_count(0, timeout=60_000)
+    return page
+
+
+PAGES = {
+    "runs": "/",
+    "runs-filtered": "/?status=completed",
+    "run": "/runs/{before}",
+    "compare": "/compare/{before}/{after}",
+    "case": "/cases/q03",
+    "slices": "/runs/{before}/slices?by=difficulty",
+    "calibration": "/runs/{before}/calibration",
+    "baselines": "/baselines",
+    "not-found": "/runs/no-such-run",
+}
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_viewer_page_has_no_axe_violation(
+    browser: Any, site: dict[str, Any], name: str
+) -> None:
+    """axe-core finds no critical, serious or moderate violation on each page, its htmx
+    sections loaded; the assertion lists each rule and its nodes."""
+    path = PAGES[name].format(**site)
+    tab = open_tab(browser, site["server"], path)
+    page = settled(tab)
+    assert viewer_violations(page) == [], path
+    page.keyboard.press("?")  # and with the keys' help dialog open
+    expect(page.locator("dialog#help")).to_have_attribute("open", "")
+    assert viewer_violations(page) == [], path + " with the help open"
+    if name != "not-found":
+        tab.clean()
+
+
+def test_every_state_of_the_run_page_has_no_axe_violation(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    """The run page with a case opened, then each labelling tab, then a pair labelled."""
+    tab = open_tab(browser, site["server"], f"/runs/{site['before']}")
+    page = settled(tab)
+    page.locator("#case-list tr").first.click()
+    expect(page.locator("#drill")).to_be_visible()
+    assert viewer_violations(page) == [], "a case opened"
+    for name in ("label", "label-points"):
+        page.click(f"a[data-tab={name}]")
+        expect(page.locator(f"#{name}")).to_be_visible()
+        assert viewer_violations(page) == [], f"the {name} tab"
+    page.click("a[data-tab=label]")
+    page.locator("#pairs .pair").first.locator("button[data-choice=B]").click()
+    expect(page.locator("#label-saved")).to_have_text("saved in the warehouse")
+    assert viewer_violations(page) == [], "a pair labelled"
+    tab.clean()
+
+
+def focus_by_tab(page: Any, selector: str, most: int = 60, key: str = "Tab") -> None:
+    """Press Tab (or ``key``: Shift+Tab) until the focused element matches ``selector``
+    (at most ``most`` times)."""
+    for _ in range(most):
+        page.keyboard.press(key)
+        if page.evaluate("(s) => document.activeElement.matches(s)", selector):
+            return
+    raise AssertionError(f"{most} Tabs never reached {selector}")
+
+
+def test_a_keyboard_only_walk_opens_a_run_labels_a_pair_and_opens_a_case(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    """No mouse: Tab to a run on the list and Enter; ? opens the keys' help and Escape closes
+    it, focus back where it was; Tab to the Label tab, Enter, label the first unlabelled pair
+    with its key; then Tab to the case search, type an id, Enter: the case's history."""
+    server, run_id = site["server"], site["after"]
+    tab = open_tab(browser, server)
+    page = tab.page
+    focus_by_tab(page, "a[href='/']")  # the skip link and the site's name come first
+    focus_by_tab(page, f"a[href='/runs/{run_id}']")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/runs/{run_id}")
+    settled(tab)
+    focus_by_tab(page, "a[data-tab=label]")
+    page.keyboard.press("?")
+    help_dialog = page.locator("dialog#help")
+    expect(help_dialog).to_have_attribute("open", "")
+    assert "prefer answer A" in help_dialog.inner_text()
+    page.keyboard.press("a")  # typed in the dialog: does not label behind it
+    page.keyboard.press("Escape")
+    expect(help_dialog).not_to_have_attribute("open", "")
+    assert page.evaluate("() => document.activeElement.getAttribute('data-tab')") == "label"
+    assert page.inner_text("#label-saved") == ""
+    page.keyboard.press("Enter")
+    expect(page.locator("#label")).to_be_visible()
+    page.keyboard.press("a")  # the first pair: prefer A
+    expect(page.locator("#label-saved")).to_have_text("saved in the warehouse")
+    focus_by_tab(page, "input[name=id]", key="Shift+Tab")  # back up to the site's nav
+    page.keyboard.type("q03")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/cases/q03")
+    expect(page.locator("h1")).to_contain_text("q03")
+    tab.clean()

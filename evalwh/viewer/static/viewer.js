@@ -24,6 +24,8 @@
         showHelp();
       }
     });
+    /* keys typed in the dialog stay in it: a page's own shortcuts (a, t, b ...) do not fire */
+    help.addEventListener("keydown", function (ev) { ev.stopPropagation(); });
     help.addEventListener("close", function () {  /* Escape or Close: focus goes back */
       if (opener && opener.focus) { opener.focus(); }
     });
