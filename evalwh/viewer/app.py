@@ -23,9 +23,11 @@ from evalwh.errors import EvalwhError, RunNotFoundError, UsageError
 from evalwh.reports.html import COMPARE_PARTS, cases_data, criteria_data, slices_data
 from evalwh.reports.html import TEMPLATES as REPORT_TEMPLATES
 from evalwh.viewer import pages
+from evalwh.viewer.attachments import image
 from evalwh.viewer.limits import BodyLimit, Limits
 from evalwh.viewer.live import RECENT, RETRY_AFTER_S, Hub, warehouse_poll
 from evalwh.viewer.security import HEADER, Guard
+from evalwh.warehouse.artifacts import ArtifactStore
 
 if TYPE_CHECKING:
     import jinja2
@@ -194,6 +196,17 @@ def create_app(
         return Response(
             path.read_bytes(), media_type=media, headers={"Cache-Control": "max-age=3600"}
         )
+
+    # -- attachments: images from the artifact store, by hash only -------------------------
+    artifacts = ArtifactStore(view.local_dir)
+
+    @app.get(pages.ARTIFACT_URL + "{sha256}")
+    def artifact(sha256: str) -> Response:
+        found = image(artifacts, sha256)
+        if found is None:
+            return Response("not found", status_code=404)
+        data, media = found
+        return Response(data, media_type=media, headers={"Cache-Control": "max-age=3600"})
 
     # -- runs ------------------------------------------------------------------------------
     def runs(request: Request, as_json: bool) -> Response:

@@ -84,6 +84,9 @@ TESTS: dict[str, list[str]] = {
         "tests/sql/test_calibration.py::test_the_judge_verdict_of_a_labelled_case_is_the_majority_of_its_repeats",
         "tests/sql/test_calibration_slices.py::test_calibration_by_slice_matches_a_hand_computed_kappa",
     ],
+    "case_context": [
+        "tests/sql/test_case_context.py::test_case_context_is_the_newest_runs_first_answer",
+    ],
     "case_history": [
         "tests/sql/test_case_history.py::test_case_history_counts_each_runs_answers_of_one_case_newest_runs_first",
     ],
