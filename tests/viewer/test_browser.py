@@ -309,8 +309,8 @@ def test_every_viewer_page_has_no_axe_violation(
     tab = open_tab(browser, site["server"], path)
     page = settled(tab)
     assert viewer_violations(page) == [], path
-    page.keyboard.press("?")  # and with the keys' help dialog open
-    expect(page.locator("dialog#help")).to_have_attribute("open", "")
+    page.keyboard.press("?")  # and with the keys' dialog open
+    expect(page.locator("dialog[open]")).to_have_count(1)
     assert viewer_violations(page) == [], path + " with the help open"
     if name != "not-found":
         tab.clean()
@@ -349,30 +349,37 @@ def focus_by_tab(page: Any, selector: str, most: int = 60, key: str = "Tab") -> 
 def test_a_keyboard_only_walk_opens_a_run_labels_a_pair_and_opens_a_case(
     browser: Any, site: dict[str, Any]
 ) -> None:
-    """No mouse: Tab to a run on the list and Enter; ? opens the keys' help and Escape closes
-    it, focus back where it was; Tab to the Label tab, Enter, label the first unlabelled pair
-    with its key; then Tab to the case search, type an id, Enter: the case's history."""
+    """No mouse: on the runs list ? opens the keys' dialog and Escape closes it, focus back
+    where it was; Tab to a run and Enter; Tab to the Label tab and Enter; the nav's Keys
+    button opens the dialog, where a typed `a` labels nothing; after Escape, `a` labels the
+    first pair; then back to the case search, type an id, Enter: the case's history."""
     server, run_id = site["server"], site["after"]
     tab = open_tab(browser, server)
     page = tab.page
     focus_by_tab(page, "a[href='/']")  # the skip link and the site's name come first
     focus_by_tab(page, f"a[href='/runs/{run_id}']")
+    page.keyboard.press("?")
+    help_dialog = page.locator("dialog#keys-help")
+    expect(help_dialog).to_have_attribute("open", "")
+    assert "prefer answer A" in help_dialog.inner_text()
+    expect(page.locator("#keys-help-close")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(help_dialog).not_to_have_attribute("open", "")
+    assert page.evaluate("() => document.activeElement.getAttribute('href')") == f"/runs/{run_id}"
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/runs/{run_id}")
     settled(tab)
     focus_by_tab(page, "a[data-tab=label]")
-    page.keyboard.press("?")
-    help_dialog = page.locator("dialog#help")
-    expect(help_dialog).to_have_attribute("open", "")
-    assert "prefer answer A" in help_dialog.inner_text()
-    page.keyboard.press("a")  # typed in the dialog: does not label behind it
-    page.keyboard.press("Escape")
-    expect(help_dialog).not_to_have_attribute("open", "")
-    assert page.evaluate("() => document.activeElement.getAttribute('data-tab')") == "label"
-    assert page.inner_text("#label-saved") == ""
     page.keyboard.press("Enter")
     expect(page.locator("#label")).to_be_visible()
-    page.keyboard.press("a")  # the first pair: prefer A
+    focus_by_tab(page, "#keys-help-button", key="Shift+Tab")  # the nav's Keys button
+    page.keyboard.press("Enter")
+    expect(help_dialog).to_have_attribute("open", "")
+    page.keyboard.press("a")  # typed in the dialog: the Label tab's key does not fire behind it
+    page.keyboard.press("Escape")
+    expect(help_dialog).not_to_have_attribute("open", "")
+    assert page.inner_text("#label-saved") == ""
+    page.keyboard.press("a")  # now it does: the first pair, prefer A
     expect(page.locator("#label-saved")).to_have_text("saved in the warehouse")
     focus_by_tab(page, "input[name=id]", key="Shift+Tab")  # back up to the site's nav
     page.keyboard.type("q03")

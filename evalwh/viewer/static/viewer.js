@@ -4,8 +4,10 @@
   "use strict";
   var doc = document;
 
-  /* -- the help dialog: ? opens it (not while typing in a field), Escape closes it ---------- */
-  var help = doc.getElementById("help"), opener = null;
+  /* -- the keys' dialog: ? opens it (not while typing in a field), Escape closes it. A page
+     whose own template brings its list of keys (the report's run page: #help, report.js)
+     leaves ? to that one; the nav's Keys button still opens this one. ------------------ */
+  var help = doc.getElementById("keys-help"), opener = null;
   function typing(target) {
     var tag = target && target.tagName;
     return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable);
@@ -14,11 +16,12 @@
     if (!help || help.open) { return; }
     opener = doc.activeElement;
     help.showModal();
-    doc.getElementById("help-close").focus();
+    doc.getElementById("keys-help-close").focus();
   }
   if (help) {
-    doc.getElementById("help-button").addEventListener("click", showHelp);
+    doc.getElementById("keys-help-button").addEventListener("click", showHelp);
     doc.addEventListener("keydown", function (ev) {
+      if (doc.getElementById("help")) { return; }
       if (ev.key === "?" && !ev.ctrlKey && !ev.metaKey && !ev.altKey && !typing(ev.target)) {
         ev.preventDefault();
         showHelp();
