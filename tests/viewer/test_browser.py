@@ -347,7 +347,7 @@ def focus_by_tab(page: Any, selector: str, most: int = 60, key: str = "Tab") -> 
 
 
 def test_a_keyboard_only_walk_opens_a_run_labels_a_pair_and_opens_a_case(
-    browser: Any, site: dict[str, Any]
+    browser: Any, site: dict[str, Any], tmp_path: Path
 ) -> None:
     """No mouse: on the runs list ? opens the keys' dialog and Escape closes it, focus back
     where it was; Tab to a run and Enter; Tab to the Label tab and Enter; the nav's Keys
@@ -363,6 +363,7 @@ def test_a_keyboard_only_walk_opens_a_run_labels_a_pair_and_opens_a_case(
     expect(help_dialog).to_have_attribute("open", "")
     assert "prefer answer A" in help_dialog.inner_text()
     expect(page.locator("#keys-help-close")).to_be_focused()
+    shot(page, "viewer-keys.png", tmp_path)
     page.keyboard.press("Escape")
     expect(help_dialog).not_to_have_attribute("open", "")
     assert page.evaluate("() => document.activeElement.getAttribute('href')") == f"/runs/{run_id}"
@@ -386,4 +387,6 @@ def test_a_keyboard_only_walk_opens_a_run_labels_a_pair_and_opens_a_case(
     page.keyboard.press("Enter")
     page.wait_for_url("**/cases/q03")
     expect(page.locator("h1")).to_contain_text("q03")
+    expect(page.locator("#context-expected")).to_be_visible()
+    shot(page, "viewer-case.png", tmp_path)
     tab.clean()
