@@ -23,9 +23,11 @@ from evalwh.errors import EvalwhError, RunNotFoundError, UsageError
 from evalwh.reports.html import COMPARE_PARTS, cases_data, criteria_data, slices_data
 from evalwh.reports.html import TEMPLATES as REPORT_TEMPLATES
 from evalwh.viewer import pages
+from evalwh.viewer.attachments import image
 from evalwh.viewer.limits import BodyLimit, Limits
-from evalwh.viewer.live import RETRY_AFTER_S, Hub, warehouse_poll
+from evalwh.viewer.live import RECENT, RETRY_AFTER_S, Hub, warehouse_poll
 from evalwh.viewer.security import HEADER, Guard
+from evalwh.warehouse.artifacts import ArtifactStore
 
 if TYPE_CHECKING:
     import jinja2
@@ -64,7 +66,18 @@ def _env() -> jinja2.Environment:
     loader = jinja2.ChoiceLoader(
         [jinja2.FileSystemLoader(HERE / "templates"), jinja2.FileSystemLoader(REPORT_TEMPLATES)]
     )
+    from evalwh.reports.verdict_rule import P_TEST, VERDICT_RULE
+    from evalwh.viewer.frame import FAVICON, SHORTCUTS
+
     env: jinja2.Environment = report_env().overlay(loader=loader, autoescape=True)
+    # a dict of its own: an overlay shares its parent's, and the report must not get these
+    env.globals = {
+        **env.globals,
+        "favicon": FAVICON,
+        "shortcuts": SHORTCUTS,
+        "p_test": P_TEST,
+        "verdict_rule": VERDICT_RULE,
+    }
     return env
 
 
@@ -191,6 +204,17 @@ def create_app(
             path.read_bytes(), media_type=media, headers={"Cache-Control": "max-age=3600"}
         )
 
+    # -- attachments: images from the artifact store, by hash only -------------------------
+    artifacts = ArtifactStore(view.local_dir)
+
+    @app.get(pages.ARTIFACT_URL + "{sha256}")
+    def artifact(sha256: str) -> Response:
+        found = image(artifacts, sha256)
+        if found is None:
+            return Response("not found", status_code=404)
+        data, media = found
+        return Response(data, media_type=media, headers={"Cache-Control": "max-age=3600"})
+
     # -- runs ------------------------------------------------------------------------------
     def runs(request: Request, as_json: bool) -> Response:
         q = request.query_params
@@ -226,7 +250,11 @@ def create_app(
             data = run_data(store, run_id, max_rows=VIEW_ROWS, parts=frozenset())
             live = None
             if data["run"]["status"] in pages.LIVE:
-                live = {**pages.progress(store, run_id), "events": f"/runs/{run_id}/events"}
+                live = {
+                    **pages.progress(store, run_id),
+                    "events": f"/runs/{run_id}/events",
+                    "keep": RECENT,
+                }
         data["sections"] = {name: f"/runs/{run_id}/sections/{name}" for name in SECTIONS}
         if as_json:
             return json_response(data)

@@ -1,15 +1,22 @@
-"""The live tail of a run, as server-sent events: ``progress`` (answers stored of planned,
-passes, errors, status) and ``rows`` (the answers stored since the last event).
+"""The live tail of a run, as server-sent events: ``rows`` (the answers stored since the last
+event), ``progress`` (answers stored of planned, passes, errors, status) and, once the run is no
+longer live, ``end`` (its final progress), after which the server closes the stream.
+
+Each tick sends the rows before the progress read with them, so a progress that says the run
+is over comes after every row of the run: its last tick reads the progress first and then
+every row stored after the last one sent (page by page, on one read connection), sends those
+rows, then the final progress, then ``end``. A client closes its stream on ``end`` only.
 
 One :class:`Feed` per run polls the warehouse and hands each event to every subscriber of
 that run, however many there are: one poll per tick, not one per client. Each poll reads
 the progress and the new rows on one read connection and closes it (waiting, with retries,
 while the run's writer holds the file for a flush), so the writer is never blocked for longer
-than one poll's three small queries. A run takes at most :attr:`Hub.per_run` subscribers (the
-next gets 503 with ``Retry-After``); a subscriber that falls :data:`BACKLOG` events behind is
-dropped rather than slowing the others. A new subscriber gets the latest ``progress`` and the
-last :data:`RECENT` rows at once. The stream ends with a last ``progress`` once the run is no
-longer live; the feed stops when its last subscriber leaves.
+than one poll's few small queries. A feed starts at the run's last :data:`RECENT` answers and
+follows them by their whole sort key (sql/rows_since.sql), so no answer is skipped or sent
+twice. A run takes at most :attr:`Hub.per_run` subscribers (the next gets 503 with
+``Retry-After``); a subscriber that falls :data:`BACKLOG` events behind is dropped rather than
+slowing the others. A new subscriber gets the last :data:`RECENT` rows and the latest
+``progress`` at once. The feed stops when its last subscriber leaves or after ``end``.
 """
 
 from __future__ import annotations
@@ -29,9 +36,10 @@ KEEPALIVE_S = 15.0  # a comment line this often keeps proxies from closing the s
 PER_RUN = 20  # subscribers of one run
 RETRY_AFTER_S = 30  # what a subscriber over the cap is told
 BACKLOG = 100  # events a subscriber may fall behind before it is dropped
-RECENT = 200  # rows a new subscriber is sent at once (the page's live table keeps 200)
+RECENT = 1000  # rows a feed starts with and a new subscriber gets (the page's table keeps 1000)
+PAGE_ROWS = 500  # rows one query of a poll reads; a poll reads pages until one is short
 
-# run id, created_at of the last row seen (None: from the start) -> (progress, new rows)
+# run id, the last row sent (None: start at the latest RECENT) -> (progress, every newer row)
 Poll = Callable[[str, Any], tuple[dict[str, Any], list[dict[str, Any]]]]
 
 
@@ -47,13 +55,24 @@ def event(name: str, data: Any) -> str:
 
 
 def warehouse_poll(store: Warehouse) -> Poll:
-    """The poll of ``store``: a run's progress and its rows after a time, on one read."""
+    """The poll of ``store``: a run's progress, then every row stored after the one given
+    (or its latest :data:`RECENT`), on one read: rows read after the progress include every
+    row the progress counts."""
 
     def poll(run_id: str, after: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        from evalwh.viewer.pages import new_rows, progress
+        from evalwh.viewer.pages import latest_rows, new_rows, progress
 
         with store.reading():
-            return progress(store, run_id), new_rows(store, run_id, after)
+            state = progress(store, run_id)
+            if after is None:
+                return state, latest_rows(store, run_id, RECENT)
+            rows: list[dict[str, Any]] = []
+            while True:
+                page = new_rows(store, run_id, after, PAGE_ROWS)
+                rows += page
+                if len(page) < PAGE_ROWS:
+                    return state, rows
+                after = page[-1]
 
     return poll
 
@@ -127,10 +146,10 @@ class Hub:
         if len(feed.subscribers) >= self.per_run:
             return None
         subscriber = Subscriber()
-        if feed.progress is not None:
-            subscriber.push(feed.progress)
         if feed.recent:
             subscriber.push(event("rows", list(feed.recent)))
+        if feed.progress is not None:
+            subscriber.push(feed.progress)
         feed.subscribers.add(subscriber)
         if feed.task is None:
             feed.task = asyncio.get_running_loop().create_task(self._run(feed))
@@ -156,12 +175,15 @@ class Hub:
         try:
             while feed.subscribers:
                 state, rows = await anyio.to_thread.run_sync(self.poll, feed.run_id, after)
-                feed.progress = event("progress", state)
-                texts = [feed.progress]
-                if rows:
-                    after = rows[-1]["created_at"]
+                texts = []
+                if rows:  # first: a progress after them counts every one
+                    after = rows[-1]
                     feed.recent.extend(rows)
                     texts.append(event("rows", rows))
+                feed.progress = event("progress", state)
+                texts.append(feed.progress)
+                if not state["live"]:
+                    texts.append(event("end", state))
                 for subscriber in list(feed.subscribers):
                     for text in texts:
                         subscriber.push(text)

@@ -6,6 +6,7 @@ No page accepts SQL: filters become parameters of a named query, never text of o
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ RUNS_LIMIT = 200  # runs the list shows
 HISTORY_RUNS = 100  # runs a case's history goes back
 STATUSES = ("running", "exporting", "completed", "interrupted", "stopped", "failed")
 LIVE = ("running", "exporting")
+ARTIFACT_URL = "/artifacts/"  # + an attachment's SHA-256: the image, from the artifact store
 
 
 def _day(value: str | None, name: str) -> datetime | None:
@@ -90,11 +92,32 @@ def progress(store: Warehouse, run_id: str) -> dict[str, Any]:
     }
 
 
-def new_rows(store: Warehouse, run_id: str, after: Any, limit: int = 200) -> list[dict[str, Any]]:
-    """The answers stored after ``after`` (a created_at), oldest first."""
+def cursor(after: dict[str, Any] | None) -> dict[str, Any]:
+    """sql/rows_since.sql's cursor parameters: the sort key of answer ``after`` (None: all)."""
+    row = after or {}
+    return {
+        "after": row.get("created_at"),
+        "after_variant": row.get("variant"),
+        "after_model": row.get("model"),
+        "after_case": row.get("case_id"),
+        "after_repeat": row.get("repeat"),
+    }
+
+
+def new_rows(
+    store: Warehouse, run_id: str, after: dict[str, Any] | None, limit: int = 500
+) -> list[dict[str, Any]]:
+    """The answers stored after answer ``after`` (a row of this list; None: from the
+    start), oldest first, at most ``limit``."""
     rows: list[dict[str, Any]] = store.query(
-        "rows_since", run_id=run_id, after=after, limit=limit
+        "rows_since", run_id=run_id, limit=limit, **cursor(after)
     ).to_pylist()
+    return rows
+
+
+def latest_rows(store: Warehouse, run_id: str, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` answers stored last, oldest first (where a live tail starts)."""
+    rows: list[dict[str, Any]] = store.query("rows_latest", run_id=run_id, limit=limit).to_pylist()
     return rows
 
 
@@ -108,7 +131,58 @@ def case_history(store: Warehouse, case_id: str) -> dict[str, Any]:
         raise UsageError(f"no run holds a case '{case_id[:80]}'")
     rows = [minimal(r) if is_no_look(r) else r for r in rows]
     notice = NOTICE if any(is_no_look(r) for r in rows) else None
-    return {"case_id": case_id, "rows": rows, "notice": notice}
+    return {
+        "case_id": case_id,
+        "rows": rows,
+        "notice": notice,
+        "context": case_context(store, case_id),
+    }
+
+
+def _parsed(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _text(content: Any) -> str:
+    """A message's content as text: its text parts, each other part named in brackets."""
+    if not isinstance(content, list):
+        return "" if content is None else str(content)
+    out = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "text":
+            out.append(str(part.get("text", "")))
+        elif isinstance(part, dict):
+            out.append(f"[{part.get('type', 'part')}]")
+        else:
+            out.append(str(part))
+    return "\n".join(out)
+
+
+def case_context(store: Warehouse, case_id: str) -> dict[str, Any] | None:
+    """What case ``case_id`` asked in its newest run (sql/case_latest_context.sql): its vars, the
+    expected answer, its attachments (images with the URL that serves them) and the prompt
+    its first answer was sent; None when no run holds it."""
+    from evalwh.viewer.attachments import listed
+
+    found = store.query("case_latest_context", case_id=case_id, limit=HISTORY_RUNS).to_pylist()
+    if not found:
+        return None
+    row = found[0]
+    messages = _parsed(row["messages"]) or []
+    return {
+        "run_id": row["run_id"],
+        "cell": f"{row['variant']} × {row['model']}",
+        "repeat": row["repeat"],
+        "vars": _parsed(row["vars"]),
+        "expected": _parsed(row["expected"]),
+        "attachments": listed(_parsed(row["attachments"]), ARTIFACT_URL),
+        "prompt": [
+            {"role": m.get("role", ""), "text": _text(m.get("content"))}
+            for m in messages
+            if isinstance(m, dict)
+        ],
+        "stored": row["vars"] is not None or row["messages"] is not None,
+    }
 
 
 def calibration_page(store: Warehouse, run_id: str) -> dict[str, Any]:

@@ -84,6 +84,9 @@ TESTS: dict[str, list[str]] = {
         "tests/sql/test_calibration.py::test_the_judge_verdict_of_a_labelled_case_is_the_majority_of_its_repeats",
         "tests/sql/test_calibration_slices.py::test_calibration_by_slice_matches_a_hand_computed_kappa",
     ],
+    "case_latest_context": [
+        "tests/sql/test_case_latest_context.py::test_case_latest_context_is_the_newest_runs_first_answer",
+    ],
     "case_history": [
         "tests/sql/test_case_history.py::test_case_history_counts_each_runs_answers_of_one_case_newest_runs_first",
     ],
@@ -217,8 +220,12 @@ TESTS: dict[str, list[str]] = {
         "tests/sql/test_resolve_run.py::test_a_run_reference_ranks_an_exact_id_then_baselines_then_labels",
         "tests/warehouse/test_refs.py::test_run_references",
     ],
+    "rows_latest": [
+        "tests/sql/test_rows_since.py::test_rows_latest_gives_the_newest_answers_oldest_first",
+    ],
     "rows_since": [
-        "tests/sql/test_rows_since.py::test_rows_since_gives_the_answers_stored_strictly_after_oldest_first",
+        "tests/sql/test_rows_since.py::test_rows_since_gives_the_answers_after_the_cursor_oldest_first",
+        "tests/sql/test_rows_since.py::test_paging_through_answers_stored_in_one_instant_loses_none",
     ],
     "run_attachments": [
         "tests/sql/test_run_attachments.py::test_run_attachments_count_distinct_files_bytes_and_case_rows",

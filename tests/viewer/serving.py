@@ -161,3 +161,51 @@ def read_all(sock: socket.socket) -> bytes:
     while chunk := sock.recv(65536):
         data += chunk
     return data
+
+
+def gated_eval(folder: Path, n_cases: int) -> tuple[Path, Path]:
+    """An eval of ``n_cases`` cases (c0000, c0001, ...) on one mock model whose scorer holds
+    every answer until a gate file exists: the run shows as live and stores nothing until the
+    test creates the gate (config, gate). Counting, not timing: nothing depends on speed."""
+    target = folder / "gated"
+    target.mkdir()
+    gate = target / "open"
+    rows = ["id,question,expected"] + [f"c{i:04d},What is {i} + 0?,{i}" for i in range(n_cases)]
+    (target / "cases.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (target / "gate.py").write_text(
+        "import time\nfrom pathlib import Path\n\n"
+        f"GATE = Path({str(gate)!r})\n\n\n"
+        "def held(output, case):\n"
+        "    while not GATE.exists():\n"
+        "        time.sleep(0.05)\n"
+        "    return True\n",
+        encoding="utf-8",
+    )
+    config = target / "eval.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "gated",
+                "settings": {"concurrency": 16},
+                "models": [
+                    {"id": "mock", "provider": "mock", "mock": {"default": "{{ expected }}"}}
+                ],
+                "variants": [
+                    {"id": "plain", "messages": [{"role": "user", "content": "{{ question }}"}]}
+                ],
+                "cases": [{"file": "cases.csv"}],
+                "scorecard": [
+                    {
+                        "name": "held",
+                        "type": "python",
+                        "function": "gate.py:held",
+                        "timeout_s": 600,
+                    },
+                    {"name": "right", "type": "contains"},
+                ],
+            },
+            sort_keys=False,
+        ),
+        encoding="utf-8",
+    )
+    return config, gate

@@ -17,10 +17,10 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from tests.browser import browser, shot
+from tests.browser import axe_violations, browser, shot
 from tests.conftest import run_cli
 from tests.report_runs import SCRIPT, pairwise_copy, regressed
-from tests.viewer.serving import TOKEN, Server, serving, slow_quickstart, start_run
+from tests.viewer.serving import TOKEN, Server, gated_eval, serving, slow_quickstart, start_run
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
 
@@ -35,10 +35,12 @@ class Tab:
     origin: str
     errors: list[str] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # every request answered 404
 
     def clean(self) -> None:
         assert self.errors == [], self.errors
         assert self.foreign == [], self.foreign
+        assert self.missing == [], self.missing  # e.g. no /favicon.ico
 
 
 def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
@@ -60,6 +62,7 @@ def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
     context.route("**/*", route)
     page.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: tab.errors.append(str(e)))
+    page.on("response", lambda r: tab.missing.append(r.url) if r.status == 404 else None)
     page.goto(f"{server.url}{path}{'&' if '?' in path else '?'}token={TOKEN}")
     assert page.url == server.url + path  # the token left the address bar
     return tab
@@ -208,3 +211,176 @@ def test_a_running_evals_page_fills_in_before_the_run_ends(browser: Any, tmp_pat
             if run.poll() is None:
                 run.kill()
     assert still_running and shown > 0, "no row showed while the run was running"
+
+
+def test_a_live_tail_of_1000_answers_lists_every_case_and_ends_with_the_final_header(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The run page is open before the first answer is stored (the run's scorer holds every
+    answer until the test opens its gate), then 1,000 answers arrive: the live table lists
+    every case id, the tail ends on the server's `end` event, and the header reads the final
+    status and counts without a reload; axe-core finds nothing while it runs nor once it
+    ended. Counting, not timing: every wait is for a state."""
+    output = tmp_path / "out"
+    config, gate = gated_eval(tmp_path, 1000)
+    with serving(output) as server:
+        run = start_run(config, output)
+        try:
+            live: list[dict[str, Any]] = []
+            while not live and run.poll() is None:  # pytest-timeout bounds a hang
+                runs = httpx.get(server.url + "/runs.json", timeout=30).json()["runs"]
+                live = [r for r in runs if r["live"]]
+                time.sleep(0.1)
+            assert live, f"the run never showed as live: {run.communicate()}"
+            tab = open_tab(browser, server, f"/runs/{live[0]['run_id']}")
+            page = tab.page
+            assert page.inner_text("#live-status") == "running"
+            assert page.inner_text("#live-progress") == "0 / 1000"
+            assert viewer_violations(page) == [], "the live tail, running"
+            gate.touch()  # the answers flow now, with the page watching
+            ended = page.locator("#live[data-ended]")
+            expect(ended).to_have_attribute("data-ended", "completed", timeout=600_000)
+            shown = page.eval_on_selector_all(
+                "#live-rows tbody tr", "trs => trs.map(tr => tr.getAttribute('data-case'))"
+            )
+            assert sorted(shown) == [f"c{i:04d}" for i in range(1000)]  # each once
+            assert page.inner_text("#live-status") == "completed"
+            assert page.inner_text("#live-progress") == "1000 / 1000"
+            assert page.inner_text("#live-passed") == "1000"
+            assert page.locator(".live-badge").inner_text() == "DONE"
+            # the report's header below was refreshed: the stored status and totals
+            meta = page.inner_text("#report dl.meta")
+            assert "completed" in meta and "running" not in meta
+            assert "1000/1000" in page.inner_text("#totals")
+            assert "completed" in page.inner_text("#live-ended")
+            assert viewer_violations(page) == [], "the live tail, ended"
+            tab.clean()
+            assert run.wait(timeout=600) == 0
+        finally:
+            gate.touch()
+            if run.poll() is None:
+                run.kill()
+
+
+# The nodes the report's templates render inside the viewer's run and compare pages (the
+# report's textareas): their labels are the report's to fix, and tests/reports checks them there.
+REPORT_NODES = ("#decision-text", "#labels-yaml", "#point-labels-yaml")
+
+
+def viewer_violations(page: Any) -> list[str]:
+    """axe-core's critical, serious and moderate violations on ``page`` as it is now, less
+    those whose every node is one of :data:`REPORT_NODES`."""
+    return [v for v in axe_violations(page) if v.rsplit(" — ", 1)[1] not in REPORT_NODES]
+
+
+def settled(tab: Tab) -> Any:
+    """The page once every htmx section has been swapped in (no "Loading" placeholder)."""
+    page = tab.page
+    expect(page.locator("[hx-trigger=load]")).to_have_count(0, timeout=60_000)
+    return page
+
+
+PAGES = {
+    "runs": "/",
+    "runs-filtered": "/?status=completed",
+    "run": "/runs/{before}",
+    "compare": "/compare/{before}/{after}",
+    "case": "/cases/q03",
+    "slices": "/runs/{before}/slices?by=difficulty",
+    "calibration": "/runs/{before}/calibration",
+    "baselines": "/baselines",
+    "not-found": "/runs/no-such-run",
+}
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_viewer_page_has_no_axe_violation(
+    browser: Any, site: dict[str, Any], name: str
+) -> None:
+    """axe-core finds no critical, serious or moderate violation on each page, its htmx
+    sections loaded; the assertion lists each rule and its nodes."""
+    path = PAGES[name].format(**site)
+    tab = open_tab(browser, site["server"], path)
+    page = settled(tab)
+    assert viewer_violations(page) == [], path
+    page.keyboard.press("?")  # and with the keys' dialog open
+    expect(page.locator("dialog[open]")).to_have_count(1)
+    assert viewer_violations(page) == [], path + " with the help open"
+    if name != "not-found":
+        tab.clean()
+
+
+def test_every_state_of_the_run_page_has_no_axe_violation(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    """The run page with a case opened, then each labelling tab, then a pair labelled."""
+    tab = open_tab(browser, site["server"], f"/runs/{site['before']}")
+    page = settled(tab)
+    page.locator("#case-list tr").first.click()
+    expect(page.locator("#drill")).to_be_visible()
+    assert viewer_violations(page) == [], "a case opened"
+    for name in ("label", "label-points"):
+        page.click(f"a[data-tab={name}]")
+        expect(page.locator(f"#{name}")).to_be_visible()
+        assert viewer_violations(page) == [], f"the {name} tab"
+    page.click("a[data-tab=label]")
+    page.locator("#pairs .pair").first.locator("button[data-choice=B]").click()
+    expect(page.locator("#label-saved")).to_have_text("saved in the warehouse")
+    assert viewer_violations(page) == [], "a pair labelled"
+    tab.clean()
+
+
+def focus_by_tab(page: Any, selector: str, most: int = 60, key: str = "Tab") -> None:
+    """Press Tab (or ``key``: Shift+Tab) until the focused element matches ``selector``
+    (at most ``most`` times)."""
+    for _ in range(most):
+        page.keyboard.press(key)
+        if page.evaluate("(s) => document.activeElement.matches(s)", selector):
+            return
+    raise AssertionError(f"{most} Tabs never reached {selector}")
+
+
+def test_a_keyboard_only_walk_opens_a_run_labels_a_pair_and_opens_a_case(
+    browser: Any, site: dict[str, Any], tmp_path: Path
+) -> None:
+    """No mouse: on the runs list ? opens the keys' dialog and Escape closes it, focus back
+    where it was; Tab to a run and Enter; Tab to the Label tab and Enter; the nav's Keys
+    button opens the dialog, where a typed `a` labels nothing; after Escape, `a` labels the
+    first pair; then back to the case search, type an id, Enter: the case's history."""
+    server, run_id = site["server"], site["after"]
+    tab = open_tab(browser, server)
+    page = tab.page
+    focus_by_tab(page, "a[href='/']")  # the skip link and the site's name come first
+    focus_by_tab(page, f"a[href='/runs/{run_id}']")
+    page.keyboard.press("?")
+    help_dialog = page.locator("dialog#keys-help")
+    expect(help_dialog).to_have_attribute("open", "")
+    assert "prefer answer A" in help_dialog.inner_text()
+    expect(page.locator("#keys-help-close")).to_be_focused()
+    shot(page, "viewer-keys.png", tmp_path)
+    page.keyboard.press("Escape")
+    expect(help_dialog).not_to_have_attribute("open", "")
+    assert page.evaluate("() => document.activeElement.getAttribute('href')") == f"/runs/{run_id}"
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/runs/{run_id}")
+    settled(tab)
+    focus_by_tab(page, "a[data-tab=label]")
+    page.keyboard.press("Enter")
+    expect(page.locator("#label")).to_be_visible()
+    focus_by_tab(page, "#keys-help-button", key="Shift+Tab")  # the nav's Keys button
+    page.keyboard.press("Enter")
+    expect(help_dialog).to_have_attribute("open", "")
+    page.keyboard.press("a")  # typed in the dialog: the Label tab's key does not fire behind it
+    page.keyboard.press("Escape")
+    expect(help_dialog).not_to_have_attribute("open", "")
+    assert page.inner_text("#label-saved") == ""
+    page.keyboard.press("a")  # now it does: the first pair, prefer A
+    expect(page.locator("#label-saved")).to_have_text("saved in the warehouse")
+    focus_by_tab(page, "input[name=id]", key="Shift+Tab")  # back up to the site's nav
+    page.keyboard.type("q03")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/cases/q03")
+    expect(page.locator("h1")).to_contain_text("q03")
+    expect(page.locator("#context-expected")).to_be_visible()
+    shot(page, "viewer-case.png", tmp_path)
+    tab.clean()

@@ -181,9 +181,10 @@ def test_many_live_tail_clients_share_one_poll_and_one_more_gets_503(wh: dict[st
     finally:
         joined.set()
     assert len(polls) == ticks  # one poll per tick, not one per subscriber
-    assert polls[1:] == [1, 2, 3]  # each poll asks for the rows after the last one seen
-    for lines in seen:  # every subscriber saw every tick once, the run's end last
+    # each poll asks for the rows after the last one seen
+    assert polls[1:] == [{"created_at": n, "case_id": f"q{n}"} for n in (1, 2, 3)]
+    for lines in seen:  # every subscriber saw every tick once, then `end` with the last
         progress = [line for line in lines if line.startswith('data: {"live"')]
         assert progress == [
-            f'data: {{"live":{str(n < ticks).lower()},"n":{n}}}' for n in (1, 2, 3, 4)
+            f'data: {{"live":{str(n < ticks).lower()},"n":{n}}}' for n in (1, 2, 3, 4, 4)
         ]

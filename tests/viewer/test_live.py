@@ -44,9 +44,16 @@ def test_a_running_runs_rows_arrive_by_events_before_it_ends(tmp_path: Path) -> 
             assert 'id="live"' in page
             seen_rows_while_running = 0
             last: dict[str, Any] = {}
+            names: list[str] = []
+            keys: set[tuple[str, str, str, int]] = set()
             with c.stream("GET", f"/runs/{run_id}/events", timeout=60) as response:
                 assert response.headers["content-type"].startswith("text/event-stream")
                 for name, data in events(response):
+                    names.append(name)
+                    if name == "rows":
+                        keys |= {
+                            (r["variant"], r["model"], r["case_id"], r["repeat"]) for r in data
+                        }
                     if name == "rows" and last.get("status") == "running":
                         seen_rows_while_running += len(data)
                     if name == "rows":  # the latency and, apart, the time waited to be sent
@@ -60,6 +67,9 @@ def test_a_running_runs_rows_arrive_by_events_before_it_ends(tmp_path: Path) -> 
                 run.kill()
     assert seen_rows_while_running > 0, "no row arrived while the run was running"
     assert last["status"] == "completed" and last["n"] == last["n_planned"] == 48
+    # every answer arrived, before the final progress; then `end`, and the stream closed
+    assert len(keys) == 48
+    assert names[-2:] == ["progress", "end"] and "rows" not in names[names.index("end") :]
 
 
 # -- the shared feed ----------------------------------------------------------------------------
@@ -91,3 +101,50 @@ def test_a_reader_that_never_reads_is_dropped_and_the_poll_stops_with_the_last_o
     closed, still_fed = asyncio.run(main())
     assert closed and not still_fed
     assert len(polls) == BACKLOG + 1  # the poll that overflowed it was the last
+
+
+def test_every_row_comes_before_the_progress_that_ends_the_run_then_end() -> None:
+    """The last poll finds the run over and 450 rows not yet sent: those rows go out, then
+    the final progress, then `end`; no row after the progress that says the run is over, each
+    row once and in order (counted, no clock)."""
+    import asyncio
+
+    from evalwh.viewer.live import Hub
+
+    stored: list[dict[str, Any]] = []
+
+    def answer(i: int) -> dict[str, Any]:
+        return {"variant": "v", "model": "m", "case_id": f"c{i:03d}", "repeat": 0}
+
+    def poll(run_id: str, after: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        # each poll stores 150 more answers; the fourth finds the run completed with 600
+        for _ in range(150):
+            stored.append(answer(len(stored)))
+        live = len(stored) < 600
+        start = 0 if after is None else stored.index(after) + 1
+        state = {"live": live, "status": "running" if live else "completed", "n": len(stored)}
+        return state, stored[start:]
+
+    async def tick(_: float) -> None:
+        await asyncio.sleep(0)
+
+    async def read(hub: Hub) -> list[tuple[str, Any]]:
+        subscriber = hub.subscribe("r")
+        assert subscriber is not None
+        got = []
+        async for text in hub.stream("r", subscriber):
+            name, data = text.split("\n")[0][len("event: ") :], text.split("\n")[1][6:]
+            got.append((name, json.loads(data)))
+        return got
+
+    async def main() -> list[tuple[str, Any]]:
+        return await read(Hub(poll, sleep=tick))
+
+    got = asyncio.run(main())
+    names = [name for name, _ in got]
+    assert names[-2:] == ["progress", "end"] and names.count("end") == 1
+    assert got[-1][1]["status"] == "completed"
+    rows = [r["case_id"] for name, data in got if name == "rows" for r in data]
+    assert rows == [f"c{i:03d}" for i in range(600)]  # each once, in order
+    final = names.index("end") - 1
+    assert all(name != "rows" for name in names[final:])
