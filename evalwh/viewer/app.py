@@ -66,17 +66,13 @@ def _env() -> jinja2.Environment:
     loader = jinja2.ChoiceLoader(
         [jinja2.FileSystemLoader(HERE / "templates"), jinja2.FileSystemLoader(REPORT_TEMPLATES)]
     )
-    from evalwh.reports.verdict_rule import P_TEST, VERDICT_RULE
-    from evalwh.viewer.frame import FAVICON, SHORTCUTS
+    from evalwh.viewer.frame import SHORTCUTS
 
     env: jinja2.Environment = report_env().overlay(loader=loader, autoescape=True)
     # a dict of its own: an overlay shares its parent's, and the report must not get these
     env.globals = {
         **env.globals,
-        "favicon": FAVICON,
         "shortcuts": SHORTCUTS,
-        "p_test": P_TEST,
-        "verdict_rule": VERDICT_RULE,
     }
     return env
 

@@ -1,19 +1,8 @@
-"""What every viewer page's frame (templates/base.html.j2) shows besides the page: its icon and
-the keyboard shortcuts its help dialog lists (the ``?`` key opens it; static/viewer.js)."""
+"""What every viewer page's frame (templates/base.html.j2) shows besides the page: the keyboard
+shortcuts its help dialog lists (the ``?`` key opens it; static/viewer.js). Its icon is the
+report's (evalwh.reports.html.favicon)."""
 
 from __future__ import annotations
-
-from urllib.parse import quote
-
-# the icon, inline: no page asks the server for /favicon.ico (an SVG of a bar chart)
-ICON_SVG = (
-    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
-    '<rect width="16" height="16" rx="3" fill="#2458c6"/>'
-    '<rect x="3" y="8" width="2.5" height="5" fill="#fff"/>'
-    '<rect x="6.75" y="5" width="2.5" height="8" fill="#fff"/>'
-    '<rect x="10.5" y="3" width="2.5" height="10" fill="#fff"/></svg>'
-)
-FAVICON = "data:image/svg+xml," + quote(ICON_SVG)
 
 # (keys, where, what): the shortcuts the pages have, as the help dialog lists them
 SHORTCUTS: tuple[tuple[tuple[str, ...], str, str], ...] = (
