@@ -344,7 +344,7 @@ def test_a_keyboard_only_walk_opens_a_run_labels_a_pair_and_opens_a_case(
     browser: Any, site: dict[str, Any], tmp_path: Path
 ) -> None:
     """No mouse: on the runs list ? opens the keys' dialog and Escape closes it, focus back
-    where it was; Tab to a run and Enter; Tab to the Label tab and Enter; the nav's Keys
+    where it was; Tab to a run and Enter; Tab to the tabs and arrows to Label; the nav's Keys
     button opens the dialog, where a typed `a` labels nothing; after Escape, `a` labels the
     first pair; then back to the case search, type an id, Enter: the case's history."""
     server, run_id = site["server"], site["after"]
@@ -364,8 +364,9 @@ def test_a_keyboard_only_walk_opens_a_run_labels_a_pair_and_opens_a_case(
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/runs/{run_id}")
     settled(tab)
-    focus_by_tab(page, "a[data-tab=label]")
-    page.keyboard.press("Enter")
+    # the report's tabs are one Tab stop (WAI-ARIA tabs): Tab to the shown one, arrows to Label
+    focus_by_tab(page, "[role=tab][aria-selected=true]")
+    focus_by_tab(page, "a[data-tab=label]", most=8, key="ArrowRight")
     expect(page.locator("#label")).to_be_visible()
     focus_by_tab(page, "#keys-help-button", key="Shift+Tab")  # the nav's Keys button
     page.keyboard.press("Enter")
