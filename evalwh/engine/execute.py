@@ -635,12 +635,13 @@ def execute(
     from evalwh import providers as registry
     from evalwh.engine.budget import Budget
     from evalwh.engine.records import RowSink
-    from evalwh.engine.signals import RunInterrupted, signal_name, stop_on_signals
+    from evalwh.engine.signals import RunInterrupted, grace_s, signal_name, stop_on_signals
     from evalwh.warehouse.lease import new_token
     from evalwh.warehouse.store import Warehouse, new_run_id, utcnow
     from evalwh.warehouse.writer import RunWriter
 
     config, settings, plan = prepared.config, prepared.settings, prepared.plan
+    grace = grace_s()  # a bad EVALWH_INTERRUPT_GRACE_S is refused before the run exists
     store_files(prepared)  # before the run exists: a file that changed refuses the run
     warehouse = Warehouse(settings.warehouse)
     selection = filters.to_dict()
@@ -781,7 +782,7 @@ def execute(
     async def guarded() -> EngineStats:
         task = asyncio.current_task()
         assert task is not None
-        with stop_on_signals(task, stop, caught):
+        with stop_on_signals(task, stop, caught, grace):
             return await main()
 
     status = "failed"

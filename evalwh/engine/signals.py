@@ -1,8 +1,8 @@
 """Stop a run cleanly on Ctrl-C (SIGINT) or SIGTERM.
 
 While a run executes, the first signal asks the engine to stop: no new cell starts, the
-requests in flight get up to ``GRACE_S`` seconds to finish (so a resume never pays for an
-answer twice), every answer received is flushed, the run is marked ``interrupted`` and
+requests in flight get up to ``GRACE_S`` seconds to finish (``EVALWH_INTERRUPT_GRACE_S``
+when set: :func:`grace_s`; so a resume never pays for an answer twice), every answer received is flushed, the run is marked ``interrupted`` and
 :class:`RunInterrupted` (exit code 130) says how to continue. A second signal cancels the
 requests in flight at once (what was received is still flushed).
 
@@ -16,19 +16,22 @@ leave SIGTERM at its default, killing the process during the export).
 
 from __future__ import annotations
 
+import math
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from evalwh.errors import EvalwhError
+from evalwh.errors import EvalwhError, UsageError
 
 if TYPE_CHECKING:
     import asyncio
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GRACE_S = 10.0
+GRACE_ENV = "EVALWH_INTERRUPT_GRACE_S"
 
 
 class RunInterrupted(EvalwhError):
@@ -72,6 +75,25 @@ def sigterm_like_sigint() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def grace_s() -> float:
+    """Seconds the requests in flight get after the first signal: ``EVALWH_INTERRUPT_GRACE_S``
+    when set (a number, 0 or more), else ``GRACE_S``. Read as a run starts, so a bad value
+    is refused before the run exists."""
+    raw = os.environ.get(GRACE_ENV, "").strip()
+    if not raw:
+        return GRACE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise UsageError(
+            f"{GRACE_ENV}={raw!r} is not a number of seconds (0 or more): unset it for the "
+            f"default {GRACE_S:g} s"
+        )
+    return value
+
+
 def signal_name(interrupt: BaseException) -> str:
     """The signal an interrupting exception stands for (KeyboardInterrupt: SIGINT)."""
     return str(getattr(interrupt, "signal_name", "SIGINT"))
@@ -86,11 +108,14 @@ def _restorable(handler: Any) -> bool:
 
 @contextmanager
 def stop_on_signals(
-    task: asyncio.Task[object], stop: Callable[[], None], caught: list[str]
+    task: asyncio.Task[object],
+    stop: Callable[[], None],
+    caught: list[str],
+    grace: float | None = None,
 ) -> Iterator[None]:
-    """On SIGINT/SIGTERM (main thread only) call ``stop`` and cancel ``task`` after GRACE_S;
-    on a second signal cancel it at once. Each signal's name is appended to ``caught``. The
-    handlers that were there before are put back at the end."""
+    """On SIGINT/SIGTERM (main thread only) call ``stop`` and cancel ``task`` after ``grace``
+    seconds (default GRACE_S); on a second signal cancel it at once. Each signal's name is
+    appended to ``caught``. The handlers that were there before are put back at the end."""
     import asyncio  # here: the command imports this module to start, without asyncio
 
     loop = asyncio.get_running_loop()
@@ -101,7 +126,7 @@ def stop_on_signals(
         caught.append(sig.name)
         if len(caught) == 1:
             stop()
-            loop.call_later(GRACE_S, task.cancel)
+            loop.call_later(GRACE_S if grace is None else grace, task.cancel)
         else:
             task.cancel()
 

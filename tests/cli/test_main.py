@@ -9,7 +9,10 @@ from tests.conftest import run_cli, write
 
 
 def test_quiet_and_no_color(quickstart: Path, tmp_path: Path) -> None:
-    result = run_cli("-q", "run", str(quickstart), cwd=tmp_path, env={"NO_COLOR": "1"})
+    # the installed command end to end, in a process of its own (the quickstart run)
+    result = run_cli(
+        "-q", "run", str(quickstart), cwd=tmp_path, env={"NO_COLOR": "1"}, process=True
+    )
     assert result.returncode == 0
     assert result.stderr == ""
     assert "\x1b[" not in result.stdout

@@ -43,8 +43,9 @@ def _run(scenario: Any) -> Any:
     return asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("grace", [None, 2.5], ids=["GRACE_S", "given"])
 def test_the_first_signal_stops_and_cancels_the_run_after_the_grace(
-    net: list[int], monkeypatch: pytest.MonkeyPatch
+    grace: float | None, net: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(signals, "GRACE_S", 0.3)
     timers: list[tuple[float, Any]] = []  # what the handler left to the loop's timer
@@ -63,7 +64,7 @@ def test_the_first_signal_stops_and_cancels_the_run_after_the_grace(
         monkeypatch.setattr(loop, "call_later", noted)
         stopped: list[int] = []
         caught: list[str] = []
-        with signals.stop_on_signals(task, lambda: stopped.append(1), caught):
+        with signals.stop_on_signals(task, lambda: stopped.append(1), caught, grace):
             os.kill(os.getpid(), signal.SIGTERM)
             await asyncio.sleep(0.1)
             still_running = not task.done()  # in the grace, requests in flight go on
@@ -77,8 +78,9 @@ def test_the_first_signal_stops_and_cancels_the_run_after_the_grace(
     caught, stops, still_running, set_up = _run(scenario)
     assert caught == ["SIGTERM"] and stops == 1
     assert still_running
-    # the run is cancelled once the 0.3 s grace is over, not when its 30 s of work is done
-    assert [delay for delay, _ in set_up] == [0.3]
+    # the run is cancelled once the grace is over (GRACE_S, 0.3 s here, unless the run gives
+    # its own), not when its 30 s of work is done
+    assert [delay for delay, _ in set_up] == [0.3 if grace is None else grace]
     assert net == []  # the run's handler took it, not the one under it
 
 
@@ -206,6 +208,36 @@ def test_the_grace_is_the_documented_ten_seconds() -> None:
     # docs/troubleshooting.md: "requests in flight get up to 10 s to finish"
     assert signals.GRACE_S == 10.0
     assert signals.SIGNALS == (signal.SIGINT, signal.SIGTERM)
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("", 10.0), ("1.5", 1.5), (" 0 ", 0.0), ("30", 30.0)])
+def test_evalwh_interrupt_grace_s_sets_the_grace(
+    raw: str, seconds: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALWH_INTERRUPT_GRACE_S", raw)
+    assert signals.grace_s() == seconds
+
+
+@pytest.mark.parametrize("raw", ["ten", "-1", "nan", "inf", "1e999"])
+def test_a_grace_that_is_not_a_number_of_seconds_refuses_the_run_before_it_exists(
+    raw: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalwh
+    from evalwh.errors import UsageError
+    from tests.conftest import write
+
+    cfg = write(
+        tmp_path / "eval.yaml",
+        "models:\n  - {id: m, provider: mock}\n"
+        "variants:\n  - {id: v, messages: [{role: user, content: '{{ q }}'}]}\n"
+        "cases:\n  - {id: c, vars: {q: q}, expected: q}\n"
+        "scorecard:\n  - {name: r, type: contains}\n",
+    )
+    monkeypatch.setenv("EVALWH_INTERRUPT_GRACE_S", raw)
+    with pytest.raises(UsageError, match=r"EVALWH_INTERRUPT_GRACE_S=.* is not a number of seconds"):
+        evalwh.run_eval(cfg, output_dir=tmp_path / "out")
+    db = tmp_path / "out" / "warehouse.duckdb"
+    assert not db.exists() or evalwh.open_warehouse(db).runs() == []
 
 
 def test_a_signal_mid_run_stops_new_cells_and_resume_finishes_the_rest(

@@ -263,7 +263,8 @@ def test_ctrl_c_while_requests_hang_on_a_silent_server_ends_interrupted_within_t
     the run `interrupted`, exit 130, once the grace has cancelled the hung requests."""
     server.default = hang()  # reads each request, answers none
     cfg = _hung_config(tmp_path, server, phase)
-    proc = _start(cfg, tmp_path)
+    # a 1 s grace (EVALWH_INTERRUPT_GRACE_S) proves what the 10 s default does, in a tenth
+    proc = _start(cfg, tmp_path, env={"EVALWH_INTERRUPT_GRACE_S": "1"})
     _wait_for(lambda: server.count >= 2 or proc.poll() is not None)  # both workers hang
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(sig)

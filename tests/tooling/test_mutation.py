@@ -178,33 +178,6 @@ def test_no_results_says_what_to_run(tmp_path: Path, make: bool) -> None:
     assert "run `uv run mutmut run` first" in out.stdout
 
 
-def test_run_cli_runs_in_this_process_under_mutmut(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Under mutmut (MUTANT_UNDER_TEST set) `run_cli` runs the command here, where mutmut's
-    mutants live: a change made in this process shows in its output. ``process=True`` and a
-    plain run still start a real process, and the in-process run leaves the working folder,
-    the environment and the global options as they were."""
-    import evalwh.cli.main as cli_main
-    from evalwh.cli import state
-    from tests.conftest import run_cli
-
-    monkeypatch.setattr(cli_main, "__version__", "0.0.0-in-this-process")
-    monkeypatch.delenv("MUTANT_UNDER_TEST", raising=False)  # (this test runs under mutmut too)
-    real = run_cli("--version")
-    assert real.returncode == 0 and "in-this-process" not in real.stdout
-    monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")
-    before = (os.getcwd(), dict(os.environ), state.STATE.json)
-    here = run_cli("--version", cwd=tmp_path, env={"EVALWH_PROBE": "1"})
-    assert (here.returncode, here.stdout) == (0, "evalwh 0.0.0-in-this-process\n")
-    assert (os.getcwd(), dict(os.environ), state.STATE.json) == before
-    assert "in-this-process" not in run_cli("--version", process=True).stdout
-    # exit codes and standard error come back as a process's would
-    refused = run_cli("show", "no-such-run", "--json", cwd=tmp_path)
-    assert refused.returncode != 0 and refused.stderr + refused.stdout
-    assert state.STATE.json is False
-
-
 def _script(name: str) -> Any:
     """A script of tests/mutation/, loaded as a module."""
     import importlib.util
