@@ -92,11 +92,14 @@ class ToolUse:
 
 
 def parse_tools(data: dict[str, Any], file: str, root: Path) -> dict[str, ToolSpec]:
-    """The top-level ``tools:`` by name; each ``parameters`` must be a valid JSON Schema."""
+    """The top-level ``tools:`` by name; each ``parameters`` must be a valid JSON Schema
+    (jsonschema, ~50 ms to import, only when there are tools)."""
+    out: dict[str, ToolSpec] = {}
+    if not data.get("tools"):
+        return out
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
-    out: dict[str, ToolSpec] = {}
     for i, raw in enumerate(data.get("tools") or []):
         where = f"tools[{i}]"
         name = raw["name"]

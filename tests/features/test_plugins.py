@@ -159,14 +159,15 @@ def test_an_unknown_scorer_suggests_the_closest_installed_one(installed: Path) -
     assert error.message == "criterion 'loud' (shoutty): unknown scorer type 'shoutty'"
     assert (error.file, error.where) == (str(path.resolve()), "scorecard[0].type")
     assert error.fix == (
-        "did you mean 'shouty'? use one of: bleu, contains, exact, ghost-scorer, json-schema, "
-        "json-valid, llm-judge, not-contains, python, regex, rouge-l, semantic, shouty, or "
-        "install the package that provides it"
+        "did you mean 'shouty'? use one of: args-valid, bleu, contains, exact, ghost-scorer, "
+        "json-schema, json-valid, llm-judge, max-tool-calls, not-contains, python, regex, "
+        "rouge-l, semantic, shouty, tool-called, tool-not-called, tool-order, or install the "
+        "package that provides it"
     )
     # nothing close: no suggestion
     with pytest.raises(ConfigError) as caught:
         evalwh.validate(config(installed, scorer="zzzzzz"), output_dir=installed / "out")
-    assert caught.value.fix.startswith("use one of: bleu, ")
+    assert caught.value.fix.startswith("use one of: args-valid, bleu, ")
 
 
 def test_provider_class_names_the_place_only_when_given_one() -> None:
