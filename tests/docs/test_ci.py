@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.builders import TERSE_RULE
@@ -230,6 +231,8 @@ def gitlab_steps(pipeline: dict, job: str) -> list[Step]:
     ]
 
 
+# `slow` (CI runs it): the GitHub recipe's test runs the same steps by default
+@pytest.mark.slow
 def test_the_gitlab_recipe_gates_keeps_the_reports_and_one_merge_request_note(
     tmp_path: Path,
 ) -> None:
@@ -317,6 +320,8 @@ def circleci_steps(config: dict, branch: str) -> list[Step]:
     return steps
 
 
+# `slow` (CI runs it): the GitHub recipe's test runs the same steps by default
+@pytest.mark.slow
 def test_the_circleci_recipe_gates_keeps_the_reports_and_one_pull_request_comment(
     tmp_path: Path,
 ) -> None:

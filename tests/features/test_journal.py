@@ -100,8 +100,13 @@ def _killed_at(folder: Path, server: FakeLLMServer, k: int, cfg: Path | None = N
     return unanswered
 
 
-def test_sigkill_at_twenty_random_points_then_resume_asks_only_what_was_in_flight(
-    tmp_path: Path,
+# five seeded kills by default; the issue's twenty (the same five first) under `slow`, which
+# CI runs
+@pytest.mark.parametrize(
+    "kills", [pytest.param(5, id="5"), pytest.param(KILLS, id=str(KILLS), marks=pytest.mark.slow)]
+)
+def test_sigkill_at_random_points_then_resume_asks_only_what_was_in_flight(
+    tmp_path: Path, kills: int
 ) -> None:
     """Bug: a resume after SIGKILL asked again every answered cell not yet flushed to the
     warehouse (24 and 64 cells on two kills) and paid for them twice.
@@ -114,7 +119,7 @@ def test_sigkill_at_twenty_random_points_then_resume_asks_only_what_was_in_fligh
     questions = {_question(f"c{i:04d}") for i in range(N_CASES)}
     replayed_total = 0
     with FakeLLMServer(latency=0.01) as server:
-        for attempt in range(KILLS):
+        for attempt in range(kills):
             folder = tmp_path / f"kill{attempt}"
             server.reset()
             k = rng.randrange(N_CASES)
