@@ -33,6 +33,7 @@ need to hold a key: ``headers: {X-Api-Key: "${MY_GATEWAY_KEY}"}``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import math
@@ -40,6 +41,7 @@ import re
 import ssl
 import sys
 import time
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -62,6 +64,7 @@ from evalwh.providers.base import (
     check_key,
     cut_answer,
 )
+from evalwh.providers.batching import BatchApi
 
 DEFAULT_MAX_CONNECTIONS = 100
 POOL_SHARD = 16  # connections per pool shard (see HttpProvider._client_for_loop)
@@ -291,6 +294,11 @@ class HttpProvider:
         KeyError/TypeError/ValueError if malformed."""
         raise NotImplementedError
 
+    def batch_api(self) -> BatchApi | None:
+        """This model's batch endpoints (evalwh.providers.batching), or None when the
+        provider has no batch API."""
+        return None
+
     def error_detail(self, data: Any) -> str | None:
         """The provider's own error message from an error body, if it has one."""
         if isinstance(data, dict):
@@ -426,20 +434,132 @@ class HttpProvider:
     async def _post(self, body: dict[str, Any]) -> tuple[Any, float]:
         """:meth:`post_json`, and the request's own time in milliseconds: from sending it to
         the last byte of the answer (the client's set-up on first use is not in it)."""
+        response, content, latency_ms = await self._exchange("POST", None, json=body)
+        return self._json(response, content), latency_ms
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        files: Any = None,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        limit: int | None = None,
+    ) -> Any:
+        """One call to another endpoint of the same API (batch jobs, files): ``path`` is
+        appended to the model's ``base_url`` (or the default one) unless it is a full URL.
+        The parsed JSON of a 2xx answer; every failure is a ProviderError mapped as for a
+        chat request (the table above). ``limit`` bounds the reply's bytes (default
+        ``max_response_bytes``)."""
+        response, body, _ = await self._exchange(
+            method,
+            self.api_url(path),
+            json=json,
+            content=content,
+            files=files,
+            params=params,
+            headers=headers,
+            limit=limit,
+        )
+        return self._json(response, body)
+
+    async def send_lines(
+        self, method: str, path: str, *, params: dict[str, str] | None = None
+    ) -> AsyncIterator[bytes]:
+        """The lines of a 2xx reply (a JSONL results file), each ``bytes`` without its line
+        end, read as they come: a results file is never held whole. A line longer than
+        ``max_response_bytes`` is a ``bad_response`` error."""
         if self._headers is None:
             self._headers = self._resolve_headers()
         client = self._client_for_loop()
+        url = self.api_url(path)
+        with self._mapped_errors():
+            request = client.build_request(method, url, params=params)
+            response = await client.send(request, stream=True)
+            try:
+                if not 200 <= response.status_code < 300:
+                    content = await self._read_bounded(response)
+                    text = content.decode(response.encoding or "utf-8", errors="replace")
+                    raise self._status_error(response, text)
+                pending = b""
+                async for chunk in response.aiter_bytes():
+                    pending += chunk
+                    *complete, pending = pending.split(b"\n")
+                    for line in complete:
+                        if line.strip():
+                            yield line.rstrip(b"\r")
+                    if len(pending) > self.max_response_bytes:
+                        raise self._too_long(
+                            f"has a line of {len(pending):,}+ bytes", response.status_code
+                        )
+                if pending.strip():
+                    yield pending.rstrip(b"\r")
+            finally:
+                await response.aclose()
+
+    def api_url(self, path: str) -> str:
+        """``path`` under the API's root (``base_url`` or the provider's default), or ``path``
+        itself when it is a full URL (a results file the API named)."""
+        if path.startswith(("http://", "https://")):
+            return path
+        base = self.spec.options.get("base_url") or self.default_base_url or ""
+        return str(base).rstrip("/") + "/" + path.lstrip("/")
+
+    async def _exchange(
+        self,
+        method: str,
+        url: httpx.URL | str | None,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        files: Any = None,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        limit: int | None = None,
+    ) -> tuple[httpx.Response, bytes, float]:
+        """One request on the pooled client: its response, its body (bounded) and its own time
+        in milliseconds. A non-2xx status is a ProviderError. ``url`` None: the model's
+        chat endpoint."""
+        if self._headers is None:
+            self._headers = self._resolve_headers()
+        client = self._client_for_loop()
+        if url is None:
+            url = self._target
         busy, shard = self._busy, self._turn
         busy[shard] += 1
         try:
-            sent = time.perf_counter()
-            request = client.build_request("POST", self._target, json=body)
-            response = await client.send(request, stream=True)
-            try:
-                content = await self._read_bounded(response)
-            finally:
-                await response.aclose()
-            latency_ms = (time.perf_counter() - sent) * 1000
+            with self._mapped_errors():
+                sent = time.perf_counter()
+                request = client.build_request(
+                    method,
+                    url,
+                    json=json,
+                    content=content,
+                    files=files,
+                    params=params,
+                    headers=headers,
+                )
+                response = await client.send(request, stream=True)
+                try:
+                    body = await self._read_bounded(response, limit)
+                finally:
+                    await response.aclose()
+                latency_ms = (time.perf_counter() - sent) * 1000
+        finally:
+            busy[shard] -= 1
+        if not 200 <= response.status_code < 300:
+            text = body.decode(response.encoding or "utf-8", errors="replace")
+            raise self._status_error(response, text)
+        return response, body, latency_ms
+
+    @contextlib.contextmanager
+    def _mapped_errors(self) -> Iterator[None]:
+        """httpx's failures as ProviderErrors (timeout, connection, other)."""
+        try:
+            yield
         except httpx.TimeoutException as exc:
             raise self._fail(
                 f"request timed out after {self.spec.timeout_s:g}s ({type(exc).__name__})",
@@ -463,14 +583,13 @@ class HttpProvider:
             raise self._fail(
                 f"request failed ({type(exc).__name__}: {exc})", retryable=False, kind="http"
             ) from None
-        finally:
-            busy[shard] -= 1
-        text = content.decode(response.encoding or "utf-8", errors="replace")
+
+    def _json(self, response: httpx.Response, content: bytes) -> Any:
+        """A 2xx body's JSON, or a ``bad_response`` error with an excerpt."""
         status = response.status_code
-        if not 200 <= status < 300:
-            raise self._status_error(response, text)
+        text = content.decode(response.encoding or "utf-8", errors="replace")
         try:
-            return json.loads(text), latency_ms
+            return json.loads(text)
         except ValueError:
             raise self._fail(
                 f"HTTP {status} with a body that is not JSON: {excerpt(text)}",
@@ -479,10 +598,11 @@ class HttpProvider:
                 status=status,
             ) from None
 
-    async def _read_bounded(self, response: httpx.Response) -> bytes:
+    async def _read_bounded(self, response: httpx.Response, limit: int | None = None) -> bytes:
         """The reply's body, read (decompressed) while it comes, refused once it passes
-        ``max_response_bytes``: a declared ``Content-Length`` over it before a byte is read."""
-        limit = self.max_response_bytes
+        ``limit`` (``max_response_bytes``): a declared ``Content-Length`` over it before a byte
+        is read."""
+        limit = limit or self.max_response_bytes
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise self._too_long(f"declares {int(declared):,} bytes", response.status_code)
