@@ -41,9 +41,11 @@ repeat the Authorization header they got (a server that leaks what it is sent).
 
 from __future__ import annotations
 
+import contextlib
 import email.parser
 import email.policy
 import json
+import socket
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -89,6 +91,7 @@ class FakeOpenAIBatchServer:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
         self._live = FakeLLMServer(reply_text=self.reply_text)  # never started: its replies
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -107,6 +110,11 @@ class FakeOpenAIBatchServer:
         httpd, self._httpd = self._httpd, None
         if httpd is not None:
             httpd.shutdown()
+            with self._lock:
+                sockets = list(self._sockets)
+            for sock in sockets:  # end idle keep-alive connections so their threads exit
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
             httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -123,11 +131,13 @@ class FakeOpenAIBatchServer:
 
     # -- called by the HTTP handler
 
-    def _opened(self, sock: Any) -> None:
-        pass
+    def _opened(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.add(sock)
 
-    def _closed(self, sock: Any) -> None:
-        pass
+    def _closed(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.discard(sock)
 
     def _handle(self, handler: _Handler) -> None:
         raw = handler.read_body()

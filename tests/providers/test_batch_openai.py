@@ -178,10 +178,24 @@ def test_a_job_submitted_by_one_client_is_polled_and_read_by_another() -> None:
         first = api_for(server.url)
         job = on(first, lambda api: api.submit([api.line(i) for i in items(api, 4)], label="r"))
         second = api_for(server.url)
-        states, results = on(second, lambda api: until_read(api, BatchJob(job.id, "running", "")))
-    assert states == ["running", "running", "ended"]
+
+        async def read_two(api: OpenAIBatchApi) -> list[str]:
+            assert (await api.poll(job.id)).state == "running"  # in progress
+            ended = await api.poll(job.id)
+            got = []
+            async for result in api.results(ended):
+                got.append(result.custom_id)
+                if len(got) == 2:
+                    break  # this client dies too, mid-file
+            return got
+
+        assert on(second, read_two) == ["r0", "r1"]
+        third = api_for(server.url)
+        states, results = on(third, lambda api: until_read(api, BatchJob(job.id, "running", "")))
+    assert states == ["running", "ended"]
     assert sorted(r.custom_id for r in results if r.completion) == ["r0", "r1", "r2", "r3"]
     assert server.counts["POST /files"] == 1 and server.counts["POST /batches"] == 1
+    assert server.counts["GET /files/{id}/content"] == 2  # the output file, read twice
 
 
 # ---- jobs that did not simply complete --------------------------------------------------------
