@@ -484,21 +484,26 @@ class HttpProvider:
                     content = await self._read_bounded(response)
                     text = content.decode(response.encoding or "utf-8", errors="replace")
                     raise self._status_error(response, text)
-                pending = b""
+                line = bytearray()  # the line being read: only its own bytes are held
                 async for chunk in response.aiter_bytes():
-                    pending += chunk
-                    *complete, pending = pending.split(b"\n")
-                    for line in complete:
+                    start = 0
+                    while (end := chunk.find(b"\n", start)) != -1:
+                        line += chunk[start:end]
+                        start = end + 1
+                        self._check_line(line, response.status_code)
                         if line.strip():
-                            yield line.rstrip(b"\r")
-                    if len(pending) > self.max_response_bytes:
-                        raise self._too_long(
-                            f"has a line of {len(pending):,}+ bytes", response.status_code
-                        )
-                if pending.strip():
-                    yield pending.rstrip(b"\r")
+                            yield bytes(line).rstrip(b"\r")
+                        line.clear()
+                    line += chunk[start:]
+                    self._check_line(line, response.status_code)
+                if line.strip():
+                    yield bytes(line).rstrip(b"\r")
             finally:
                 await response.aclose()
+
+    def _check_line(self, line: bytearray, status: int) -> None:
+        if len(line) > self.max_response_bytes:
+            raise self._too_long(f"has a line of {len(line):,}+ bytes", status)
 
     def api_url(self, path: str) -> str:
         """``path`` under the API's root (``base_url`` or the provider's default), or ``path``
@@ -626,7 +631,14 @@ class HttpProvider:
         )
 
     def _status_error(self, response: httpx.Response, text: str) -> ProviderError:
-        status = response.status_code
+        return self.status_failure(response.status_code, text, response.headers)
+
+    def status_failure(
+        self, status: int, text: str, headers: httpx.Headers | dict[str, str] | None = None
+    ) -> ProviderError:
+        """The error of a reply with a non-2xx ``status`` and body ``text`` (``headers`` for
+        its Retry-After): also the error of one request in a batch whose result carries the
+        status its live request would have had."""
         try:
             detail = self.error_detail(json.loads(text))
         except ValueError:
@@ -646,7 +658,7 @@ class HttpProvider:
         return self._fail(
             f"HTTP {status}{hint}: {detail}",
             retryable=retryable,
-            retry_after=parse_retry_after(response.headers) if retryable else None,
+            retry_after=parse_retry_after(headers or {}) if retryable else None,
             status=status,
             kind=kind,
         )

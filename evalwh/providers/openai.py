@@ -18,6 +18,10 @@ merged into the body as-is. Text-only messages are sent as plain strings; messag
 files as content arrays: ``image`` as an ``image_url`` part (a base64 data URL, or the URL),
 ``audio`` as ``input_audio`` ``{data, format: wav|mp3}``, ``file`` as a ``file`` part
 ``{filename, file_data: data URL}``. Video is refused when the run is planned.
+
+``provider: openai`` has OpenAI's Batch API (``batch_api()``: evalwh.providers.batch_openai,
+the same bodies in a JSONL file, answered within 24 hours at half the price);
+``openai-compatible`` has none.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from typing import Any
 
 from evalwh.config.attachments import filename_for
 from evalwh.providers.base import Completion, Request, int_or_none, message_text
+from evalwh.providers.batch_openai import OpenAIBatchApi
+from evalwh.providers.batching import BatchApi
 from evalwh.providers.http import HttpProvider, merge_extra
 from evalwh.providers.parts import data_url, part_base64, unsupported_part
 
@@ -54,6 +60,10 @@ class OpenAIProvider(HttpProvider):
 
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"}
+
+    def batch_api(self) -> BatchApi | None:
+        """OpenAI's Batch API (evalwh.providers.batch_openai)."""
+        return OpenAIBatchApi(self)
 
     def _content(self, message: dict[str, Any]) -> str | list[dict[str, Any]]:
         parts = message["content"]
@@ -211,3 +221,8 @@ class OpenAICompatibleProvider(OpenAIProvider):
     default_base_url = None  # required: check() insists on base_url
     default_key_env = None  # optional: local servers need none
     max_tokens_field = "max_tokens"
+
+    def batch_api(self) -> BatchApi | None:
+        """None: OpenAI's files and batches endpoints are not part of the chat wire format
+        that vLLM, llama.cpp, Ollama and gateways share (a local server answers live, free)."""
+        return None

@@ -6,7 +6,9 @@ provider's own message cut to its bound, the Retry-After wait in each of its for
 checks of a base_url or headers entry; and the client itself on both transports (aiohttp's
 pool, httpcore's sharded pools): TLS verification, no redirects, the headers and user agent
 sent, the pool's shards and limits, keep-alive, one client per event loop, requests in flight
-counted per shard.
+counted per shard; calls to an API's other endpoints (``send``: batch jobs, file uploads)
+mapped like chat requests, and a results file read line by line (``send_lines``), each line
+bounded.
 
 The autouse ``environment`` fixture (keys, no proxy for 127.0.0.1, isolated secrets) and the
 helpers ``make``/``complete``/``failure`` are imported by the other provider test modules."""
@@ -654,7 +656,9 @@ async def answered_by(provider: Any, handler: Callable[[httpx.Request], Any]) ->
     provider._client_for_loop()
     for client in provider._clients:
         await client.aclose()
-    shared = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    # with the headers the provider's own clients send (its key among them)
+    provider._headers = provider._resolve_headers()
+    shared = httpx.AsyncClient(transport=httpx.MockTransport(handler), headers=provider._headers)
     provider._clients = [shared] * len(provider._clients)
     return shared
 
@@ -672,10 +676,12 @@ def complete_one(provider: Any) -> Awaitable[Any]:
 def through(
     handler: Callable[[httpx.Request], httpx.Response],
     call: Callable[[Any], Awaitable[Any]] = post,
+    provider: Any = None,
 ) -> tuple[Any, list[int]]:
-    """What ``call`` of the provider gives (or the ProviderError it raises) when every request
-    is answered by ``handler``, and its shards' busy counts after the call."""
-    provider = compatible("http://127.0.0.1:9/v1")
+    """What ``call`` of the provider (an openai-compatible one unless given) gives (or the
+    ProviderError it raises) when every request is answered by ``handler``, and its shards'
+    busy counts after the call."""
+    provider = provider or compatible("http://127.0.0.1:9/v1")
 
     async def main() -> tuple[Any, list[int]]:
         shared = await answered_by(provider, handler)
@@ -1251,3 +1257,139 @@ def test_cut_answer_never_splits_a_character_and_leaves_short_answers_alone() ->
         text="a", extra={"output_truncated": {"kept_bytes": 2, "total_bytes": 3}}
     )
     assert cut_answer(Completion(text="aé"), 3) == Completion(text="aé")
+
+
+# ---- another endpoint of the same API: send and send_lines (batch jobs, files; issue 49) ----
+
+
+def sent_to(
+    handler: Callable[[httpx.Request], Any],
+    call: Callable[[Any], Awaitable[Any]],
+    provider: Any = None,
+) -> tuple[Any, list[httpx.Request]]:
+    """What ``call`` of the provider gives (or the ProviderError it raises) and the requests
+    it sent, every request answered by ``handler``."""
+    seen: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> Any:
+        seen.append(request)
+        answer = handler(request)
+        return await answer if asyncio.iscoroutine(answer) else answer
+
+    result, _ = through(record, call, provider)
+    return result, seen
+
+
+def lines_of(path: str) -> Callable[[Any], Awaitable[list[bytes]]]:
+    async def call(provider: Any) -> list[bytes]:
+        return [line async for line in provider.send_lines("GET", path)]
+
+    return call
+
+
+def test_send_goes_under_the_api_root_or_to_a_full_url_and_gives_the_json() -> None:
+    got, seen = sent_to(
+        answering(200, json={"id": "batch_1"}),
+        lambda p: p.send("POST", "/batches", json={"a": 1}, params={"limit": "2"}),
+    )
+    assert got == {"id": "batch_1"}
+    assert str(seen[0].url) == "http://127.0.0.1:9/v1/batches?limit=2"
+    assert json.loads(seen[0].content) == {"a": 1}
+    _, seen = sent_to(
+        answering(200, json={}), lambda p: p.send("GET", "https://files.example/r.jsonl")
+    )
+    assert str(seen[0].url) == "https://files.example/r.jsonl"
+
+
+def test_send_posts_a_multipart_upload_with_plain_fields_beside_the_file() -> None:
+    files = [
+        ("purpose", (None, "batch")),
+        ("file", ("in.jsonl", b'{"a":1}\n', "application/jsonl")),
+    ]
+    _, seen = sent_to(answering(200, json={}), lambda p: p.send("POST", "files", files=files))
+    body = seen[0].read()
+    assert seen[0].headers["content-type"].startswith("multipart/form-data; boundary=")
+    assert b'name="purpose"\r\n\r\nbatch\r\n' in body
+    assert b'name="file"; filename="in.jsonl"' in body and b'{"a":1}\n' in body
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [(400, "http", False), (401, "auth", False), (404, "http", False), (429, "rate_limit", True),
+     (500, "server", True), (503, "server", True)],
+)  # fmt: skip
+def test_send_and_send_lines_map_a_failed_status_as_a_chat_request_does(
+    status: int, kind: str, retryable: bool
+) -> None:
+    body = {"error": {"message": "no batch here", "type": "invalid_request_error"}}
+    handler = answering(status, json=body, headers={"retry-after": "3"})
+    for call in (lambda p: p.send("GET", "batches/b1"), lines_of("files/f1/content")):
+        failed, _ = sent_to(handler, call)
+        assert isinstance(failed, ProviderError)
+        assert (failed.status, failed.kind, failed.retryable) == (status, kind, retryable)
+        assert failed.retry_after == (3.0 if retryable else None)
+        assert "invalid_request_error: no batch here" in str(failed)
+
+
+def test_send_and_send_lines_never_show_the_key_a_server_echoes() -> None:
+    # Attack: a files or batches endpoint that echoes the Authorization header in its error.
+    def echo(request: httpx.Request) -> httpx.Response:
+        said = {"error": {"message": f"bad key {request.headers['authorization']}"}}
+        return httpx.Response(401, json=said)
+
+    for call in (lambda p: p.send("GET", "batches/b1"), lines_of("files/f1/content")):
+        failed, _ = sent_to(echo, call, make("openai", "http://127.0.0.1:9/v1"))
+        assert isinstance(failed, ProviderError) and failed.kind == "auth"
+        assert OPENAI_KEY not in str(failed) and "bad key Bearer ***" in str(failed)
+
+
+def test_send_bounds_its_reply_by_limit() -> None:
+    failed, _ = sent_to(
+        answering(200, content=b"x" * 2000), lambda p: p.send("GET", "batches", limit=1000)
+    )
+    assert isinstance(failed, ProviderError) and failed.kind == "bad_response"
+    assert "declares 2,000 bytes" in str(failed)
+
+
+def test_send_lines_gives_each_line_without_its_end_and_skips_blank_ones() -> None:
+    body = b'{"a": 1}\r\n\n  \n{"b": 2}\n{"c": 3}'
+    got, _ = sent_to(answering(200, content=body), lines_of("files/f1/content"))
+    assert got == [b'{"a": 1}', b'{"b": 2}', b'{"c": 3}']
+
+
+def test_send_lines_gives_a_line_before_the_rest_of_the_file_is_sent() -> None:
+    sent: list[int] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        for n in range(3):
+            sent.append(n)
+            yield b'{"n": %d}\n{"half' % n
+            yield b'": true}\n'
+
+    async def first_line(provider: Any) -> tuple[bytes, list[int]]:
+        async for line in provider.send_lines("GET", "files/f1/content"):
+            return line, list(sent)
+        raise AssertionError("no line")
+
+    got, _ = sent_to(lambda request: httpx.Response(200, content=body()), first_line)
+    assert got == (b'{"n": 0}', [0])  # the first line came with the first chunk
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 100], ids=["one chunk", "many chunks"])
+def test_send_lines_refuses_a_line_over_max_response_bytes(chunk: int) -> None:
+    # a results line of 20 MB, whether it comes whole or a few bytes at a time, is refused once
+    # it passes the bound: a results file's lines are never held without one
+    line = b"ok\n" + b"y" * 20_000 + b"\nafter\n"
+
+    async def body() -> AsyncIterator[bytes]:
+        for at in range(0, len(line), chunk):
+            yield line[at : at + chunk]
+
+    async def read(provider: Any) -> list[bytes]:
+        provider.max_response_bytes = 10_000
+        return [got async for got in provider.send_lines("GET", "files/f1/content")]
+
+    failed, _ = sent_to(lambda request: httpx.Response(200, content=body()), read)
+    assert isinstance(failed, ProviderError)
+    assert (failed.kind, failed.status, failed.retryable) == ("bad_response", 200, False)
+    assert "has a line of" in str(failed) and "over max_response_bytes (10,000)" in str(failed)
