@@ -654,6 +654,13 @@ class HttpProvider:
     async def complete(self, request: Request) -> Completion:
         body = self.build_body(request)
         data, latency_ms = await self._post(body)
+        completion = self.parse_reply(data, request)
+        completion.latency_ms = latency_ms
+        return completion
+
+    def parse_reply(self, data: Any, request: Request | None = None) -> Completion:
+        """:meth:`parse_body`, its answer cut to ``max_output_bytes``; a reply it cannot read
+        is a ``bad_response`` error with an excerpt (a live answer, or one of a batch's)."""
         try:
             completion = self.parse_body(data, request)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
@@ -664,7 +671,6 @@ class HttpProvider:
                 kind="bad_response",
                 status=200,
             ) from None
-        completion.latency_ms = latency_ms
         return cut_answer(completion, self.max_output_bytes)
 
     async def aclose(self) -> None:
