@@ -54,7 +54,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from evalwh.providers.base import Request
-from evalwh.providers.batch_wire import answer, checked_name, count, failed, read_line, unreadable
+from evalwh.providers.batch_wire import (
+    answer,
+    checked_name,
+    count,
+    failed,
+    read_line,
+    refused,
+    unreadable,
+)
 from evalwh.providers.batching import BatchItem, BatchJob, BatchLimits, BatchResult
 
 if TYPE_CHECKING:
@@ -64,18 +72,19 @@ LIMITS = BatchLimits(max_requests=100_000, max_bytes=256 * 1000 * 1000)
 BATCHES = "v1/messages/batches"
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
-# an errored result's error.type -> (kind, retryable, the HTTP status the live API gives it)
-ERROR_KINDS = {
-    "invalid_request_error": ("http", False, 400),
-    "authentication_error": ("auth", False, 401),
-    "billing_error": ("auth", False, 402),
-    "permission_error": ("auth", False, 403),
-    "not_found_error": ("http", False, 404),
-    "request_too_large": ("http", False, 413),
-    "rate_limit_error": ("rate_limit", True, 429),
-    "api_error": ("server", True, 500),
-    "timeout_error": ("timeout", True, 504),
-    "overloaded_error": ("server", True, 529),
+# an errored result's error.type -> the HTTP status the live API answers it with, which
+# decides the error's kind and whether a retry may help (HttpProvider's table)
+ERROR_STATUSES = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
 }
 
 
@@ -171,22 +180,10 @@ class AnthropicBatchApi:
             return answer(provider, custom_id, result.get("message"), self.requests.get(custom_id))
         if kind == "errored":
             error = result.get("error")
-            inner = error.get("error") if isinstance(error, dict) else None
+            error = error if isinstance(error, dict) else {}
+            inner = error.get("error")
             word = inner.get("type") if isinstance(inner, dict) else None
-            what, retryable, status = ERROR_KINDS.get(str(word), ("http", False, None))
-            from evalwh.config.secrets import sanitize
-            from evalwh.providers.http import DETAIL_CHARS
-
-            detail = provider.error_detail(error) or "no error message"
-            detail = sanitize(detail, DETAIL_CHARS, extra=provider._secrets)
-            return failed(
-                provider,
-                custom_id,
-                f"batch request errored: {detail}",
-                kind=what,
-                retryable=retryable,
-                status=status,
-            )
+            return refused(provider, custom_id, error, ERROR_STATUSES.get(str(word)))
         if kind == "canceled":
             return failed(
                 provider,

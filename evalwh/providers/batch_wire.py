@@ -49,6 +49,28 @@ def failed(
     return BatchResult(custom_id, error=error)
 
 
+def refused(
+    provider: HttpProvider, custom_id: str, error: dict[str, Any], status: int | None
+) -> BatchResult:
+    """A request the API answered with an error object (``error``: the reply's whole error
+    body, as ``error_detail`` reads it); ``status`` the HTTP status the live API gives that
+    error, which decides the kind and whether a retry may help as for a live reply."""
+    from evalwh.config.secrets import sanitize
+    from evalwh.providers.http import DETAIL_CHARS, status_kind
+
+    retryable, kind = status_kind(status) if status is not None else (False, "http")
+    detail = provider.error_detail(error) or "no error message"
+    detail = sanitize(detail, DETAIL_CHARS, extra=provider._secrets)
+    return failed(
+        provider,
+        custom_id,
+        f"batch request failed: {detail}",
+        kind=kind,
+        retryable=retryable,
+        status=status,
+    )
+
+
 def unreadable(provider: HttpProvider, custom_id: str, what: str, raw: bytes | str) -> BatchResult:
     """A results line (or entry) that is not what the API documents: ``bad_response``."""
     from evalwh.providers.http import excerpt

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ from evalwh.config.outputs import OutputSpec
 from evalwh.providers.anthropic import AnthropicProvider
 from evalwh.providers.base import ProviderError, Request
 from evalwh.providers.batch_anthropic import AnthropicBatchApi
-from evalwh.providers.batching import BatchItem, BatchJob, BatchResult
+from evalwh.providers.batching import BatchApi, BatchItem, BatchJob, BatchResult
+from evalwh.providers.http import HttpProvider
 from tests.builders import materialised
 from tests.fakes.batches import FakeAnthropicBatches
 from tests.fakes.servers import FakeLLMServer
@@ -51,14 +52,14 @@ def provider(base_url: str, **params: Any) -> AnthropicProvider:
     return AnthropicProvider(spec)
 
 
-def item(prov: AnthropicProvider, n: int, output: Any = None) -> BatchItem:
+def item(prov: HttpProvider, n: int, output: Any = None) -> BatchItem:
     """Request ``n``: its custom id is a request hash's shape (64 hex digits)."""
     messages = [{"role": "user", "content": [{"type": "text", "text": f"Question {n}?"}]}]
     request = Request(prov.spec, messages, Case(id=f"c{n}"), "v", output=output)
     return BatchItem(hashlib.sha256(f"request {n}".encode()).hexdigest(), request)
 
 
-def run(coro: Any, api: AnthropicBatchApi | None = None) -> Any:
+def run(coro: Any, api: BatchApi | None = None) -> Any:
     """``coro`` to its end, ``api``'s client closed after it (even when it raises)."""
 
     async def go() -> Any:
@@ -66,13 +67,40 @@ def run(coro: Any, api: AnthropicBatchApi | None = None) -> Any:
             return await coro
         finally:
             if api is not None:
-                await api.provider.aclose()
+                await api.provider.aclose()  # type: ignore[attr-defined]
 
     return asyncio.run(go())
 
 
+def assert_live_answers(
+    make: Callable[[str], HttpProvider], items: list[BatchItem], results: dict[str, BatchResult]
+) -> None:
+    """Each of ``items`` asked live (the provider ``make`` builds for a base URL) of the live
+    fake answers as the batch did: the same text, tokens, finish reason and details."""
+
+    async def live(url: str) -> list[Any]:
+        prov = make(url)
+        try:
+            return await asyncio.gather(*(prov.complete(i.request) for i in items))
+        finally:
+            await prov.aclose()
+
+    with FakeLLMServer() as server:
+        answers = run(live(server.url))
+    for one, want in zip(items, answers, strict=True):
+        got = results[one.custom_id].completion
+        assert got is not None and results[one.custom_id].error is None
+        assert (got.text, got.input_tokens, got.output_tokens, got.finish_reason, got.extra) == (
+            want.text,
+            want.input_tokens,
+            want.output_tokens,
+            want.finish_reason,
+            want.extra,
+        )
+
+
 async def through(
-    api: AnthropicBatchApi, items: list[BatchItem], polls: int = 5
+    api: Any, items: list[BatchItem], polls: int = 5
 ) -> tuple[BatchJob, dict[str, BatchResult]]:
     """Submit ``items``, poll until readable, read every result."""
     job = await api.submit([api.line(i) for i in items], label="run-1")
@@ -100,25 +128,8 @@ def test_a_500_request_batch_answers_as_the_live_api_does(
     assert job.id.startswith("msgbatch_")
     assert [batches.hits(r) for r in ("create", "retrieve", "results")] == [1, 2, 1]
 
-    async def live() -> list[Any]:
-        prov = provider(server.url)
-        try:
-            return await asyncio.gather(*(prov.complete(i.request) for i in items[:asked_live]))
-        finally:
-            await prov.aclose()
-
-    with FakeLLMServer() as server:
-        answers = run(live())
     assert len(results) == 500
-    for one, want in zip(items[:asked_live], answers, strict=True):
-        got = results[one.custom_id].completion
-        assert got is not None and results[one.custom_id].error is None
-        assert (got.text, got.input_tokens, got.output_tokens, got.finish_reason) == (
-            want.text,
-            want.input_tokens,
-            want.output_tokens,
-            want.finish_reason,
-        )
+    assert_live_answers(lambda url: provider(url), items[:asked_live], results)
     assert results[items[7].custom_id].completion.text == "Question 7?"  # type: ignore[union-attr]
 
 
