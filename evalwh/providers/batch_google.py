@@ -123,8 +123,9 @@ class GoogleBatchApi:
 
     async def results(self, job: BatchJob) -> AsyncIterator[BatchResult]:
         entries = self._answers.pop(job.id, None)
-        if entries is None and "responses_file" not in job.extra:
-            entries = self._answers.pop((await self.poll(job.id)).id, None)
+        if entries is None and "responses_file" not in job.extra:  # polled by another process
+            job = await self.poll(job.id)
+            entries = self._answers.pop(job.id, None)
         for entry in entries or ():
             result = self._entry(entry)
             if result is not None:

@@ -227,6 +227,25 @@ def test_another_process_picks_up_the_job_from_its_name(batches: FakeGeminiBatch
     assert batches.hits("retrieve") == 3  # the third fetched the job again for its answers
 
 
+def test_a_job_known_only_by_its_name_finds_its_responses_file(
+    batches: FakeGeminiBatches,
+) -> None:
+    """A process given only the stored job (no responses file in it) fetches the job again
+    and reads the file it names."""
+    batches.output = "file"
+    first = gemini_api(batches.url)
+    items = [item(first.provider, n) for n in range(2)]
+    job, _ = run(through(first, items))
+    second = gemini_api(batches.url)
+
+    async def read() -> list[BatchResult]:
+        return [r async for r in second.results(BatchJob(job.id, "ended", "BATCH_STATE_SUCCEEDED"))]
+
+    results = run(read(), second)
+    assert sorted(r.custom_id for r in results) == sorted(i.custom_id for i in items)
+    assert batches.hits("results") == 2
+
+
 def test_the_documented_example_replies_are_read(batches: FakeGeminiBatches) -> None:
     """tests/fixtures/wire/gemini/batches/: a pending job, the same job done with its inline
     answers, and a responses file."""
