@@ -165,24 +165,34 @@ def test_the_batch_bodies_are_the_sdks_request_type() -> None:
 
 
 @pytest.mark.slow  # importing the SDK takes seconds
-def test_the_fakes_replies_are_the_sdks_reply_types(batches: FakeAnthropicBatches) -> None:
+def test_the_fakes_replies_and_the_documented_ones_are_the_sdks_reply_types(
+    batches: FakeAnthropicBatches,
+) -> None:
+    """The fake's MessageBatch in progress and ended, its results lines, and the documented
+    examples of tests/fixtures/wire/anthropic/batches/ validate as the SDK's types and lose
+    nothing doing so."""
     from anthropic.types.messages import MessageBatch, MessageBatchIndividualResponse
+
+    def same(model: Any, body: dict[str, Any]) -> bool:
+        dumped = model.model_validate(body).model_dump(mode="json", exclude_unset=True)
+        return bool(dumped == json.loads(json.dumps(body)))
 
     api = AnthropicBatchApi(provider(batches.url))
     items = [item(api.provider, n) for n in range(3)]
     batches.fail = {items[1].custom_id: ("api_error", "Internal server error")}
-    job, _ = run(through(api, items))
-    replies = [r for r in batches.requests if r.route in ("create", "retrieve")]
-    assert len(replies) == 2
-    assert (
-        MessageBatch.model_validate(batches.batch(batches.jobs[job.id])).processing_status
-        == "ended"
-    )
-    kinds = [
-        MessageBatchIndividualResponse.model_validate_json(line).result.type
-        for line in batches.jobs[job.id].results
-    ]
-    assert kinds == ["succeeded", "errored", "succeeded"]
+    batches.expire = {items[2].custom_id}
+    job = run(api.submit([api.line(i) for i in items], label="run-1"), api)
+    running = batches.batch(batches.jobs[job.id])
+    run(api.poll(job.id), api)
+    ended = batches.batch(batches.jobs[job.id])
+    lines = [json.loads(line) for line in batches.jobs[job.id].results]
+    documented = [json.loads((WIRE / f).read_text()) for f in ("in_progress.json", "ended.json")]
+    for body in [running, ended, *documented]:
+        assert same(MessageBatch, body), body
+    results = [json.loads(x) for x in (WIRE / "results.jsonl").read_text().splitlines()]
+    for line in [*lines, *results]:
+        assert same(MessageBatchIndividualResponse, line), line
+    assert [line["result"]["type"] for line in lines] == ["succeeded", "errored", "expired"]
 
 
 def test_json_by_schema_is_read_from_the_forced_tool_call_as_live(
