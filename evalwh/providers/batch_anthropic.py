@@ -68,7 +68,9 @@ from evalwh.providers.batching import BatchItem, BatchJob, BatchLimits, BatchRes
 if TYPE_CHECKING:
     from evalwh.providers.http import HttpProvider
 
-LIMITS = BatchLimits(max_requests=100_000, max_bytes=256 * 1000 * 1000)
+# 100,000 requests or 256 MB a batch; the lines may fill it but for room for the wrapper (a
+# comma a request and the few bytes around them)
+LIMITS = BatchLimits(max_requests=100_000, max_bytes=256 * 1000 * 1000 - 500_000)
 BATCHES = "v1/messages/batches"
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
