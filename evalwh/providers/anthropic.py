@@ -19,6 +19,8 @@ The reply: the answer is the text blocks joined; any other ``tool_use`` block is
 (``tool_calls``: name and input), ``thinking`` blocks are the ``reasoning``; ``stop_reason``
 maps onto the finish reasons of :mod:`evalwh.providers.base` (``max_tokens`` is ``length``,
 ``refusal`` a refusal whose text is ``stop_details.explanation`` or the partial answer).
+
+Batch mode: ``batch_api()`` is Message Batches (:mod:`evalwh.providers.batch_anthropic`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import json
 from typing import Any
 
 from evalwh.providers.base import Completion, Request, int_or_none, message_text
+from evalwh.providers.batch_anthropic import AnthropicBatchApi
 from evalwh.providers.http import HttpProvider, merge_extra, stop_list
 from evalwh.providers.parts import part_base64, part_bytes, unsupported_part
 
@@ -57,6 +60,10 @@ class AnthropicProvider(HttpProvider):
 
     def base_headers(self) -> dict[str, str]:
         return {"anthropic-version": ANTHROPIC_VERSION}
+
+    def batch_api(self) -> AnthropicBatchApi:
+        """Message Batches (evalwh.providers.batch_anthropic)."""
+        return AnthropicBatchApi(self)
 
     def _part(self, part: dict[str, Any]) -> dict[str, Any]:
         kind = part.get("type")

@@ -29,6 +29,8 @@ cell, never an empty answer. Video parts and URL parts are refused when the run 
 JSON by schema, asked for natively, is ``generationConfig.responseMimeType:
 application/json`` with the schema as ``generationConfig.responseSchema``, translated to the
 API's ``Schema`` object (:mod:`evalwh.providers.gemini_schema`); the answer is the JSON text.
+
+Batch mode: ``batch_api()`` is the API's batch mode (:mod:`evalwh.providers.batch_google`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 from evalwh.config.model import ModelSpec
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Completion, Request, int_or_none, message_text
+from evalwh.providers.batch_google import GoogleBatchApi
 from evalwh.providers.gemini_schema import response_schema
 from evalwh.providers.http import HttpProvider, merge_extra, stop_list
 from evalwh.providers.parts import part_base64, unsupported_part
@@ -78,6 +81,10 @@ class GoogleProvider(HttpProvider):
         super().__init__(spec)
         model = spec.model.removeprefix("models/")
         self.url = f"{self.url}/v1beta/models/{model}:generateContent"
+
+    def batch_api(self) -> GoogleBatchApi:
+        """The Gemini API's batch mode (evalwh.providers.batch_google)."""
+        return GoogleBatchApi(self, self.spec.model.removeprefix("models/"))
 
     @classmethod
     def check(cls, spec: ModelSpec, file: str | None = None) -> None:

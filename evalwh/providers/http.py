@@ -137,6 +137,18 @@ def parse_retry_after(
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
 
 
+def status_kind(status: int) -> tuple[bool, str]:
+    """Whether another attempt may help, and the error's kind, for an HTTP error status (the
+    table above): a live reply's, or the status a batch API gives one request's error."""
+    if status == 429:
+        return True, "rate_limit"
+    if status in (408, 409) or status >= 500:
+        return True, "server"
+    if status in (401, 403):
+        return False, "auth"
+    return False, "http"
+
+
 def shown_url(url: str) -> str:
     """``url`` as an error may show it: without a user, password or query string."""
     from urllib.parse import urlunsplit
@@ -644,14 +656,7 @@ class HttpProvider:
         except ValueError:
             detail = None
         detail = sanitize(detail, DETAIL_CHARS, extra=self._secrets) if detail else excerpt(text)
-        if status == 429:
-            retryable, kind = True, "rate_limit"
-        elif status in (408, 409) or status >= 500:
-            retryable, kind = True, "server"
-        elif status in (401, 403):
-            retryable, kind = False, "auth"
-        else:
-            retryable, kind = False, "http"
+        retryable, kind = status_kind(status)
         hint = ""
         if kind == "auth" and self.key_env:
             hint = f" {check_key(self.key_env)}"
@@ -666,6 +671,13 @@ class HttpProvider:
     async def complete(self, request: Request) -> Completion:
         body = self.build_body(request)
         data, latency_ms = await self._post(body)
+        completion = self.parse_reply(data, request)
+        completion.latency_ms = latency_ms
+        return completion
+
+    def parse_reply(self, data: Any, request: Request | None = None) -> Completion:
+        """:meth:`parse_body`, its answer cut to ``max_output_bytes``; a reply it cannot read
+        is a ``bad_response`` error with an excerpt (a live answer, or one of a batch's)."""
         try:
             completion = self.parse_body(data, request)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
@@ -676,7 +688,6 @@ class HttpProvider:
                 kind="bad_response",
                 status=200,
             ) from None
-        completion.latency_ms = latency_ms
         return cut_answer(completion, self.max_output_bytes)
 
     async def aclose(self) -> None:
