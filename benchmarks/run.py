@@ -938,7 +938,7 @@ def toolloop_rows(sizes: Sizes, log: Any) -> tuple[list[Row], dict[str, Any]]:
         "(its own process), concurrency 32, `evalwh run` CPU (user + system) per request",
         "<= 1.5 x a single request's CPU",
         raw["ratio"],
-        "x single",
+        "x",
         1.5,
         False,
         f"{raw['cpu_ms_per_turn_loop']:.3f} ms a turn against {raw['cpu_ms_per_request_single']:.3f}"

@@ -127,7 +127,7 @@ def test_the_tool_loop_group_counts_three_requests_a_cell(tmp_path: Path) -> Non
     counts are."""
     done, data = _quick(tmp_path, "toolloop")
     (row,) = data["rows"]
-    assert row["id"] == "toolloop" and row["unit"] == "x single"
+    assert (row["id"], row["unit"], row["limit"]) == ("toolloop", "x", 1.5)
     raw = data["raw"]["toolloop"]
     assert raw["requests"] == {"single": 5, "loop": 15}
     assert raw["cpu_ms_per_turn_loop"] > 0 and raw["cpu_ms_per_request_single"] > 0
