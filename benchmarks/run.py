@@ -41,6 +41,7 @@ GROUPS = (
     "adaptive",
     "report",
     "viewer",
+    "toolloop",
 )
 # Run only when named (--only lake): they need PostgreSQL (and start it with moto on loopback).
 OPTIONAL_GROUPS = ("lake",)
@@ -99,6 +100,9 @@ class Sizes:
     viewer_cases: int = 2_000  # the watched run: mock answers after viewer_latency_ms
     viewer_latency_ms: float = 20
     viewer_runs: int = 3
+    # cells of a three-turn tool loop against single-request cells (benchmarks/toolloop.py)
+    toolloop_cells: int = 1_000
+    toolloop_runs: int = 3
 
 
 QUICK = Sizes(
@@ -135,6 +139,8 @@ QUICK = Sizes(
     viewer_cases=100,
     viewer_latency_ms=5,
     viewer_runs=1,
+    toolloop_cells=5,
+    toolloop_runs=1,
 )
 
 
@@ -915,6 +921,33 @@ def adaptive_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[s
     return [row], raw
 
 
+def toolloop_rows(sizes: Sizes, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    sys.path.insert(0, str(HERE))
+    import toolloop
+
+    n = sizes.toolloop_cells
+    log(
+        f"toolloop: {n} cells x 3 turns against {n} single-request cells, {sizes.toolloop_runs} runs"
+    )
+    raw = toolloop.measure_toolloop(n, sizes.toolloop_runs)
+    row = Row(
+        "toolloop",
+        "tool loop CPU per turn",
+        f"{n:,} cells of a three-turn tool loop (two mock tool calls, then the answer) against "
+        f"{n:,} single-request cells; openai-compatible provider -> benchmarks/server.py at 0 ms "
+        "(its own process), concurrency 32, `evalwh run` CPU (user + system) per request",
+        "<= 1.5 x a single request's CPU",
+        raw["ratio"],
+        "x",
+        1.5,
+        False,
+        f"{raw['cpu_ms_per_turn_loop']:.3f} ms a turn against {raw['cpu_ms_per_request_single']:.3f}"
+        f" ms a single request (medians of {len(raw['runs']['loop'])}); requests "
+        f"{raw['requests']['single']:,} / {raw['requests']['loop']:,}; load {raw['load1']:.1f}",
+    )
+    return [row], raw
+
+
 def viewer_rows(
     sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
 ) -> tuple[list[Row], dict[str, Any]]:
@@ -1117,6 +1150,7 @@ def main(argv: list[str] | None = None) -> int:
             "report_runs",
             "http_runs",
             "process_runs",
+            "toolloop_runs",
         ):
             setattr(sizes, name, args.runs)
     if args.lake_layout:
@@ -1176,6 +1210,8 @@ def main(argv: list[str] | None = None) -> int:
                 got, raw["adaptive"] = adaptive_rows(sizes, work, log)
             elif group == "viewer":
                 got, raw["viewer"] = viewer_rows(sizes, work, results, args.quick, log)
+            elif group == "toolloop":
+                got, raw["toolloop"] = toolloop_rows(sizes, log)
             else:
                 got, raw["startup"] = startup_rows(sizes, work, results, args.quick, log)
         except Exception as exc:  # one broken group must not lose the others' figures

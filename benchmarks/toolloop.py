@@ -1,13 +1,15 @@
 """CPU per model request: cells of one request against cells of a three-turn tool loop.
 
     uv run python benchmarks/toolloop.py --cells 1000 --runs 3
+    uv run python benchmarks/run.py --only toolloop     # the same, as a row of the table
 
 Each measurement runs ``evalwh run`` in-process in a child of its own against
 benchmarks/server.py (0 ms latency, its own process): once with a variant without tools
 (``--cells`` requests), once with a variant offering one mock tool, which the server calls
 twice before answering (3 x ``--cells`` requests, 2 x ``--cells`` tool calls). The figure is
 the child's CPU time (user + system) over the requests the server counted; the ratio compares
-a loop's turn with a single request. The medians of ``--runs`` runs are printed as JSON.
+a loop's turn with a single request. The medians of ``--runs`` runs are printed as JSON
+(:func:`measure_toolloop`, which benchmarks/run.py's group ``toolloop`` calls too).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,11 +82,8 @@ def measure(url: str, cells: int, tools: bool) -> dict[str, float]:
         return {"cpu_s": row["cpu_s"], "requests": row["requests"]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+def measure_toolloop(cells: int, runs: int) -> dict[str, Any]:
+    """Start the server, measure ``runs`` times each way, return the medians and every run."""
     server = subprocess.Popen(
         [sys.executable, str(HERE / "server.py"), "--latency", "0"],
         stdout=subprocess.PIPE,
@@ -95,28 +95,32 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}/v1"
         rows: dict[str, list[float]] = {"single": [], "loop": []}
         requests = {}
-        for _ in range(args.runs):
+        for _ in range(runs):
             for name, tools in (("single", False), ("loop", True)):
-                found = measure(url, args.cells, tools)
+                found = measure(url, cells, tools)
                 rows[name].append(found["cpu_s"] / found["requests"] * 1000)
                 requests[name] = found["requests"]
-        single, loop = statistics.median(rows["single"]), statistics.median(rows["loop"])
-        print(
-            json.dumps(
-                {
-                    "cells": args.cells,
-                    "requests": requests,
-                    "cpu_ms_per_request_single": round(single, 3),
-                    "cpu_ms_per_turn_loop": round(loop, 3),
-                    "ratio": round(loop / single, 2),
-                    "runs": {k: [round(v, 3) for v in vs] for k, vs in rows.items()},
-                },
-                indent=2,
-            )
-        )
     finally:
         server.terminate()
         server.wait()
+    single, loop = statistics.median(rows["single"]), statistics.median(rows["loop"])
+    return {
+        "cells": cells,
+        "requests": requests,
+        "cpu_ms_per_request_single": round(single, 3),
+        "cpu_ms_per_turn_loop": round(loop, 3),
+        "ratio": round(loop / single, 2),
+        "runs": {k: [round(v, 3) for v in vs] for k, vs in rows.items()},
+        "load1": os.getloadavg()[0],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(json.dumps(measure_toolloop(args.cells, args.runs), indent=2))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Run B against run A: paired deltas per run, cell, criterion and slice, and the movers.
 
-The statistics live in ``sql/compare.sql`` (deltas) and ``sql/compare_cases.sql`` (movers);
-this module resolves the references, picks the slice keys and the cluster key, and shapes
-the result.
+The statistics live in ``sql/compare.sql`` (deltas) and ``sql/compare_cases.sql`` (movers),
+tool use in ``sql/compare_tools.sql`` (per tool, and the cells whose calls changed; only when
+a run has tool loops); this module resolves the references, picks the slice keys and the
+cluster key, and shapes the result.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class Comparison:
     movers: pa.Table
     notes: list[str] = field(default_factory=list)
     no_look: bool = False  # a side is a no-look run: movers carry no outputs
+    # tool use per tool and the cells whose calls changed (docs/tools.md): empty when
+    # neither run has a tool loop, or a side is a no-look run (it stores no transcript)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_cells: list[dict[str, Any]] = field(default_factory=list)
 
     def rows(self, scope: str) -> list[dict[str, Any]]:
         import pyarrow.compute as pc
@@ -66,6 +71,8 @@ class Comparison:
             "movers": self.movers.to_pylist(),
             "notes": self.notes,
             "no_look": self.no_look,
+            "tools": self.tools,
+            "tool_cells": self.tool_cells,
         }
 
 
@@ -109,6 +116,39 @@ def deltas(
     )
 
 
+#: what each scope of sql/compare_tools.sql leaves empty
+_TOOL_ONLY = ("tool",)
+_CELL_ONLY = ("case_id", "repeat", "passed_a", "passed_b", "tools_a", "tools_b")
+
+
+def tool_use(
+    store: Warehouse,
+    run_a: str,
+    run_b: str,
+    limit: int | None,
+    no_look: bool,
+    notes: list[str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Tool calls per tool and at most ``limit`` cells whose calls changed
+    (sql/compare_tools.sql); nothing when neither run has a tool loop. A no-look side stored no
+    transcript: its zero calls would read as a change, so none is shown."""
+    rows: list[dict[str, Any]] = store.query(
+        "compare_tools", run_a=run_a, run_b=run_b, limit=limit
+    ).to_pylist()
+    if rows and no_look:
+        notes.append("a no-look run stores no tool-loop transcript: tool use is not compared")
+        return [], []
+
+    def shaped(scope: str, drop: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [
+            {k: v for k, v in r.items() if k != "scope" and k not in drop}
+            for r in rows
+            if r["scope"] == scope
+        ]
+
+    return shaped("tool", _CELL_ONLY), shaped("cell", _TOOL_ONLY)
+
+
 def compare(
     store: Warehouse,
     ref_a: str,
@@ -146,6 +186,7 @@ def compare(
     result = Comparison(
         brief_of(row_a), brief_of(row_b), key, keys, table, moved, notes, no_look=no_look
     )
+    result.tools, result.tool_cells = tool_use(store, run_a, run_b, movers, no_look, notes)
     overall = result.overall
     if run_a == run_b:
         notes.append("both references name the same run: every delta is 0")

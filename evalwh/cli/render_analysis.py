@@ -140,6 +140,9 @@ def print_comparison(data: dict[str, Any], *, max_slices: int = 15) -> None:
         )
         console.print(_delta_table(title, ["slice"], slices[:max_slices], cost=False))
     print_movers(data["movers"])
+    if data.get("tools"):  # either run has tool loops (docs/tools.md)
+        console.print(tools_table(data["tools"]))
+        print_tool_cells(data.get("tool_cells") or [])
     for message in data["notes"]:
         note(f"note: {message}")
 
@@ -160,6 +163,48 @@ def print_movers(movers: list[dict[str, Any]]) -> None:
             line.append(f"  ({', '.join(why)})")
         elif m["error_b"]:
             line.append(f"  error: {m['error_b']}", style="red")
+        out().print(line)
+
+
+def _changed(a: int, b: int) -> Text:
+    """``a → b`` of a count of failures: red when it grew, green when it shrank."""
+    return Text(f"{a} → {b}", style="red" if b > a else "green" if b < a else "")
+
+
+def tools_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="tool calls (paired cells), most new failures first", title_justify="left")
+    for name in ("variant", "model", "tool"):
+        table.add_column(name, no_wrap=True)
+    for name in ("calls A → B", "failed A → B", "error rate", "bad arguments A → B"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            r["variant"],
+            r["model"],
+            r["tool"],
+            f"{r['n_calls_a']} → {r['n_calls_b']}",
+            _changed(r["n_errors_a"], r["n_errors_b"]),
+            f"{pct(r['error_rate_a'])} → {pct(r['error_rate_b'])}",
+            _changed(r["n_invalid_args_a"], r["n_invalid_args_b"]),
+        )
+    return table
+
+
+def print_tool_cells(cells: list[dict[str, Any]]) -> None:
+    if not cells:
+        out().print("no cell's tool calls changed", style="dim")
+        return
+    out().print(Text(f"cells whose tool calls changed ({len(cells)} shown):", style="bold"))
+    for c in cells:
+        worse = c["n_errors_b"] > c["n_errors_a"] or c["n_invalid_args_b"] > c["n_invalid_args_a"]
+        line = Text("  ")
+        line.append(f"{c['case_id']}" + (f" [repeat {c['repeat']}]" if c["repeat"] else ""))
+        line.append(f"  {c['variant']} × {c['model']}  ")
+        line.append(f"{' '.join(c['tools_a']) or '(none)'} → {' '.join(c['tools_b']) or '(none)'}")
+        line.append(
+            f"  failed {c['n_errors_a']} → {c['n_errors_b']}",
+            style="red" if worse else "green" if c["n_errors_b"] < c["n_errors_a"] else "",
+        )
         out().print(line)
 
 

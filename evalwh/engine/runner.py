@@ -35,7 +35,7 @@ from evalwh.engine.limits import (
     backoff_s,
 )
 from evalwh.engine.plan import Cell, Plan, model_identity, request_hash, request_scope
-from evalwh.engine.toolloop import LOOP_LIMITS
+from evalwh.engine.toolloop import LOOP_LIMITS, transcript_of
 from evalwh.errors import ConfigError
 from evalwh.providers.base import Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
@@ -631,14 +631,17 @@ class Engine:
                 wire=answer.wire,
             )
         calls = tool_calls_of(turns, answer.wire)
+        transcript = self._transcript(turns)
         if (
             self.scorecard.judged
             or self.scorecard.embedded
             or (case.check is not None and self.check_runner is not None)
         ):
-            scored, judge_cost, check = await self._score(answer.output, case, messages, calls)
+            scored, judge_cost, check = await self._score(
+                answer.output, case, messages, calls, transcript
+            )
         else:  # deterministic scorers only: nothing to await
-            scored = self.scorecard.score(answer.output, case, None, calls)
+            scored = self.scorecard.score(answer.output, case, None, calls, transcript)
             judge_cost, check = None, None
         if variant.variant.output is not None:  # the schema pass rate says how it was asked
             mode = variant.variant.output.mode_for(type(endpoint.provider))
@@ -659,6 +662,17 @@ class Engine:
             check=check,
             wire=answer.wire,
         )
+
+    def _transcript(self, turns: list[Any] | None) -> list[dict[str, Any]]:
+        """The cell's tool loop as scorers and judges get it: redacted as it is stored (the
+        tools' results too) unless ``redact_outputs`` is off, so what a judge is sent and what
+        the warehouse keeps are one text."""
+        steps = transcript_of(turns)
+        if steps and self.redact_answers:
+            from evalwh.config.secrets import known_secret_values, redact_tree
+
+            steps = redact_tree(steps, known_secret_values())
+        return steps
 
     def _render_error_text(self, exc: Exception) -> str:
         """What is kept of a datasource row's render error: its redacted message, or in
@@ -692,12 +706,23 @@ class Engine:
         )
 
     async def _score(
-        self, output: str, case: Case, messages: Rendered, calls: list[Any] | None = None
+        self,
+        output: str,
+        case: Case,
+        messages: Rendered,
+        calls: list[Any] | None = None,
+        transcript: list[dict[str, Any]] | None = None,
     ) -> tuple[CaseScore, float | None, CheckOutcome | None]:
         """Judge criteria, embedded criteria and the exec check run concurrently; then the
         whole scorecard."""
+        shown = ""
+        if transcript and self.scorecard.judged:
+            from evalwh.scoring.transcript import render_transcript
+
+            shown = render_transcript(transcript)
         jobs: list[Awaitable[Any]] = [
-            self._judge(name, jid, case, messages, output) for name, jid in self.scorecard.judged
+            self._judge(name, jid, case, messages, output, shown)
+            for name, jid in self.scorecard.judged
         ]
         describe = partial(error_text, redact=self.redact, no_look=self.no_look)
         jobs += [
@@ -710,7 +735,7 @@ class Engine:
         judged = done[: len(self.scorecard.judged) + len(self.scorecard.embedded)]
         check: CheckOutcome | None = done[-1] if len(done) > len(judged) else None
         given = {name: result for name, result, _ in judged}
-        scored = self.scorecard.score(output, case, given, calls)
+        scored = self.scorecard.score(output, case, given, calls, transcript)
         meta = {name: m for name, _, m in judged}
         judge_cost = None
         for row in scored.criteria:
@@ -735,14 +760,21 @@ class Engine:
         return scored, judge_cost, check
 
     async def _judge(
-        self, name: str, judge_id: str, case: Case, messages: Rendered, output: str
+        self,
+        name: str,
+        judge_id: str,
+        case: Case,
+        messages: Rendered,
+        output: str,
+        transcript: str = "",
     ) -> tuple[str, ScoreResult, tuple[str, float | None, float | None]]:
         from evalwh.scoring.judge import input_text, parse_score
 
         runtime = self.judges[judge_id]
         endpoint = runtime.endpoint
         try:
-            prompt = runtime.prompts.point(case, input_text(messages), output)
+            # the transcript is in the prompt, so in the judge call's cache key too
+            prompt = runtime.prompts.point(case, input_text(messages), output, transcript)
         except ConfigError as exc:
             if self.batches is None:  # the plan's cases were all rendered before the run
                 raise

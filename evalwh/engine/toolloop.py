@@ -187,6 +187,24 @@ async def tool_loop(
     return Call(first_key, final, None, totals.all_cached, totals.attempts), turns
 
 
+def transcript_of(turns: list[Turn] | None) -> list[dict[str, Any]]:
+    """A cell's steps as scorers get them (evalwh.scoring.transcript): the ``turns`` table's
+    columns that say what was said and done, in order; empty without a loop."""
+    return [
+        {
+            "turn": t.turn,
+            "role": t.role,
+            "content": t.content,
+            "tool_name": t.tool_name,
+            "arguments": t.arguments,
+            "result": t.result,
+            "error": t.error,
+            "args_valid": t.args_valid,
+        }
+        for t in turns or ()
+    ]
+
+
 def _add(totals: _Totals, answer: Any, cost: float | None) -> None:
     wire = answer.wire or {}
     totals.input_tokens += answer.input_tokens or 0

@@ -36,6 +36,8 @@ POINTWISE_MESSAGES = [
         "content": (
             "Rubric:\n{{ rubric }}\n\nInput:\n{{ input }}\n\n"
             "{% if expected %}Reference answer:\n{{ expected }}\n\n{% endif %}"
+            "{% if transcript %}How the answer was reached (the model's tool calls and their "
+            "results):\n{{ transcript }}\n\n{% endif %}"
             "Answer to grade:\n{{ output }}"
         ),
     },
@@ -93,14 +95,19 @@ class JudgePrompts:
             "scale_min": _num(self.judge.scale[0]),
             "scale_max": _num(self.judge.scale[1]),
             "output": "",
+            "transcript": "",
             "answer_a": "",
             "answer_b": "",
             **extra,
         }
         return replace(case, vars=values)
 
-    def point(self, case: Case, input_text: str, output: str) -> Rendered:
-        return self.pointwise.render(self._context(case, input_text, output=output))
+    def point(self, case: Case, input_text: str, output: str, transcript: str = "") -> Rendered:
+        """The pointwise prompt; ``transcript`` is the cell's tool loop as
+        :func:`~evalwh.scoring.transcript.render_transcript` gives it (empty without one)."""
+        return self.pointwise.render(
+            self._context(case, input_text, output=output, transcript=transcript)
+        )
 
     def pair(self, case: Case, input_text: str, answer_a: str, answer_b: str) -> Rendered:
         return self.pairwise.render(

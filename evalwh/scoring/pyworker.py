@@ -7,6 +7,7 @@ call at a time over a pipe, so the common case costs a pipe round trip, not a pr
 
     worker = ScorerWorker(criterion, root, file, timeout_s=30)   # ConfigError if it won't load
     worker(output, case)        # -> ScoreResult; a timeout or an exit is an error result
+    worker(output, case, transcript)   # a function with a ``transcript`` parameter gets it
 
 A python *tool* (evalwh.engine.tools) runs in the same kind of worker:
 ``worker.call_tool(arguments)`` calls ``fn(**arguments)``.
@@ -99,6 +100,9 @@ class ScorerWorker:
         self.timeout_s = timeout_s
         self.env = worker_environment(pass_env)
         self.name = str(criterion.options.get("function"))
+        # the function has a ``transcript`` parameter: the scorecard passes the cell's tool
+        # loop (evalwh.scoring.transcript), as a list of steps
+        self.wants_transcript = False
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._replies: queue.Queue[Any] = queue.Queue()
@@ -135,7 +139,7 @@ class ScorerWorker:
                 where=f"{self.criterion.where}.function",
                 fix="run the scorer file with python to see the error, and fix it",
             )
-        self.name = reply[1]
+        self.name, self.wants_transcript = reply[1], reply[2]
 
     @staticmethod
     def _read(proc: subprocess.Popen[bytes], replies: queue.Queue[Any]) -> None:
@@ -168,14 +172,19 @@ class ScorerWorker:
             return ("exited", code)
         return reply
 
-    def __call__(self, output: str, case: Case) -> ScoreResult:
+    def __call__(
+        self, output: str, case: Case, transcript: list[dict[str, Any]] | None = None
+    ) -> ScoreResult:
+        """Score ``output``; ``transcript`` (the cell's tool loop) is sent only when the
+        function takes it (:attr:`wants_transcript`), as ``[]`` for a cell without one."""
+        sent = (transcript or []) if self.wants_transcript else None
         with self._lock:
             if self._proc is None:
                 try:
                     self._start()
                 except ConfigError as exc:
                     return self._error(f"could not restart: {exc.message}")
-            reply = self._ask(("call", output, case), self.timeout_s)
+            reply = self._ask(("call", output, case, sent), self.timeout_s)
         kind = reply[0]
         if kind == "result":
             return reply[1]  # type: ignore[no-any-return]
@@ -255,10 +264,11 @@ def _kill_group(pgid: int) -> None:
 
 
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    from evalwh.scoring.userfunc import call_function, load_function
+    from evalwh.scoring.userfunc import call_function, load_function, takes_transcript
 
     fn: Any = None
     name = ""
+    wants = False
     kwargs: dict[str, Any] | None = None
     while True:
         try:
@@ -281,7 +291,8 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                 _send(replies, ("failed", f"{type(exc).__name__}: {exc}"))
                 continue
             kwargs = criterion.options.get("options")
-            _send(replies, ("loaded", name))
+            wants = takes_transcript(fn)
+            _send(replies, ("loaded", name, wants))
             continue
         if message[0] == "tool":  # a tool call: fn(**arguments), its value as it is
             try:
@@ -297,9 +308,9 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             except Exception as exc:
                 _send(replies, ("raised", f"its result could not be sent back: {exc}"))
             continue
-        _, output, case = message
+        _, output, case, transcript = message
         try:
-            result = call_function(fn, name, kwargs, output, case)
+            result = call_function(fn, name, kwargs, output, case, transcript if wants else None)
         except BaseException as exc:  # SystemExit too: a scorer error, not a dead worker
             if isinstance(exc, SystemExit):
                 text = f"python scorer {name}: called sys.exit({exc.code!r}) instead of returning"

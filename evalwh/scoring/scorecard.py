@@ -64,6 +64,12 @@ class Scorecard:
             for c, fn in zip(self.criteria, scorers, strict=True)
             if hasattr(fn, "trajectory")
         }
+        # python scorers whose function has a ``transcript`` parameter (evalwh.scoring.transcript)
+        self._transcript = {
+            c.name
+            for c, fn in zip(self.criteria, scorers, strict=True)
+            if getattr(fn, "wants_transcript", False)
+        }
         # what renders each criterion's templated values for a case (evalwh.scoring.values)
         self._prepare = [p for fn in scorers if (p := getattr(fn, "prepare", None)) is not None]
         # llm-judge criteria: (name, judge id); the engine awaits them and passes the results in
@@ -92,10 +98,12 @@ class Scorecard:
         case: Case,
         given: dict[str, ScoreResult] | None = None,
         calls: list[dict[str, Any]] | None = None,
+        transcript: list[dict[str, Any]] | None = None,
     ) -> CaseScore:
         """Score one output; ``given`` holds results computed elsewhere (judge criteria),
-        ``calls`` the cell's tool calls, for trajectory scorers."""
-        trajectory = self._trajectory
+        ``calls`` the cell's tool calls, for trajectory scorers, ``transcript`` the steps of
+        its tool loop, for python scorers that take them."""
+        trajectory, wanting = self._trajectory, self._transcript
         if not isinstance(output, str):
             output = "" if output is None else str(output)
         rows: list[CriterionScore] = []
@@ -107,6 +115,8 @@ class Scorecard:
                     result = given[name]
                 elif trajectory and name in trajectory:
                     result = fn(output, case, calls)  # type: ignore[call-arg]
+                elif wanting and name in wanting:
+                    result = fn(output, case, transcript or [])  # type: ignore[call-arg]
                 else:
                     result = fn(output, case)
             except Exception as exc:

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import itertools
 import json
 import math
@@ -229,10 +230,32 @@ def convert(name: str, result: Any) -> ScoreResult:
     return _bad(name, f"returned {type(result).__name__}; " + RETURN_HINT)
 
 
+def takes_transcript(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has a parameter named ``transcript`` that can be passed by keyword (a
+    python scorer that wants the cell's tool loop, evalwh.scoring.transcript); ``**kwargs``
+    alone does not count: such a function gets its options only, as before."""
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    found = parameters.get("transcript")
+    return found is not None and found.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+
+
 def call_function(
-    fn: Callable[..., Any], name: str, kwargs: dict[str, Any] | None, output: str, case: Case
+    fn: Callable[..., Any],
+    name: str,
+    kwargs: dict[str, Any] | None,
+    output: str,
+    case: Case,
+    transcript: list[dict[str, Any]] | None = None,
 ) -> ScoreResult:
-    """One call of a user function, its result converted (runs inside the worker)."""
-    if kwargs is not None:
-        return convert(name, fn(output, case, **kwargs))
-    return convert(name, fn(output, case))
+    """One call of a user function, its result converted (runs inside the worker);
+    ``transcript`` is passed by keyword when it is not None."""
+    extra = dict(kwargs or {})
+    if transcript is not None:
+        extra["transcript"] = transcript
+    return convert(name, fn(output, case, **extra))

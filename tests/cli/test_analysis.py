@@ -21,7 +21,7 @@ import duckdb
 import pytest
 
 import evalwh
-from tests.conftest import QUICKSTART, run_cli
+from tests.conftest import QUICKSTART, ROOT, run_cli
 from tests.inprocess import evalwh_inprocess
 
 Cli = Callable[..., tuple[int, str, str]]
@@ -105,6 +105,41 @@ def test_compare_numbers_match_hand_counts(stored: dict[str, str | Path], cli: C
     assert f"{100 * o['pass_rate_delta']:+.1f} pts" in table
     assert f"broken {o['n_broken']}" in table
     assert "terse × mock-small" in table or "terse" in table
+    # no tool loop in either run: no tool section
+    assert data["tools"] == data["tool_cells"] == [] and "tool calls" not in table
+
+
+def test_compare_shows_tool_use_per_tool_and_the_cells_whose_calls_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # run B's scripted model calls the weather tool right the first time for paris: its bad
+    # call of run A (wrong argument name) is gone; the other cases call as before
+    example = ROOT / "examples" / "tools" / "eval.yaml"
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(example.read_text().replace("{town: Paris}", "{city: Paris}"))
+    out = tmp_path / "out"
+    evalwh.run_eval(example, output_dir=out, label="a")
+    evalwh.run_eval(fixed, output_dir=out, label="b")
+    code, text, err = evalwh_inprocess(capsys, "compare", "a", "b", "--json", "-o", str(out))
+    assert code == 0, err
+    data = json.loads(text)
+    (tool,) = data["tools"]
+    # paris 2 calls, warmer 2, looping 2 (the third answer's call never ran) in both runs
+    assert (tool["tool"], tool["n_calls_a"], tool["n_calls_b"]) == ("get_weather", 6, 6)
+    # A: paris's bad call, looping's two unknown cities; B: looping's only
+    assert (tool["n_errors_a"], tool["n_errors_b"]) == (3, 2)
+    assert (tool["n_invalid_args_a"], tool["n_invalid_args_b"]) == (1, 0)
+    (cell,) = data["tool_cells"]
+    assert (cell["case_id"], cell["tools_a"], cell["tools_b"]) == (
+        "paris",
+        ["get_weather", "get_weather"],
+        ["get_weather", "get_weather"],
+    )
+    assert (cell["n_errors_a"], cell["n_errors_b"], cell["n_invalid_args_a"]) == (1, 0, 1)
+    code, table, _ = evalwh_inprocess(capsys, "compare", "a", "b", "-o", str(out))
+    assert code == 0
+    assert "tool calls (paired cells)" in table and "get_weather" in table and "3 → 2" in table
+    assert "cells whose tool calls changed (1 shown):" in table and "paris" in table
 
 
 def test_compare_runs_whose_matrices_only_overlap(stored: dict[str, str | Path], cli: Cli) -> None:

@@ -904,7 +904,7 @@ def test_a_cells_judge_cost_is_what_its_judged_criteria_cost(tmp_path: Path) -> 
     scored = SimpleNamespace(criteria=[], passed=True)
 
     async def score(
-        output: str, case: Case, messages: Any, calls: Any = None
+        output: str, case: Case, messages: Any, calls: Any = None, transcript: Any = None
     ) -> tuple[Any, float, None]:
         return scored, 0.25, None
 

@@ -463,3 +463,67 @@ scorecard:
     assert server.count == 1 and stored(tmp_path / "out", "SELECT count(*) AS n FROM turns") == [
         {"n": 0}
     ]
+
+
+@pytest.mark.parametrize(
+    "api",
+    [
+        "openai",
+        pytest.param("anthropic", marks=pytest.mark.slow),
+        pytest.param("gemini", marks=pytest.mark.slow),
+    ],
+)
+def test_a_loop_killed_mid_way_resumes_without_sending_its_finished_turns_again(
+    tmp_path: Path, server: FakeLLMServer, api: str
+) -> None:
+    """A run SIGKILLed while its loop waits for its third answer (two calls answered, their
+    tools run): ``--resume`` replays the two journaled answers and sends only the third
+    request, carrying both results; the cell is stored once with its whole transcript. The
+    kill lands at a known point: the fake server kills the run when the request arrives."""
+    import os
+    import signal
+
+    from tests.features.test_journal import _CHILDREN, _run
+
+    server.script(
+        calls(api, ("get_weather", {"city": "Paris"})),
+        calls(api, ("get_weather", {"city": "Rome"})),
+    )
+    server.default = reply("sunny in both")
+    cfg = config(tmp_path, server, api)
+    out = tmp_path / "out"
+    proc = _CHILDREN.Process(target=_run, args=(cfg, out))
+
+    def kill_at_the_third_request(req: RecordedRequest) -> None:
+        if req.index == 2:
+            assert proc.pid is not None
+            os.kill(proc.pid, signal.SIGKILL)
+
+    server.responder = kill_at_the_third_request
+    proc.start()
+    proc.join(timeout=120)
+    assert proc.exitcode == -signal.SIGKILL
+    server.responder = None
+    assert server.count == 3 and stored(out, "SELECT count(*) AS n FROM cases") == [{"n": 0}]
+    server.reset()
+
+    ((run_id,),) = [tuple(r.values()) for r in stored(out, "SELECT run_id FROM runs")]
+    result = evalwh.run_eval(cfg, resume=run_id, output_dir=out)
+
+    # one request: the third turn, with both tools' results; none of the finished turns
+    assert server.count == 1
+    ((_, text, is_error),) = results_sent(api, server.requests[0])
+    assert (json.loads(text), is_error) == ({"temp_c": 24}, False)
+    assert result.status == "completed" and result.totals["n_passed"] == 1
+    found = row(tmp_path)
+    assert found["output"] == "sunny in both"
+    turns = stored(out, "SELECT role, tool_name, cached FROM turns ORDER BY seq")
+    assert [(t["role"], t["tool_name"]) for t in turns] == [
+        ("assistant", None),
+        ("tool", "get_weather"),
+        ("assistant", None),
+        ("tool", "get_weather"),
+        ("assistant", None),
+    ]
+    (totals,) = stored(out, "SELECT totals FROM runs")
+    assert json.loads(totals["totals"])["replayed"] == 2

@@ -125,12 +125,12 @@ def test_a_loaded_function_answers_each_call_in_order(tmp_path: Path, scorers: s
     replies = serve(
         [
             load(criterion(f"{scorers}:is_yes"), tmp_path),
-            ("call", " Yes ", Case(id="a")),
-            ("call", "no", Case(id="b")),
+            ("call", " Yes ", Case(id="a"), None),
+            ("call", "no", Case(id="b"), None),
         ]
     )
     assert replies == [
-        ("loaded", f"{scorers}:is_yes"),
+        ("loaded", f"{scorers}:is_yes", False),
         ("result", ScoreResult(1.0, passed=True)),
         ("result", ScoreResult(0.0, passed=False)),
     ]
@@ -139,7 +139,11 @@ def test_a_loaded_function_answers_each_call_in_order(tmp_path: Path, scorers: s
 def test_options_are_passed_as_keyword_arguments(tmp_path: Path, scorers: str) -> None:
     crit = criterion(f"{scorers}:counts", options={"word": "ab", "minimum": 2})
     replies = serve(
-        [load(crit, tmp_path), ("call", "ab ab", Case(id="a")), ("call", "ab", Case(id="b"))]
+        [
+            load(crit, tmp_path),
+            ("call", "ab ab", Case(id="a"), None),
+            ("call", "ab", Case(id="b"), None),
+        ]
     )
     assert [r[1].score for r in replies[1:]] == [1.0, 0.0]
 
@@ -161,15 +165,17 @@ def test_a_function_that_raises_or_exits_is_a_reply_and_the_worker_keeps_serving
     replies = serve(
         [
             load(criterion(f"{scorers}:{function}"), tmp_path),
-            ("call", "x", Case(id="a")),
-            ("call", "x", Case(id="b")),
+            ("call", "x", Case(id="a"), None),
+            ("call", "x", Case(id="b"), None),
         ]
     )
     assert replies[1:] == [("raised", r.format(scorers=scorers)) for r in raised]
 
 
 def test_an_exception_without_a_message_is_named_by_its_type(tmp_path: Path, scorers: str) -> None:
-    replies = serve([load(criterion(f"{scorers}:silent"), tmp_path), ("call", "x", Case(id="a"))])
+    replies = serve(
+        [load(criterion(f"{scorers}:silent"), tmp_path), ("call", "x", Case(id="a"), None)]
+    )
     assert replies[1] == ("raised", "KeyError")
 
 
@@ -179,8 +185,8 @@ def test_a_result_the_pipe_cannot_carry_is_reported_and_serving_goes_on(
     replies = serve(
         [
             load(criterion(f"{scorers}:unsendable"), tmp_path),
-            ("call", "x", Case(id="a")),
-            ("call", "x", Case(id="b")),
+            ("call", "x", Case(id="a"), None),
+            ("call", "x", Case(id="b"), None),
         ]
     )
     assert [r[0] for r in replies] == ["loaded", "raised", "raised"]
@@ -221,7 +227,7 @@ def test_a_failed_load_leaves_the_worker_serving_the_next_load(
         [
             load(criterion(f"{scorers}:NOT_CALLABLE"), tmp_path),
             load(criterion(f"{scorers}:is_yes"), tmp_path),
-            ("call", "yes", Case(id="a")),
+            ("call", "yes", Case(id="a"), None),
         ]
     )
     assert replies[0][:2] == (
@@ -229,7 +235,7 @@ def test_a_failed_load_leaves_the_worker_serving_the_next_load(
         f"{NAMED}'{scorers}:NOT_CALLABLE' is a int, not a function",
     )
     assert replies[1:] == [
-        ("loaded", f"{scorers}:is_yes"),
+        ("loaded", f"{scorers}:is_yes", False),
         ("result", ScoreResult(1.0, passed=True)),
     ]
 
@@ -238,9 +244,10 @@ def test_a_failed_load_leaves_the_worker_serving_the_next_load(
 def test_a_frame_cut_short_ends_the_worker_quietly(tmp_path: Path, scorers: str, cut: int) -> None:
     """A parent that dies mid-frame (a cut header or body) leaves the worker nothing to do."""
     replies = serve(
-        [load(criterion(f"{scorers}:is_yes"), tmp_path), ("call", "yes", Case(id="a"))], cut=cut
+        [load(criterion(f"{scorers}:is_yes"), tmp_path), ("call", "yes", Case(id="a"), None)],
+        cut=cut,
     )
-    assert replies == [("loaded", f"{scorers}:is_yes")]
+    assert replies == [("loaded", f"{scorers}:is_yes", False)]
 
 
 def test_main_keeps_the_protocol_on_the_original_stdout_and_prints_off_it(
@@ -253,7 +260,7 @@ def test_main_keeps_the_protocol_on_the_original_stdout_and_prints_off_it(
     requests, replies, stderr = (tmp_path / n for n in ("requests", "replies", "stderr"))
     with requests.open("wb") as out:
         _send(out, load(criterion(f"{scorers}:noisy"), tmp_path))
-        _send(out, ("call", "x", Case(id="a")))
+        _send(out, ("call", "x", Case(id="a"), None))
     saved = {fd: os.dup(fd) for fd in (0, 1, 2)}
     python_stdout = sys.stdout
     try:
@@ -268,7 +275,7 @@ def test_main_keeps_the_protocol_on_the_original_stdout_and_prints_off_it(
             os.close(copy)
         sys.stdout = python_stdout
     with replies.open("rb") as got:
-        assert _receive(got) == ("loaded", f"{scorers}:noisy")
+        assert _receive(got) == ("loaded", f"{scorers}:noisy", False)
         assert _receive(got) == ("result", ScoreResult(1.0, passed=True))
         assert got.read() == b""  # nothing else on the protocol stream
     assert stderr.read_bytes() == b"written to fd 1\n"
@@ -421,7 +428,7 @@ def test_evalwh_exits_with_a_worker_still_alive(tmp_path: Path) -> None:
 
 
 def test_a_call_before_any_load_is_a_raised_reply_naming_no_function(tmp_path: Path) -> None:
-    assert serve([("call", "x", Case(id="a"))]) == [
+    assert serve([("call", "x", Case(id="a"), None)]) == [
         ("raised", "TypeError: 'NoneType' object is not callable")
     ]
 
@@ -433,12 +440,12 @@ def test_a_load_that_exits_leaves_the_worker_serving_the_next_load(tmp_path: Pat
         [
             ("load", criterion("quits.py:fn"), str(tmp_path), FILE),
             ("load", criterion("fine.py:fn"), str(tmp_path), FILE),
-            ("call", "yes", Case(id="a")),
+            ("call", "yes", Case(id="a"), None),
         ]
     )
     assert replies == [
         ("failed", "SystemExit: 4"),
-        ("loaded", "fine.py:fn"),
+        ("loaded", "fine.py:fn", False),
         ("result", ScoreResult(1.0, passed=True)),
     ]
 

@@ -229,3 +229,46 @@ def case_rate_interval(means: list[float]) -> tuple[float | None, float | None]:
         return None, None
     half = float(student_t.ppf(0.975, n - 1)) * statistics.stdev(means) / math.sqrt(n)
     return max(0.0, mean - half), min(1.0, mean + half)
+
+
+# (run, case, tool, error, args_valid) of each tool call, in order per cell
+TOOL_CALLS = [
+    # c1: A searched once, fine; B searched with bad arguments, then fine: 1 new failure
+    ("a", "c1", "search", None, True),
+    ("b", "c1", "search", "invalid arguments for search: ...", False),
+    ("b", "c1", "search", None, True),
+    # c2: the same in both runs: search then fetch, fetch failing in the tool both times
+    ("a", "c2", "search", None, True),
+    ("a", "c2", "fetch", "fetch failed: boom", True),
+    ("b", "c2", "search", None, True),
+    ("b", "c2", "fetch", "fetch failed: boom", True),
+    # c3: A fetched and failed; B called no tool: a fixed failure
+    ("a", "c3", "fetch", "fetch failed: boom", True),
+    # c4: only run B has it (not paired): never counted
+    ("b", "c4", "search", "search failed: boom", True),
+]
+
+
+def _two_tool_runs(tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    """Runs a and b of cell v x m, cases c1..c3 in both and c4 in b only, with the tool calls
+    of TOOL_CALLS (worked out in its comments); c1 passes in a only."""
+    con = _warehouse(tmp_path)
+    cells = {("a", "c1"), ("a", "c2"), ("a", "c3"), ("b", "c1"), ("b", "c2"), ("b", "c3")}
+    cells.add(("b", "c4"))
+    for run, case in sorted(cells):
+        con.execute(
+            "INSERT INTO cases (run_id, variant, model, case_id, repeat, cached, request_hash, "
+            "attempts, score, passed, created_at) "
+            "VALUES (?, 'v', 'm', ?, 0, false, 'h', 1, ?, ?, now())",
+            [run, case, float(case != "c1" or run == "a"), case != "c1" or run == "a"],
+        )
+    for seq, (run, case, tool, error, valid) in enumerate(TOOL_CALLS):
+        for role in ("assistant", "tool"):  # an answer's row (never counted), then the call's
+            con.execute(
+                "INSERT INTO turns (run_id, variant, model, case_id, repeat, seq, turn, role, "
+                "tool_name, error, args_valid, created_at) "
+                "VALUES (?, 'v', 'm', ?, 0, ?, 0, ?, ?, ?, ?, now())",
+                [run, case, 2 * seq + (role == "tool"), role]
+                + ([tool, error, valid] if role == "tool" else [None, None, None]),
+            )
+    return con
