@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 
 from tests.browser import axe_violations, browser, shot
 from tests.conftest import run_cli
-from tests.report_runs import SCRIPT, pairwise_copy, regressed
+from tests.report_runs import SCRIPT, TOOL_ERROR, pairwise_copy, regressed, tools_copy
 from tests.viewer.serving import TOKEN, Server, gated_eval, serving, slow_quickstart, start_run
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
@@ -71,7 +71,8 @@ def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Two runs of the pairwise example without its labels (hostile text planted in q03;
-    the second regressed) and `evalwh serve` over their warehouse."""
+    the second regressed), a run of the tools example (hostile text in a tool's result and
+    error) and `evalwh serve` over their warehouse."""
     root = tmp_path_factory.mktemp("site")
     out = root / "out"
     with pytest.MonkeyPatch.context() as mp:
@@ -81,9 +82,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         data = yaml.safe_load(config.read_text(encoding="utf-8"))
         del data["labels"]  # every label comes from the browser
         config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        tools = tools_copy(root, hostile=True)
         for args in (
             ("run", str(config), "--label", "before"),
             ("run", str(regressed(config)), "--label", "after"),
+            ("run", str(tools), "--label", "tools"),
         ):
             done = run_cli("-o", str(out), *args, cwd=root)
             assert done.returncode in (0, 1), done.stderr
@@ -99,7 +102,7 @@ def test_compare_two_runs_by_clicking_on_the_runs_list(
     tab = open_tab(browser, site["server"])
     page = tab.page
     assert page.url == site["server"].url + "/"  # the token went into the cookie
-    assert page.locator("table.runs tr[data-run]").count() == 2
+    assert page.locator("table.runs tr[data-run]").count() == 3
     shot(page, "viewer-runs.png", tmp_path)
     page.check(f"tr[data-run='{site['before']}'] input[name=a]")
     page.check(f"tr[data-run='{site['after']}'] input[name=b]")
@@ -276,6 +279,33 @@ def viewer_violations(page: Any) -> list[str]:
     """axe-core's critical, serious and moderate violations on ``page`` as it is now, less
     those whose every node is one of :data:`REPORT_NODES`."""
     return [v for v in axe_violations(page) if v.rsplit(" — ", 1)[1] not in REPORT_NODES]
+
+
+def test_a_cases_transcript_opens_from_the_keyboard_and_planted_markup_stays_text(
+    browser: Any, site: dict[str, Any], tmp_path: Path
+) -> None:
+    """The case page renders each run's transcript collapsed, server-side; Tab reaches its
+    summary, Enter opens it; axe finds nothing with it open; a tool error holding
+    </details></li><img onerror> is shown as text and runs nothing."""
+    tab = open_tab(browser, site["server"], "/cases/paris")
+    page = tab.page
+    details = page.locator("details.transcript")
+    expect(details).to_have_count(1)
+    assert details.get_attribute("open") is None  # collapsed by default
+    focus_by_tab(page, "details.transcript > summary")
+    page.keyboard.press("Enter")
+    expect(details).to_have_attribute("open", "")
+    assert details.locator("li.step").count() == 5
+    assert "arguments (they did not fit the tool's schema):" in details.inner_text()
+    assert viewer_violations(page) == [], "a transcript open"
+    details.scroll_into_view_if_needed()
+    shot(page, "viewer-transcript.png", tmp_path)
+    page.goto(site["server"].url + "/cases/looping")
+    page.locator("details.transcript > summary").click()
+    assert TOOL_ERROR in page.inner_text("details.transcript")
+    assert page.locator("details.transcript img, details.transcript script").count() == 0
+    assert page.evaluate("() => typeof window.pwned") == "undefined"
+    tab.clean()
 
 
 def settled(tab: Tab) -> Any:
