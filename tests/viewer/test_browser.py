@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 
 from tests.browser import axe_violations, browser, shot
 from tests.conftest import run_cli
-from tests.report_runs import SCRIPT, TOOL_ERROR, pairwise_copy, regressed, tools_copy
+from tests.report_runs import SCRIPT, TOOL_ERROR, pairwise_copy, regressed
 from tests.viewer.serving import TOKEN, Server, gated_eval, serving, slow_quickstart, start_run
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
@@ -68,11 +68,32 @@ def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
     return tab
 
 
+def copy_run(source: Path, output_dir: Path, run_id: str) -> None:
+    """Run ``run_id``'s rows (its run, answers, scores and transcripts) from the warehouse
+    file ``source`` into the one of ``output_dir`` (both migrated by this evalwh)."""
+    import duckdb
+
+    con = duckdb.connect(str(output_dir / "warehouse.duckdb"))
+    try:
+        quoted = str(source).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS src (READ_ONLY)")
+        for table in ("runs", "cases", "scores", "turns"):
+            con.execute(
+                f"INSERT INTO {table} BY NAME SELECT * FROM src.{table} WHERE run_id = ?",
+                [run_id],
+            )
+    finally:
+        con.close()
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def site(
+    tmp_path_factory: pytest.TempPathFactory, tool_runs: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
     """Two runs of the pairwise example without its labels (hostile text planted in q03;
-    the second regressed), a run of the tools example (hostile text in a tool's result and
-    error) and `evalwh serve` over their warehouse."""
+    the second regressed), the session's run of the tools example (hostile text in a tool's
+    result and error; copied in, cheaper than running it again) and `evalwh serve` over
+    their warehouse."""
     root = tmp_path_factory.mktemp("site")
     out = root / "out"
     with pytest.MonkeyPatch.context() as mp:
@@ -82,14 +103,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         data = yaml.safe_load(config.read_text(encoding="utf-8"))
         del data["labels"]  # every label comes from the browser
         config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        tools = tools_copy(root, hostile=True)
         for args in (
             ("run", str(config), "--label", "before"),
             ("run", str(regressed(config)), "--label", "after"),
-            ("run", str(tools), "--label", "tools"),
         ):
             done = run_cli("-o", str(out), *args, cwd=root)
             assert done.returncode in (0, 1), done.stderr
+        copy_run(tool_runs["root"] / ".evalwh" / "warehouse.duckdb", out, tool_runs["run_id"])
         with serving(out) as server:
             runs = httpx.get(server.url + "/runs.json").json()["runs"]
             ids = {r["label"]: r["run_id"] for r in runs}
