@@ -197,6 +197,32 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(scope="session")
+def tool_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two runs of the tools example with script-bearing text in a tool's result and error
+    (tests/report_runs.py): ``run_id`` (its page at ``page``) and ``no_look_id``, a no-look
+    run of it, in one warehouse (``view``)."""
+    from evalwh import api
+    from tests.report_runs import tools_copy
+
+    root = tmp_path_factory.mktemp("tool-runs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(root))
+        mp.setenv("EVALWH_CONFIG_DIR", str(root / "config"))
+        config = tools_copy(root, hostile=True)
+        out = root / ".evalwh"
+        result = api.run_eval(config, output_dir=out, html=root / "report.html")
+        blind = api.run_eval(config, output_dir=out, no_look=True, label="no-look")
+    return {
+        "config": config,
+        "run_id": result.run_id,
+        "no_look_id": blind.run_id,
+        "view": api.open_warehouse(out / "warehouse.duckdb"),
+        "page": Path(result.report or "").read_text(encoding="utf-8"),
+        "root": root,
+    }
+
+
 @pytest.fixture
 def ascii_locale() -> Iterator[None]:
     """A user whose locale is not UTF-8 (LANG=C without UTF-8 mode; Windows' cp1252)."""

@@ -1,5 +1,6 @@
 """Runs for the HTML report tests: the pairwise example, one with planted hostile text, and
-a later run of it that regresses. All on the mock provider, in a folder of their own."""
+a later run of it that regresses; the tools example with hostile text in its transcripts. All
+on the mock provider, in a folder of their own."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ import yaml
 from tests.conftest import ROOT
 
 PAIRWISE = ROOT / "examples" / "pairwise"
+TOOLS = ROOT / "examples" / "tools"
 SCRIPT = "<script>window.pwned=1</script>"
 IMG = '<img src=x onerror="window.pwned=2">'
 BREAKOUT = "</script><script>window.pwned=3</script><!--"
 RATIONALE = "<img src=x onerror=window.pwned=4><script>window.pwned=5</script>"
+# a tool's result and error that try to close the transcript's <details> and run script
+TOOL_RESULT = "clear</details>" + SCRIPT + IMG
+TOOL_ERROR = "unknown city</details></li><img src=x onerror=window.pwned=6>"
 
 
 def pairwise_copy(folder: Path, *, hostile: bool = False) -> Path:
@@ -50,3 +55,19 @@ def regressed(config: Path) -> Path:
     out = config.with_name("regressed.yaml")
     out.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return out
+
+
+def tools_copy(folder: Path, *, hostile: bool = False) -> Path:
+    """A private copy of examples/tools; ``hostile`` makes the weather tool's Rome result
+    (its ``sky``; case warmer) :data:`TOOL_RESULT` and its error for an unknown city (case
+    looping) :data:`TOOL_ERROR`. Case paris's transcript stays plain (the docs show it)."""
+    target = folder / "tools"
+    shutil.copytree(TOOLS, target, ignore=shutil.ignore_patterns(".evalwh", "*.html"))
+    config = target / "eval.yaml"
+    if hostile:
+        data: dict[str, Any] = yaml.safe_load(config.read_text(encoding="utf-8"))
+        rules = data["tools"][0]["mock"]
+        rules[1]["result"]["sky"] = TOOL_RESULT
+        rules[-1]["error"] = TOOL_ERROR
+        config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return config

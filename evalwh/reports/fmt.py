@@ -1,4 +1,5 @@
-"""Plain-text number formats for exports (Markdown, JUnit). The CLI has its own, with colour."""
+"""Plain-text formats for exports (Markdown, JUnit) and the pages: numbers, rates, a long
+text cut to a page's bound. The CLI has its own, with colour."""
 
 from __future__ import annotations
 
@@ -195,6 +196,17 @@ def part_label(part: dict[str, Any]) -> str:
         return str(part.get("text", ""))
     what = part.get("name") or part.get("url") or ""
     return f"[{part['type']} {what}: {part.get('media_type') or 'url'}]"
+
+
+MAX_TEXT = 4000  # characters of one output, prompt or detail kept in a page
+
+
+def cut(text: Any, limit: int = MAX_TEXT) -> str | None:
+    """``text`` as a string of at most ``limit`` characters (None stays None)."""
+    if text is None:
+        return None
+    shown: str = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    return shown if len(shown) <= limit else shown[:limit]
 
 
 def json_value(value: Any) -> Any:

@@ -28,8 +28,9 @@ from evalwh.analysis.nolook import NOTICE, is_no_look
 from evalwh.analysis.runinfo import snapshot_of
 from evalwh.reports import fmt
 from evalwh.reports.attachments import Inliner, artifact_folder
-from evalwh.reports.fmt import json_value, part_label
+from evalwh.reports.fmt import MAX_TEXT, cut, json_value, part_label
 from evalwh.reports.labels import judge_scales
+from evalwh.reports.transcripts import for_run_page
 
 if TYPE_CHECKING:
     import jinja2
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-MAX_TEXT = 4000  # characters of one output, prompt or detail kept in the page
 MAX_ROWS = 20_000  # case rows embedded (failures first); the page says how many were left out
 TEXT_BUDGET = 8_000_000  # characters of outputs and prompts a page embeds, about
 NOJS_ROWS = 100  # case rows rendered as plain HTML for reading without the script
@@ -149,14 +149,6 @@ def render(template: str, **context: Any) -> str:
 
 
 # -- shaping helpers ------------------------------------------------------------------------
-def cut(text: Any, limit: int = MAX_TEXT) -> str | None:
-    """``text`` as a string of at most ``limit`` characters (None stays None)."""
-    if text is None:
-        return None
-    shown: str = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-    return shown if len(shown) <= limit else shown[:limit]
-
-
 def messages_text(messages: Any) -> str:
     """Rendered messages as ``[role] text`` lines (a file part as ``[image photo: image/png]``)."""
     lines = []
@@ -329,6 +321,7 @@ def run_data(
             rows=cases["rows"],
             prompts=cases["prompts"],
             attached=cases["attached"],
+            transcripts=cases["transcripts"],
             max_text=cases["max_text"],
         )
     data["files"] = inline.inlined()
@@ -373,8 +366,9 @@ def cases_data(
 ) -> dict[str, Any]:
     """The run page's case rows (sql/case_list.sql, failures first, at most ``max_rows``)
     shaped for the page's script, with the rendered prompts they share, the files each
-    prompt attached (``attached``, same keys) and the images inlined (``files``: sha256 ->
-    data: URI; :mod:`evalwh.reports.attachments`)."""
+    prompt attached (``attached``, same keys), the images inlined (``files``: sha256 ->
+    data: URI; :mod:`evalwh.reports.attachments`) and the tool loops' transcripts
+    (``transcripts``: :mod:`evalwh.reports.transcripts`; none in a no-look run)."""
     shown = (
         store.query(
             "case_list", run_id=run_id, only_failures=False, case_id=None, limit=max_rows
@@ -401,6 +395,7 @@ def cases_data(
         "rows": [_case_row(r, limit, no_look=no_look) for r in shown],
         "prompts": prompts,
         "attached": attached,
+        "transcripts": {} if no_look else for_run_page(store, run_id, shown),
         "files": inline.inlined(),
         "max_text": limit,
     }
@@ -501,7 +496,18 @@ def _point_row(
 
 def script_data(data: dict[str, Any]) -> dict[str, Any]:
     """What the run page's script reads (embedded as JSON), from :func:`run_data`."""
-    keep = ("rows", "prompts", "attached", "files", "pairs", "points", "flags", "keys", "max_text")
+    keep = (
+        "rows",
+        "prompts",
+        "attached",
+        "transcripts",
+        "files",
+        "pairs",
+        "points",
+        "flags",
+        "keys",
+        "max_text",
+    )
     return {"run_id": data["run"]["run_id"], **{k: data[k] for k in keep if k in data}}
 
 

@@ -123,7 +123,8 @@ def latest_rows(store: Warehouse, run_id: str, limit: int) -> list[dict[str, Any
 
 def case_history(store: Warehouse, case_id: str) -> dict[str, Any]:
     """Case ``case_id`` in every run that holds it (newest first), per variant × model. A
-    no-look run's rows have no ``output`` key at all, and the page says why (``notice``)."""
+    no-look run's rows have no ``output`` key at all, and the page says why (``notice``); a
+    row whose first answer ran a tool loop has its ``transcript`` (:func:`transcripts`)."""
     from evalwh.analysis.nolook import NOTICE, is_no_look, minimal
 
     rows = store.query("case_history", case_id=case_id, limit=HISTORY_RUNS).to_pylist()
@@ -131,12 +132,30 @@ def case_history(store: Warehouse, case_id: str) -> dict[str, Any]:
         raise UsageError(f"no run holds a case '{case_id[:80]}'")
     rows = [minimal(r) if is_no_look(r) else r for r in rows]
     notice = NOTICE if any(is_no_look(r) for r in rows) else None
+    transcripts(store, case_id, rows)
     return {
         "case_id": case_id,
         "rows": rows,
         "notice": notice,
         "context": case_context(store, case_id),
     }
+
+
+def transcripts(store: Warehouse, case_id: str, rows: list[dict[str, Any]]) -> None:
+    """Give each row (a run × cell of sql/case_history.sql) the transcript of its first
+    repeat as ``transcript`` when it ran a tool loop: all of them in one query
+    (sql/transcripts.sql), shaped by :mod:`evalwh.reports.transcripts`. A no-look run
+    stores no transcript, and its rows get none."""
+    from evalwh.reports.transcripts import fetch, shape, text_limit
+
+    run_ids = sorted({r["run_id"] for r in rows if not r.get("no_look")})
+    found = fetch(store, run_ids, [case_id], first_repeat=True) if run_ids else {}
+    by_cell = {key[:3]: steps for key, steps in found.items()}
+    limit = text_limit(sum(len(steps) for steps in found.values()))
+    for row in rows:
+        steps = by_cell.get((row["run_id"], row["variant"], row["model"]))
+        if steps and not row.get("no_look"):
+            row["transcript"] = shape(steps, limit)
 
 
 def _parsed(value: Any) -> Any:

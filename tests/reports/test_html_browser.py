@@ -14,11 +14,18 @@ from typing import Any
 
 import pytest
 import yaml
+from playwright.sync_api import expect
 
 from evalwh.config.loader import load_config
 from tests.browser import Opened, axe_violations, browser, open_page, shot
 from tests.conftest import ROOT, run_cli
-from tests.report_runs import RATIONALE, pairwise_copy, regressed
+from tests.report_runs import (
+    RATIONALE,
+    TOOL_ERROR,
+    TOOL_RESULT,
+    pairwise_copy,
+    regressed,
+)
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
 
@@ -26,9 +33,11 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def pages(tmp_path_factory: pytest.TempPathFactory, tool_runs: dict[str, Any]) -> dict[str, Path]:
     """The run page of the pairwise example written by the CLI as a user would, the run page
-    of a run with planted hostile text, and the compare page of a regressed rerun."""
+    of a run with planted hostile text, the compare page of a regressed rerun, and the run
+    page of the tools example with hostile text in its tool's result and error (the
+    session's ``tool_runs``, set up before this module's browser: it runs in-process)."""
     root = tmp_path_factory.mktemp("pages")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HOME", str(root))
@@ -58,6 +67,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "config": plain,
         "hostile": root / "hostile.html",
         "compare": root / "compare.html",
+        "tools": tool_runs["root"] / "report.html",
     }
 
 
@@ -412,6 +422,44 @@ def test_planted_script_never_runs(browser: Any, pages: dict[str, Path], tmp_pat
     hostile.locator("details.verdict").click()
     assert RATIONALE in item.inner_text()
     page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    clean(opened)
+
+
+def test_a_transcript_opens_from_the_keyboard_shows_hostile_text_as_text_and_passes_axe(
+    browser: Any, pages: dict[str, Path], tmp_path: Path
+) -> None:
+    """A tool cell's drill-down holds its transcript collapsed; Enter on its summary opens it:
+    each step, the bad arguments and the errors said in words; a tool result and error holding
+    </details>, <script> and <img onerror> show as text and run nothing; axe finds nothing."""
+    opened = open_page(browser, pages["tools"], viewport=DOCS_VIEWPORT)
+    page = opened.page
+    page.locator("#case-list button.case-open").filter(has_text="paris").click()
+    details = page.locator("#drill details.transcript")
+    expect(details).to_have_count(1)
+    assert details.get_attribute("open") is None  # collapsed by default
+    summary = details.locator("summary")
+    assert summary.inner_text() == "Transcript — 3 turns, 2 tool calls (1 error)"
+    summary.focus()  # a <summary> is focusable natively
+    page.keyboard.press("Enter")
+    expect(details).to_have_attribute("open", "")
+    steps = details.locator("li.step")
+    expect(steps).to_have_count(5)
+    assert "arguments (they did not fit the tool's schema):" in steps.nth(1).inner_text()
+    assert "error the call failed:" in steps.nth(1).inner_text()
+    assert '"temp_c": 18' in steps.nth(3).inner_text()  # the result, pretty-printed
+    assert axe_violations(page) == []
+    details.scroll_into_view_if_needed()
+    shot(page, "report-transcript.png", tmp_path)
+    page.locator("#case-list button.case-open").filter(has_text="warmer").click()
+    page.locator("#drill details.transcript summary").click()
+    said = json.dumps(TOOL_RESULT, ensure_ascii=False)
+    assert f'"sky": {said}' in page.inner_text("#drill details.transcript")  # as text
+    page.locator("#case-list button.case-open").filter(has_text="looping").click()
+    page.locator("#drill details.transcript summary").click()
+    assert TOOL_ERROR in page.inner_text("#drill details.transcript")
+    assert page.locator("#drill details.transcript li.step.failed").count() == 2
+    assert page.locator("#drill details.transcript").locator("script, img").count() == 0
     assert page.evaluate("typeof window.pwned") == "undefined"
     clean(opened)
 

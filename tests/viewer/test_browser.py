@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 
 from tests.browser import axe_violations, browser, shot
 from tests.conftest import run_cli
-from tests.report_runs import SCRIPT, pairwise_copy, regressed
+from tests.report_runs import SCRIPT, TOOL_ERROR, pairwise_copy, regressed
 from tests.viewer.serving import TOKEN, Server, gated_eval, serving, slow_quickstart, start_run
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
@@ -68,10 +68,32 @@ def open_tab(browser: Any, server: Server, path: str = "/") -> Tab:
     return tab
 
 
+def copy_run(source: Path, output_dir: Path, run_id: str) -> None:
+    """Run ``run_id``'s rows (its run, answers, scores and transcripts) from the warehouse
+    file ``source`` into the one of ``output_dir`` (both migrated by this evalwh)."""
+    import duckdb
+
+    con = duckdb.connect(str(output_dir / "warehouse.duckdb"))
+    try:
+        quoted = str(source).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS src (READ_ONLY)")
+        for table in ("runs", "cases", "scores", "turns"):
+            con.execute(
+                f"INSERT INTO {table} BY NAME SELECT * FROM src.{table} WHERE run_id = ?",
+                [run_id],
+            )
+    finally:
+        con.close()
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def site(
+    tmp_path_factory: pytest.TempPathFactory, tool_runs: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
     """Two runs of the pairwise example without its labels (hostile text planted in q03;
-    the second regressed) and `evalwh serve` over their warehouse."""
+    the second regressed), the session's run of the tools example (hostile text in a tool's
+    result and error; copied in, cheaper than running it again) and `evalwh serve` over
+    their warehouse."""
     root = tmp_path_factory.mktemp("site")
     out = root / "out"
     with pytest.MonkeyPatch.context() as mp:
@@ -87,6 +109,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         ):
             done = run_cli("-o", str(out), *args, cwd=root)
             assert done.returncode in (0, 1), done.stderr
+        copy_run(tool_runs["root"] / ".evalwh" / "warehouse.duckdb", out, tool_runs["run_id"])
         with serving(out) as server:
             runs = httpx.get(server.url + "/runs.json").json()["runs"]
             ids = {r["label"]: r["run_id"] for r in runs}
@@ -99,7 +122,7 @@ def test_compare_two_runs_by_clicking_on_the_runs_list(
     tab = open_tab(browser, site["server"])
     page = tab.page
     assert page.url == site["server"].url + "/"  # the token went into the cookie
-    assert page.locator("table.runs tr[data-run]").count() == 2
+    assert page.locator("table.runs tr[data-run]").count() == 3
     shot(page, "viewer-runs.png", tmp_path)
     page.check(f"tr[data-run='{site['before']}'] input[name=a]")
     page.check(f"tr[data-run='{site['after']}'] input[name=b]")
@@ -276,6 +299,33 @@ def viewer_violations(page: Any) -> list[str]:
     """axe-core's critical, serious and moderate violations on ``page`` as it is now, less
     those whose every node is one of :data:`REPORT_NODES`."""
     return [v for v in axe_violations(page) if v.rsplit(" — ", 1)[1] not in REPORT_NODES]
+
+
+def test_a_cases_transcript_opens_from_the_keyboard_and_planted_markup_stays_text(
+    browser: Any, site: dict[str, Any], tmp_path: Path
+) -> None:
+    """The case page renders each run's transcript collapsed, server-side; Tab reaches its
+    summary, Enter opens it; axe finds nothing with it open; a tool error holding
+    </details></li><img onerror> is shown as text and runs nothing."""
+    tab = open_tab(browser, site["server"], "/cases/paris")
+    page = tab.page
+    details = page.locator("details.transcript")
+    expect(details).to_have_count(1)
+    assert details.get_attribute("open") is None  # collapsed by default
+    focus_by_tab(page, "details.transcript > summary")
+    page.keyboard.press("Enter")
+    expect(details).to_have_attribute("open", "")
+    assert details.locator("li.step").count() == 5
+    assert "arguments (they did not fit the tool's schema):" in details.inner_text()
+    assert viewer_violations(page) == [], "a transcript open"
+    details.scroll_into_view_if_needed()
+    shot(page, "viewer-transcript.png", tmp_path)
+    page.goto(site["server"].url + "/cases/looping")
+    page.locator("details.transcript > summary").click()
+    assert TOOL_ERROR in page.inner_text("details.transcript")
+    assert page.locator("details.transcript img, details.transcript script").count() == 0
+    assert page.evaluate("() => typeof window.pwned") == "undefined"
+    tab.clean()
 
 
 def settled(tab: Tab) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from evalwh import api
 from evalwh.reports import fmt
-from tests.report_runs import BREAKOUT, IMG, SCRIPT
+from tests.report_runs import BREAKOUT, IMG, SCRIPT, TOOL_ERROR, TOOL_RESULT
 from tests.viewer.serving import ORIGIN, client, post
 
 
@@ -308,6 +309,40 @@ def test_planted_markup_is_escaped_on_every_page(wh: dict[str, Any]) -> None:
     # a case id that is itself markup comes back as text
     r = c.get("/cases/" + "<script>alert(1)<%2Fscript>")
     assert "<script>alert(1)" not in r.text and "&lt;script&gt;alert(1)" in r.text
+
+
+def test_a_cases_page_shows_each_runs_transcript_collapsed_and_escaped(
+    tool_runs: dict[str, Any],
+) -> None:
+    # attack: a tool's result and error that close the <details> and plant script and an
+    # <img onerror>; the page holds them as escaped text, inside the collapsed transcript
+    c = client(tool_runs["view"])
+    page = c.get("/cases/looping").text
+    (details,) = re.findall(r'<details class="transcript">.*?</ol>', page, re.S)
+    assert "<summary>Transcript — 3 turns, 2 tool calls (2 errors)</summary>" in details
+    assert '<details class="transcript" open' not in page  # collapsed by default
+    assert details.count('<li class="step assistant">') == 3
+    assert details.count('<li class="step tool failed">') == 2
+    assert '<span class="badge fail">error</span> the call failed:' in details
+    assert html.escape(TOOL_ERROR, quote=False) in details
+    for planted in (TOOL_ERROR, "<img src=x", "</details></li><img"):
+        assert planted not in page
+    paris = c.get("/cases/paris").text
+    assert "arguments (they did not fit the tool's schema):" in paris
+    warmer = c.get("/cases/warmer").text
+    assert "window.pwned=1&lt;/script&gt;" in warmer and TOOL_RESULT not in warmer
+    # the no-look run's row says its output was not kept, and shows no transcript
+    history = c.get("/cases/looping.json").json()
+    by_run = {r["run_id"]: r for r in history["rows"]}
+    assert "transcript" not in by_run[tool_runs["no_look_id"]]
+    shown = by_run[tool_runs["run_id"]]["transcript"]
+    assert [s["role"] for s in shown["steps"]] == ["assistant", "tool"] * 2 + ["assistant"]
+    assert page.count('<details class="transcript">') == 1
+    # the run page's case rows (report.js draws their drill-down) carry them too
+    rows = c.get(f"/runs/{tool_runs['run_id']}/sections/cases.json").json()
+    key = "\u0000".join(("agent", "scripted-agent", "looping", "0"))
+    assert rows["transcripts"][key]["summary"] == "Transcript — 3 turns, 2 tool calls (2 errors)"
+    assert c.get(f"/runs/{tool_runs['no_look_id']}/sections/cases.json").json()["transcripts"] == {}
 
 
 # -- writes: labels and baselines --------------------------------------------------------------

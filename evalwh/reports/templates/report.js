@@ -41,6 +41,40 @@
     });
     return ul;
   }
+  function textBlock(f, cls) {  /* a text of evalwh.reports.transcripts: {t, note when cut} */
+    if (!f) { return []; }
+    var kids = [el("pre", { cls: cls || "", text: f.t })];
+    if (f.note) { kids.push(el("p", { cls: "muted", text: f.note })); }
+    return kids;
+  }
+  function transcriptBlock(t) {  /* a tool loop's steps, collapsed (evalwh.reports.transcripts) */
+    if (!t) { return null; }
+    var list = el("ol", { cls: "steps" });
+    t.steps.forEach(function (s) {
+      var item = el("li", { cls: "step " + s.role + (s.error ? " failed" : "") }, [
+        el("p", { cls: "step-head" }, [el("strong", { text: s.head }), s.figures ? el("span", { cls: "muted", text: " · " + s.figures }) : null])
+      ]);
+      var add = function (kids) { kids.forEach(function (k) { item.appendChild(k); }); };
+      add(textBlock(s.text));
+      (s.calls || []).forEach(function (c) {
+        item.appendChild(el("p", { text: "calls " + c.name + (c.id ? " (" + c.id + ")" : "") + " with:" }));
+        add(textBlock(c.args));
+      });
+      if (s.args) {
+        item.appendChild(el("p", { cls: s.bad_args ? "bad" : "", text: s.bad_args ? "arguments (they did not fit the tool's schema):" : "arguments:" }));
+        add(textBlock(s.args));
+      }
+      if (s.error) {
+        item.appendChild(el("p", { cls: "bad" }, [el("span", { cls: "badge fail", text: "error" }), " the call failed:"]));
+        add(textBlock(s.error, "bad"));
+      }
+      if (s.result) { item.appendChild(el("p", { text: "result:" })); add(textBlock(s.result)); }
+      list.appendChild(item);
+    });
+    return el("details", { cls: "transcript" }, [
+      el("summary", { text: t.summary }), list, t.more ? el("p", { cls: "muted", text: t.more }) : null
+    ]);
+  }
   function copyText(area, status) {
     area.select();
     var done = function () { status.textContent = "copied"; };
@@ -217,6 +251,8 @@
         ]);
         if (r.e) { box.appendChild(el("p", { cls: "bad", text: "error" + (r.ek ? " (" + r.ek + ")" : "") + ": " + r.e })); }
         clip(r.o, r.ol).forEach(function (k) { box.appendChild(k); });
+        var steps = transcriptBlock((data.transcripts || {})[[r.v, r.m, r.c, r.r].join("\u0000")]);
+        if (steps) { box.appendChild(steps); }
         var t = el("table", {}, [el("tr", {}, [el("th", { text: "criterion" }), el("th", { text: "score" }), el("th", { text: "details / rationale" })])]);
         r.crit.forEach(function (c) {
           var name = el("td", { text: c.n + (c.req ? " (required)" : "") + " " });
@@ -250,6 +286,7 @@
     fetch(data.rows_url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (got) {
       data.prompts = got.prompts;
       data.attached = got.attached;
+      data.transcripts = got.transcripts;
       data.files = got.files;
       setupCases(got.rows);
     });
