@@ -159,6 +159,14 @@ def run(
         ),
     ] = None,
     no_look: NoLookOpt = False,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="Ask uncached requests through the providers' batch APIs: about half the "
+            "price, answers within 24 h (docs/batch.md).",
+        ),
+    ] = False,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -195,6 +203,7 @@ def run(
             no_cache=no_cache,
             fake=fake,
             no_look=no_look,
+            batch=batch,
             **selection,
         )
         if STATE.json:
@@ -225,9 +234,24 @@ def run(
             run_id=run_id,
             no_look=no_look,
             html=html,
+            batch=batch,
+            on_batch=None if STATE.quiet or STATE.json else _batch_progress(),
             **selection,
         )
     print_result(result, label=label)
+
+
+def _batch_progress() -> Any:
+    """A line on stderr after each round of polls whose jobs or counts changed."""
+    last: list[str] = [""]
+
+    def show(jobs: list[Any]) -> None:
+        line = render.batch_line([j.__dict__ for j in jobs])
+        if line != last[0]:
+            last[0] = line
+            note(line)
+
+    return show
 
 
 def print_result(result: RunResult, *, label: str | None = None) -> None:

@@ -40,6 +40,7 @@ MODEL_KEYS = {
     "adaptive_concurrency",
     "price",
     "on_truncated",
+    "batch",
 }
 # Sections that do not change what a run asks or scores (resume keeps working when they change).
 NOT_HASHED = ("cases", "settings", "labels", "calibration", "thresholds", "description")
@@ -261,6 +262,7 @@ def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSp
         on_truncated=str(raw.get("on_truncated", "fail")),
         where=where,
         root=root,
+        batch=bool(raw.get("batch", False)),
     )
 
 

@@ -1,0 +1,235 @@
+"""Batch mode on the mock's batch API: jobs submitted and recorded, answers stored as live
+ones, resume after a stop, retries of the errored cells, the batch price."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalwh import api
+from evalwh.providers.batch_mock import submitted_jobs
+from tests.builders import eval_config, stored
+
+
+def batch_config(tmp_path: Path, n_cases: int = 5, script: str = "", extra: str = "") -> Path:
+    models = (
+        f"  - {{id: m, provider: mock, batch: true, batch_dir: '{tmp_path / 'jobs'}', "
+        f"mock: {{default: '{{{{ expected }}}}', batch: {{{script}}}}}{extra}}}"
+    )
+    return eval_config(tmp_path, models, n_cases=n_cases)
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Polls without waiting; the waits asked for are counted, never timed."""
+    waits: list[float] = []
+    monkeypatch.setenv("EVALWH_BATCH_POLL_S", "0")
+    return waits
+
+
+def test_a_batch_run_stores_every_answer_and_records_its_job(tmp_path: Path) -> None:
+    config = batch_config(tmp_path)
+    result = api.run_eval(config)
+    out = Path(result.warehouse).parent
+    assert result.totals["n"] == 5 and result.totals["n_passed"] == 5
+    assert len(submitted_jobs(tmp_path / "jobs")) == 1
+    jobs = stored(out, "SELECT job_id, seq, state, requests FROM batches ORDER BY seq")
+    assert [(j["seq"], j["state"], j["requests"]) for j in jobs] == [
+        (0, "running", 5),
+        (1, "ended", 5),
+    ]
+    ids = stored(out, "SELECT count(*) AS n FROM batch_requests")[0]["n"]
+    assert ids == 5
+    rows = stored(out, "SELECT latency_ms, extra FROM cases")
+    assert all(r["latency_ms"] is None and "batch_job" in r["extra"] for r in rows)
+
+
+def polls(folder: Path) -> list[int]:
+    return [job["polls"] for job in submitted_jobs(folder)]
+
+
+def test_500_requests_in_jobs_within_the_limit_land_500_rows(tmp_path: Path) -> None:
+    config = batch_config(tmp_path, n_cases=500, script="max_requests: 200, polls: 2")
+    result = api.run_eval(config)
+    assert result.totals["n"] == 500 and result.totals["n_passed"] == 500
+    jobs = submitted_jobs(tmp_path / "jobs")
+    assert [len(j["lines"]) for j in jobs] == [200, 200, 100]
+    assert polls(tmp_path / "jobs") == [2, 2, 2]  # every job polled until it ended, no more
+    assert result.stats["requests"] == 500
+
+
+def stop_at_first_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The first wait between polls is a Ctrl-C (after every job was submitted)."""
+    import os
+    import signal
+
+    from evalwh.engine import batch
+
+    waits: list[float] = []
+    stopped: list[bool] = []
+    real_stop = batch.BatchFeed.stop
+
+    def stop(feed: batch.BatchFeed) -> None:
+        stopped.append(True)
+        real_stop(feed)
+
+    async def interrupted(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+            while not stopped:  # until the run's handler has taken the signal
+                await asyncio.sleep(0)
+
+    monkeypatch.setattr(batch.BatchFeed, "stop", stop)
+    monkeypatch.setattr(batch, "pause", interrupted)
+    return waits
+
+
+def test_a_stopped_batch_run_resumes_on_its_jobs_and_submits_nothing_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalwh.engine.signals import RunInterrupted
+
+    config = batch_config(tmp_path, n_cases=40, script="max_requests: 25")
+    stop_at_first_wait(monkeypatch)
+    with pytest.raises(RunInterrupted) as stopped:
+        api.run_eval(config)
+    run_id = stopped.value.run_id
+    assert polls(tmp_path / "jobs") == [0, 0]  # submitted, never polled: left running
+    monkeypatch.setattr("evalwh.engine.batch.pause", no_pause)
+    result = api.run_eval(config, resume=run_id)
+    assert result.totals["n"] == 40 and result.totals["n_passed"] == 40
+    assert len(submitted_jobs(tmp_path / "jobs")) == 2  # nothing submitted again
+    out = Path(result.warehouse).parent
+    states = stored(out, "SELECT job_id, max(seq) AS seq FROM batches GROUP BY ALL ORDER BY 1")
+    assert [s["seq"] for s in states] == [1, 1]  # the resume appended each job's end
+
+
+async def no_pause(seconds: float) -> None:
+    return None
+
+
+def test_failed_and_expired_requests_are_errors_and_retry_errors_resubmits_only_them(
+    tmp_path: Path,
+) -> None:
+    config = batch_config(tmp_path, n_cases=6, script="errored: [c1], expired: [c2, c3]")
+    first = api.run_eval(config)
+    out = Path(first.warehouse).parent
+    errors = stored(out, "SELECT case_id, error_kind FROM cases WHERE error IS NOT NULL ORDER BY 1")
+    assert errors == [
+        {"case_id": "c1", "error_kind": "provider"},
+        {"case_id": "c2", "error_kind": "batch_expired"},
+        {"case_id": "c3", "error_kind": "batch_expired"},
+    ]
+    state = stored(out, "SELECT state, expired, errored FROM batches WHERE seq = 1")
+    assert state == [{"state": "expired", "expired": 2, "errored": 1}]
+    again = api.run_eval(config, retry_errors=first.run_id)
+    jobs = submitted_jobs(tmp_path / "jobs")
+    assert [sorted(line["case"] for line in j["lines"]) for j in jobs] == [
+        [f"c{i}" for i in range(6)],
+        ["c1", "c2", "c3"],
+    ]
+    assert again.totals["n"] == 6 and again.totals["n_passed"] == 6
+
+
+def test_a_batch_answer_costs_half_the_live_answer_to_the_cent(tmp_path: Path) -> None:
+    price = ", price: {input_per_mtok: 30000, output_per_mtok: 60000}"
+    batch = api.run_eval(batch_config(tmp_path / "b", n_cases=4, extra=price))
+    live_config = eval_config(
+        tmp_path / "l",
+        "  - {id: m, provider: mock, mock: {default: '{{ expected }}', batch: {}}" + price + "}",
+        n_cases=4,
+    )
+    live = api.run_eval(live_config, no_cache=True)
+    assert live.totals["cost_usd"] > 0.4  # same tokens (the mock counts the same text)
+    assert round(batch.totals["cost_usd"], 2) == round(live.totals["cost_usd"] / 2, 2)
+    sql = "SELECT case_id, input_tokens, cost_usd FROM cases WHERE run_id = '{}' ORDER BY 1"
+    halves = stored(Path(batch.warehouse).parent, sql.format(batch.run_id))
+    wholes = stored(Path(live.warehouse).parent, sql.format(live.run_id))
+    assert len(halves) == 4
+    for half, whole in zip(halves, wholes, strict=True):
+        assert half["input_tokens"] == whole["input_tokens"]
+        assert round(half["cost_usd"], 2) == round(whole["cost_usd"] / 2, 2)
+
+
+def test_the_estimate_prices_batched_requests_at_half_and_says_the_live_cost(
+    tmp_path: Path,
+) -> None:
+    from evalwh.cli.render import estimate_line, usd
+
+    price = ", price: {input_per_mtok: 10, output_per_mtok: 20}"
+    plan = api.validate(batch_config(tmp_path, n_cases=10, extra=price))
+    estimate = plan.estimate
+    assert estimate["cost_usd"] == pytest.approx(estimate["live_cost_usd"] / 2)
+    line = estimate_line(estimate)
+    half, whole = estimate["cost_usd"], estimate["live_cost_usd"]
+    assert f"batch: about {usd(half)} (live {usd(whole)})" in line and half > 0
+    assert estimate["batch"] == {"models": ["m"], "live": []}
+
+
+def test_batch_true_on_a_provider_without_a_batch_api_is_a_config_error(tmp_path: Path) -> None:
+    from evalwh.errors import ConfigError
+
+    config = eval_config(
+        tmp_path,
+        "  - {id: local, provider: openai-compatible, base_url: 'http://127.0.0.1:9/v1', "
+        "price: 0, batch: true}",
+        n_cases=1,
+    )
+    with pytest.raises(ConfigError, match="has no batch API") as refused:
+        api.validate(config)
+    assert "models[0].batch" in str(refused.value)
+
+
+def test_a_bad_first_poll_wait_is_refused(tmp_path: Path) -> None:
+    from evalwh.engine.batch import first_poll_s
+    from evalwh.errors import UsageError
+
+    with pytest.raises(UsageError, match="EVALWH_BATCH_POLL_S"):
+        first_poll_s({"EVALWH_BATCH_POLL_S": "soon"})
+    assert first_poll_s({}) == 10.0
+
+
+class ForeignResults:
+    """A batch API whose results name requests the job never held, and one twice."""
+
+    def __init__(self, held: list[str]) -> None:
+        self.held = held
+
+    async def results(self, job: Any) -> Any:
+        from evalwh.providers.base import Completion
+        from evalwh.providers.batching import BatchResult
+
+        yield BatchResult("someone-elses", completion=Completion("injected", 1, 1))
+        yield BatchResult(self.held[0], completion=Completion("mine", 1, 1))
+        yield BatchResult(self.held[0], completion=Completion("again", 1, 1))
+
+
+def test_a_result_for_a_request_the_job_does_not_hold_answers_no_cell() -> None:
+    """Attack: a provider's results file (untrusted) carries a custom id of another request,
+    or one twice, to plant an answer in a cell it was not asked for."""
+    from evalwh.config.model import Case, ModelSpec
+    from evalwh.engine.batch import BatchFeed, OpenJob
+    from evalwh.providers.batching import BatchJob
+    from evalwh.warehouse.batches import JobRow
+
+    async def scenario() -> list[Any]:
+        feed = BatchFeed("r", None, {}, first_wait=0)
+        feed.queues["m"] = asyncio.Queue()
+        feed.outstanding["m"] = 2
+        for key in ("a", "b"):
+            feed.held[key] = [(None, Case(key), 0)]  # type: ignore[list-item]
+            feed.model_of[key] = "m"
+        row = JobRow("r", "m", "mock", "j", 0, "running", None, 2, 10)
+        job = OpenJob(row, ForeignResults(["a"]), ModelSpec("m", "mock", "m"), ["a", "b"])  # type: ignore[arg-type]
+        feed.jobs["j"] = job
+        await feed._read(job, BatchJob("j", "ended", "ended"))
+        return [feed.take("a"), feed.take("b"), feed.take("someone-elses")]
+
+    mine, missing, foreign = asyncio.run(scenario())
+    assert mine.completion.text == "mine"
+    assert missing.error.kind == "batch_missing"
+    assert foreign is None
