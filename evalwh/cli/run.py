@@ -212,7 +212,7 @@ def run(
         _print_plan(plan, dry=True)
         return
 
-    from evalwh.cli.progress import progress_reporter
+    from evalwh.cli.progress import batch_progress, progress_reporter
 
     with progress_reporter() as progress:
         result = api.run_eval(
@@ -235,23 +235,10 @@ def run(
             no_look=no_look,
             html=html,
             batch=batch,
-            on_batch=None if STATE.quiet or STATE.json else _batch_progress(),
+            on_batch=None if STATE.quiet or STATE.json else batch_progress(),
             **selection,
         )
     print_result(result, label=label)
-
-
-def _batch_progress() -> Any:
-    """A line on stderr after each round of polls whose jobs or counts changed."""
-    last: list[str] = [""]
-
-    def show(jobs: list[Any]) -> None:
-        line = render.batch_line([j.__dict__ for j in jobs])
-        if line != last[0]:
-            last[0] = line
-            note(line)
-
-    return show
 
 
 def print_result(result: RunResult, *, label: str | None = None) -> None:

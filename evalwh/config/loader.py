@@ -93,11 +93,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
             seen[value] = i
 
     unique(data["models"], "id", "models")
-    defaults = data.get("defaults") or {}
-    models = [
-        _model(with_defaults(m, defaults), f"models[{i}]", path.parent)
-        for i, m in enumerate(data["models"])
-    ]
+    models = model_specs(data, path.parent)
 
     unique(data["variants"], "id", "variants")
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
@@ -242,6 +238,16 @@ def with_defaults(raw: dict[str, Any], defaults: dict[str, Any]) -> dict[str, An
     if params:
         merged["params"] = params
     return merged
+
+
+def model_specs(data: dict[str, Any], root: Path | None = None) -> list[ModelSpec]:
+    """The ``models:`` of a config's data (as loaded, or a run's stored snapshot) over its
+    ``defaults:``."""
+    defaults = data.get("defaults") or {}
+    return [
+        _model(with_defaults(m, defaults), f"models[{i}]", root)
+        for i, m in enumerate(data["models"])
+    ]
 
 
 def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSpec:

@@ -268,18 +268,26 @@ class BatchFeed:
                 if self.stopped:
                     return
                 await self._submit(submission)
-            wait = self.first_wait
-            while self.jobs and not self.stopped:
-                await self.sleep(wait)
-                wait = next_wait(wait) if wait > 0 else 0.0
-                if self.stopped:
-                    return
-                await self._poll_round()
-                if self.on_poll is not None:
-                    self.on_poll(list(self.all_jobs))
+            await self._wait(read=True)
         finally:
             for queue in self.queues.values():
                 queue.put_nowait(None)  # no more results: the workers finish what they hold
+
+    async def wait_ended(self) -> None:
+        """Poll the open jobs until each has ended, recording the states that changed; no
+        result is read (``evalwh batch wait``)."""
+        await self._wait(read=False)
+
+    async def _wait(self, *, read: bool) -> None:
+        wait = self.first_wait
+        while self.jobs and not self.stopped:
+            await self.sleep(wait)
+            wait = next_wait(wait)
+            if self.stopped:
+                return
+            await self._poll_round(read=read)
+            if self.on_poll is not None:
+                self.on_poll(list(self.all_jobs))
 
     def groups(
         self, submission: Submission
@@ -354,55 +362,30 @@ class BatchFeed:
             self.reserved[item.custom_id] = amount
         return True
 
-    async def _poll_round(self) -> None:
+    async def _poll_round(self, *, read: bool = True) -> None:
         """Poll every open job, record the states that changed (one transaction), then read
-        the jobs that ended."""
+        the jobs that ended (when ``read``)."""
         polled: list[tuple[OpenJob, BatchJob]] = []
         for job in list(self.jobs.values()):
             try:
                 polled.append((job, await job.api.poll(job.row.job_id)))
             except ProviderError as exc:  # the job goes on at the provider: poll again later
                 log.warning("polling batch job %s failed: %s", job.row.job_id, exc)
-        rows = [row for job, state in polled if (row := self._changed(job, state)) is not None]
+        now = self.now()
+        rows = [r for job, state in polled if (r := next_row(job.row, state, now)) is not None]
         if rows:
             await asyncio.to_thread(record_states, self.warehouse, rows)
         for row in rows:
             self.jobs[row.job_id].row = row
         self.all_jobs = [next((r for r in rows if r.job_id == o.job_id), o) for o in self.all_jobs]
         for job, state in polled:
-            if state.state in READABLE_STATES:
+            ended = state.state in READABLE_STATES or state.state == "failed"
+            if ended and not read:
+                self.jobs.pop(job.row.job_id, None)
+            elif state.state in READABLE_STATES:
                 await self._read(job, state)
             elif state.state == "failed":
                 self._close(job, job.keys, "failed")
-
-    def _changed(self, job: OpenJob, state: BatchJob) -> JobRow | None:
-        """The job's next row when the poll found its state, provider's word or counts
-        changed; None when nothing did."""
-        row = job.row
-        if (state.state, state.provider_state, state.counts) == (
-            row.state,
-            row.provider_state,
-            row.counts,
-        ):
-            return None
-        now = self.now()
-        final = state.state not in ("running", "cancelling")
-        return JobRow(
-            row.run_id,
-            row.model,
-            row.provider,
-            row.job_id,
-            row.seq + 1,
-            state.state,
-            state.provider_state,
-            row.requests,
-            row.bytes,
-            dict(state.counts),
-            submitted_at=row.submitted_at,
-            ended_at=row.ended_at or (now if final else None),
-            polled_at=now,
-            extra={**(row.extra or {}), **state.extra} or None,
-        )
 
     async def _read(self, job: OpenJob, state: BatchJob) -> None:
         """Hand each result of an ended job to the engine; a request the job has no result
@@ -475,3 +458,40 @@ def stored_jobs(store: Any, run_id: str) -> dict[str, tuple[JobRow, list[str]]]:
         for row in latest_states(store, run_id)
         if row.state != "failed"
     }
+
+
+def next_row(row: JobRow, state: BatchJob, now: datetime) -> JobRow | None:
+    """A job's next ``batches`` row when a poll found its state, the provider's word or its
+    counts changed since ``row``; None when nothing did."""
+    if (state.state, state.provider_state, state.counts) == (
+        row.state,
+        row.provider_state,
+        row.counts,
+    ):
+        return None
+    final = state.state not in ("running", "cancelling")
+    return JobRow(
+        row.run_id,
+        row.model,
+        row.provider,
+        row.job_id,
+        row.seq + 1,
+        state.state,
+        state.provider_state,
+        row.requests,
+        row.bytes,
+        dict(state.counts),
+        submitted_at=row.submitted_at,
+        ended_at=row.ended_at or (now if final else None),
+        polled_at=now,
+        extra={**(row.extra or {}), **state.extra} or None,
+    )
+
+
+def record_state_of(warehouse: Any, row: JobRow, state: BatchJob) -> None:
+    """Append a job's state as a provider reported it (when it changed)."""
+    from evalwh.warehouse.store import utcnow
+
+    new = next_row(row, state, utcnow())
+    if new is not None:
+        record_states(warehouse, [new])

@@ -11,15 +11,7 @@ import pytest
 
 from evalwh import api
 from evalwh.providers.batch_mock import submitted_jobs
-from tests.builders import eval_config, stored
-
-
-def batch_config(tmp_path: Path, n_cases: int = 5, script: str = "", extra: str = "") -> Path:
-    models = (
-        f"  - {{id: m, provider: mock, batch: true, batch_dir: '{tmp_path / 'jobs'}', "
-        f"mock: {{default: '{{{{ expected }}}}', batch: {{{script}}}}}{extra}}}"
-    )
-    return eval_config(tmp_path, models, n_cases=n_cases)
+from tests.builders import batch_config, eval_config, no_pause, stop_at_first_wait, stored
 
 
 @pytest.fixture(autouse=True)
@@ -61,33 +53,6 @@ def test_500_requests_in_jobs_within_the_limit_land_500_rows(tmp_path: Path) -> 
     assert result.stats["requests"] == 500
 
 
-def stop_at_first_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The first wait between polls is a Ctrl-C (after every job was submitted)."""
-    import os
-    import signal
-
-    from evalwh.engine import batch
-
-    waits: list[float] = []
-    stopped: list[bool] = []
-    real_stop = batch.BatchFeed.stop
-
-    def stop(feed: batch.BatchFeed) -> None:
-        stopped.append(True)
-        real_stop(feed)
-
-    async def interrupted(seconds: float) -> None:
-        waits.append(seconds)
-        if len(waits) == 1:
-            os.kill(os.getpid(), signal.SIGINT)
-            while not stopped:  # until the run's handler has taken the signal
-                await asyncio.sleep(0)
-
-    monkeypatch.setattr(batch.BatchFeed, "stop", stop)
-    monkeypatch.setattr(batch, "pause", interrupted)
-    return waits
-
-
 def test_a_stopped_batch_run_resumes_on_its_jobs_and_submits_nothing_new(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -106,10 +71,6 @@ def test_a_stopped_batch_run_resumes_on_its_jobs_and_submits_nothing_new(
     out = Path(result.warehouse).parent
     states = stored(out, "SELECT job_id, max(seq) AS seq FROM batches GROUP BY ALL ORDER BY 1")
     assert [s["seq"] for s in states] == [1, 1]  # the resume appended each job's end
-
-
-async def no_pause(seconds: float) -> None:
-    return None
 
 
 def test_failed_and_expired_requests_are_errors_and_retry_errors_resubmits_only_them(
