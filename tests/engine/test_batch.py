@@ -22,35 +22,29 @@ def no_waiting(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return waits
 
 
-def test_a_batch_run_stores_every_answer_and_records_its_job(tmp_path: Path) -> None:
-    config = batch_config(tmp_path)
-    result = api.run_eval(config)
-    out = Path(result.warehouse).parent
-    assert result.totals["n"] == 5 and result.totals["n_passed"] == 5
-    assert len(submitted_jobs(tmp_path / "jobs")) == 1
-    jobs = stored(out, "SELECT job_id, seq, state, requests FROM batches ORDER BY seq")
-    assert [(j["seq"], j["state"], j["requests"]) for j in jobs] == [
-        (0, "running", 5),
-        (1, "ended", 5),
-    ]
-    ids = stored(out, "SELECT count(*) AS n FROM batch_requests")[0]["n"]
-    assert ids == 5
-    rows = stored(out, "SELECT latency_ms, extra FROM cases")
-    assert all(r["latency_ms"] is None and "batch_job" in r["extra"] for r in rows)
-
-
 def polls(folder: Path) -> list[int]:
     return [job["polls"] for job in submitted_jobs(folder)]
 
 
-def test_500_requests_in_jobs_within_the_limit_land_500_rows(tmp_path: Path) -> None:
-    config = batch_config(tmp_path, n_cases=500, script="max_requests: 200, polls: 2")
-    result = api.run_eval(config)
-    assert result.totals["n"] == 500 and result.totals["n_passed"] == 500
+@pytest.mark.parametrize(
+    "n", [pytest.param(100, id="100"), pytest.param(500, id="500", marks=pytest.mark.slow)]
+)
+def test_requests_in_jobs_within_the_limit_land_one_row_each(tmp_path: Path, n: int) -> None:
+    per_job = n * 2 // 5  # jobs of 40% of the requests: two full ones and the rest
+    script = f"max_requests: {per_job}, polls: 2"
+    result = api.run_eval(batch_config(tmp_path, n_cases=n, script=script))
+    assert result.totals["n"] == n and result.totals["n_passed"] == n
+    assert result.stats["requests"] == n
     jobs = submitted_jobs(tmp_path / "jobs")
-    assert [len(j["lines"]) for j in jobs] == [200, 200, 100]
+    assert [len(j["lines"]) for j in jobs] == [per_job, per_job, n - 2 * per_job]
     assert polls(tmp_path / "jobs") == [2, 2, 2]  # every job polled until it ended, no more
-    assert result.stats["requests"] == 500
+    out = Path(result.warehouse).parent
+    states = stored(out, "SELECT seq, state, requests FROM batches ORDER BY job_id, seq")
+    assert [(s["seq"], s["state"]) for s in states] == [(0, "running"), (1, "ended")] * 3
+    held = stored(out, "SELECT count(DISTINCT custom_id) AS n FROM batch_requests")
+    assert held[0]["n"] == n
+    rows = stored(out, "SELECT latency_ms, extra FROM cases")
+    assert all(r["latency_ms"] is None and "batch_job" in r["extra"] for r in rows)
 
 
 def test_a_stopped_batch_run_resumes_on_its_jobs_and_submits_nothing_new(
