@@ -337,6 +337,7 @@ def _plan_cells(
 
     cfg, settings, continue_run = planned.config, planned.settings, planned.continue_run
     skip = only = None
+    was_batched: list[str] = []
     cells: set[Any] = set()
     carried = Carried()
     if continue_run is not None:
@@ -349,14 +350,15 @@ def _plan_cells(
             tuple(stored.get("cases", ())),
         )
         repeats = int(stored.get("repeat", 1))
-        batch = batch or bool(stored.get("batch"))  # a batch run goes on in batch mode
+        was_batched = list(stored.get("batch") or [])  # a batch run's models stay batched
         cells = store.cells(continue_run)
         if resume:
             skip = cells
         else:
             only = store.cells(continue_run, errors_only=True)
     prepared = prepare(cfg, settings, filters, repeats, skip=skip, only=only)
-    prepared.batched = prepared.batch_models(batch)
+    planned_ids = {m.id for m in prepared.plan.models}
+    prepared.batched = prepared.batch_models(batch) | (set(was_batched) & planned_ids)
     if continue_run is not None:
         carried = _carried(cfg, settings, continue_run, cells, prepared)
     cache = _cached(cfg, settings, prepared.hashes, use_cache)

@@ -722,6 +722,7 @@ def execute(
     ``on_batch`` is told the jobs' states after each round of polls.
     """
     from evalwh import providers as registry
+    from evalwh.engine.batch import first_poll_s
     from evalwh.engine.budget import Budget
     from evalwh.engine.records import RowSink
     from evalwh.engine.signals import RunInterrupted, grace_s, signal_name, stop_on_signals
@@ -731,6 +732,7 @@ def execute(
 
     config, settings, plan = prepared.config, prepared.settings, prepared.plan
     grace = grace_s()  # a bad EVALWH_INTERRUPT_GRACE_S is refused before the run exists
+    first_poll = first_poll_s() if prepared.batched else None  # ... and EVALWH_BATCH_POLL_S
     store_files(prepared)  # before the run exists: a file that changed refuses the run
     warehouse = Warehouse(settings.warehouse)
     selection = filters.to_dict()
@@ -746,7 +748,7 @@ def execute(
         "filters": {
             **selection,
             "repeat": plan.repeats,
-            **({"batch": True} if prepared.batched else {}),
+            **({"batch": sorted(prepared.batched)} if prepared.batched else {}),
         },
         "no_look": config.no_look,
         "datasources": [r.record() for r in plan.sources] or None,
@@ -821,7 +823,7 @@ def execute(
             # a tool loop's later turns are keyed on its transcript, unknown before the run:
             # the cached answers of its models serve them (as a judge's)
             cache.update(judge_cache(Warehouse(settings.cache_path), list(plan.models)))
-        batch = _batch_feed(prepared, run_id, endpoints, budget, on_batch)
+        batch = _batch_feed(prepared, run_id, endpoints, budget, on_batch, first_poll)
         if batch is not None:
             replay = carried.replay if carried is not None else {}
             stored = {}
@@ -946,6 +948,7 @@ def _batch_feed(
     endpoints: dict[str, Endpoint],
     budget: Any,
     on_batch: Callable[[list[Any]], None] | None,
+    first_poll: float | None,
 ) -> Any:
     """The run's BatchFeed (evalwh.engine.batch) over the batch APIs of its batched models,
     or None when none is batched."""
@@ -965,6 +968,7 @@ def _batch_feed(
         apis,
         budget=budget if budget.cap is not None else None,
         on_poll=on_batch,
+        first_wait=first_poll,
     )
 
 

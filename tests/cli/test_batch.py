@@ -53,3 +53,21 @@ def test_cancel_stops_the_open_jobs_and_a_resume_stores_them_as_cancelled(
         f"SELECT DISTINCT error_kind FROM cases WHERE run_id = '{run_id}'"
     )
     assert kinds.to_pylist() == [{"error_kind": "batch_cancelled"}]
+
+
+def test_run_batch_asks_every_model_with_a_batch_api_and_says_the_batch_estimate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.builders import eval_config
+
+    monkeypatch.setenv("EVALWH_BATCH_POLL_S", "0")
+    models = (
+        f"  - {{id: m, provider: mock, batch_dir: '{tmp_path / 'jobs'}', "
+        "price: {input_per_mtok: 1, output_per_mtok: 2}}"
+    )
+    config = eval_config(tmp_path, models, n_cases=3)
+    done = run_cli("run", str(config), "--batch")
+    assert done.returncode == 0, done.stderr
+    assert "; batch: about $" in done.stderr and "(live $" in done.stderr
+    assert "batch: 1 job(s) (1 ended), 3/3 request(s) done" in done.stderr
+    assert [len(j["lines"]) for j in submitted_jobs(tmp_path / "jobs")] == [3]

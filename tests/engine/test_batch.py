@@ -188,3 +188,18 @@ def test_a_result_for_a_request_the_job_does_not_hold_answers_no_cell() -> None:
     assert mine.completion.text == "mine"
     assert missing.error.kind == "batch_missing"
     assert foreign is None
+
+
+def test_the_cost_cap_takes_the_batch_price_before_and_during_the_run(tmp_path: Path) -> None:
+    from evalwh.errors import CostRefusedError
+
+    price = "price: {input_per_mtok: 10, output_per_mtok: 20}"
+    config = batch_config(tmp_path / "b", n_cases=10, extra=f", {price}")
+    estimate = api.validate(config).estimate
+    cap = (estimate["cost_usd"] + estimate["live_cost_usd"]) / 2  # over batch, under live
+    live = eval_config(tmp_path / "l", f"  - {{id: m, provider: mock, {price}}}", n_cases=10)
+    with pytest.raises(CostRefusedError):
+        api.validate(live, max_cost=cap)
+    result = api.run_eval(config, max_cost=cap)  # each job reserves its cost at batch price
+    assert result.status == "completed" and result.totals["n"] == 10
+    assert 0 < result.totals["cost_usd"] <= cap
