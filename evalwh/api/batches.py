@@ -83,14 +83,14 @@ def wait(
 
     async def main() -> None:
         feed = BatchFeed(run_id, view.path, {}, on_poll=on_poll)
-        for job_row, api, spec in jobs:
-            feed.jobs[job_row.job_id] = OpenJob(job_row, api, spec, [])
+        for job_row, api, provider in jobs:
+            feed.jobs[job_row.job_id] = OpenJob(job_row, api, provider.spec, [])
             feed.all_jobs.append(job_row)
         try:
             await feed.wait_ended()
         finally:
-            for _, api, _ in jobs:
-                await _close(api)
+            for _, _, provider in jobs:
+                await provider.aclose()
 
     asyncio.run(main())
     return status(run_id, config=config, output_dir=output_dir, warehouse=warehouse)
@@ -118,22 +118,16 @@ def cancel(
                 state = await api.cancel(job_row.job_id)
                 await asyncio.to_thread(record_state_of, view.path, job_row, state)
         finally:
-            for _, api, _ in jobs:
-                await _close(api)
+            for _, _, provider in jobs:
+                await provider.aclose()
 
     asyncio.run(main())
     return status(run_id, config=config, output_dir=output_dir, warehouse=warehouse)
 
 
-async def _close(api: Any) -> None:
-    provider = getattr(api, "provider", None)
-    if provider is not None:
-        await provider.aclose()
-
-
 def _open_jobs(store: Any, run_id: str, row: dict[str, Any]) -> list[tuple[Any, Any, Any]]:
-    """The run's open jobs, each with the batch API of the model that submitted it (built
-    from the run's stored config snapshot)."""
+    """The run's open jobs, each with the batch API and the provider of the model that
+    submitted it (built from the run's stored config snapshot; closed by the caller)."""
     from evalwh import providers
     from evalwh.config.loader import model_specs
     from evalwh.warehouse.batches import latest_states
@@ -152,6 +146,6 @@ def _open_jobs(store: Any, run_id: str, row: dict[str, Any]) -> list[tuple[Any, 
                 f"run {run_id}'s stored config has no model '{job.model}' of provider "
                 f"{job.provider}, which submitted batch job {job.job_id}"
             )
-        api = providers.create(spec).batch_api()
-        found.append((job, api, spec))
+        provider = providers.create(spec)
+        found.append((job, provider.batch_api(), provider))
     return found

@@ -43,8 +43,11 @@ log = logging.getLogger("evalwh.engine")
 FIRST_POLL_S = 10.0
 POLL_FACTOR = 1.5
 MAX_POLL_S = 300.0
-# a job whose results could not be read this many times in a row: its requests are errors
+# a job whose results could not be read, or that could not be polled, this many times in a
+# row: its requests are errors of that failure (which --retry-errors submits again); a
+# failure another attempt may mend (a 429, a 5xx, a dropped connection) is given more tries
 MAX_READ_FAILURES = 3
+MAX_POLL_FAILURES = {False: 3, True: 20}  # retryable -> polls that may fail in a row
 # a request's error kind when its job ended without its result, per the job's state
 MISSING_KIND = {
     "expired": "batch_expired",
@@ -96,6 +99,7 @@ class OpenJob:
     spec: ModelSpec
     keys: list[str]
     read_failures: int = 0
+    poll_failures: int = 0
 
 
 @dataclass
@@ -142,6 +146,7 @@ class BatchFeed:
         self.submissions: dict[str, Submission] = {}
         self.jobs: dict[str, OpenJob] = {}  # job id -> a job not read yet
         self.all_jobs: list[JobRow] = []
+        self.output_limit: dict[str, int] = {}  # model id -> bytes of an answer kept
         self.live_tools = 0  # cells of batched models run live: tool loops
         self.stopped = False
         self.submitted = 0  # jobs this process submitted
@@ -170,6 +175,8 @@ class BatchFeed:
             if api is None:
                 continue
             endpoint = endpoints[model.id]
+            limit = getattr(endpoint.provider, "max_output_bytes", MAX_OUTPUT_BYTES)
+            self.output_limit[model.id] = int(limit)
             self.queues[model.id] = asyncio.Queue()
             self.outstanding[model.id] = 0
             submission = Submission(model, api)
@@ -369,8 +376,14 @@ class BatchFeed:
         for job in list(self.jobs.values()):
             try:
                 polled.append((job, await job.api.poll(job.row.job_id)))
-            except ProviderError as exc:  # the job goes on at the provider: poll again later
+                job.poll_failures = 0
+            except ProviderError as exc:  # the job may go on at the provider: poll again
+                job.poll_failures += 1
                 log.warning("polling batch job %s failed: %s", job.row.job_id, exc)
+                if job.poll_failures >= MAX_POLL_FAILURES[exc.retryable]:
+                    self.jobs.pop(job.row.job_id, None)
+                    if read:
+                        self._fail(list(job.keys), exc)
         now = self.now()
         rows = [r for job, state in polled if (r := next_row(job.row, state, now)) is not None]
         if rows:
@@ -391,7 +404,7 @@ class BatchFeed:
         """Hand each result of an ended job to the engine; a request the job has no result
         for is an error of the job's state's kind."""
         wanted = set(job.keys)
-        limit = getattr(self._provider_of(job), "max_output_bytes", MAX_OUTPUT_BYTES)
+        limit = self.output_limit.get(job.row.model, MAX_OUTPUT_BYTES)
         try:
             async for result in job.api.results(state):
                 key = result.custom_id
@@ -417,9 +430,6 @@ class BatchFeed:
             self.jobs.pop(job.row.job_id, None)
             return
         self._close(job, sorted(wanted), state.state)
-
-    def _provider_of(self, job: OpenJob) -> Any:
-        return getattr(job.api, "provider", None)
 
     def _close(self, job: OpenJob, keys: list[str], state: str) -> None:
         self.jobs.pop(job.row.job_id, None)

@@ -203,3 +203,28 @@ def test_the_cost_cap_takes_the_batch_price_before_and_during_the_run(tmp_path: 
     result = api.run_eval(config, max_cost=cap)  # each job reserves its cost at batch price
     assert result.status == "completed" and result.totals["n"] == 10
     assert 0 < result.totals["cost_usd"] <= cap
+
+
+def test_a_job_the_provider_no_longer_knows_ends_as_errors_after_three_polls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed run whose job the provider answers 404 for stores its requests as errors
+    (for --retry-errors) instead of polling it for ever."""
+    from evalwh.engine.signals import RunInterrupted
+
+    config = batch_config(tmp_path, n_cases=3)
+    stop_at_first_wait(monkeypatch)
+    with pytest.raises(RunInterrupted) as stopped:
+        api.run_eval(config)
+    for path in (tmp_path / "jobs").glob("*.json"):
+        path.unlink()  # gone at the provider
+    rounds: list[float] = []
+
+    async def counted(seconds: float) -> None:
+        rounds.append(seconds)
+
+    monkeypatch.setattr("evalwh.engine.batch.pause", counted)
+    result = api.run_eval(config, resume=stopped.value.run_id)
+    assert len(rounds) == 3 and result.totals["n"] == 3
+    kinds = stored(Path(result.warehouse).parent, "SELECT DISTINCT error_kind FROM cases")
+    assert kinds == [{"error_kind": "http"}]
