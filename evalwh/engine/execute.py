@@ -63,7 +63,7 @@ class Prepared:
     def batch_models(self, asked: bool) -> set[str]:
         """The models a run asks in batch jobs: every one whose provider has a batch API when
         ``asked`` (--batch), else those that say ``batch: true``."""
-        return {m.id for m in self.plan.models if (asked or m.batch) and has_batch_api(m.provider)}
+        return {m.id for m in self.plan.models if (asked or m.batch) and has_batch_api(m)}
 
 
 def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
@@ -216,14 +216,15 @@ def check_tools(config: EvalConfig, models: list[ModelSpec]) -> None:
                 )
 
 
-def has_batch_api(provider: str) -> bool:
-    """Whether a provider's models can be asked through a batch API: its class overrides
-    ``batch_api`` (an HTTP provider without one inherits the base's, which returns None)."""
+def has_batch_api(model: ModelSpec) -> bool:
+    """Whether a model can be asked through a batch API: its provider, built for it (no
+    socket is opened, no key is read), returns one from ``batch_api()`` (an HTTP provider
+    without one inherits the base's, which returns None; so may a server speaking another's
+    API, such as ``openai-compatible``)."""
     from evalwh import providers
-    from evalwh.providers.http import HttpProvider
 
-    found = getattr(providers.provider_class(provider), "batch_api", None)
-    return found is not None and found is not HttpProvider.batch_api
+    make = getattr(providers.provider_class(model.provider), "batch_api", None)
+    return make is not None and providers.create(model).batch_api() is not None
 
 
 def check_batch(config: EvalConfig, models: list[ModelSpec]) -> None:
@@ -231,7 +232,7 @@ def check_batch(config: EvalConfig, models: list[ModelSpec]) -> None:
     judge's model (judges are asked live, as each answer arrives: docs/batch.md)."""
     file = str(config.path)
     for model in models:
-        if model.batch and not has_batch_api(model.provider):
+        if model.batch and not has_batch_api(model):
             raise ConfigError(
                 f"model '{model.id}' asks for batch: true, and provider {model.provider} has "
                 "no batch API",
