@@ -228,3 +228,27 @@ def test_a_job_the_provider_no_longer_knows_ends_as_errors_after_three_polls(
     assert len(rounds) == 3 and result.totals["n"] == 3
     kinds = stored(Path(result.warehouse).parent, "SELECT DISTINCT error_kind FROM cases")
     assert kinds == [{"error_kind": "http"}]
+
+
+def test_a_judges_model_cannot_ask_for_batch_and_a_datasource_run_refuses_batch_mode(
+    tmp_path: Path,
+) -> None:
+    from evalwh.errors import ConfigError, UsageError
+
+    config = batch_config(tmp_path / "j", n_cases=1)
+    judged = config.read_text() + (
+        "judges:\n  - {id: j, model: {id: jm, provider: mock, batch: true}}\n"
+    )
+    config.write_text(judged)
+    with pytest.raises(ConfigError, match="judges are asked live") as refused:
+        api.validate(config)
+    assert "judges[0].model.batch" in str(refused.value)
+    source = eval_config(tmp_path / "d", "  - {id: m, provider: mock}", n_cases=1)
+    (tmp_path / "d" / "s").mkdir()
+    (tmp_path / "d" / "s" / "a.jsonl").write_text('{"id": "r1", "q": "1"}\n')
+    text = source.read_text().replace(
+        "cases:\n", "cases:\n  - {source: jsonl-glob, params: {pattern: 's/*.jsonl'}}\n"
+    )
+    source.write_text(text)
+    with pytest.raises(UsageError, match=r"batch mode .* needs every case before the run"):
+        api.validate(source, batch=True)
