@@ -654,3 +654,44 @@ def materialised(value: Any) -> Any:
     if isinstance(value, (str, bytes, int, float, bool)) or value is None:
         return value
     return [materialised(v) for v in value]
+
+
+def batch_config(tmp_path: Path, n_cases: int = 5, script: str = "", extra: str = "") -> Path:
+    """eval_config with one mock model m asking in batches (batch: true), its jobs kept in
+    ``tmp_path/jobs``, answering every case right, ``script`` its ``mock.batch``."""
+    models = (
+        f"  - {{id: m, provider: mock, batch: true, batch_dir: '{tmp_path / 'jobs'}', "
+        f"mock: {{default: '{{{{ expected }}}}', batch: {{{script}}}}}{extra}}}"
+    )
+    return eval_config(tmp_path, models, n_cases=n_cases)
+
+
+def stop_at_first_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The first wait between polls is a Ctrl-C (after every job was submitted)."""
+    import asyncio
+    import signal
+
+    from evalwh.engine import batch
+
+    waits: list[float] = []
+    stopped: list[bool] = []
+    real_stop = batch.BatchFeed.stop
+
+    def stop(feed: batch.BatchFeed) -> None:
+        stopped.append(True)
+        real_stop(feed)
+
+    async def interrupted(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+            while not stopped:  # until the run's handler has taken the signal
+                await asyncio.sleep(0)
+
+    monkeypatch.setattr(batch.BatchFeed, "stop", stop)
+    monkeypatch.setattr(batch, "pause", interrupted)
+    return waits
+
+
+async def no_pause(seconds: float) -> None:
+    return None

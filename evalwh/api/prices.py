@@ -21,16 +21,18 @@ def prices(
     warehouse: str | Path | None = None,
 ) -> dict[str, Any]:
     """The dated table as rows (provider, model, USD per million input / output tokens and
-    prompt-cache reads / writes, None where the input price applies);
+    prompt-cache reads / writes, None where the input price applies, and ``batch_factor``:
+    the price of a batch answer as a factor of these, docs/batch.md);
     with ``config``, ``for``: its models' prices (``source``: ``config`` for a ``price:``,
     ``table``, or ``none``) and the estimate of a run of the whole matrix."""
-    from evalwh.providers.pricing import price_table
+    from evalwh.providers.pricing import batch_factor, price_table
 
     table = price_table()
     out: dict[str, Any] = {
         "as_of": table["as_of"],
         "source": table["source"],
         "unit": table["unit"],
+        "batch": table["batch"]["note"],
         "table": [
             {
                 "provider": p,
@@ -39,6 +41,7 @@ def prices(
                 "output_per_mtok": v[1],
                 "cache_read_per_mtok": v[2] if len(v) > 2 else None,
                 "cache_write_per_mtok": v[3] if len(v) > 3 else None,
+                "batch_factor": batch_factor(p),
             }
             for p, models in table["providers"].items()
             for m, v in models.items()
@@ -58,6 +61,7 @@ def _for_config(
 ) -> dict[str, Any]:
     from evalwh.api.run import _config, _plan, dry_run
     from evalwh.engine.execute import check_config
+    from evalwh.providers.pricing import batch_factor
 
     cfg = _config(config)
     _, checked = check_config(cfg)
@@ -74,6 +78,7 @@ def _for_config(
                 "cache_read_per_mtok": price.cache_read_per_mtok if price else None,
                 "cache_write_per_mtok": price.cache_write_per_mtok if price else None,
                 "source": "config" if given.price else "table" if price else "none",
+                "batch_factor": batch_factor(given.provider),
             }
         )
     # the estimate whatever the cap and whether or not the keys are set (a price question)

@@ -165,6 +165,7 @@ def _plan(
     shard: tuple[int, int] | None = None,
     run_id: str | None = None,
     no_look: bool = False,
+    batch: bool = False,
 ) -> _Planned:
     """Everything before the first request: validate, plan, look up the cache, estimate.
 
@@ -185,6 +186,8 @@ def _plan(
     continue_run = token = previous = None
     if shard is not None and cfg.sources:
         raise UsageError(refuse_sharded_datasources(cfg))
+    if batch or any(m.batch for m in cfg.models):
+        _refuse_batch(cfg, shard)
     if shard is not None:
         planned = _plan_shard(
             cfg, settings, filters, repeats, run_id, resume or retry_errors, use_cache
@@ -213,10 +216,26 @@ def _plan(
     planned.token, planned.previous_status = token, previous
     planned.models = tuple(chosen)
     try:
-        return _plan_cells(planned, filters, repeats, resume, retry_errors, use_cache)
+        return _plan_cells(planned, filters, repeats, resume, retry_errors, use_cache, batch)
     except BaseException:
         planned.release()
         raise
+
+
+def _refuse_batch(cfg: EvalConfig, shard: tuple[int, int] | None) -> None:
+    """Batch mode plans every request before the run: a datasource's cases come while it
+    runs, and a shard started again would submit its jobs again."""
+    if cfg.sources:
+        raise UsageError(
+            f"{cfg.path}: batch mode (--batch, batch: true) needs every case before the run, "
+            "and cases from a datasource come while it runs: export the source to a case file "
+            "(file: cases.jsonl), or run it live"
+        )
+    if shard is not None:
+        raise UsageError(
+            "batch mode (--batch, batch: true) does not go with --shard: run the batch "
+            "unsharded (one process waits on every job at no cost)"
+        )
 
 
 def _plan_shard(
@@ -309,6 +328,7 @@ def _plan_cells(
     resume: str | None,
     retry_errors: str | None,
     use_cache: bool,
+    batch: bool = False,
 ) -> _Planned:
     from evalwh.engine.execute import prepare
     from evalwh.engine.journal import Carried
@@ -317,6 +337,7 @@ def _plan_cells(
 
     cfg, settings, continue_run = planned.config, planned.settings, planned.continue_run
     skip = only = None
+    was_batched: list[str] = []
     cells: set[Any] = set()
     carried = Carried()
     if continue_run is not None:
@@ -329,12 +350,15 @@ def _plan_cells(
             tuple(stored.get("cases", ())),
         )
         repeats = int(stored.get("repeat", 1))
+        was_batched = list(stored.get("batch") or [])  # a batch run's models stay batched
         cells = store.cells(continue_run)
         if resume:
             skip = cells
         else:
             only = store.cells(continue_run, errors_only=True)
     prepared = prepare(cfg, settings, filters, repeats, skip=skip, only=only)
+    planned_ids = {m.id for m in prepared.plan.models}
+    prepared.batched = prepared.batch_models(batch) | (set(was_batched) & planned_ids)
     if continue_run is not None:
         carried = _carried(cfg, settings, continue_run, cells, prepared)
     cache = _cached(cfg, settings, prepared.hashes, use_cache)
@@ -447,6 +471,7 @@ def validate(
     fake: bool = False,
     warehouse: str | Path | None = None,
     no_look: bool = False,
+    batch: bool = False,
 ) -> DryRun:
     """Check a config end to end, render every prompt, estimate the cost; call nothing.
 
@@ -467,6 +492,7 @@ def validate(
         use_cache=not no_cache,
         fake=fake,
         no_look=no_look,
+        batch=batch,
     )
     _check_keys(planned)
     _check_cost(planned.estimate, *_cap(planned, max_cost))
@@ -527,6 +553,8 @@ def run_eval(
     html: str | Path | None = None,
     fake: bool = False,
     warehouse: str | Path | None = None,
+    batch: bool = False,
+    on_batch: Callable[[list[Any]], None] | None = None,
 ) -> RunResult:
     """Run the matrix, store every result, export Parquet and judge the thresholds.
 
@@ -548,6 +576,11 @@ def run_eval(
     ``warehouse`` (a file or a ``ducklake:`` target) overrides the settings' warehouse, as
     ``--warehouse`` does. ``html`` writes the run's HTML report there (``RunResult.report`` holds the path; a
     shard that does not conclude its run writes none).
+
+    ``batch`` (``--batch``) asks every model whose provider has a batch API through it (a
+    model's ``batch: true`` asks for it alone): about half the price, answers within 24 h
+    (docs/batch.md); ``on_batch`` is told the jobs' states (evalwh.warehouse.batches.JobRow)
+    after each round of polls. A resumed batch run waits on its stored jobs.
     """
     from evalwh.config.secrets import redact
     from evalwh.engine.execute import execute
@@ -572,6 +605,7 @@ def run_eval(
         shard=shard,
         run_id=run_id,
         no_look=no_look,
+        batch=batch,
     )
     cfg, settings = planned.config, planned.settings
     cap, cap_source = _cap(planned, max_cost)
@@ -600,6 +634,7 @@ def run_eval(
         max_cost=cap,
         shard=shard is not None,
         carried=planned.carried,
+        on_batch=on_batch,
     )
     stats = outcome.stats
     counts = {

@@ -13,6 +13,7 @@ import typer
 
 from evalwh import __version__
 from evalwh.cli import analysis as analysis_cmd
+from evalwh.cli import batch as batch_cmd
 from evalwh.cli import cache as cache_cmd
 from evalwh.cli import calibrate as calibrate_cmd
 from evalwh.cli import imports as imports_cmd
@@ -93,6 +94,7 @@ app.command("last")(runs_cmd.last)
 app.command("init")(runs_cmd.init)
 app.add_typer(cache_cmd.app, name="cache")
 app.add_typer(lake_cmd.app, name="lake")
+app.add_typer(batch_cmd.app, name="batch")
 app.command("calibrate")(calibrate_cmd.calibrate)
 app.command("compare")(analysis_cmd.compare)
 app.command("gate")(analysis_cmd.gate)

@@ -38,6 +38,7 @@ def prices(
     console = out()
     console.print(f"prices as of {data['as_of']}, {data['unit']}", markup=False)
     console.print(f"source: {data['source']}", markup=False, style="dim")
+    console.print(f"batch: {data['batch']}", markup=False, style="dim")
     if "for" not in data:
         console.print(_table(data["table"], ("provider", "model")))
         return
@@ -58,8 +59,11 @@ def _table(rows: list[dict[str, object]], keys: tuple[str, ...]) -> Table:
     table.add_column("output $/Mtok", justify="right")
     table.add_column("cache read", justify="right")  # "–": billed as input
     table.add_column("cache write", justify="right")
+    table.add_column("batch", justify="right")  # the batch price as a share of the list price
     for r in rows:
         cells = [str(r[k]) for k in keys]
         price = [r[k] for k in PRICE_KEYS]
-        table.add_row(*cells, *("–" if p is None else f"{p:g}" for p in price))
+        factor = r.get("batch_factor")
+        batch = "–" if factor is None or factor == 1 else f"{100 * float(str(factor)):g} %"
+        table.add_row(*cells, *("–" if p is None else f"{p:g}" for p in price), batch)
     return table

@@ -64,3 +64,20 @@ def progress_reporter(total_hint: str = "cases") -> Iterator[Any]:
             sys.stderr.flush()
 
     yield plain
+
+
+def batch_progress() -> Any:
+    """A line on stderr after each round of polls of batch jobs whose states or counts
+    changed (none with -q or --json)."""
+    from evalwh.cli import render
+    from evalwh.cli.state import note
+
+    last: list[str] = [""]
+
+    def show(jobs: list[Any]) -> None:
+        line = render.batch_line([j.__dict__ for j in jobs])
+        if line != last[0]:
+            last[0] = line
+            note(line)
+
+    return show

@@ -120,7 +120,30 @@ def estimate_line(e: dict[str, Any]) -> str:
     """The cost estimate printed before a run (and by --dry-run)."""
     cached = f" ({e['cached']} of {e['cells']} from the cache)" if e["cached"] else ""
     more = " + the datasource's cases (unknown until read)" if e.get("datasources") else ""
-    return f"estimate: {e['calls']} call(s){cached}{more}, up to ~{usd(e['cost_usd'])}"
+    line = f"estimate: {e['calls']} call(s){cached}{more}, up to ~{usd(e['cost_usd'])}"
+    batch = e.get("batch")
+    if batch is None:
+        return line
+    line += f"; batch: about {usd(e['cost_usd'])} (live {usd(e['live_cost_usd'])})"
+    return "\n".join([line, *(f"  runs live: {why}" for why in batch["live"])])
+
+
+def batch_line(jobs: list[dict[str, Any]]) -> str:
+    """Batch jobs while a run waits on them: how many are open, and the requests done."""
+    total = sum(j["requests"] for j in jobs)
+    counts: dict[str, int] = {}
+    for job in jobs:
+        for name, n in job["counts"].items():
+            counts[name] = counts.get(name, 0) + n
+    done = sum(counts.get(k, 0) for k in ("succeeded", "errored", "expired", "cancelled"))
+    states: dict[str, int] = {}
+    for job in jobs:
+        states[job["state"]] = states.get(job["state"], 0) + 1
+    shown = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+    failed = counts.get("errored", 0) + counts.get("expired", 0)
+    return f"batch: {len(jobs)} job(s) ({shown}), {done}/{total} request(s) done" + (
+        f", {failed} failed or expired" if failed else ""
+    )
 
 
 def criteria_table(rows: list[dict[str, Any]]) -> Table:

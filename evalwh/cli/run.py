@@ -159,6 +159,14 @@ def run(
         ),
     ] = None,
     no_look: NoLookOpt = False,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="Ask uncached requests through the providers' batch APIs: about half the "
+            "price, answers within 24 h (docs/batch.md).",
+        ),
+    ] = False,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -195,6 +203,7 @@ def run(
             no_cache=no_cache,
             fake=fake,
             no_look=no_look,
+            batch=batch,
             **selection,
         )
         if STATE.json:
@@ -203,7 +212,7 @@ def run(
         _print_plan(plan, dry=True)
         return
 
-    from evalwh.cli.progress import progress_reporter
+    from evalwh.cli.progress import batch_progress, progress_reporter
 
     with progress_reporter() as progress:
         result = api.run_eval(
@@ -225,6 +234,8 @@ def run(
             run_id=run_id,
             no_look=no_look,
             html=html,
+            batch=batch,
+            on_batch=None if STATE.quiet or STATE.json else batch_progress(),
             **selection,
         )
     print_result(result, label=label)

@@ -40,6 +40,7 @@ MODEL_KEYS = {
     "adaptive_concurrency",
     "price",
     "on_truncated",
+    "batch",
 }
 # Sections that do not change what a run asks or scores (resume keeps working when they change).
 NOT_HASHED = ("cases", "settings", "labels", "calibration", "thresholds", "description")
@@ -92,11 +93,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
             seen[value] = i
 
     unique(data["models"], "id", "models")
-    defaults = data.get("defaults") or {}
-    models = [
-        _model(with_defaults(m, defaults), f"models[{i}]", path.parent)
-        for i, m in enumerate(data["models"])
-    ]
+    models = model_specs(data, path.parent)
 
     unique(data["variants"], "id", "variants")
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
@@ -243,6 +240,16 @@ def with_defaults(raw: dict[str, Any], defaults: dict[str, Any]) -> dict[str, An
     return merged
 
 
+def model_specs(data: dict[str, Any], root: Path | None = None) -> list[ModelSpec]:
+    """The ``models:`` of a config's data (as loaded, or a run's stored snapshot) over its
+    ``defaults:``."""
+    defaults = data.get("defaults") or {}
+    return [
+        _model(with_defaults(m, defaults), f"models[{i}]", root)
+        for i, m in enumerate(data["models"])
+    ]
+
+
 def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSpec:
     price = raw.get("price")
     return ModelSpec(
@@ -261,6 +268,7 @@ def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSp
         on_truncated=str(raw.get("on_truncated", "fail")),
         where=where,
         root=root,
+        batch=bool(raw.get("batch", False)),
     )
 
 

@@ -103,6 +103,9 @@ class ModelSpec:
     on_truncated: str = "fail"
     where: str = ""
     root: Path | None = None  # the config's folder: relative files (images, commands) resolve here
+    # ask through the provider's batch API (evalwh.engine.batch); how, not what, is asked: not
+    # part of a request's identity
+    batch: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,15 @@ from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import known_secret_values, redact_tree
 from evalwh.providers.base import ProviderError
 
+# An answer's wire ``extra`` key naming the batch job that gave it (evalwh.engine.batch):
+# its cost is the provider's batch price (evalwh.providers.pricing.batch_factor).
+BATCH_MARK = "batch_job"
+
+
+def is_batch_answer(wire: dict[str, Any] | None) -> bool:
+    """Whether an answer came from a batch job."""
+    return bool(((wire or {}).get("extra") or {}).get(BATCH_MARK))
+
 
 @dataclass
 class CachedAnswer:
@@ -49,9 +58,14 @@ class Call:
         if a is None or model.price is None or a.input_tokens is None or a.output_tokens is None:
             return None
         wire = a.wire or {}
-        return model.price.cost(
+        cost = model.price.cost(
             a.input_tokens,
             a.output_tokens,
             wire.get("cache_read_tokens"),
             wire.get("cache_write_tokens"),
         )
+        if is_batch_answer(wire):
+            from evalwh.providers.pricing import batch_factor
+
+            return cost * batch_factor(model.provider)
+        return cost

@@ -58,6 +58,12 @@ class Prepared:
     turns: list[int] = field(default_factory=list)  # ... its requests at most (a tool loop's)
     unestimated: dict[int, int] = field(default_factory=dict)  # model index -> parts not estimated
     files: dict[str, list[Path]] = field(default_factory=dict)  # sha256 -> where it was seen
+    batched: set[str] = field(default_factory=set)  # ids of models asked in batch jobs
+
+    def batch_models(self, asked: bool) -> set[str]:
+        """The models a run asks in batch jobs: every one whose provider has a batch API when
+        ``asked`` (--batch), else those that say ``batch: true``."""
+        return {m.id for m in self.plan.models if (asked or m.batch) and has_batch_api(m)}
 
 
 def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
@@ -104,6 +110,7 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
             if check_output is not None and output.mode_for(cls) == "native":
                 check_output(output, file=file, where=f"{variant.where}.output_schema")
     check_tools(config, models)
+    check_batch(config, models)
     judges = []
     for judge in config.judges:
         providers.check(judge.model, file)
@@ -207,6 +214,42 @@ def check_tools(config: EvalConfig, models: list[ModelSpec]) -> None:
                     fix="use a model that calls tools (docs/providers.md), or filter this "
                     "variant × model out (--variant / --model)",
                 )
+
+
+def has_batch_api(model: ModelSpec) -> bool:
+    """Whether a model can be asked through a batch API: its provider, built for it (no
+    socket is opened, no key is read), returns one from ``batch_api()`` (an HTTP provider
+    without one inherits the base's, which returns None; so may a server speaking another's
+    API, such as ``openai-compatible``)."""
+    from evalwh import providers
+
+    make = getattr(providers.provider_class(model.provider), "batch_api", None)
+    return make is not None and providers.create(model).batch_api() is not None
+
+
+def check_batch(config: EvalConfig, models: list[ModelSpec]) -> None:
+    """``batch: true`` is refused on a model whose provider has no batch API, and on a
+    judge's model (judges are asked live, as each answer arrives: docs/batch.md)."""
+    file = str(config.path)
+    for model in models:
+        if model.batch and not has_batch_api(model):
+            raise ConfigError(
+                f"model '{model.id}' asks for batch: true, and provider {model.provider} has "
+                "no batch API",
+                file=file,
+                where=f"{model.where}.batch",
+                fix="remove batch: true (the openai, anthropic, google and mock providers "
+                "have one, docs/batch.md)",
+            )
+    for judge in config.judges:
+        if judge.model.batch:
+            raise ConfigError(
+                f"judge '{judge.id}' asks for batch: true: judges are asked live, as each "
+                "answer arrives",
+                file=file,
+                where=f"{judge.model.where}.batch",
+                fix="remove batch: true from the judge's model (docs/batch.md)",
+            )
 
 
 def secret_names(config: EvalConfig) -> list[str]:
@@ -343,6 +386,10 @@ class Estimate:
     cost_usd: float
     by_model: list[dict[str, Any]]
     datasources: bool = False  # cases also come from a datasource: not counted here
+    # batch mode: cost_usd prices the batched requests at the batch price, live_cost_usd is
+    # the same run asked live; None without batch jobs
+    live_cost_usd: float | None = None
+    batch: dict[str, Any] | None = None  # models batched, and cells of theirs run live
     note: str = (
         f"input = rendered characters / 4; output = max_tokens, or {DEFAULT_OUTPUT_TOKENS} when "
         "unset; a tool loop's cell: max_turns requests of at least its prompt each; judges: one pointwise call per judged answer, two per pairwise pair (both "
@@ -357,6 +404,8 @@ class Estimate:
 
 
 def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
+    from evalwh.providers.pricing import batch_factor
+
     models = prepared.plan.models
     rows: list[dict[str, Any]] = [
         {
@@ -369,12 +418,17 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         }
         for m in models
     ]
-    for key, index, chars, media, turns in zip(
+    batched = [m.id in prepared.batched for m in models]
+    looped = {v.variant.id for v in prepared.plan.variants if v.variant.tools is not None}
+    in_batch = [[0, 0] for _ in models]  # per model: input and output tokens asked in batches
+    live_loops = 0  # cells of batched models that run live (tool loops)
+    for key, index, chars, media, turns, cell in zip(
         prepared.hashes,
         prepared.models,
         prepared.prompt_chars,
         prepared.media_tokens,
         prepared.turns,
+        prepared.cells,
         strict=True,
     ):
         row = rows[index]
@@ -383,27 +437,58 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
             continue
         # a tool loop: up to max_turns requests, each resending the prompt at least
         row["calls"] += turns
-        row["input_tokens"] += (max(1, chars // 4) + media) * turns
-        row["output_tokens"] += turns * int(
-            models[index].params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS
-        )
+        input_tokens = (max(1, chars // 4) + media) * turns
+        output_tokens = turns * int(models[index].params.get("max_tokens") or DEFAULT_OUTPUT_TOKENS)
+        row["input_tokens"] += input_tokens
+        row["output_tokens"] += output_tokens
+        if batched[index]:
+            if cell[0] in looped:
+                live_loops += 1
+            else:
+                in_batch[index][0] += input_tokens
+                in_batch[index][1] += output_tokens
     for index, unknown in prepared.unestimated.items():
         rows[index]["not_estimated"] = unknown  # attachment parts no rule could count
-    for row, model in zip(rows, models, strict=True):
+    saved = 0.0  # what the batch price saves over the live one
+    for row, model, (batch_in, batch_out) in zip(rows, models, in_batch, strict=True):
         price = model.price
         row["cost_usd"] = price.cost(row["input_tokens"], row["output_tokens"]) if price else None
+        if price is not None and model.id in prepared.batched:
+            live = row["cost_usd"]
+            row["live_cost_usd"] = live
+            row["cost_usd"] = live - price.cost(batch_in, batch_out) * (
+                1 - batch_factor(model.provider)
+            )
+            saved += live - row["cost_usd"]
     rows += _judge_rows(prepared, cache)
     rows += _embedding_rows(prepared, cache)
+    cost = sum(r["cost_usd"] or 0.0 for r in rows)
     return Estimate(
         cells=len(prepared.hashes),
         cached=sum(r["cached"] for r in rows),
         calls=sum(r["calls"] for r in rows),
         input_tokens=sum(r["input_tokens"] for r in rows),
         output_tokens=sum(r["output_tokens"] for r in rows),
-        cost_usd=sum(r["cost_usd"] or 0.0 for r in rows),
+        cost_usd=cost,
         by_model=rows,
         datasources=prepared.plan.streaming,
+        live_cost_usd=cost + saved if prepared.batched else None,
+        batch=_batch_note(prepared, live_loops) if prepared.batched else None,
     )
+
+
+def _batch_note(prepared: Prepared, live_loops: int) -> dict[str, Any]:
+    """What a batch run asks in batch jobs and what it asks live, and why."""
+    live = [
+        f"{m.id}: provider {m.provider} has no batch API"
+        for m in prepared.plan.models
+        if m.id not in prepared.batched
+    ]
+    if live_loops:
+        live.append(f"{live_loops} tool-loop cell(s): a loop's turns depend on each other")
+    if prepared.config.judges or prepared.config.embedders:
+        live.append("judges and embeddings: asked as each answer arrives")
+    return {"models": sorted(prepared.batched), "live": live}
 
 
 def _output_tokens(model: ModelSpec) -> int:
@@ -616,6 +701,7 @@ def execute(
     max_cost: float | None = None,
     shard: bool = False,
     carried: Any = None,
+    on_batch: Callable[[list[Any]], None] | None = None,
 ) -> Outcome:
     """Execute the plan into a new run, or into ``continue_run`` (resume / retry errors),
     whose lease ``token`` the caller already holds (evalwh.warehouse.lease.claim).
@@ -631,8 +717,13 @@ def execute(
 
     Every answer is journaled as it arrives (evalwh.engine.journal; not in a no-look run);
     ``carried`` (a journal.Carried) holds a continued run's journaled answers to replay.
+
+    The models in ``prepared.batched`` are asked in batch jobs (evalwh.engine.batch): a
+    continued run waits on the jobs it stored, a retry of errors submits new ones;
+    ``on_batch`` is told the jobs' states after each round of polls.
     """
     from evalwh import providers as registry
+    from evalwh.engine.batch import first_poll_s
     from evalwh.engine.budget import Budget
     from evalwh.engine.records import RowSink
     from evalwh.engine.signals import RunInterrupted, grace_s, signal_name, stop_on_signals
@@ -642,6 +733,7 @@ def execute(
 
     config, settings, plan = prepared.config, prepared.settings, prepared.plan
     grace = grace_s()  # a bad EVALWH_INTERRUPT_GRACE_S is refused before the run exists
+    first_poll = first_poll_s() if prepared.batched else None  # ... and EVALWH_BATCH_POLL_S
     store_files(prepared)  # before the run exists: a file that changed refuses the run
     warehouse = Warehouse(settings.warehouse)
     selection = filters.to_dict()
@@ -654,7 +746,11 @@ def execute(
         "dataset_hash": config.dataset_hash,
         "git_commit": git_commit(config.root),
         "config_snapshot": config.snapshot(),
-        "filters": {**selection, "repeat": plan.repeats},
+        "filters": {
+            **selection,
+            "repeat": plan.repeats,
+            **({"batch": sorted(prepared.batched)} if prepared.batched else {}),
+        },
         "no_look": config.no_look,
         "datasources": [r.record() for r in plan.sources] or None,
         "n_planned": plan.planned,
@@ -728,6 +824,20 @@ def execute(
             # a tool loop's later turns are keyed on its transcript, unknown before the run:
             # the cached answers of its models serve them (as a judge's)
             cache.update(judge_cache(Warehouse(settings.cache_path), list(plan.models)))
+        batch = _batch_feed(prepared, run_id, endpoints, budget, on_batch, first_poll)
+        if batch is not None:
+            replay = carried.replay if carried is not None else {}
+            stored = {}
+            if continue_run is not None and not replace_rows:  # a resume: wait on its jobs
+                from evalwh.engine.batch import stored_jobs
+
+                stored = await asyncio.to_thread(stored_jobs, warehouse, run_id)
+            batch.plan(
+                plan,
+                endpoints,
+                lambda key: key in replay or (use_cache and key in cache),
+                stored,
+            )
         engine = Engine(
             plan,
             endpoints,
@@ -750,6 +860,7 @@ def execute(
             no_look=config.no_look,
             journal=journal,
             replay=carried.replay if carried is not None else None,
+            batch=batch,
         )
         holder.append(engine)
         try:
@@ -809,6 +920,7 @@ def execute(
                     "errors": done.errors,
                     "judge_requests": done.judge_requests,
                     "rows": writer.rows_written,
+                    **({"batched": done.batched} if done.batched else {}),
                     **({"replayed": done.replayed} if done.replayed else {}),
                     **({"stop_reason": budget.reason} if budget.stopped else {}),
                 },
@@ -829,6 +941,36 @@ def execute(
             signal_name=caught[0],
         )
     return Outcome(run_id, status, stats, writer.rows_written, token, budget.reason)
+
+
+def _batch_feed(
+    prepared: Prepared,
+    run_id: str,
+    endpoints: dict[str, Endpoint],
+    budget: Any,
+    on_batch: Callable[[list[Any]], None] | None,
+    first_poll: float | None,
+) -> Any:
+    """The run's BatchFeed (evalwh.engine.batch) over the batch APIs of its batched models,
+    or None when none is batched."""
+    if not prepared.batched:
+        return None
+    from evalwh.engine.batch import BatchFeed
+
+    apis = {}
+    for model_id in prepared.batched:
+        make = getattr(endpoints[model_id].provider, "batch_api", None)
+        api = make() if make is not None else None
+        if api is not None:
+            apis[model_id] = api
+    return BatchFeed(
+        run_id,
+        prepared.settings.warehouse,
+        apis,
+        budget=budget if budget.cap is not None else None,
+        on_poll=on_batch,
+        first_wait=first_poll,
+    )
 
 
 def _open_journal(

@@ -16,7 +16,7 @@ from evalwh.config.prompts import CompiledVariant, Rendered
 from evalwh.errors import UsageError
 
 # Model options that never reach a request's identity (they change how, not what, is asked).
-NON_IDENTITY_OPTIONS = frozenset({"headers", "api_key_env"})
+NON_IDENTITY_OPTIONS = frozenset({"headers", "api_key_env", "batch_dir"})
 Cell = tuple[str, str, str, int]  # (variant, model, case_id, repeat)
 
 

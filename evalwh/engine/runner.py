@@ -37,7 +37,7 @@ from evalwh.engine.limits import (
 from evalwh.engine.plan import Cell, Plan, model_identity, request_hash, request_scope
 from evalwh.engine.toolloop import LOOP_LIMITS, transcript_of
 from evalwh.errors import ConfigError
-from evalwh.providers.base import Provider, ProviderError, Request
+from evalwh.providers.base import Completion, Provider, ProviderError, Request
 from evalwh.scoring import CaseScore, CriterionScore, Scorecard, ScoreResult
 
 
@@ -88,6 +88,7 @@ class EngineStats:
     replayed: int = 0  # answers taken from the run's journal (evalwh.engine.journal)
     tool_calls: int = 0  # tool calls of tool loops (evalwh.engine.toolloop)
     tool_errors: int = 0  # ... that failed: unknown tool, bad arguments, the tool's error
+    batched: int = 0  # requests answered by batch jobs (evalwh.engine.batch), in requests too
 
 
 @dataclass
@@ -172,6 +173,59 @@ class _Shared:
             return self._next()
         except StopIteration:
             raise StopAsyncIteration from None
+
+
+class _Locked:
+    """An async iterator of cells the workers share, taken one at a time (an async
+    generator must not be advanced by two workers at once)."""
+
+    def __init__(self, cells: AsyncIterator[Any]) -> None:
+        self._cells = cells
+        self._lock = asyncio.Lock()
+
+    def __aiter__(self) -> _Locked:
+        return self
+
+    async def __anext__(self) -> Any:
+        async with self._lock:
+            return await self._cells.__anext__()
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a cell asks of a model: its key (the request's hash: the cache key, and its
+    custom id in a batch job) and the request the engine sends."""
+
+    endpoint: Endpoint
+    messages: Rendered
+    case: Case
+    variant: str
+    repeat: int
+    output: Any = None
+    tools: Any = None
+
+    def key(self) -> str:
+        scope = request_scope(
+            self.endpoint.model, self.variant, self.case.id, self.output, self.tools
+        )
+        return request_hash(self.endpoint.identity, self.messages, self.repeat, scope=scope)
+
+    def request(self) -> Request:
+        """JSON by schema is asked in the prompt when the provider cannot ask it natively."""
+        messages, output = self.messages, self.output
+        if output is not None and output.mode_for(type(self.endpoint.provider)) == "prompted":
+            from evalwh.config.outputs import prompted_messages
+
+            messages, output = prompted_messages(messages, output), None
+        return Request(
+            model=self.endpoint.model,
+            messages=messages,
+            case=self.case,
+            variant=self.variant,
+            repeat=self.repeat,
+            output=output,
+            tools=self.tools,
+        )
 
 
 class BudgetStop(Exception):
@@ -298,6 +352,7 @@ class Engine:
         redact_answers: bool = False,
         journal: Any = None,
         replay: Mapping[str, Call] | None = None,
+        batch: Any = None,
     ) -> None:
         self.plan = plan
         self.endpoints = endpoints
@@ -339,13 +394,19 @@ class Engine:
         # arrives; ``replay``: request hash -> an answer it kept from before a kill
         self.journal = journal
         self.replay = replay or {}
+        # batch mode (evalwh.engine.batch.BatchFeed): the batched models' cells come from it
+        # as their jobs' results arrive, and call() takes those results instead of sending
+        self.batch = batch
         from evalwh.engine.tools import ToolBox
 
         self.toolbox = ToolBox()  # the tools of tool loops (evalwh.engine.toolloop)
 
     def stop(self) -> None:
-        """Start no new cell; the ones in flight finish (and are written)."""
+        """Start no new cell; the ones in flight finish (and are written). Batch jobs are
+        left running at the provider (a resumed run picks them up)."""
         self.stopping = True
+        if self.batch is not None:
+            self.batch.stop()
 
     async def run(self) -> EngineStats:
         from evalwh.engine.feed import CaseFeed
@@ -357,15 +418,24 @@ class Engine:
         feed = None if self.batches is None else CaseFeed(self.plan, self.batches, counts)
         self.feed = feed
         workers = []
+        batch = self.batch
         for model in self.plan.models:
-            cells = _Shared(self.plan.cells(model)) if feed is None else feed.cells(model.id)
+            cells: AsyncIterator[Any]
+            if batch is not None and model.id in batch.queues:
+                cells = _Locked(batch.cells(model.id, self.plan.cells(model)))
+            else:
+                cells = _Shared(self.plan.cells(model)) if feed is None else feed.cells(model.id)
             endpoint = self.endpoints[model.id]
             workers += [
                 asyncio.create_task(self._worker(endpoint, cells)) for _ in range(counts[model.id])
             ]
         producer = None if feed is None else asyncio.create_task(feed.produce(self._halted))
+        if batch is not None:
+            producer = asyncio.create_task(batch.run())
         try:
             await asyncio.gather(*workers)
+            if batch is not None and producer is not None:
+                await producer  # its failure (a warehouse write, say) is the run's
         finally:
             tasks = [*workers, *([producer] if producer is not None else [])]
             for task in tasks:
@@ -415,12 +485,15 @@ class Engine:
         ``output`` (an OutputSpec) asks for JSON by schema, ``tools`` (a ToolUse) offers
         tools; both are part of the request's key."""
         model = endpoint.model
-        scope = request_scope(model, variant, case.id, output, tools)
-        key = request_hash(endpoint.identity, messages, repeat, scope=scope)
+        key = Ask(endpoint, messages, case, variant, repeat, output, tools).key()
         replayed = self.replay.get(key)
         if replayed is not None:  # paid for before the kill: never asked again
             self.stats.replayed += 1
             return replayed
+        if self.batch is not None:
+            result = self.batch.take(key)
+            if result is not None:  # answered in a batch job
+                return self._batched(endpoint, key, result)
         hit = self.cache.get(key) if self.reuse else None
         if hit is not None:
             self.stats.cache_hits += 1
@@ -452,19 +525,7 @@ class Engine:
         tools: Any = None,
     ) -> Call:
         model = endpoint.model
-        if output is not None and output.mode_for(type(endpoint.provider)) == "prompted":
-            from evalwh.config.outputs import prompted_messages
-
-            messages, output = prompted_messages(messages, output), None
-        request = Request(
-            model=model,
-            messages=messages,
-            case=case,
-            variant=variant,
-            repeat=repeat,
-            output=output,
-            tools=tools,
-        )
+        request = Ask(endpoint, messages, case, variant, repeat, output, tools).request()
         adaptive = endpoint.adaptive
         attempt = 0
         began = time.monotonic()
@@ -513,20 +574,7 @@ class Engine:
                 endpoint.answered = True
                 if adaptive is not None:
                     adaptive.answered()
-                answer = CachedAnswer(
-                    completion.text,
-                    completion.input_tokens,
-                    completion.output_tokens,
-                    latency,
-                    completion.wire(),
-                )
-                if self.redact_answers:
-                    answer = answer.redacted()
-                self.cache[key] = answer
-                if self.remember is not None:
-                    self.remember(key, model, answer)
-                if self.journal is not None:
-                    self.journal.answered(key, model, answer, attempt, round(waited * 1000, 1))
+                answer = self._keep(key, model, completion, latency, attempt, waited)
                 return ended(answer, None, attempt)
             except _DeadlinePassed:
                 return ended(None, _past_deadline(model, attempt - 1), attempt - 1)
@@ -563,6 +611,47 @@ class Engine:
             backing_off = time.monotonic()
             await asyncio.sleep(delay)
             waited += time.monotonic() - backing_off
+
+    def _keep(
+        self,
+        key: str,
+        model: ModelSpec,
+        completion: Completion,
+        latency: float | None,
+        attempts: int,
+        waited: float,
+    ) -> CachedAnswer:
+        """An answer as it arrives: redacted (privacy.redact_outputs), then cached,
+        remembered for the response cache and journaled."""
+        answer = CachedAnswer(
+            completion.text,
+            completion.input_tokens,
+            completion.output_tokens,
+            latency,
+            completion.wire(),
+        )
+        if self.redact_answers:
+            answer = answer.redacted()
+        self.cache[key] = answer
+        if self.remember is not None:
+            self.remember(key, model, answer)
+        if self.journal is not None:
+            self.journal.answered(key, model, answer, attempts, round(waited * 1000, 1))
+        return answer
+
+    def _batched(self, endpoint: Endpoint, key: str, result: Any) -> Call:
+        """A batch job's result for this request (evalwh.engine.batch), kept as a live
+        answer is; its latency is unknown (NULL), it waited in its job."""
+        model = endpoint.model
+        self.stats.requests += 1
+        self.stats.batched += 1
+        if result.completion is None:
+            self.batch.settle(key, None, model)
+            return Call(key, None, result.error, False, 1)
+        answer = self._keep(key, model, result.completion, result.completion.latency_ms, 1, 0.0)
+        call = Call(key, answer, None, False, 1)
+        self.batch.settle(key, call.cost(model), model)
+        return call
 
     async def _cell(
         self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int

@@ -167,6 +167,16 @@ class MockProvider:
         )
         if latency > 0:
             await asyncio.sleep(latency)
+        return self._answer(request, prompt, rule)
+
+    def answer(self, request: Request) -> Completion:
+        """What :meth:`complete` answers, at once (no latency): the batch API's answers."""
+        prompt = prompt_text(request.messages)
+        return self._answer(
+            request, prompt, next((r for r in self.rules if r.fires(request, prompt)), None)
+        )
+
+    def _answer(self, request: Request, prompt: str, rule: _Rule | None) -> Completion:
         if rule is not None and rule.error is not None:
             raise ProviderError(f"mock: {rule.error}", retryable=rule.transient, kind="provider")
         template = rule.reply if rule is not None and rule.reply is not None else self.default
@@ -208,6 +218,13 @@ class MockProvider:
                 completion.text = ""
                 completion.output_tokens = _tokens(json.dumps(completion.tool_calls))
         return completion
+
+    def batch_api(self) -> Any:
+        """The mock's batch API (evalwh.providers.batch_mock): jobs kept as files, answered
+        as :meth:`complete` would, scripted by ``mock.batch``."""
+        from evalwh.providers.batch_mock import MockBatchApi
+
+        return MockBatchApi(self)
 
     async def aclose(self) -> None:
         return None

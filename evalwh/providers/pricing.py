@@ -43,6 +43,12 @@ def table_price(provider: str, model: str) -> Price | None:
     return Price(float(entry[0]), float(entry[1]), cached[0], cached[1])
 
 
+def batch_factor(provider: str) -> float:
+    """The price of a batch answer of ``provider`` as a factor of its list price (0.5: half);
+    1.0 for a provider the table gives no batch price."""
+    return float(price_table().get("batch", {}).get("factor", {}).get(provider, 1.0))
+
+
 def price_for(spec: ModelSpec, *, paid: bool, file: str | None = None) -> Price | None:
     """The price of a model, or None for a free provider with no price given."""
     if spec.price is not None:

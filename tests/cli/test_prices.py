@@ -39,3 +39,12 @@ def test_prices_for_a_config_over_its_cap_still_shows_the_estimate(
     mine = api.prices(cfg)["for"]
     assert mine["models"][0]["source"] == "table" and mine["estimate"]["cost_usd"] > 2.0
     assert mine["models"][0]["cache_read_per_mtok"] == 1.25  # gpt-4o's cached input
+
+
+def test_prices_show_each_providers_batch_price() -> None:
+    table = api.prices()
+    factors = {r["provider"]: r["batch_factor"] for r in table["table"]}
+    assert factors["openai"] == factors["anthropic"] == factors["google"] == 0.5
+    assert "batch API" in table["batch"]
+    done = run_cli("prices")
+    assert done.returncode == 0 and "50 %" in done.stdout and "batch" in done.stdout
