@@ -32,7 +32,7 @@ from evalwh.config.model import Case, ModelSpec
 from evalwh.config.prompts import CompiledVariant
 from evalwh.engine.answers import BATCH_MARK
 from evalwh.engine.plan import Cell, Plan
-from evalwh.providers.base import MAX_OUTPUT_BYTES, ProviderError, cut_answer
+from evalwh.providers.base import MAX_OUTPUT_BYTES, ProviderError, Request, cut_answer
 from evalwh.providers.batching import READABLE_STATES, BatchApi, BatchItem, BatchJob, BatchResult
 from evalwh.warehouse.batches import JobRow, record_states, record_submission
 
@@ -139,6 +139,9 @@ class BatchFeed:
         self.held: dict[str, list[HeldCell]] = {}  # key -> the cells waiting on its result
         self.held_cells: set[Cell] = set()
         self.model_of: dict[str, str] = {}  # key -> model id
+        # key -> its request, given to the API with each job's results (an answer is read
+        # with its request, as a live one is: a resumed job's too)
+        self.request_of: dict[str, Request] = {}
         self.results: dict[str, tuple[BatchResult, int]] = {}  # key -> result, cells left
         self.reserved: dict[str, float] = {}  # key -> its share of the cost cap's reservation
         self.queues: dict[str, asyncio.Queue[list[HeldCell] | None]] = {}
@@ -196,11 +199,13 @@ class BatchFeed:
                     continue
                 self.held[key] = [(variant, case, repeat)]
                 self.model_of[key] = model.id
+                request = ask.request()
+                self.request_of[key] = request
                 self.outstanding[model.id] += 1
                 if key in in_job:
                     waiting_on.setdefault(in_job[key], []).append(key)
                     continue
-                item = BatchItem(key, ask.request())
+                item = BatchItem(key, request)
                 line = api.line(item)
                 size = len(json.dumps(line, separators=(",", ":")).encode()) + 1
                 submission.items.append((item, line, size))
@@ -406,7 +411,8 @@ class BatchFeed:
         wanted = set(job.keys)
         limit = self.output_limit.get(job.row.model, MAX_OUTPUT_BYTES)
         try:
-            async for result in job.api.results(state):
+            requests = {key: self.request_of[key] for key in job.keys if key in self.request_of}
+            async for result in job.api.results(state, requests):
                 key = result.custom_id
                 # a result for a request this job does not hold (a provider's reply is
                 # untrusted) or given twice is ignored: it never answers another cell
@@ -448,6 +454,7 @@ class BatchFeed:
         cells = self.held.pop(key, None)
         if cells is None:
             return  # delivered already
+        self.request_of.pop(key, None)
         model_id = self.model_of[key]
         self.results[key] = (result, len(cells))
         self.outstanding[model_id] -= 1

@@ -49,7 +49,7 @@ What evalwh makes of it:
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -97,7 +97,6 @@ class AnthropicBatchApi:
 
     def __init__(self, provider: HttpProvider) -> None:
         self.provider = provider
-        self.requests: dict[str, Request] = {}  # by custom_id, for reading their answers
 
     def line(self, item: BatchItem) -> dict[str, Any]:
         if not CUSTOM_ID.fullmatch(item.custom_id):
@@ -105,7 +104,6 @@ class AnthropicBatchApi:
                 f"custom_id {item.custom_id!r} is not 1-64 letters, digits, '_' or '-' "
                 "(Anthropic's Message Batches refuse it)"
             )
-        self.requests[item.custom_id] = item.request
         return {"custom_id": item.custom_id, "params": self.provider.build_body(item.request)}
 
     async def submit(self, lines: list[dict[str, Any]], *, label: str) -> BatchJob:
@@ -118,9 +116,11 @@ class AnthropicBatchApi:
     async def cancel(self, job_id: str) -> BatchJob:
         return self._job(await self.provider.send("POST", self._path(job_id) + "/cancel"))
 
-    async def results(self, job: BatchJob) -> AsyncIterator[BatchResult]:
+    async def results(
+        self, job: BatchJob, requests: Mapping[str, Request] | None = None
+    ) -> AsyncIterator[BatchResult]:
         async for raw in self.provider.send_lines("GET", self._results_url(job)):
-            result = self._result(raw)
+            result = self._result(raw, requests or {})
             if result is not None:
                 yield result
 
@@ -169,7 +169,7 @@ class AnthropicBatchApi:
             return given
         return self._path(job.id) + "/results"
 
-    def _result(self, raw: bytes) -> BatchResult | None:
+    def _result(self, raw: bytes, requests: Mapping[str, Request]) -> BatchResult | None:
         custom_id, data = read_line(raw, "custom_id")
         if custom_id is None:
             return None
@@ -179,7 +179,7 @@ class AnthropicBatchApi:
             return unreadable(self.provider, custom_id, "line is not a result", raw)
         provider = self.provider
         if kind == "succeeded":
-            return answer(provider, custom_id, result.get("message"), self.requests.get(custom_id))
+            return answer(provider, custom_id, result.get("message"), requests.get(custom_id))
         if kind == "errored":
             error = result.get("error")
             error = error if isinstance(error, dict) else {}

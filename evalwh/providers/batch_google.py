@@ -51,9 +51,10 @@ What evalwh makes of it:
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from evalwh.providers.base import Request
 from evalwh.providers.batch_wire import (
     answer,
     checked_name,
@@ -121,13 +122,15 @@ class GoogleBatchApi:
         await self.provider.send("POST", path + ":cancel")
         return await self.poll(job_id)
 
-    async def results(self, job: BatchJob) -> AsyncIterator[BatchResult]:
+    async def results(
+        self, job: BatchJob, requests: Mapping[str, Request] | None = None
+    ) -> AsyncIterator[BatchResult]:
         entries = self._answers.pop(job.id, None)
         if entries is None and "responses_file" not in job.extra:  # polled by another process
             job = await self.poll(job.id)
             entries = self._answers.pop(job.id, None)
         for entry in entries or ():
-            result = self._entry(entry)
+            result = self._entry(entry, requests or {})
             if result is not None:
                 yield result
         name = job.extra.get("responses_file")
@@ -142,7 +145,7 @@ class GoogleBatchApi:
                 if data is None:
                     yield unreadable(self.provider, key, "line is not JSON", raw)
                     continue
-                yield self._outcome(key, data, raw)
+                yield self._outcome(key, data, raw, (requests or {}).get(key))
 
     # ---- reading replies ---------------------------------------------------------------------
 
@@ -182,14 +185,16 @@ class GoogleBatchApi:
                 self._answers[job_id] = entries
         return BatchJob(job_id, state, word, counts, extra)
 
-    def _entry(self, entry: Any) -> BatchResult | None:
+    def _entry(self, entry: Any, requests: Mapping[str, Request]) -> BatchResult | None:
         meta = entry.get("metadata") if isinstance(entry, dict) else None
         key = meta.get("key") if isinstance(meta, dict) else None
         if not isinstance(key, str) or not key:
             return None
-        return self._outcome(key, entry, None)
+        return self._outcome(key, entry, None, requests.get(key))
 
-    def _outcome(self, key: str, data: dict[str, Any], raw: bytes | None) -> BatchResult:
+    def _outcome(
+        self, key: str, data: dict[str, Any], raw: bytes | None, request: Request | None
+    ) -> BatchResult:
         error = data.get("error")
         if isinstance(error, dict):
             code = error.get("code")
@@ -205,7 +210,7 @@ class GoogleBatchApi:
             status = number if number >= 400 else RPC_STATUSES.get(number)
             return refused(self.provider, key, {"error": error}, status)
         if isinstance(data.get("response"), dict):
-            return answer(self.provider, key, data["response"], None)
+            return answer(self.provider, key, data["response"], request)
         import json
 
         shown = raw if raw is not None else json.dumps(data, ensure_ascii=False)

@@ -23,11 +23,11 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from evalwh.providers.base import Completion, ProviderError
+from evalwh.providers.base import Completion, ProviderError, Request
 from evalwh.providers.batching import BatchItem, BatchJob, BatchLimits, BatchResult
 
 DEFAULT_MAX_REQUESTS = 50_000
@@ -160,7 +160,9 @@ class MockBatchApi:
         self._save(job)
         return self._state(job)
 
-    async def results(self, job: BatchJob) -> AsyncIterator[BatchResult]:
+    async def results(
+        self, job: BatchJob, requests: Mapping[str, Request] | None = None
+    ) -> AsyncIterator[BatchResult]:
         stored = self._load(job.id)
         if self._state(stored).state == "cancelled":
             return

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from evalwh.config.secrets import sanitize
-from evalwh.providers.base import ProviderError, cut_answer
+from evalwh.providers.base import ProviderError, Request, cut_answer
 from evalwh.providers.batching import BatchItem, BatchJob, BatchLimits, BatchResult
 from evalwh.providers.http import DETAIL_CHARS, HttpProvider, excerpt
 
@@ -122,7 +122,9 @@ class OpenAIBatchApi:
 
     # ---- results ----------------------------------------------------------------------------
 
-    async def results(self, job: BatchJob) -> AsyncIterator[BatchResult]:
+    async def results(
+        self, job: BatchJob, requests: Mapping[str, Request] | None = None
+    ) -> AsyncIterator[BatchResult]:
         seen: set[str] = set()
         for key in ("output_file_id", "error_file_id"):
             file_id = job.extra.get(key)
@@ -131,7 +133,7 @@ class OpenAIBatchApi:
             async for raw in self.provider.send_lines(
                 "GET", f"files/{self._plain(file_id)}/content"
             ):
-                result = self._result(raw)
+                result = self._result(raw, requests)
                 if result is not None:
                     seen.add(result.custom_id)
                     yield result
@@ -147,7 +149,9 @@ class OpenAIBatchApi:
                 message = f"batch {job.id} {job.provider_state} before this request ran"
                 yield BatchResult(custom_id, error=self._fail(message, kind=kind, retryable=True))
 
-    def _result(self, raw: bytes) -> BatchResult | None:
+    def _result(
+        self, raw: bytes, requests: Mapping[str, Request] | None = None
+    ) -> BatchResult | None:
         """One line of an output or error file; None for a line that names no request."""
         data, custom_id = read_line(raw)
         if custom_id is None:
@@ -156,7 +160,8 @@ class OpenAIBatchApi:
             return BatchResult(custom_id, error=self._unreadable(raw, "not a JSON object"))
         response, error = data.get("response"), data.get("error")
         if isinstance(response, dict):
-            return self._response(custom_id, raw, response)
+            request = (requests or {}).get(custom_id)
+            return self._response(custom_id, raw, response, request)
         if isinstance(error, dict):
             code = self._said(error.get("code") or "error", 80)
             kind = ERROR_KINDS.get(code, "http")
@@ -165,7 +170,9 @@ class OpenAIBatchApi:
             return BatchResult(custom_id, error=failed)
         return BatchResult(custom_id, error=self._unreadable(raw, "neither response nor error"))
 
-    def _response(self, custom_id: str, raw: bytes, response: dict[str, Any]) -> BatchResult:
+    def _response(
+        self, custom_id: str, raw: bytes, response: dict[str, Any], request: Request | None
+    ) -> BatchResult:
         status, body = response.get("status_code"), response.get("body")
         if not isinstance(status, int):
             return BatchResult(custom_id, error=self._unreadable(raw, "no status_code"))
@@ -173,7 +180,7 @@ class OpenAIBatchApi:
             text = json.dumps(body, ensure_ascii=False) if not isinstance(body, str) else body
             return BatchResult(custom_id, error=self.provider.status_failure(status, text))
         try:
-            completion = self.provider.parse_body(body)
+            completion = self.provider.parse_body(body, request)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             why = f"unexpected response ({type(exc).__name__}: {exc})"
             return BatchResult(custom_id, error=self._unreadable(raw, why))

@@ -14,7 +14,7 @@ retries of failed requests, costs and storage.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -96,10 +96,15 @@ class BatchApi(Protocol):
         """The job's state and counts now. Raises ProviderError."""
         ...
 
-    def results(self, job: BatchJob) -> AsyncIterator[BatchResult]:
+    def results(
+        self, job: BatchJob, requests: Mapping[str, Request] | None = None
+    ) -> AsyncIterator[BatchResult]:
         """Each request's outcome of a job in READABLE_STATES, read as it streams (a results
-        file is never held whole). A result that cannot be parsed is a ``bad_response``
-        error for its request, never an exception for the job."""
+        file is never held whole). ``requests``: the job's requests by custom_id, as the
+        live ``parse_body`` reads an answer with its request (an answer asked as a forced
+        tool call, say); a process that resumes a job rebuilds them from the plan, so an
+        adapter never relies on having seen :meth:`line`. A result that cannot be parsed is
+        a ``bad_response`` error for its request, never an exception for the job."""
         ...
 
     async def cancel(self, job_id: str) -> BatchJob:

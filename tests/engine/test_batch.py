@@ -151,7 +151,7 @@ class ForeignResults:
     def __init__(self, held: list[str]) -> None:
         self.held = held
 
-    async def results(self, job: Any) -> Any:
+    async def results(self, job: Any, requests: Any = None) -> Any:
         from evalwh.providers.base import Completion
         from evalwh.providers.batching import BatchResult
 

@@ -108,7 +108,8 @@ async def through(
         job = await api.poll(job.id)
         if job.state in ("ended", "cancelled", "expired"):
             break
-    results = {r.custom_id: r async for r in api.results(job)}
+    requests = {i.custom_id: i.request for i in items}
+    results = {r.custom_id: r async for r in api.results(job, requests)}
     await api.provider.aclose()
     return job, results
 
@@ -204,6 +205,30 @@ def test_json_by_schema_is_read_from_the_forced_tool_call_as_live(
     one = item(api.provider, 1, output)
     _, results = run(through(api, [one]))
     completion = results[one.custom_id].completion
+    assert completion is not None
+    assert (completion.text, completion.tool_calls) == ('{"a": "b"}', None)
+
+
+def test_a_process_that_resumes_a_job_reads_json_by_schema_with_the_requests_it_is_given(
+    batches: FakeAnthropicBatches,
+) -> None:
+    """The process that reads a job need not be the one that made its lines (a resumed run
+    rebuilds its requests from the plan): the answer is read with the request it is given."""
+    batches.reply_text = '{"a": "b"}'
+    batches.polls_to_end = 1
+    first = AnthropicBatchApi(provider(batches.url))
+    output = OutputSpec(schema={"type": "object", "properties": {"a": {"type": "string"}}})
+    one = item(first.provider, 1, output)
+    job = run(first.submit([first.line(one)], label="run-1"), first)
+    second = AnthropicBatchApi(provider(batches.url))
+
+    async def read() -> dict[str, BatchResult]:
+        ended = await second.poll(job.id)
+        found = {r.custom_id: r async for r in second.results(ended, {one.custom_id: one.request})}
+        await second.provider.aclose()
+        return found
+
+    completion = run(read())[one.custom_id].completion
     assert completion is not None
     assert (completion.text, completion.tool_calls) == ('{"a": "b"}', None)
 
