@@ -568,6 +568,7 @@ class Outcome:
     rows_written: int
     token: str | None = None  # the run's lease, still held until the export is in place
     stop_reason: str | None = None  # why a `stopped` run sent nothing more (the cost cap)
+    commit_retries: int = 0  # conflicting lake commits the run's writer retried
 
 
 async def _drive(engine: Engine, writer: Any) -> EngineStats:
@@ -636,6 +637,7 @@ def execute(
     from evalwh.engine.budget import Budget
     from evalwh.engine.records import RowSink
     from evalwh.engine.signals import RunInterrupted, grace_s, signal_name, stop_on_signals
+    from evalwh.warehouse.lake import flush_sizes
     from evalwh.warehouse.lease import new_token
     from evalwh.warehouse.store import Warehouse, new_run_id, utcnow
     from evalwh.warehouse.writer import RunWriter
@@ -676,10 +678,12 @@ def execute(
     else:
         run_id, token = new_run_id(), new_token()
         warehouse.create_run({"run_id": run_id, **run_row, "lease_token": token})
+    flush_rows, flush_every_s = flush_sizes(settings.warehouse, settings.batch_size)
     writer = RunWriter(
         settings.warehouse,
         run_id,
-        batch_size=settings.batch_size,
+        batch_size=flush_rows,
+        flush_interval_s=flush_every_s,
         refresh_cache=not use_cache,
         replace=replace_rows,
         token=token,
@@ -809,6 +813,8 @@ def execute(
                     "errors": done.errors,
                     "judge_requests": done.judge_requests,
                     "rows": writer.rows_written,
+                    # conflicting lake commits this run's writer retried (0 on a file)
+                    "commit_retries": writer.retries,
                     **({"replayed": done.replayed} if done.replayed else {}),
                     **({"stop_reason": budget.reason} if budget.stopped else {}),
                 },
@@ -828,7 +834,7 @@ def execute(
             run_id=run_id,
             signal_name=caught[0],
         )
-    return Outcome(run_id, status, stats, writer.rows_written, token, budget.reason)
+    return Outcome(run_id, status, stats, writer.rows_written, token, budget.reason, writer.retries)
 
 
 def _open_journal(
