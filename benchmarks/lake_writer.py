@@ -74,9 +74,10 @@ def main(run_id: str, cases: int, go: Path, out: Path) -> None:
             "lease_token": token,
         }
     )
-    flush_rows, every_s = flush_sizes(target, settings.batch_size)
-    writer = RunWriter(target, run_id, batch_size=flush_rows, flush_interval_s=every_s, token=token)
     case_rows, score_rows, cache_rows = rows(run_id, cases)
+    flush_rows, every_s = flush_sizes(target, settings.batch_size)
+    # made after the rows: its flush interval counts from here, as the engine's from its start
+    writer = RunWriter(target, run_id, batch_size=flush_rows, flush_interval_s=every_s, token=token)
     out.with_suffix(".ready").touch()
     while not go.exists():
         time.sleep(0.005)

@@ -416,6 +416,18 @@ def lake_sql(sql: str) -> str:
     return re.sub(r"\bDEFAULT\s+(true|false)\b", r"DEFAULT '\1'", sql, flags=re.IGNORECASE)
 
 
+# What DuckLake says when a commit lost a race. Besides logical conflicts, concurrent commits
+# race for the next snapshot id (a primary key in the catalog): DuckLake retries that itself,
+# ducklake_max_retry_count (10) times, then gives up with "Exceeded the maximum retry count"
+# (seen with eight writers on two cores); the transaction is still whole, so it is retried.
+CONFLICT_TEXTS = (
+    "conflict",
+    "could not serialize",
+    "deadlock",
+    "exceeded the maximum retry count",
+)
+
+
 def is_conflict(exc: BaseException) -> bool:
     """A DuckLake commit that lost a race with another writer (safe to retry whole)."""
     import duckdb
@@ -423,7 +435,7 @@ def is_conflict(exc: BaseException) -> bool:
     if not isinstance(exc, (duckdb.TransactionException, duckdb.CatalogException)):
         return False
     text = str(exc).lower()
-    return "conflict" in text or "could not serialize" in text or "deadlock" in text
+    return any(words in text for words in CONFLICT_TEXTS)
 
 
 @dataclass

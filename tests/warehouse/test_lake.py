@@ -410,6 +410,13 @@ def test_a_named_secret_is_used_when_it_exists_and_refused_when_it_does_not(con:
 def test_only_a_commit_conflict_is_retried() -> None:
     assert lakemod.is_conflict(duckdb.TransactionException("Transaction conflict - x"))
     assert lakemod.is_conflict(duckdb.TransactionException("could not serialize access"))
+    # eight writers racing for the next snapshot id outlast DuckLake's own retries
+    assert lakemod.is_conflict(
+        duckdb.TransactionException(
+            "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\n"
+            "Exceeded the maximum retry count of 10 set by the ducklake_max_retry_count setting."
+        )
+    )
     assert not lakemod.is_conflict(duckdb.TransactionException("cannot rollback"))
     assert not lakemod.is_conflict(duckdb.ConstraintException("ON CONFLICT columns"))
     assert not lakemod.is_conflict(duckdb.CatalogException("table already exists"))
