@@ -1,10 +1,16 @@
-"""The DuckLake figures of benchmarks/run.py (``--only lake``): ingest with 1, 4 and 8 writer
-processes, and the named queries over the synthetic warehouse pushed into a lake.
+"""The DuckLake figures of benchmarks/run.py (``--only lake``): ingest with 1, 4 and 8 writers,
+and the named queries over the synthetic warehouse pushed into a lake.
 
 Servers on loopback, as in the tests (tests/fakes/lake.py): PostgreSQL for the catalog (from
-Debian's ``postgresql`` package) and moto's S3 server for the data. Every writer is a real
-``evalwh run`` process (mock model, default batch size), so a figure includes what a CI job
-pays: start-up, loading the extensions, attaching, and retried commits.
+Debian's ``postgresql`` package) and moto's S3 server for the data. Two ingest figures
+(``--lake-parts``):
+
+- ``writers``: N processes of ``benchmarks/lake_writer.py``, each a ``RunWriter`` of its own
+  run writing ``lake_writer_cases`` case rows (plus a score and a cache row each) with the
+  lake's flush sizes; the clock runs from a common start, after every process attached, to
+  the last one's last commit. Counted after: rows lost or doubled, commits retried.
+- ``processes``: N concurrent ``evalwh run`` processes (mock model, ``--no-cache``), so the
+  figure includes what a CI job pays: start-up, the extensions, attaching, the engine.
 """
 
 from __future__ import annotations
@@ -54,6 +60,85 @@ def _eval(folder: Path, cases: int) -> Path:
     return path
 
 
+def _migrated(folder: Path, env: dict[str, str]) -> None:
+    migrated = subprocess.run(
+        [sys.executable, "-m", "evalwh.cli.main", "migrate"],
+        cwd=folder, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert migrated.returncode == 0, migrated.stderr
+
+
+def _count(lake: Any, sql: str) -> list[tuple[Any, ...]]:
+    from tests.fakes.lake import lake_connection
+
+    con = lake_connection(lake)
+    try:
+        return [tuple(r) for r in con.execute(sql).fetchall()]
+    finally:
+        con.close()
+
+
+def measure_writers(pg: Any, s3: Any, work: Path, n: int, cases: int) -> dict[str, Any]:
+    """N RunWriters in processes of their own into one fresh lake (module docstring)."""
+    folder = work / f"lake-writers-{n}"
+    folder.mkdir(parents=True, exist_ok=True)
+    lake, env = _lake(pg, s3, folder)
+    _migrated(folder, env)
+    go = folder / "go"
+    outs = [folder / f"w{k}.json" for k in range(n)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "lake_writer.py"),
+                f"bench-{n}-{k}",
+                str(cases),
+                str(go),
+                str(out),
+            ],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k, out in enumerate(outs)
+    ]
+    while not all(out.with_suffix(".ready").exists() for out in outs):
+        for proc in procs:
+            assert proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.05)
+    load = os.getloadavg()[0]
+    go.touch()
+    for proc in procs:
+        _, err = proc.communicate()
+        assert proc.returncode == 0, err
+    done = [json.loads(out.read_text()) for out in outs]
+    stored = _count(
+        lake,
+        "SELECT count(*), count(DISTINCT (run_id, case_id)) FROM cases WHERE run_id LIKE 'bench-%'",
+    )[0]
+    beats = _count(lake, "SELECT coalesce(max(retries), 0) FROM run_beats")[0][0]
+    wall = max(d["ended"] for d in done) - min(d["started"] for d in done)
+    expected = n * cases
+    return {
+        "writers": n,
+        "rows": sum(d["rows"] for d in done),
+        "wall_s": wall,
+        "load_at_start": load,
+        "load_at_end": os.getloadavg()[0],
+        "lost": expected - stored[1],
+        "duplicated": stored[0] - stored[1],
+        "retries": sum(d["retries"] for d in done),
+        "retries_in_beats": beats,
+        "flushes": sum(d["flushes"] for d in done),
+        "cpu_s": [round(d["cpu_s"], 3) for d in done],
+        "per_writer_s": [round(d["ended"] - d["started"], 3) for d in done],
+        "flush_rows": done[0]["flush_rows"],
+        "flush_interval_s": done[0]["flush_interval_s"],
+    }
+
+
 def measure_lake(
     work: Path,
     synthetic: str,
@@ -62,6 +147,8 @@ def measure_lake(
     cases: int,
     layout: list[int],
     repeats: int,
+    writer_cases: int = 10_000,
+    parts: tuple[str, ...] = ("writers", "processes", "push"),
 ) -> dict[str, Any]:
     import synth
     from figures import time_jobs
@@ -72,16 +159,17 @@ def measure_lake(
 
     pg, s3 = _servers()
     try:
+        written = [
+            measure_writers(pg, s3, work, n, writer_cases)
+            for n in (writers if "writers" in parts else [])
+        ]
         ingest = []
-        for n in writers:
+        for n in writers if "processes" in parts else []:
             folder = work / f"lake-ingest-{n}"
             _, env = _lake(pg, s3, folder)
             cfg = _eval(folder, cases)
-            migrated = subprocess.run(
-                [sys.executable, "-m", "evalwh.cli.main", "migrate"],
-                cwd=folder, env=env, capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            assert migrated.returncode == 0, migrated.stderr
+            _migrated(folder, env)
+            load = os.getloadavg()[0]
             started = time.perf_counter()
             procs = [
                 subprocess.Popen(
@@ -98,7 +186,20 @@ def measure_lake(
                 _, err = proc.communicate()
                 assert proc.returncode == 0, err
             wall = time.perf_counter() - started
-            ingest.append({"writers": n, "rows": n * cases, "wall_s": wall})
+            ingest.append(
+                {
+                    "writers": n,
+                    "rows": n * cases,
+                    "wall_s": wall,
+                    "load_at_start": load,
+                    "load_at_end": os.getloadavg()[0],
+                }
+            )
+        if "push" not in parts:
+            return {
+                "written": written, "writer_cases": writer_cases, "ingest": ingest,
+                "cases_per_writer": cases,
+            }  # fmt: skip
 
         shape = synth.QUICK if quick else synth.Layout(*layout)
         source = synth.ensure(Path(synthetic), shape, log=lambda m: None)
@@ -127,6 +228,8 @@ def measure_lake(
         steps = lake_api.maintain(expire_days=0)  # after the push: compaction of its files
         maintain_s = time.perf_counter() - started
         return {
+            "written": written,
+            "writer_cases": writer_cases,
             "ingest": ingest,
             "cases_per_writer": cases,
             "push_s": push_s,

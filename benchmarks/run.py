@@ -45,6 +45,9 @@ GROUPS = (
 )
 # Run only when named (--only lake): they need PostgreSQL (and start it with moto on loopback).
 OPTIONAL_GROUPS = ("lake",)
+# the lake group's parts (benchmarks/lake_figures.py): RunWriter processes, `evalwh run`
+# processes, and the push of the synthetic warehouse with maintain and the queries over it
+LAKE_PARTS = ("writers", "processes", "push")
 
 
 # the rows of the `process` group, in order (--process-parts one-case,cached runs only those)
@@ -72,7 +75,9 @@ class Sizes:
     query_repeats: int = 5
     startup_runs: int = 10
     lake_writers: tuple[int, ...] = (1, 4, 8)
-    lake_cases: int = 2_000  # per writer
+    lake_cases: int = 2_000  # per `evalwh run` process
+    lake_writer_cases: int = 10_000  # per RunWriter process (benchmarks/lake_writer.py)
+    lake_parts: tuple[str, ...] = LAKE_PARTS
     # the synthetic warehouse pushed into the lake for its query figures (runs, cases per
     # run, big runs, cases per big run): the full 12M score rows of benchmarks/synth.py
     lake_layout: tuple[int, int, int, int] = (100, 10_000, 2, 100_000)
@@ -119,6 +124,7 @@ QUICK = Sizes(
     query_repeats=1,
     startup_runs=1,
     lake_cases=100,
+    lake_writer_cases=100,
     report_cases=200,
     report_big_cases=None,
     report_runs=1,
@@ -531,6 +537,15 @@ def query_rows(
     return rows, raw
 
 
+def _writers_target(n: int, one: dict[str, Any] | None) -> float:
+    """The lake writers' targets: 20,000 case rows/s for one writer, 4 x that writer's figure
+    for eight (any other count: the one writer's figure, for the ratio)."""
+    if n == 1:
+        return 20_000.0
+    single = one["rows"] / one["wall_s"] if one else 0.0
+    return 4 * single if n == 8 else single
+
+
 def lake_rows(
     sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
 ) -> tuple[list[Row], dict[str, Any]]:
@@ -545,9 +560,33 @@ def lake_rows(
             "cases": sizes.lake_cases,
             "layout": list(sizes.lake_layout),
             "repeats": sizes.query_repeats,
+            "writer_cases": sizes.lake_writer_cases,
+            "parts": list(sizes.lake_parts),
         },
     )
+    one = next((w for w in raw["written"] if w["writers"] == 1), None)
     rows = [
+        Row(
+            f"lake-writers-{w['writers']}",
+            "lake writers",
+            f"case rows/s in total into a DuckLake (PostgreSQL catalog, S3 on moto) from "
+            f"{w['writers']} RunWriter process(es) of {raw['writer_cases']:,} case rows each "
+            f"(+1 score and 1 cache row each), flushing by lake.flush_rows "
+            f"{w['flush_rows']:,} / lake.flush_interval_s {w['flush_interval_s']:g}",
+            ">= 20,000 case rows/s (1 writer); 8 writers >= 4 x 1 writer",
+            w["rows"] / w["wall_s"],
+            "case rows/s",
+            _writers_target(w["writers"], one),
+            True,
+            f"{w['rows']:,} rows in {w['wall_s']:.2f} s from a common start (attach and "
+            f"start-up before it); lost {w['lost']}, duplicated {w['duplicated']}, commits "
+            f"retried {w['retries']}, flushes {w['flushes']}; load {w['load_at_start']:.1f} -> "
+            f"{w['load_at_end']:.1f}",
+            {"raw": w},
+        )
+        for w in raw["written"]
+    ]
+    rows += [
         Row(
             f"lake-ingest-{r['writers']}",
             "lake ingest",
@@ -559,10 +598,12 @@ def lake_rows(
             1.0,
             True,
             f"{r['rows']:,} rows in {r['wall_s']:.1f} s wall, process start-up and extension "
-            "loading included",
+            f"loading included; load {r['load_at_start']:.1f} -> {r['load_at_end']:.1f}",
         )
         for r in raw["ingest"]
     ]
+    if "push" not in sizes.lake_parts:
+        return rows, raw
     size = f"{raw['score_rows'] / 1e6:.1f}M score rows ({raw['compared_run_score_rows'] / 1e6:.1f}M in the compared run)"
     rows.append(
         Row(
@@ -1123,6 +1164,16 @@ def main(argv: list[str] | None = None) -> int:
         "big runs, cases per big run (default: the full 100,10000,2,100000)",
     )
     parser.add_argument(
+        "--lake-parts",
+        default="",
+        help=f"comma-separated parts of the lake group: {', '.join(LAKE_PARTS)} (default all)",
+    )
+    parser.add_argument(
+        "--lake-writers",
+        default="",
+        help="comma-separated writer counts of the lake group's ingest figures (default 1,4,8)",
+    )
+    parser.add_argument(
         "--process-parts",
         default="",
         help=f"comma-separated rows of the process group: {', '.join(PROCESS_PARTS)} (default all)",
@@ -1156,11 +1207,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.lake_layout:
         runs, cases, big_runs, big_cases = (int(v) for v in args.lake_layout.split(","))
         sizes.lake_layout = (runs, cases, big_runs, big_cases)
-    if args.process_parts:
-        chosen = tuple(p for p in args.process_parts.split(",") if p)
-        if set(chosen) - set(PROCESS_PARTS):
-            parser.error(f"--process-parts: known parts are {', '.join(PROCESS_PARTS)}")
-        sizes.process_parts = chosen
+    for option, known_parts, attribute in (
+        ("lake-parts", LAKE_PARTS, "lake_parts"),
+        ("process-parts", PROCESS_PARTS, "process_parts"),
+    ):
+        given = getattr(args, attribute)
+        if given:
+            chosen = tuple(p for p in given.split(",") if p)
+            if set(chosen) - set(known_parts):
+                parser.error(f"--{option}: known parts are {', '.join(known_parts)}")
+            setattr(sizes, attribute, chosen)
+    if args.lake_writers:
+        sizes.lake_writers = tuple(int(n) for n in args.lake_writers.split(",") if n)
     if args.process_cached:
         sizes.process_cached_cases = tuple(int(n) for n in args.process_cached.split(","))
     groups = [g for g in args.only.split(",") if g] or list(GROUPS)

@@ -1,5 +1,5 @@
 -- title: Runs
--- description: The newest runs first with their status, label, suite, size, pass rate (with n), cost and whether each is a no-look run; only those of suite $suite, label $label and stored status $status started in [$since, $until) (a NULL parameter filters nothing).
+-- description: The newest runs first with their status, label, suite, size, pass rate (with n), cost, whether each is a no-look run and its heartbeat (for a run still marked running: the newest of its writers' beats in `run_beats`); only those of suite $suite, label $label and stored status $status started in [$since, $until) (a NULL parameter filters nothing).
 -- params: limit, suite, label, status, since, until
 WITH top AS (
     SELECT run_id, label, suite, status, started_at, finished_at, heartbeat_at, host, pid, n_planned,
@@ -12,6 +12,13 @@ WITH top AS (
       AND ($until IS NULL OR started_at < $until::TIMESTAMPTZ)
     ORDER BY run_id DESC
     LIMIT $limit
+),
+-- a running run's writers append a beat per flush (migration 0015) instead of updating its row
+beats AS (
+    SELECT run_id, max(beat_at) AS beat_at
+    FROM run_beats
+    WHERE run_id IN (SELECT run_id FROM top WHERE status IN ('running', 'exporting'))
+    GROUP BY run_id
 ),
 -- case rows per run, joined to the listed runs below: a filter on run_id here would read the
 -- same row groups (run ids share their first 8 bytes, all DuckDB keeps of a string's min/max,
@@ -33,7 +40,7 @@ SELECT
     r.status,
     r.started_at,
     r.finished_at,
-    r.heartbeat_at,
+    greatest(r.heartbeat_at, b.beat_at)               AS heartbeat_at,
     r.host,
     r.pid,
     r.n_planned,
@@ -45,4 +52,5 @@ SELECT
     coalesce(c.cost_usd, 0)                           AS cost_usd
 FROM top r
 LEFT JOIN counts c USING (run_id)
+LEFT JOIN beats b USING (run_id)
 ORDER BY r.run_id DESC;

@@ -18,7 +18,17 @@ def snapshot(store: Warehouse, run_id: str) -> dict[str, Any]:
 
 
 def snapshot_of(row: dict[str, Any]) -> dict[str, Any]:
-    value = row.get("config_snapshot")
+    return _json_of(row.get("config_snapshot"))
+
+
+def commit_retries(row: dict[str, Any]) -> int:
+    """How many conflicting lake commits the run's writer retried (``commit_retries`` in the
+    totals stored when it concluded; 0 when none were, or the run predates the count)."""
+    value = _json_of(row.get("totals")).get("commit_retries")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _json_of(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         try:
             value = json.loads(value)

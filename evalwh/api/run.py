@@ -642,6 +642,7 @@ def run_eval(
         "cache_hits": stats.cache_hits,
         "retries": stats.retries,
         "errors": stats.errors,
+        "commit_retries": outcome.commit_retries,
     }
     token = outcome.token
     if shard is not None:

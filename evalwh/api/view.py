@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from evalwh.warehouse.lake import LakeTarget
 
 from evalwh.analysis.nolook import NOTICE, is_no_look, minimal, minimal_table
+from evalwh.analysis.runinfo import commit_retries
 from evalwh.api.hints import next_step
 from evalwh.api.run import _config, _json, settings_for
 
@@ -167,6 +168,7 @@ class WarehouseView:
             "notice": NOTICE if no_look else None,
             "run": {k: v for k, v in run.items() if k not in ("config_snapshot",)},
             "totals": self.query("run_totals", run_id=run_id).to_pylist()[0],
+            "commit_retries": commit_retries(run),
             "summary": self.query("summary", run_id=run_id).to_pylist(),
             "endings": self.query("finish_reasons", run_id=run_id).to_pylist(),
             "criteria": self.query("criteria", run_id=run_id).to_pylist(),

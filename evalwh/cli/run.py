@@ -260,6 +260,8 @@ def print_result(result: RunResult, *, label: str | None = None) -> None:
         out().print(render.totals_line(result.totals))
         if result.stats.get("retries"):
             note(f"{result.stats['retries']} transient failure(s) retried")
+        if result.stats.get("commit_retries"):
+            note(f"{result.stats['commit_retries']} conflicting lake commit(s) retried")
         render.print_errors(result.errors)
         render.print_judging(result.pairwise)
         render_analysis.print_gate(result.gate)

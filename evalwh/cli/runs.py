@@ -107,6 +107,8 @@ def _print_run(
     out().print(render.summary_table(data["summary"]))
     render.print_endings(data.get("endings") or [])
     out().print(render.totals_line(data["totals"]))
+    if data.get("commit_retries"):
+        note(f"{data['commit_retries']} conflicting lake commit(s) retried while it ran")
     files = render.attachments_line(data.get("attachments") or [])
     if files:
         out().print(files, markup=False)

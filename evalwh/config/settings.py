@@ -142,7 +142,7 @@ def _parse_lake_env(name: str, raw: str) -> dict[str, Any]:
         value = json.loads(raw)
     except ValueError:
         value = None
-    allowed = {"data_path", "s3", "secret"}
+    allowed = {"data_path", "s3", "secret", "flush_rows", "flush_interval_s"}
     if not isinstance(value, dict) or not set(value) <= allowed:
         raise ConfigError(
             f"{name} is not a JSON object of {', '.join(sorted(allowed))}",

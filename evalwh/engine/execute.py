@@ -653,6 +653,7 @@ class Outcome:
     rows_written: int
     token: str | None = None  # the run's lease, still held until the export is in place
     stop_reason: str | None = None  # why a `stopped` run sent nothing more (the cost cap)
+    commit_retries: int = 0  # conflicting lake commits the run's writer retried
 
 
 async def _drive(engine: Engine, writer: Any) -> EngineStats:
@@ -727,6 +728,7 @@ def execute(
     from evalwh.engine.budget import Budget
     from evalwh.engine.records import RowSink
     from evalwh.engine.signals import RunInterrupted, grace_s, signal_name, stop_on_signals
+    from evalwh.warehouse.lake import flush_sizes
     from evalwh.warehouse.lease import new_token
     from evalwh.warehouse.store import Warehouse, new_run_id, utcnow
     from evalwh.warehouse.writer import RunWriter
@@ -772,10 +774,12 @@ def execute(
     else:
         run_id, token = new_run_id(), new_token()
         warehouse.create_run({"run_id": run_id, **run_row, "lease_token": token})
+    flush_rows, flush_every_s = flush_sizes(settings.warehouse, settings.batch_size)
     writer = RunWriter(
         settings.warehouse,
         run_id,
-        batch_size=settings.batch_size,
+        batch_size=flush_rows,
+        flush_interval_s=flush_every_s,
         refresh_cache=not use_cache,
         replace=replace_rows,
         token=token,
@@ -921,6 +925,8 @@ def execute(
                     "judge_requests": done.judge_requests,
                     "rows": writer.rows_written,
                     **({"batched": done.batched} if done.batched else {}),
+                    # conflicting lake commits this run's writer retried (0 on a file)
+                    "commit_retries": writer.retries,
                     **({"replayed": done.replayed} if done.replayed else {}),
                     **({"stop_reason": budget.reason} if budget.stopped else {}),
                 },
@@ -940,7 +946,7 @@ def execute(
             run_id=run_id,
             signal_name=caught[0],
         )
-    return Outcome(run_id, status, stats, writer.rows_written, token, budget.reason)
+    return Outcome(run_id, status, stats, writer.rows_written, token, budget.reason, writer.retries)
 
 
 def _batch_feed(

@@ -413,10 +413,12 @@ def write_transaction(
     body: Callable[[duckdb.DuckDBPyConnection], T],
     *,
     what: str,
+    backoff: lake.Backoff | None = None,
 ) -> T:
     """``body(con)`` in one transaction on a short-lived write connection. On a lake, a commit
-    that lost a race with another writer is retried whole, with backoff, until it lands; each
-    retry is logged naming ``what`` the transaction does ("flush run r-1")."""
+    that lost a race with another writer is retried whole, with ``backoff`` (which counts the
+    retries; a fresh one when None), until it lands; each retry is logged naming ``what`` the
+    transaction does ("flush run r-1")."""
 
     def attempt() -> T:
         with (
@@ -426,7 +428,7 @@ def write_transaction(
             return body(con)
 
     if isinstance(path, LakeTarget):
-        return lake.retry_conflicts(attempt, what=what)
+        return lake.retry_conflicts(attempt, what=what, backoff=backoff)
     return attempt()
 
 

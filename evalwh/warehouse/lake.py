@@ -24,8 +24,11 @@ and are loaded by file path: nothing is ever downloaded (``INSTALL`` is never ru
 DuckLake has no primary keys, no ``INSERT OR IGNORE`` and no ``RETURNING`` on updates:
 :func:`lake_sql` drops the ``PRIMARY KEY`` clauses of the migrations and quotes a boolean
 column default (the one lake variant of the schema), and the few writes that relied on them say so where they branch. Concurrent
-writers each commit their own DuckLake transaction; a conflict (two writers touching the
-``runs`` table at once) is retried with backoff by :func:`retry_conflicts`, never dropped.
+writers each commit their own DuckLake transaction. DuckLake merges concurrent inserts into one
+table by itself, but a delete (an UPDATE is a delete and an insert) conflicts with any other
+writer's insert into or delete from that table, so a run's writer only appends while it runs
+(docs/scale-out.md); a conflict that still happens is retried with bounded, jittered backoff
+(:class:`Backoff`, :func:`retry_conflicts`), never dropped.
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ class LakeTarget:
     s3: tuple[tuple[str, str], ...] = ()
     secret: str | None = None  # a persistent DuckDB secret to use for S3
     credentials: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    # a run's writer flushes when this many case rows wait or this long has passed
+    # (settings.lake.flush_rows / flush_interval_s; see flush_sizes)
+    flush_rows: int = field(default=50_000, compare=False)
+    flush_interval_s: float = field(default=2.0, compare=False)
 
     name = "lake"
 
@@ -193,7 +200,48 @@ def parse_target(
         s3=tuple(sorted(s3.items())),
         secret=lake.get("secret"),
         credentials=credentials,
+        **_flush_settings(lake),
     )
+
+
+def _flush_settings(lake: Mapping[str, Any]) -> dict[str, Any]:
+    """``flush_rows`` (an integer >= 1) and ``flush_interval_s`` (> 0) of settings.lake."""
+    out: dict[str, Any] = {}
+    rows, every = lake.get("flush_rows"), lake.get("flush_interval_s")
+    if rows is not None:
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise ConfigError(
+                f"lake.flush_rows is {rows!r}: a number of case rows, at least 1",
+                where="settings.lake.flush_rows",
+                fix="e.g. flush_rows: 50000 (the default)",
+            )
+        out["flush_rows"] = rows
+    if every is not None:
+        if isinstance(every, bool) or not isinstance(every, (int, float)) or every <= 0:
+            raise ConfigError(
+                f"lake.flush_interval_s is {every!r}: a number of seconds above 0",
+                where="settings.lake.flush_interval_s",
+                fix="e.g. flush_interval_s: 2 (the default)",
+            )
+        out["flush_interval_s"] = float(every)
+    return out
+
+
+# A file warehouse's writer flushes every batch_size case rows or this often: a flush holds
+# the file's lock only briefly, so readers (the viewer's live tail) see answers within a second.
+FILE_FLUSH_INTERVAL_S = 1.0
+
+
+def flush_sizes(location: Location, batch_size: int) -> tuple[int, float]:
+    """(case rows, seconds): when a run's writer flushes into ``location``.
+
+    A file keeps ``settings.batch_size`` and a second. A DuckLake commit costs round trips to
+    the catalog and one data file per table whatever its size, so a lake flushes by its own
+    larger sizes, ``lake.flush_rows`` (default 50,000) and ``lake.flush_interval_s`` (2 s),
+    whichever comes first (benchmarks/README.md, the lake group)."""
+    if isinstance(location, LakeTarget):
+        return location.flush_rows, location.flush_interval_s
+    return batch_size, FILE_FLUSH_INTERVAL_S
 
 
 def redact(text: str, target: LakeTarget) -> str:
@@ -368,6 +416,18 @@ def lake_sql(sql: str) -> str:
     return re.sub(r"\bDEFAULT\s+(true|false)\b", r"DEFAULT '\1'", sql, flags=re.IGNORECASE)
 
 
+# What DuckLake says when a commit lost a race. Besides logical conflicts, concurrent commits
+# race for the next snapshot id (a primary key in the catalog): DuckLake retries that itself,
+# ducklake_max_retry_count (10) times, then gives up with "Exceeded the maximum retry count"
+# (seen with eight writers on two cores); the transaction is still whole, so it is retried.
+CONFLICT_TEXTS = (
+    "conflict",
+    "could not serialize",
+    "deadlock",
+    "exceeded the maximum retry count",
+)
+
+
 def is_conflict(exc: BaseException) -> bool:
     """A DuckLake commit that lost a race with another writer (safe to retry whole)."""
     import duckdb
@@ -375,7 +435,46 @@ def is_conflict(exc: BaseException) -> bool:
     if not isinstance(exc, (duckdb.TransactionException, duckdb.CatalogException)):
         return False
     text = str(exc).lower()
-    return "conflict" in text or "could not serialize" in text or "deadlock" in text
+    return any(words in text for words in CONFLICT_TEXTS)
+
+
+@dataclass
+class Backoff:
+    """Bounded, jittered exponential waits between retries of a conflicting commit, and how
+    many retries there were (a run stores its writer's count in its totals).
+
+    The n-th wait is ``min(first_delay * 2**(n-1), cap_s) * (0.5 + random())``, so never above
+    1.5 x ``cap_s``; after ``max_wait_s`` of ``clock`` the next conflict is raised. ``sleep``,
+    ``random`` and ``clock`` are injectable (tests count the waits on a fake clock); by default
+    they are this module's ``time.sleep``, ``random.random`` and ``time.monotonic``."""
+
+    first_delay: float = 0.05
+    cap_s: float = 2.0
+    max_wait_s: float = 600.0
+    sleep: Callable[[float], None] = field(default=lambda s: time.sleep(s), repr=False)
+    random: Callable[[], float] = field(default=lambda: random.random(), repr=False)
+    clock: Callable[[], float] = field(default=lambda: time.monotonic(), repr=False)
+    retries: int = 0  # waits taken so far, over every attempt this object served
+
+    def run(self, attempt: Callable[[], T], *, what: str, also: tuple[str, ...] = ()) -> T:
+        """``attempt()`` until it commits; a transaction conflict (or an error holding one of
+        ``also``) is retried after a wait (the rows are still in memory: nothing is lost)."""
+        import duckdb
+
+        deadline = self.clock() + self.max_wait_s
+        delay, tries = self.first_delay, 0
+        while True:
+            try:
+                return attempt()
+            except duckdb.Error as exc:
+                retry = is_conflict(exc) or any(text in str(exc) for text in also)
+                if not retry or self.clock() > deadline:
+                    raise
+                tries += 1
+                self.retries += 1
+                log.debug("%s: DuckLake conflict (try %d), retrying: %s", what, tries, exc)
+                self.sleep(delay * (0.5 + self.random()))
+                delay = min(delay * 2, self.cap_s)
 
 
 def retry_conflicts(
@@ -385,22 +484,11 @@ def retry_conflicts(
     max_wait_s: float = 600.0,
     first_delay: float = 0.05,
     also: tuple[str, ...] = (),
+    backoff: Backoff | None = None,
 ) -> T:
-    """Run ``attempt`` until it commits; a transaction conflict (or an error holding one of
-    ``also``) is retried with jittered exponential backoff (the rows are still in memory,
-    so nothing is lost)."""
-    import duckdb
-
-    deadline = time.monotonic() + max_wait_s
-    delay, tries = first_delay, 0
-    while True:
-        try:
-            return attempt()
-        except duckdb.Error as exc:
-            retry = is_conflict(exc) or any(text in str(exc) for text in also)
-            if not retry or time.monotonic() > deadline:
-                raise
-            tries += 1
-            log.debug("%s: DuckLake conflict (try %d), retrying: %s", what, tries, exc)
-            time.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 2.0)
+    """Run ``attempt`` until it commits, retrying conflicts with ``backoff`` (a new
+    :class:`Backoff` of ``first_delay`` and ``max_wait_s`` when None; a writer passes its own
+    to count its retries)."""
+    if backoff is None:
+        backoff = Backoff(first_delay=first_delay, max_wait_s=max_wait_s)
+    return backoff.run(attempt, what=what, also=also)

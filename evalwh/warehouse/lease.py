@@ -1,8 +1,10 @@
 """Who may write a run: leases (host, pid, token, heartbeat) and a run's liveness.
 
 A run is written by one process at a time. The writer holds the run's lease: ``host``, ``pid``
-and a random ``lease_token`` in its ``runs`` row, renewed by ``heartbeat_at`` at every flush
-and at least every ``stale_after_s / 4`` seconds. ``claim`` reopens a run for a resume and takes
+and a random ``lease_token`` in its ``runs`` row, written when the run is created or claimed,
+and renewed by a heartbeat at every flush and at least every ``stale_after_s / 4`` seconds: a
+row appended to ``run_beats`` (migration 0015; a writer never updates a row while its run
+runs, see :mod:`evalwh.warehouse.writer`), read as the newest beat per run (``sql/run_row.sql``). ``claim`` reopens a run for a resume and takes
 the lease in one transaction on the file's write lock, so of two concurrent resumes one wins
 and the other is told who holds the run. The rules:
 
@@ -98,17 +100,13 @@ def claim(
     Raises RunHeldError naming the holder when another live process owns the run.
     """
     from evalwh.warehouse.connect import write_transaction
+    from evalwh.warehouse.queries import run_query
 
     token = new_token()
 
     def body(con: Any) -> dict[str, Any]:
-        found = (
-            con.execute(
-                "SELECT status, host, pid, heartbeat_at FROM runs WHERE run_id = ?", [run_id]
-            )
-            .to_arrow_table()
-            .to_pylist()
-        )  # Arrow: a TIMESTAMPTZ needs no pytz this way
+        # Arrow: a TIMESTAMPTZ needs no pytz this way
+        found = run_query(con, "run_row", run_id=run_id).to_pylist()
         if not found:
             raise UsageError(f"no run {run_id}")
         row = found[0]

@@ -188,7 +188,7 @@ class Warehouse:
         return str(found[0]["run_id"])
 
     def run_row(self, run_id: str) -> dict[str, Any]:
-        rows = self.sql("SELECT * FROM runs WHERE run_id = ?", [run_id]).to_pylist()
+        rows = self.query("run_row", run_id=run_id).to_pylist()
         if not rows:
             raise RunNotFoundError(f"no run {run_id}")
         row: dict[str, Any] = rows[0]

@@ -1,10 +1,19 @@
 """Batched writes of case and score rows: Arrow batches into DuckDB, one transaction each.
 
 The engine hands every finished cell to :meth:`RunWriter.add`; rows are buffered and flushed
-when ``batch_size`` rows are waiting or ``flush_interval_s`` has passed. A flush opens the
-warehouse, inserts the batch and bumps the run's heartbeat in one transaction, and closes the
-file again, so other processes can read between flushes. A crash loses at most the rows not
-yet flushed.
+when ``batch_size`` rows are waiting or ``flush_interval_s`` has passed (on a DuckLake the
+lake's larger sizes, :func:`evalwh.warehouse.lake.flush_sizes`). A flush opens the warehouse,
+inserts the batch and appends the run's heartbeat in one transaction, and closes the file
+again, so other processes can read between flushes. A crash loses at most the rows not yet
+flushed.
+
+While a run runs its writer only appends: a flush inserts rows and never updates or deletes a
+row another writer may touch (the heartbeat is a row of ``run_beats``, not an update of
+``runs``; on a lake, ``--no-cache`` appends newer answers rather than deleting the old ones).
+On a DuckLake a delete conflicts with every concurrent insert into the same table, so a shared
+row updated per flush made writers retry each other's commits. The exception is
+``replace`` (``--retry-errors``), which deletes the run's own errored rows before writing their
+new answers; on a lake that delete can still conflict and is retried like any commit.
 """
 
 from __future__ import annotations
@@ -21,7 +30,8 @@ import pyarrow as pa
 
 from evalwh.errors import WarehouseError
 from evalwh.warehouse.connect import register_stream, write_transaction
-from evalwh.warehouse.lake import Location
+from evalwh.warehouse.lake import Backoff, Location, is_lake
+from evalwh.warehouse.lease import HOST
 
 # A debugging switch for crash tests: sleep this long inside each flush's transaction, after
 # its rows are inserted and before it commits (documented in docs/troubleshooting.md).
@@ -255,8 +265,11 @@ class RunWriter:
         heartbeat_s: float = 30.0,
         cache_path: Location | None = None,
         flushed: Callable[[list[Sequence[Any]]], None] | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.path = path
+        # waits between retries of a conflicting lake commit; counts them (the run's totals)
+        self.backoff = backoff if backoff is not None else Backoff()
         # told the case rows of each batch once it is stored (the answer journal's mark)
         self.flushed = flushed
         # the response cache's own file (settings.cache_dir); None: the warehouse holds it
@@ -281,6 +294,7 @@ class RunWriter:
         self.rows_written = 0
         self.flushes = 0
         self._pause_s = float(os.environ.get(FLUSH_PAUSE_ENV) or 0)
+        self.on_lake = is_lake(path)
 
     def add_case(self, row: Sequence[Any]) -> None:
         self._cases.append(row)
@@ -338,10 +352,12 @@ class RunWriter:
             if table is not None:
                 _append(con, "pairs", table)
             if cache is not None and self.cache_path is None:
-                _insert_cache(con, cache, replace=self.refresh_cache)
+                _insert_cache(con, cache, replace=self.refresh_cache, append=self.on_lake)
 
         with self._lock:
-            write_transaction(self.path, body, what=f"write pairs of run {self.run_id}")
+            write_transaction(
+                self.path, body, what=f"write pairs of run {self.run_id}", backoff=self.backoff
+            )
         if cache is not None and self.cache_path is not None:
             self._write_cache_file(cache, replace=self.refresh_cache)
 
@@ -356,16 +372,33 @@ class RunWriter:
             what="write the response cache",
         )
 
-    def _beat(self, con: Any) -> None:
-        """Renew the heartbeat, in the batch's transaction, if the lease is still ours (a
-        read, then the update: DuckLake has no ``RETURNING`` on updates)."""
+    @property
+    def retries(self) -> int:
+        """Conflicting commits retried so far (0 on a file: its writers take turns)."""
+        return self.backoff.retries
+
+    def _beat(self, con: Any, rows: int = 0) -> None:
+        """Append a heartbeat, in the batch's transaction, if the lease is still ours (a read
+        of the run's row, then an insert: no row is updated, see the module's docstring).
+        ``rows``: the case rows this transaction adds."""
         held = con.execute(
             "SELECT 1 FROM runs WHERE run_id = ? "
             "AND (CAST(? AS VARCHAR) IS NULL OR lease_token = ?)",
             [self.run_id, self.token, self.token],
         ).fetchall()
         if held:
-            con.execute("UPDATE runs SET heartbeat_at = now() WHERE run_id = ?", [self.run_id])
+            con.execute(
+                "INSERT INTO run_beats (run_id, beat_at, lease_token, host, pid, rows_written, "
+                "retries) VALUES (?, now(), ?, ?, ?, ?, ?)",
+                [
+                    self.run_id,
+                    self.token,
+                    HOST,
+                    os.getpid(),
+                    self.rows_written + rows,
+                    self.backoff.retries,
+                ],
+            )
         else:
             raise LeaseLostError(
                 f"run {self.run_id} was taken over by another process "
@@ -399,7 +432,7 @@ class RunWriter:
             # One DuckDB thread: a flush runs beside the engine (busy on the other core), and a
             # second thread only contends with it; alone, one thread writes a batch as fast.
             con.execute("SET threads = 1")
-            self._beat(con)
+            self._beat(con, cases.num_rows if cases is not None else 0)
             if cases is not None and self.replace:
                 for table in ("scores", "turns", "cases"):
                     register_stream(con, "_evalwh_cases", cases)  # a stream is read once
@@ -416,12 +449,14 @@ class RunWriter:
                 _append(con, "turns", turns)
             if cache is not None and self.cache_path is None:
                 # Two runs may fetch the same answer at once: see _insert_cache.
-                _insert_cache(con, cache, replace=self.refresh_cache)
+                _insert_cache(con, cache, replace=self.refresh_cache, append=self.on_lake)
             if self._pause_s > 0:
                 time.sleep(self._pause_s)
 
         with self._lock:
-            write_transaction(self.path, body, what=f"flush run {self.run_id}")
+            write_transaction(
+                self.path, body, what=f"flush run {self.run_id}", backoff=self.backoff
+            )
         if cache is not None and self.cache_path is not None:
             self._write_cache_file(cache, replace=self.refresh_cache)
         self.rows_written += cases.num_rows if cases is not None else 0
@@ -436,16 +471,22 @@ def _append(con: Any, table: str, rows: Any) -> None:
     con.unregister(view)
 
 
-def _insert_cache(con: Any, cache: Any, *, replace: bool) -> None:
+def _insert_cache(con: Any, cache: Any, *, replace: bool, append: bool = False) -> None:
     """New answers into the response cache, one row per request hash. The table has no key
     (migration 0009: DuckDB loaded and rewrote a key's whole index on every insert, so each
     flush cost memory and time that grew with the cache), so the rule is kept here: a batch's
     duplicates collapse (DISTINCT ON); an answer already stored wins (two runs fetching the
     same request at once: first one in), unless ``replace`` (--no-cache), where the new one
-    replaces it. Both joins build their hash table on the batch, never on the cache."""
+    replaces it. Both joins build their hash table on the batch, never on the cache.
+
+    ``append`` (a DuckLake): a replacing answer is appended beside the old one, not swapped
+    for it, since a delete would conflict with every other writer's insert into the cache; the
+    lookup takes the newest answer of a hash (``sql/cache_lookup.sql``)."""
     register_stream(con, "_evalwh_cache", cache)
     fresh = "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
-    if replace:
+    if replace and append:
+        con.execute(f"INSERT INTO response_cache BY NAME {fresh}")
+    elif replace:
         con.execute(
             "DELETE FROM response_cache WHERE request_hash IN "
             "(SELECT request_hash FROM _evalwh_cache)"

@@ -36,6 +36,29 @@ def test_show_json_has_every_documented_key_even_when_empty(
     assert data["cases"] == [] and data["totals"]["n"] == 48 and data["summary"]
 
 
+def test_show_says_how_many_lake_commits_its_run_retried(
+    quickstart: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a run's stored totals hold its writer's retried commits (3 forged here: a file's writers
+    # never conflict); show names them, and says nothing of a run that retried none
+    import duckdb
+
+    out = tmp_path / "out"
+    run = evalwh.run_eval(quickstart, output_dir=out)
+    code, stdout, stderr = evalwh_inprocess(capsys, "show", "latest", "-o", str(out))
+    assert code == 0 and "retried while it ran" not in stdout + stderr
+    with duckdb.connect(str(out / "warehouse.duckdb")) as con:
+        con.execute(
+            "UPDATE runs SET totals = json_merge_patch(totals, '{\"commit_retries\": 3}') "
+            "WHERE run_id = ?",
+            [run.run_id],
+        )
+    code, stdout, stderr = evalwh_inprocess(capsys, "show", "latest", "-o", str(out))
+    assert "3 conflicting lake commit(s) retried while it ran" in stdout + stderr
+    code, stdout, _ = evalwh_inprocess(capsys, "show", "latest", "--json", "-o", str(out))
+    assert json.loads(stdout)["commit_retries"] == 3
+
+
 def test_show_failures_and_one_case(quickstart: Path, tmp_path: Path) -> None:
     assert run_cli("run", str(quickstart), "-q", cwd=tmp_path).returncode == 0
     failures = run_cli("show", "latest", "--failures", cwd=tmp_path)

@@ -295,11 +295,14 @@ def test_a_bad_evalwh_lake_names_the_variable_its_keys_and_an_example(
     with pytest.raises(ConfigError) as caught:
         resolve_settings(env={"EVALWH_LAKE": raw}, cwd=tmp_path)
     error = caught.value
-    assert error.message == "EVALWH_LAKE is not a JSON object of data_path, s3, secret"
+    assert (
+        error.message
+        == "EVALWH_LAKE is not a JSON object of data_path, flush_interval_s, flush_rows, s3, secret"
+    )
     assert error.fix == LAKE_FIX
     assert (
         str(error)
-        == f"EVALWH_LAKE is not a JSON object of data_path, s3, secret\n  fix: {LAKE_FIX}"
+        == f"EVALWH_LAKE is not a JSON object of data_path, flush_interval_s, flush_rows, s3, secret\n  fix: {LAKE_FIX}"
     )
     # the example given is itself accepted
     example = LAKE_FIX.removeprefix("set EVALWH_LAKE to e.g. ")

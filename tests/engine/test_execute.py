@@ -369,7 +369,10 @@ def test_the_estimate_counts_each_models_calls_tokens_and_cost_and_each_judges(
     # what it then sent: the four answers, and the judge's calls less those it had asked
     # already in this run (both models answer "fine", so the two answers of a case make the
     # same judge prompt, and a pair reads the same in both orders)
-    assert run.stats == {"requests": 4 + 2 + 2, "cache_hits": 2 + 2, "retries": 0, "errors": 0}
+    assert run.stats == {
+        "requests": 4 + 2 + 2, "cache_hits": 2 + 2, "retries": 0, "errors": 0,
+        "commit_retries": 0,  # a file's writers take turns: nothing to retry
+    }  # fmt: skip
     base = {"model": "base", "calls": 2, "cached": 0, "input_tokens": 4 + 2,
             "output_tokens": 2 * 10, "cost_usd": 6 * 1.0 + 20 * 2.0}  # fmt: skip
     cand = {"model": "cand", "calls": 2, "cached": 0, "input_tokens": 4 + 2,
@@ -702,6 +705,7 @@ def test_a_runs_row_holds_what_it_ran_where_and_how_it_went(tmp_path: Path) -> N
     assert row["n_planned"] == 4  # two cases, two repeats
     assert json.loads(row["totals"]) == {
         "requests": 4, "cache_hits": 0, "retries": 0, "errors": 0, "judge_requests": 0,
+        "commit_retries": 0,
         "rows": 4,
     }  # fmt: skip
     assert (row["pid"], row["evalwh_version"], row["no_look"]) == (os.getpid(), __version__, False)

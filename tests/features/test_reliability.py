@@ -152,12 +152,15 @@ def test_sigkill_during_the_export_leaves_no_partial_file_and_resume_repairs_it(
 
 # -- 3. liveness by heartbeat, signals, --force --------------------------------------------
 def _forge(db: Path, run_id: str, *, host: str, heartbeat_age_s: float) -> None:
+    """The run as another host's writer left it: its lease, and its last heartbeat (its own
+    beats, appended per flush, dropped) ``heartbeat_age_s`` ago."""
     with duckdb.connect(str(db)) as con:
         con.execute(
             "UPDATE runs SET status = 'running', host = ?, pid = 6257, lease_token = 'theirs', "
             "heartbeat_at = now() - to_microseconds(CAST(? * 1e6 AS BIGINT)) WHERE run_id = ?",
             [host, heartbeat_age_s, run_id],
         )
+        con.execute("DELETE FROM run_beats WHERE run_id = ?", [run_id])
 
 
 def test_a_fresh_run_of_another_host_is_refused_and_taken_over_with_force(

@@ -22,3 +22,26 @@ def test_cache_lookup_returns_exactly_the_planned_hashes(tmp_path: Path) -> None
         assert sorted(r["request_hash"] for r in rows) == expected
         assert all(r["output"] == f"out-{r['request_hash']}" for r in rows)
         con.unregister("planned_hashes")
+
+
+def test_a_hash_answered_twice_is_read_oldest_first_so_the_newest_wins(tmp_path: Path) -> None:
+    # bug: a DuckLake keeps a --no-cache run's new answer beside the old one (a delete would
+    # conflict with other writers); read in stored or hash order, the old answer could win.
+    # h1 answered at 10:00 ("new", stored first) and 09:00 ("old", stored last).
+    import pyarrow as pa
+
+    from evalwh.engine.execute import cached_answers
+
+    con = _warehouse(tmp_path)
+    for output, at in (("new", "2026-01-01 10:00:00+00"), ("old", "2026-01-01 09:00:00+00")):
+        con.execute(
+            "INSERT INTO response_cache (request_hash, provider, model, output, created_at) "
+            "VALUES ('h1', 'p', 'm', ?, ?)",
+            [output, at],
+        )
+    con.register("planned_hashes", pa.table({"request_hash": pa.array(["h1"], pa.string())}))
+    rows = queries.run_query(con, "cache_lookup")
+    assert rows.column("output").to_pylist() == ["old", "new"]
+    assert cached_answers(rows)["h1"].output == "new"
+    judged = queries.run_query(con, "cache_for_model", provider="p", model="m")
+    assert cached_answers(judged)["h1"].output == "new"

@@ -410,6 +410,13 @@ def test_a_named_secret_is_used_when_it_exists_and_refused_when_it_does_not(con:
 def test_only_a_commit_conflict_is_retried() -> None:
     assert lakemod.is_conflict(duckdb.TransactionException("Transaction conflict - x"))
     assert lakemod.is_conflict(duckdb.TransactionException("could not serialize access"))
+    # eight writers racing for the next snapshot id outlast DuckLake's own retries
+    assert lakemod.is_conflict(
+        duckdb.TransactionException(
+            "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\n"
+            "Exceeded the maximum retry count of 10 set by the ducklake_max_retry_count setting."
+        )
+    )
     assert not lakemod.is_conflict(duckdb.TransactionException("cannot rollback"))
     assert not lakemod.is_conflict(duckdb.ConstraintException("ON CONFLICT columns"))
     assert not lakemod.is_conflict(duckdb.CatalogException("table already exists"))
@@ -654,3 +661,69 @@ def test_a_fresh_postgres_lake_read_says_nothing_was_written_and_reads_share_a_w
     finally:
         alone.close()
         lakemod.release(target)
+
+
+def test_a_backoffs_waits_are_jittered_bounded_counted_and_given_up_on_its_clock() -> None:
+    """The waits between retries of a conflicting commit, on an injected clock, sleep and
+    random source: writers that lost the same race must not retry in lockstep (jitter), no
+    wait may grow past 1.5 x the cap, every retry is counted (a run stores its writer's
+    count), and a conflict that outlasts max_wait_s is raised."""
+    now, slept = [0.0], []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    draws = iter([0.0, 0.999, 0.5] * 1000)
+    backoff = lakemod.Backoff(
+        first_delay=0.1, cap_s=0.4, max_wait_s=5.0, sleep=sleep, random=lambda: next(draws),
+        clock=lambda: now[0],
+    )  # fmt: skip
+    assert backoff.run(failing(5, conflict()), what="flush run r") == "committed"
+    assert backoff.retries == 5
+    # 0.1, 0.2, 0.4, then the 0.4 cap; each x (0.5 + random()): 0.5, 1.499 and 1.0
+    assert slept == pytest.approx([0.05, 0.2998, 0.4, 0.2, 0.5996])
+    assert (
+        len({round(s / b, 3) for s, b in zip(slept, [0.1, 0.2, 0.4, 0.4, 0.4], strict=True)}) == 3
+    )
+    slept.clear()
+    with pytest.raises(duckdb.TransactionException):
+        backoff.run(failing(10**6, conflict()), what="flush run r")
+    assert max(slept) <= 0.4 * 1.5 and sum(slept[:-1]) <= 5.0 < sum(slept) + 0.6
+    assert backoff.retries == 5 + len(slept)  # the count runs on across commits
+
+
+@pytest.mark.parametrize(
+    ("lake", "sizes"),
+    [
+        ({}, (50_000, 2.0)),
+        ({"flush_rows": 10_000, "flush_interval_s": 0.5}, (10_000, 0.5)),
+        ({"flush_interval_s": 5}, (50_000, 5.0)),
+    ],
+)
+def test_a_lake_flushes_by_its_own_rows_and_seconds_and_a_file_by_batch_size(
+    tmp_path: Path, lake: dict[str, Any], sizes: tuple[int, float]
+) -> None:
+    target = lakemod.parse_target("ducklake:meta.ducklake", lake, base=tmp_path, where="w")
+    assert lakemod.flush_sizes(target, 2000) == sizes
+    assert lakemod.flush_sizes(tmp_path / "w.duckdb", 2000) == (2000, 1.0)
+    # the sizes are no part of which lake it is (attaches are shared by target)
+    assert target == lakemod.parse_target("ducklake:meta.ducklake", {}, base=tmp_path, where="w")
+
+
+@pytest.mark.parametrize(
+    ("lake", "where"),
+    [
+        ({"flush_rows": 0}, "settings.lake.flush_rows"),
+        ({"flush_rows": 2.5}, "settings.lake.flush_rows"),
+        ({"flush_rows": True}, "settings.lake.flush_rows"),
+        ({"flush_interval_s": 0}, "settings.lake.flush_interval_s"),
+        ({"flush_interval_s": "2s"}, "settings.lake.flush_interval_s"),
+    ],
+)
+def test_a_flush_size_that_is_no_count_or_no_duration_is_refused_where_it_was_set(
+    tmp_path: Path, lake: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        lakemod.parse_target("ducklake:meta.ducklake", lake, base=tmp_path, where="w")
+    assert caught.value.where == where and "e.g." in (caught.value.fix or "")

@@ -159,12 +159,15 @@ def stored(tmp_path: Path) -> tuple[Path, str]:
 
 
 def _forge(db: Path, run_id: str, *, host: str, pid: int, age_s: float) -> None:
+    """The run as another writer left it: its row's lease, and its last heartbeat (the run's
+    own beats, appended per flush, dropped) ``age_s`` ago."""
     with duckdb.connect(str(db)) as con:
         con.execute(
             "UPDATE runs SET status = 'running', host = ?, pid = ?, lease_token = 'theirs', "
             "heartbeat_at = now() - to_microseconds(CAST(? * 1e6 AS BIGINT)) WHERE run_id = ?",
             [host, pid, age_s, run_id],
         )
+        con.execute("DELETE FROM run_beats WHERE run_id = ?", [run_id])
 
 
 def _lease_row(db: Path, run_id: str) -> tuple[Any, ...]:

@@ -152,9 +152,9 @@ def write_labels(monkeypatch: pytest.MonkeyPatch, *modules: Any) -> list[str]:
     labels: list[str] = []
     real = connect.write_transaction
 
-    def spy(path: Any, body: Any, *, what: str = "write") -> Any:
+    def spy(path: Any, body: Any, *, what: str = "write", **options: Any) -> Any:
         labels.append(what)
-        return real(path, body, what=what)
+        return real(path, body, what=what, **options)
 
     for module in modules:
         monkeypatch.setattr(module, "write_transaction", spy)

@@ -22,11 +22,12 @@ from evalwh.config.model import Case
 from evalwh.engine.answers import CachedAnswer
 from evalwh.engine.records import RowSink
 from evalwh.warehouse import writer
+from evalwh.warehouse.lake import LakeTarget
 from evalwh.warehouse.store import Warehouse
 from evalwh.warehouse.writer import LeaseLostError, RunWriter
 from tests.builders import CELL_MODEL as MODEL
 from tests.builders import cell_result as result
-from tests.builders import lake_store, lose_the_first_commit
+from tests.builders import lose_the_first_commit
 from tests.warehouse.test_store import one_run, run_row, write_labels
 
 
@@ -89,7 +90,7 @@ def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
 def flush_one(run_writer: RunWriter, output: str, case_id: str = "c1") -> None:
     cell = result(Case(id=case_id))
     cell.output = output
-    RowSink(run_writer, "r-1")(cell)
+    RowSink(run_writer, run_writer.run_id)(cell)
     run_writer.flush(run_writer.take_batch())
 
 
@@ -214,13 +215,13 @@ def test_an_empty_flush_writes_nothing_until_the_heartbeat_is_due(
     clock = [1000.0]
     monkeypatch.setattr(writer.time, "monotonic", lambda: clock[0])
     run_writer = RunWriter(path, "r-1", token="tok", heartbeat_s=30.0)
-    before = rows(path, "SELECT CAST(heartbeat_at AS VARCHAR) FROM runs")
+    beats = "SELECT run_id, lease_token, rows_written, retries FROM run_beats"
     run_writer.write((None, None, None, None))
-    assert run_writer.flushes == 0
+    assert run_writer.flushes == 0 and rows(path, beats) == []
     clock[0] = 1030.0
     run_writer.write((None, None, None, None))
     assert run_writer.flushes == 1
-    assert rows(path, "SELECT CAST(heartbeat_at AS VARCHAR) FROM runs") != before
+    assert rows(path, beats) == [("r-1", "tok", 0, 0)]  # appended; the run's row is untouched
 
 
 def test_a_lease_another_process_took_stops_the_writes(path: Path) -> None:
@@ -365,25 +366,127 @@ def test_a_cache_batch_is_unregistered_once_inserted() -> None:
 
 
 def test_pairwise_verdicts_that_lost_a_lake_race_are_retried_and_logged_by_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    file_catalog_lake: LakeTarget, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The same for a run's pairwise verdicts: the debug log names the run they belong to."""
     from evalwh.warehouse import connect
     from evalwh.warehouse.writer import RunWriter
 
-    store = lake_store(tmp_path, monkeypatch)
+    store = Warehouse(file_catalog_lake)
     connect.write_transaction(
         store.path,
         lambda con: con.execute(
             "INSERT INTO runs (run_id, suite, status, config_hash, dataset_hash, n_planned, "
-            "started_at, evalwh_version) VALUES ('r1', 's', 'running', 'h', 'd', 1, now(), 't')"
+            "started_at, evalwh_version) VALUES ('p1', 's', 'running', 'h', 'd', 1, now(), 't')"
         ),
         what="seed a run",
     )
     tries = lose_the_first_commit(monkeypatch)
     with caplog.at_level(logging.DEBUG, logger="evalwh.warehouse"):
-        RunWriter(store.path, "r1").write_pairs([], ["a-vs-b"])
+        RunWriter(store.path, "p1").write_pairs([], ["a-vs-b"])
     assert len(tries) == 2
     retried = [r.getMessage() for r in caplog.records if "DuckLake conflict" in r.getMessage()]
     assert len(retried) == 1
-    assert retried[0].startswith("write pairs of run r1: DuckLake conflict (try 1), retrying")
+    assert retried[0].startswith("write pairs of run p1: DuckLake conflict (try 1), retrying")
+
+
+class Recording:
+    """A connection that records the text of every statement sent through it."""
+
+    def __init__(self, con: Any, sent: list[str]) -> None:
+        self._con, self._sent = con, sent
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self._sent.append(" ".join(sql.split()))
+        return self._con.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
+def record_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement the writer sends inside its transactions from now on."""
+    real, sent = writer.write_transaction, []
+
+    def recording(path: Any, body: Any, **options: Any) -> Any:
+        return real(path, lambda con: body(Recording(con, sent)), **options)
+
+    monkeypatch.setattr(writer, "write_transaction", recording)
+    return sent
+
+
+@pytest.mark.parametrize("no_cache", [False, True], ids=["cache", "no-cache"])
+def test_lake_writers_only_append_while_their_runs_run(
+    file_catalog_lake: LakeTarget, monkeypatch: pytest.MonkeyPatch, no_cache: bool
+) -> None:
+    """Attack on throughput, not on data: a shared row updated per flush (the heartbeat in
+    `runs`) or a delete (`--no-cache` swapping cached answers) conflicts on a DuckLake with
+    every other writer's commit. Two writers of two runs interleave three flushes each,
+    answering the same requests: every statement either sends reads or inserts, no row is
+    lost or doubled, no commit was retried, and the newest answer is the one the cache
+    gives back."""
+    from evalwh.engine.execute import cache_lookup
+
+    store = Warehouse(file_catalog_lake)  # the module's lake: runs and hash of this test's own
+    ids = [f"{'n' if no_cache else 'c'}-{k}" for k in (1, 2)]
+    shared = f"h-{ids[0]}"
+    for run_id in ids:
+        store.create_run(run_row(run_id=run_id, lease_token=f"tok-{run_id}"))
+    sent = record_writes(monkeypatch)
+    writers = {
+        run_id: RunWriter(store.path, run_id, token=f"tok-{run_id}", refresh_cache=no_cache)
+        for run_id in ids
+    }
+    for n in range(3):
+        for run_id, run_writer in writers.items():
+            sink = RowSink(run_writer, run_id)
+            for k in range(4):
+                cell = result(Case(id=f"c{n}-{k}"))
+                cell.output = f"{run_id} answer {n}"
+                sink(cell)
+            sink.remember(shared, MODEL, CachedAnswer(f"{run_id} answer {n}", 1, 2, 3.0))
+            run_writer.flush(run_writer.take_batch())
+    verbs = {statement.split()[0].upper() for statement in sent}
+    assert verbs <= {"SET", "SELECT", "INSERT"}, sorted(verbs)
+    assert any(s.startswith("INSERT INTO run_beats") for s in sent)
+    mine = "run_id IN (?, ?)"
+    counted = store.sql(
+        "SELECT run_id, count(*) AS n, count(DISTINCT case_id) AS distinct_cases FROM cases "
+        f"WHERE {mine} GROUP BY run_id ORDER BY run_id",
+        ids,
+    ).to_pylist()
+    assert counted == [{"run_id": i, "n": 12, "distinct_cases": 12} for i in ids]
+    beats = store.sql(
+        "SELECT run_id, list(rows_written ORDER BY rows_written) AS rows, max(retries) AS retries "
+        f"FROM run_beats WHERE {mine} GROUP BY run_id ORDER BY run_id",
+        ids,
+    ).to_pylist()
+    assert beats == [{"run_id": i, "rows": [4, 8, 12], "retries": 0} for i in ids]
+    assert [w.retries for w in writers.values()] == [0, 0]
+    answer = cache_lookup(store, [shared])[shared].output
+    # --no-cache: each flush's answer is newer than the last; else the first one stored stays
+    assert answer == (f"{ids[1]} answer 2" if no_cache else f"{ids[0]} answer 0")
+    newest = store.sql("SELECT max(beat_at) AS b FROM run_beats WHERE run_id = ?", [ids[0]])
+    assert store.run_row(ids[0])["heartbeat_at"] == newest["b"][0].as_py()
+
+
+def test_a_lake_flush_that_lost_a_race_is_retried_and_counted_in_its_beat(
+    file_catalog_lake: LakeTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalwh.warehouse.lake import Backoff
+
+    store = Warehouse(file_catalog_lake)
+    store.create_run(run_row(run_id="raced", lease_token="tok"))
+    waits: list[float] = []
+    run_writer = RunWriter(
+        store.path, "raced", token="tok", backoff=Backoff(sleep=waits.append, random=lambda: 0.5)
+    )
+    tries = lose_the_first_commit(monkeypatch)
+    flush_one(run_writer, "x")
+    assert (len(tries), waits, run_writer.retries) == (2, [0.05], 1)
+    flush_one(run_writer, "y", "c2")  # the count runs on over the run's flushes
+    beats = "SELECT rows_written, retries FROM run_beats WHERE run_id = 'raced' ORDER BY 1"
+    assert store.sql(beats).to_pylist() == [
+        {"rows_written": 1, "retries": 1},
+        {"rows_written": 2, "retries": 1},
+    ]
