@@ -12,7 +12,10 @@ A python *tool* (evalwh.engine.tools) runs in the same kind of worker:
 ``worker.call_tool(arguments)`` calls ``fn(**arguments)``.
 
 A call that runs past ``timeout_s`` kills the worker and becomes a scorer error on that case;
-an exiting function too. The next call starts a fresh worker. The worker leads its own
+an exiting function too. The worker's memory is bounded by ``memory_mb`` (default 2048,
+:mod:`evalwh.config.childmemory`): a function that allocates past it gets a ``MemoryError``,
+which is that call's error ("ran out of memory (memory_mb: 256)"), and the worker is stopped
+(its heap may be left half-built). The next call starts a fresh worker. The worker leads its own
 process group (``start_new_session``), and stopping it — at a timeout, an exit, ``close`` or
 evalwh's exit — kills the whole group, so what a scorer forked (children, grandchildren)
 does not outlive it. (A process that leaves the group on purpose, ``setsid``, escapes.)
@@ -43,6 +46,7 @@ import weakref
 from pathlib import Path
 from typing import IO, Any
 
+from evalwh.config.childmemory import DEFAULT_MEMORY_MB, limit_memory, out_of_memory
 from evalwh.config.model import Case, Criterion
 from evalwh.config.secrets import check_environment
 from evalwh.errors import ConfigError
@@ -94,9 +98,10 @@ class ScorerWorker:
         *,
         timeout_s: float,
         pass_env: tuple[str, ...] = (),
+        memory_mb: int = DEFAULT_MEMORY_MB,
     ) -> None:
         self.criterion, self.root, self.file = criterion, root, file
-        self.timeout_s = timeout_s
+        self.timeout_s, self.memory_mb = timeout_s, memory_mb
         self.env = worker_environment(pass_env)
         self.name = str(criterion.options.get("function"))
         self._lock = threading.Lock()
@@ -113,6 +118,7 @@ class ScorerWorker:
             cwd=None,
             env=self.env,
             start_new_session=POSIX,  # its own process group: what it forks is killed with it
+            preexec_fn=limit_memory(self.memory_mb),  # and bounded in memory, with what it forks
         )
         self._proc, self._replies = proc, queue.Queue()
         _LIVE.add(self)
@@ -125,15 +131,20 @@ class ScorerWorker:
             raise ConfigError(reply[1], **reply[2])
         if reply[0] != "loaded":
             self.close()
-            why = {
-                "timeout": f"importing it took longer than {LOAD_TIMEOUT_S:g} s",
-                "exited": f"the worker exited while importing it (code {reply[1]})",
-            }.get(reply[0], str(reply[1]))
+            fix = "run the scorer file with python to see the error, and fix it"
+            if reply[0] == "out_of_memory":  # the only reply without a value
+                why = f"importing it {out_of_memory(self.memory_mb)}"
+                fix = f"raise `memory_mb` (now {self.memory_mb}) on the criterion, or import less"
+            else:
+                why = {
+                    "timeout": f"importing it took longer than {LOAD_TIMEOUT_S:g} s",
+                    "exited": f"the worker exited while importing it (code {reply[1]})",
+                }.get(reply[0], str(reply[1]))
             raise ConfigError(
                 f"the python scorer '{self.name}' could not start: {why}",
                 file=self.file,
                 where=f"{self.criterion.where}.function",
-                fix="run the scorer file with python to see the error, and fix it",
+                fix=fix,
             )
         self.name = reply[1]
 
@@ -148,7 +159,8 @@ class ScorerWorker:
                 return
 
     def _ask(self, message: Any, timeout_s: float) -> Any:
-        """Send ``message``; the reply, ("timeout", s) or ("exited", code)."""
+        """Send ``message``; the reply, ("timeout", s) or ("exited", code); after an
+        ("out_of_memory",) reply the worker is stopped."""
         proc = self._proc
         assert proc is not None and proc.stdin is not None
         try:
@@ -166,6 +178,8 @@ class ScorerWorker:
                 code = None
             self.close()
             return ("exited", code)
+        if reply[0] == "out_of_memory":
+            self.close()  # its heap may be half-built: the next call gets a fresh worker
         return reply
 
     def __call__(self, output: str, case: Case) -> ScoreResult:
@@ -186,6 +200,11 @@ class ScorerWorker:
                 f"timed out after {reply[1]:g} s and was stopped (raise `timeout_s` on the "
                 "criterion if it needs longer)"
             )
+        if kind == "out_of_memory":
+            return self._error(
+                f"{out_of_memory(self.memory_mb)} and was stopped (raise `memory_mb` on the "
+                "criterion if it needs more)"
+            )
         code = reply[1]
         return self._error(
             "exited"
@@ -196,7 +215,7 @@ class ScorerWorker:
     def call_tool(self, arguments: dict[str, Any]) -> tuple[Any, str | None]:
         """Call the loaded function as a tool, ``fn(**arguments)``: (its result, None), or
         (None, why it failed) when it raised, ran past ``timeout_s`` (the worker is killed,
-        and whatever it forked) or exited."""
+        and whatever it forked), ran out of its ``memory_mb`` or exited."""
         with self._lock:
             if self._proc is None:
                 try:
@@ -211,6 +230,8 @@ class ScorerWorker:
             return None, str(reply[1])
         if kind == "timeout":
             return None, f"timed out after {reply[1]:g} s and was stopped"
+        if kind == "out_of_memory":
+            return None, out_of_memory(self.memory_mb)
         code = reply[1]
         return None, "exited" + (f" with code {code}" if code is not None else "")
 
@@ -255,8 +276,8 @@ def _kill_group(pgid: int) -> None:
 
 
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    from evalwh.scoring.userfunc import call_function, load_function
-
+    """Answer requests until the parent closes the pipe, or until a request ran out of memory:
+    then the reply says so and the worker ends (the parent starts a fresh one)."""
     fn: Any = None
     name = ""
     kwargs: dict[str, Any] | None = None
@@ -265,52 +286,85 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             message = _receive(requests)
         except EOFError:
             return  # the parent closed the pipe (or died): nothing more to do
-        if message[0] == "load":
-            _, criterion, root, file = message
-            try:
-                fn, name = load_function(criterion, Path(root), file)
-            except ConfigError as exc:
-                fields = {
-                    k: v
-                    for k, v in exc.to_dict().items()
-                    if k in ("file", "where", "line", "column", "fix")
-                }
-                _send(replies, ("config_error", exc.message, fields))
-                continue
-            except BaseException as exc:
-                _send(replies, ("failed", f"{type(exc).__name__}: {exc}"))
-                continue
-            kwargs = criterion.options.get("options")
-            _send(replies, ("loaded", name))
-            continue
-        if message[0] == "tool":  # a tool call: fn(**arguments), its value as it is
-            try:
-                value = fn(**message[1])
-            except BaseException as exc:  # SystemExit too: the tool's error, not a dead worker
-                _send(
-                    replies,
-                    ("raised", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__),
-                )
-                continue
-            try:
-                _send(replies, ("result", value))
-            except Exception as exc:
-                _send(replies, ("raised", f"its result could not be sent back: {exc}"))
-            continue
-        _, output, case = message
         try:
-            result = call_function(fn, name, kwargs, output, case)
-        except BaseException as exc:  # SystemExit too: a scorer error, not a dead worker
-            if isinstance(exc, SystemExit):
-                text = f"python scorer {name}: called sys.exit({exc.code!r}) instead of returning"
+            if message[0] == "load":
+                _, criterion, root, file = message
+                fn, name, kwargs = _load(criterion, root, file, replies)
+            elif message[0] == "tool":  # a tool call: fn(**arguments), its value as it is
+                _tool(fn, message[1], replies)
             else:
-                text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            _send(replies, ("raised", text))
+                _score(fn, name, kwargs, message[1], message[2], replies)
+        except MemoryError:
+            pass  # out of the handler first: its traceback holds the frames that hold the memory
+        else:
             continue
-        try:
-            _send(replies, ("result", result))
-        except Exception as exc:  # an unpicklable detail: report it, keep serving
-            _send(replies, ("raised", f"its result could not be sent back: {exc}"))
+        with contextlib.suppress(Exception):
+            _send(replies, ("out_of_memory",))
+        return
+
+
+def _load(criterion: Criterion, root: str, file: str, replies: IO[bytes]) -> tuple[Any, str, Any]:
+    """Import the criterion's function; reply "loaded", "config_error" or "failed" (a
+    MemoryError goes up to :func:`_serve`)."""
+    from evalwh.scoring.userfunc import load_function
+
+    try:
+        fn, name = load_function(criterion, Path(root), file)
+    except ConfigError as exc:
+        fields = {
+            k: v
+            for k, v in exc.to_dict().items()
+            if k in ("file", "where", "line", "column", "fix")
+        }
+        _send(replies, ("config_error", exc.message, fields))
+        return None, "", None
+    except MemoryError:
+        raise
+    except BaseException as exc:
+        _send(replies, ("failed", f"{type(exc).__name__}: {exc}"))
+        return None, "", None
+    _send(replies, ("loaded", name))
+    return fn, name, criterion.options.get("options")
+
+
+def _tool(fn: Any, arguments: dict[str, Any], replies: IO[bytes]) -> None:
+    try:
+        value = fn(**arguments)
+    except MemoryError:
+        raise
+    except BaseException as exc:  # SystemExit too: the tool's error, not a dead worker
+        _send(
+            replies, ("raised", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        )
+        return
+    _reply(("result", value), replies)
+
+
+def _score(fn: Any, name: str, kwargs: Any, output: str, case: Case, replies: IO[bytes]) -> None:
+    from evalwh.scoring.userfunc import call_function
+
+    try:
+        result = call_function(fn, name, kwargs, output, case)
+    except MemoryError:
+        raise
+    except BaseException as exc:  # SystemExit too: a scorer error, not a dead worker
+        if isinstance(exc, SystemExit):
+            text = f"python scorer {name}: called sys.exit({exc.code!r}) instead of returning"
+        else:
+            text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        _send(replies, ("raised", text))
+        return
+    _reply(("result", result), replies)
+
+
+def _reply(message: tuple[str, Any], replies: IO[bytes]) -> None:
+    """Send a result; one that cannot be pickled is reported, and the worker keeps serving."""
+    try:
+        _send(replies, message)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        _send(replies, ("raised", f"its result could not be sent back: {exc}"))
 
 
 def main() -> None:

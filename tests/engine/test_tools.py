@@ -94,6 +94,36 @@ def test_a_python_tool_that_exits_is_the_calls_error(tmp_path: Path) -> None:
     assert found.error == "get_weather failed: exited with code 3"
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_a_python_tool_growing_a_list_past_memory_mb_is_stopped_and_answers_the_next_call(
+    tmp_path: Path,
+) -> None:
+    # attack: a tool asked (by an untrusted model) for something that grows without end
+    body = (
+        "def get_weather(city):\n"
+        "    hoard = []\n"
+        "    while city == 'everywhere':\n"
+        "        hoard.append(' ' * (1 << 20))\n"
+        "    return {'city': city}\n"
+    )
+    spec = python_tool(tmp_path, body, memory_mb=200)
+    box = ToolBox()
+
+    async def both() -> list[ToolOutcome]:
+        use = ToolUse((spec,))
+        return [
+            await box.run(use, "get_weather", {"city": "everywhere"}),
+            await box.run(use, "get_weather", {"city": "Paris"}),
+        ]
+
+    try:
+        hungry, next_call = asyncio.run(both())
+    finally:
+        box.close()
+    assert hungry.error == "get_weather failed: ran out of memory (memory_mb: 200)"
+    assert (next_call.result, next_call.error) == ({"city": "Paris"}, None)
+
+
 def test_a_python_tool_whose_result_is_not_json_is_the_calls_error(tmp_path: Path) -> None:
     spec = python_tool(tmp_path, "def get_weather(city):\n    return {1, 2}\n")
     assert call(spec, {"city": "Paris"}).error == "get_weather failed: its result is not JSON: set"
