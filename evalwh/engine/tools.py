@@ -157,6 +157,7 @@ async def _command(tool: ToolSpec, arguments: dict[str, Any]) -> tuple[Any, str 
             env=env,
             timeout_s=tool.timeout_s,
             max_output_bytes=tool.max_output_bytes or MAX_OUTPUT_BYTES,
+            memory_mb=tool.memory_mb,
         )
     except ProviderError as exc:
         return None, str(exc)

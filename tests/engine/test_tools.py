@@ -139,6 +139,10 @@ elif city == "Env":
     print(json.dumps({"result": sorted(k for k in os.environ if "TOKEN" in k)}))
 elif city == "Plain":
     print("just text")
+elif city == "everywhere":
+    hoard = []
+    while True:
+        hoard.append(" " * (1 << 20))
 elif city == "Hang":
     import time
     while True:
@@ -158,6 +162,17 @@ def test_a_command_tool_gets_the_call_as_json_and_answers_with_json(tmp_path: Pa
     assert call(spec, {"city": "Paris"}).result == {"name": "get_weather", "city": "Paris"}
     assert call(spec, {"city": "Atlantis"}).error == "get_weather failed: no such city"
     assert call(spec, {"city": "Plain"}).result == "just text"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_a_command_tool_growing_a_list_past_memory_mb_is_the_calls_error(tmp_path: Path) -> None:
+    # attack: a tool asked (by an untrusted model) for something that grows without end
+    found = call(command_tool(tmp_path, memory_mb=200), {"city": "everywhere"})
+    assert found.error is not None
+    assert found.error.startswith(
+        f"get_weather failed: {sys.executable} ran out of memory (memory_mb: 200): "
+    )
+    assert found.error.endswith("MemoryError")
 
 
 def test_a_command_tool_gets_no_secret_unless_passed(
