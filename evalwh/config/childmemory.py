@@ -1,5 +1,5 @@
-"""The memory bound of the children evalwh starts: python scorer and tool workers, command
-providers and command tools.
+"""The memory bound of every child evalwh starts for code it does not trust the input of:
+python scorer and tool workers, command providers and tools, exec checks' snippets.
 
 Each of them takes ``memory_mb`` beside its ``timeout_s`` (default :data:`DEFAULT_MEMORY_MB`,
 2 GiB). :func:`limit_memory` gives the ``preexec_fn`` that applies it in the child, after the
