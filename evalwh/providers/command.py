@@ -59,7 +59,8 @@ from typing import Any
 from evalwh.capture import Capture, read_into
 from evalwh.config.childmemory import (
     DEFAULT_MEMORY_MB,
-    limit_memory,
+    exec_failure,
+    limited,
     memory_mb_of,
     out_of_memory,
     says_out_of_memory,
@@ -98,16 +99,17 @@ async def run_program(
     kind ``out_of_memory`` when stderr says it ran out of memory) raise ProviderError. The
     command provider and command tools (evalwh.engine.tools) run their programs with it."""
     posix = os.name == "posix"
+    if posix:  # where it is started through /bin/sh (Windows finds programs its own way)
+        _startable(argv[0], cwd, env)
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *limited(argv, memory_mb),  # through /bin/sh, which bounds it and execs it
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd,
             env=env,
             start_new_session=posix,  # its own process group, so a kill reaches children
-            preexec_fn=limit_memory(memory_mb),  # and bounded in memory, with its children
         )
     except FileNotFoundError:
         raise ProviderError(f"program not found: {argv[0]}") from None
@@ -131,6 +133,9 @@ async def run_program(
             await _kill(proc, posix)
     if proc.returncode != 0:
         said = err.text()
+        why = exec_failure(proc.returncode, said) if not out.total else None
+        if why is not None:  # as Python says it when it starts the program itself
+            raise ProviderError(f"cannot start {argv[0]}: {why}")
         tail = sanitize(said.strip(), STDERR_TAIL, tail=True)
         code = proc.returncode or 0
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
@@ -141,6 +146,22 @@ async def run_program(
             f"{argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"), kind=kind
         )
     return out
+
+
+def _startable(program: str, cwd: Any, env: dict[str, str]) -> None:
+    """Refuse, as starting it directly would, a program that is not there or not executable:
+    it is started through /bin/sh (:func:`~evalwh.config.childmemory.limited`), whose own
+    words for these would otherwise be the error. A name without a slash is looked up on the
+    ``PATH`` of ``env``, a path with one from ``cwd``."""
+    if "/" in program:
+        candidates = [os.path.join(str(cwd or "."), program)]
+    else:
+        candidates = [os.path.join(d, program) for d in os.get_exec_path(env)]
+    found = [c for c in candidates if os.path.isfile(c)]
+    if not found:
+        raise ProviderError(f"program not found: {program}")
+    if not any(os.access(c, os.X_OK) for c in found):
+        raise ProviderError(f"program is not executable: {program}")
 
 
 def argv_of(command: Any) -> list[str]:

@@ -79,10 +79,10 @@ from typing import Any
 from evalwh.capture import Capture, read_into
 from evalwh.config.childmemory import (
     DEFAULT_MEMORY_MB,
-    limit_memory,
     memory_mb_of,
     out_of_memory,
     says_out_of_memory,
+    ulimit_line,
 )
 from evalwh.config.secrets import check_environment, pass_env_names, redact, sanitize
 from evalwh.errors import ConfigError
@@ -338,14 +338,13 @@ async def _step(
         asyncio.create_subprocess_exec(
             SHELL,
             "-c",
-            snippet,
+            ulimit_line(memory_mb) + snippet,  # on one line: the snippet's line numbers stay
             cwd=str(cwd),
             env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=limit_memory(memory_mb),
         )
     )
     cancelled: asyncio.CancelledError | None = None

@@ -46,7 +46,7 @@ import weakref
 from pathlib import Path
 from typing import IO, Any
 
-from evalwh.config.childmemory import DEFAULT_MEMORY_MB, limit_memory, out_of_memory
+from evalwh.config.childmemory import DEFAULT_MEMORY_MB, limited, out_of_memory
 from evalwh.config.model import Case, Criterion
 from evalwh.config.secrets import check_environment
 from evalwh.errors import ConfigError
@@ -112,13 +112,13 @@ class ScorerWorker:
 
     def _start(self) -> None:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "evalwh.scoring.pyworker"],
+            # bounded in memory, with what it forks (through /bin/sh, which execs Python)
+            limited([sys.executable, "-m", "evalwh.scoring.pyworker"], self.memory_mb),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=None,
             env=self.env,
             start_new_session=POSIX,  # its own process group: what it forks is killed with it
-            preexec_fn=limit_memory(self.memory_mb),  # and bounded in memory, with what it forks
         )
         self._proc, self._replies = proc, queue.Queue()
         _LIVE.add(self)

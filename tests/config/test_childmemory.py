@@ -14,7 +14,7 @@ import pytest
 from evalwh.config import childmemory
 from evalwh.config.childmemory import (
     DEFAULT_MEMORY_MB,
-    limit_memory,
+    limited,
     memory_mb_of,
     out_of_memory,
     says_out_of_memory,
@@ -35,8 +35,7 @@ def test_memory_mb_refuses_what_is_no_whole_number_above_0(bad: Any) -> None:
 
 def child(code: str, memory_mb: int) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", code],
-        preexec_fn=limit_memory(memory_mb),
+        limited([sys.executable, "-c", code], memory_mb),
         capture_output=True,
         text=True,
         timeout=60,
@@ -73,9 +72,32 @@ def test_what_it_forks_is_bounded_too() -> None:
     assert done.returncode == 1 and "MemoryError" in done.stderr
 
 
-def test_without_rlimits_there_is_no_bound_to_apply(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(childmemory, "resource", None)  # as on Windows
-    assert limit_memory(256) is None
+def test_without_rlimits_the_program_is_started_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(childmemory, "RLIMITS", False)  # as on Windows
+    assert limited(["python", "tool.py"], 256) == ["python", "tool.py"]
+    assert childmemory.ulimit_line(256) == ""
+
+
+def test_the_program_is_execd_by_the_shell_with_its_own_arguments_unquoted() -> None:
+    # attack: an argument that is shell syntax stays one argument, never shell code
+    argv = [sys.executable, "-c", "import sys; print(sys.argv[1:])", "$(touch x); rm -rf ~", "*"]
+    if not childmemory.RLIMITS:
+        pytest.skip("no rlimits here")
+    wrapped = limited(argv, 256)
+    assert wrapped[:2] == ["/bin/sh", "-c"] and wrapped[3:] == ["evalwh-exec", *argv]
+    done = subprocess.run(wrapped, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == str(["$(touch x); rm -rf ~", "*"])
+
+
+@LINUX
+def test_the_bound_is_the_data_limit_in_kib_and_the_program_keeps_the_shells_pid() -> None:
+    code = "import os, resource\nprint(resource.getrlimit(resource.RLIMIT_DATA), os.getpid())\n"
+    proc = subprocess.Popen(
+        limited([sys.executable, "-c", code], 300), stdout=subprocess.PIPE, text=True
+    )
+    out, _ = proc.communicate(timeout=60)
+    assert out.split(maxsplit=2)[:2] == [f"({300 << 20},", f"{300 << 20})"]
+    assert out.split()[-1] == str(proc.pid)  # exec'd in place: a group kill reaches it
 
 
 @pytest.mark.parametrize(
@@ -97,3 +119,23 @@ def test_a_programs_out_of_memory_words_are_recognised(printed: str) -> None:
 def test_other_failures_are_not_read_as_out_of_memory() -> None:
     assert not says_out_of_memory("ValueError: the memory of the model is 3 items")
     assert out_of_memory(256) == "ran out of memory (memory_mb: 256)"
+
+
+@pytest.mark.parametrize(
+    ("code", "said", "why"),
+    [
+        (126, "evalwh-exec: 1: exec: ./prog: Exec format error\n", "Exec format error"),
+        (
+            126,
+            "evalwh-exec: line 1: ./prog: cannot execute binary file: Exec format error\n",
+            "Exec format error",
+        ),
+        (127, "evalwh-exec: 1: exec: ./prog: not found\n", "not found"),
+        (126, "prog: my own failure\n", None),  # the program ran and failed with 126
+        (1, "evalwh-exec: 1: exec: ./prog: not found\n", None),
+    ],
+)
+def test_the_shells_words_for_a_program_it_could_not_start_are_read(
+    code: int, said: str, why: str | None
+) -> None:
+    assert childmemory.exec_failure(code, said) == why
