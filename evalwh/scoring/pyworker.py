@@ -276,8 +276,8 @@ def _kill_group(pgid: int) -> None:
 
 
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    """Answer requests until the parent closes the pipe, or until a request ran out of memory:
-    then the reply says so and the worker ends (the parent starts a fresh one)."""
+    from evalwh.scoring.userfunc import call_function, load_function
+
     fn: Any = None
     name = ""
     kwargs: dict[str, Any] | None = None
@@ -286,85 +286,67 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             message = _receive(requests)
         except EOFError:
             return  # the parent closed the pipe (or died): nothing more to do
-        try:
-            if message[0] == "load":
-                _, criterion, root, file = message
-                fn, name, kwargs = _load(criterion, root, file, replies)
-            elif message[0] == "tool":  # a tool call: fn(**arguments), its value as it is
-                _tool(fn, message[1], replies)
-            else:
-                _score(fn, name, kwargs, message[1], message[2], replies)
-        except MemoryError:
-            pass  # out of the handler first: its traceback holds the frames that hold the memory
-        else:
+        if message[0] == "load":
+            _, criterion, root, file = message
+            try:
+                fn, name = load_function(criterion, Path(root), file)
+            except ConfigError as exc:
+                fields = {
+                    k: v
+                    for k, v in exc.to_dict().items()
+                    if k in ("file", "where", "line", "column", "fix")
+                }
+                _send(replies, ("config_error", exc.message, fields))
+                continue
+            except BaseException as exc:
+                if isinstance(exc, MemoryError):
+                    break
+                _send(replies, ("failed", f"{type(exc).__name__}: {exc}"))
+                continue
+            kwargs = criterion.options.get("options")
+            _send(replies, ("loaded", name))
             continue
-        with contextlib.suppress(Exception):
-            _send(replies, ("out_of_memory",))
-        return
-
-
-def _load(criterion: Criterion, root: str, file: str, replies: IO[bytes]) -> tuple[Any, str, Any]:
-    """Import the criterion's function; reply "loaded", "config_error" or "failed" (a
-    MemoryError goes up to :func:`_serve`)."""
-    from evalwh.scoring.userfunc import load_function
-
-    try:
-        fn, name = load_function(criterion, Path(root), file)
-    except ConfigError as exc:
-        fields = {
-            k: v
-            for k, v in exc.to_dict().items()
-            if k in ("file", "where", "line", "column", "fix")
-        }
-        _send(replies, ("config_error", exc.message, fields))
-        return None, "", None
-    except MemoryError:
-        raise
-    except BaseException as exc:
-        _send(replies, ("failed", f"{type(exc).__name__}: {exc}"))
-        return None, "", None
-    _send(replies, ("loaded", name))
-    return fn, name, criterion.options.get("options")
-
-
-def _tool(fn: Any, arguments: dict[str, Any], replies: IO[bytes]) -> None:
-    try:
-        value = fn(**arguments)
-    except MemoryError:
-        raise
-    except BaseException as exc:  # SystemExit too: the tool's error, not a dead worker
-        _send(
-            replies, ("raised", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-        )
-        return
-    _reply(("result", value), replies)
-
-
-def _score(fn: Any, name: str, kwargs: Any, output: str, case: Case, replies: IO[bytes]) -> None:
-    from evalwh.scoring.userfunc import call_function
-
-    try:
-        result = call_function(fn, name, kwargs, output, case)
-    except MemoryError:
-        raise
-    except BaseException as exc:  # SystemExit too: a scorer error, not a dead worker
-        if isinstance(exc, SystemExit):
-            text = f"python scorer {name}: called sys.exit({exc.code!r}) instead of returning"
-        else:
-            text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        _send(replies, ("raised", text))
-        return
-    _reply(("result", result), replies)
-
-
-def _reply(message: tuple[str, Any], replies: IO[bytes]) -> None:
-    """Send a result; one that cannot be pickled is reported, and the worker keeps serving."""
-    try:
-        _send(replies, message)
-    except MemoryError:
-        raise
-    except Exception as exc:
-        _send(replies, ("raised", f"its result could not be sent back: {exc}"))
+        if message[0] == "tool":  # a tool call: fn(**arguments), its value as it is
+            try:
+                value = fn(**message[1])
+            except BaseException as exc:  # SystemExit too: the tool's error, not a dead worker
+                if isinstance(exc, MemoryError):
+                    break
+                _send(
+                    replies,
+                    ("raised", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__),
+                )
+                continue
+            try:
+                _send(replies, ("result", value))
+            except Exception as exc:
+                if isinstance(exc, MemoryError):
+                    break
+                _send(replies, ("raised", f"its result could not be sent back: {exc}"))
+            continue
+        _, output, case = message
+        try:
+            result = call_function(fn, name, kwargs, output, case)
+        except BaseException as exc:  # SystemExit too: a scorer error, not a dead worker
+            if isinstance(exc, MemoryError):
+                break
+            if isinstance(exc, SystemExit):
+                text = f"python scorer {name}: called sys.exit({exc.code!r}) instead of returning"
+            else:
+                text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            _send(replies, ("raised", text))
+            continue
+        try:
+            _send(replies, ("result", result))
+        except Exception as exc:  # an unpicklable detail: report it, keep serving
+            if isinstance(exc, MemoryError):
+                break
+            _send(replies, ("raised", f"its result could not be sent back: {exc}"))
+    # Only a MemoryError leaves the loop (out of its handler, whose traceback held the frames
+    # that hold the memory): the reply says so and the worker ends, its heap perhaps
+    # half-built; the parent starts a fresh one.
+    with contextlib.suppress(Exception):
+        _send(replies, ("out_of_memory",))
 
 
 def main() -> None:
