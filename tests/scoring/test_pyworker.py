@@ -600,11 +600,13 @@ def test_the_worker_keeps_what_python_needs_and_makes_no_path_a_secret(
 
 def test_a_memory_error_is_an_out_of_memory_reply_and_the_worker_ends(tmp_path: Path) -> None:
     # the worker's heap may be half-built after a MemoryError: it answers and ends, so the
-    # parent starts a fresh one (the frames after it are never answered)
-    (tmp_path / "hungry.py").write_text("def fn(*args, **kwargs):\n    raise MemoryError\n")
-    for call in (("call", "x", Case(id="a")), ("tool", {"q": 1})):
-        replies = serve([load(criterion("hungry.py:fn"), tmp_path), call, call])
-        assert replies == [("loaded", "hungry.py:fn"), ("out_of_memory",)]
+    # parent starts a fresh one (the frames after it are never answered). A scorer's call
+    # goes the same way: test_python_scorer_allocating_past_memory_mb_...
+    (tmp_path / "hungry.py").write_text("def fn(**arguments):\n    raise MemoryError\n")
+    call = ("tool", {"q": 1})
+    replies = serve([load(criterion("hungry.py:fn"), tmp_path), call, call])
+    assert [r[0] for r in replies] == ["loaded", "out_of_memory"]
+    assert replies[1] == ("out_of_memory",)
 
 
 @pytest.mark.parametrize("function", ["heavy.py:fn", "heavy:fn"])
