@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalwh.config.childmemory import DEFAULT_MEMORY_MB
 from evalwh.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class ToolSpec:
     kind: str
     impl: Any
     timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
+    memory_mb: int = DEFAULT_MEMORY_MB  # python and command tools (evalwh.config.childmemory)
     pass_env: tuple[str, ...] = ()
     max_output_bytes: int | None = None
     where: str = ""
@@ -134,6 +136,7 @@ def parse_tools(data: dict[str, Any], file: str, root: Path) -> dict[str, ToolSp
             kind=kind,
             impl=raw[kind],
             timeout_s=float(raw.get("timeout_s", DEFAULT_TOOL_TIMEOUT_S)),
+            memory_mb=int(raw.get("memory_mb", DEFAULT_MEMORY_MB)),
             pass_env=tuple(raw.get("pass_env") or ()),
             max_output_bytes=raw.get("max_output_bytes"),
             where=where,

@@ -7,11 +7,13 @@ may correct). Implementations:
 - ``mock``: rules tried in order; the first whose ``when.args`` are all equal in the call's
   arguments gives its ``result`` (or fails with its ``error``); none matching is an error.
 - ``python: module:function``: ``fn(**arguments)`` in a worker process
-  (evalwh.scoring.pyworker), one per tool; past ``timeout_s`` it is killed.
+  (evalwh.scoring.pyworker), one per tool; past ``timeout_s`` it is killed, past
+  ``memory_mb`` (evalwh.config.childmemory) the call fails and the worker is restarted.
 - ``command: [argv]``: the program gets ``{"name", "arguments"}`` as JSON on stdin and
   answers ``{"result": ...}`` or ``{"error": "..."}`` (plain text is the result), under the
   command provider's rules (evalwh.providers.command.run_program: no shell, a minimal
-  environment plus ``pass_env``, stdout bounded, killed at ``timeout_s``).
+  environment plus ``pass_env``, stdout bounded, killed at ``timeout_s``, memory bounded by
+  ``memory_mb``).
 
 Whatever the implementation does (raises, hangs, exits, prints garbage) is the call's error,
 never the run's.
@@ -116,7 +118,11 @@ class ToolBox:
                 tool.name, "python", options={"function": tool.impl}, where=tool.where
             )
             found = self._workers[id(tool)] = ScorerWorker(
-                criterion, tool.root or Path("."), "", timeout_s=tool.timeout_s
+                criterion,
+                tool.root or Path("."),
+                "",
+                timeout_s=tool.timeout_s,
+                memory_mb=tool.memory_mb,
             )
         return found
 
@@ -151,6 +157,7 @@ async def _command(tool: ToolSpec, arguments: dict[str, Any]) -> tuple[Any, str 
             env=env,
             timeout_s=tool.timeout_s,
             max_output_bytes=tool.max_output_bytes or MAX_OUTPUT_BYTES,
+            memory_mb=tool.memory_mb,
         )
     except ProviderError as exc:
         return None, str(exc)

@@ -23,7 +23,10 @@ optional, and so are how the answer ended, as the HTTP providers store it: ``fin
 ``{"error": "...", "retryable": true}`` reports a failure), or with plain text: the
 whole of stdout, trailing newlines removed. A non-zero exit is a non-retryable failure that
 quotes the end of stderr; running longer than ``timeout_s`` kills the program (and its
-children) and is a retryable timeout.
+children) and is a retryable timeout. Its memory (and its children's) is bounded by
+``memory_mb`` (default 2048, :mod:`evalwh.config.childmemory`); a program that fails saying it
+ran out of memory (``MemoryError``, "out of memory", ``std::bad_alloc`` ...) is a
+non-retryable error of kind ``out_of_memory``: "ran out of memory (memory_mb: 2048)".
 
 The program runs in the config file's folder, so a relative path such as ``./agent.py`` or
 ``python agent.py`` resolves next to ``eval.yaml`` wherever evalwh is started; a bare name is
@@ -54,6 +57,14 @@ import signal
 from typing import Any
 
 from evalwh.capture import Capture, read_into
+from evalwh.config.childmemory import (
+    DEFAULT_MEMORY_MB,
+    exec_failure,
+    limited,
+    memory_mb_of,
+    out_of_memory,
+    says_out_of_memory,
+)
 from evalwh.config.model import ModelSpec
 from evalwh.config.secrets import check_environment, redact, remember_passed, sanitize
 from evalwh.errors import ConfigError
@@ -79,16 +90,20 @@ async def run_program(
     env: dict[str, str],
     timeout_s: float,
     max_output_bytes: int,
+    memory_mb: int = DEFAULT_MEMORY_MB,
 ) -> Capture:
-    """Run ``argv`` (no shell, its own process group) with ``payload`` on stdin; its stdout,
-    of which the first ``max_output_bytes`` are kept. Not starting, running past
-    ``timeout_s`` (killed, with its children: retryable, kind ``timeout``) and a non-zero exit
-    (kind ``exit``, quoting the end of stderr, sanitized) raise ProviderError. The command
-    provider and command tools (evalwh.engine.tools) run their programs with it."""
+    """Run ``argv`` (no shell, its own process group, its memory bounded by ``memory_mb``)
+    with ``payload`` on stdin; its stdout, of which the first ``max_output_bytes`` are kept.
+    Not starting, running past ``timeout_s`` (killed, with its children: retryable, kind
+    ``timeout``) and a non-zero exit (kind ``exit``, quoting the end of stderr, sanitized;
+    kind ``out_of_memory`` when stderr says it ran out of memory) raise ProviderError. The
+    command provider and command tools (evalwh.engine.tools) run their programs with it."""
     posix = os.name == "posix"
+    if posix:  # where it is started through /bin/sh (Windows finds programs its own way)
+        _startable(argv[0], cwd, env)
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *limited(argv, memory_mb),  # through /bin/sh, which bounds it and execs it
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -117,13 +132,36 @@ async def run_program(
         if proc.returncode is None:  # cancelled (or timed out): never leave it running
             await _kill(proc, posix)
     if proc.returncode != 0:
-        tail = sanitize(err.text().strip(), STDERR_TAIL, tail=True)
+        said = err.text()
+        why = exec_failure(proc.returncode, said) if not out.total else None
+        if why is not None:  # as Python says it when it starts the program itself
+            raise ProviderError(f"cannot start {argv[0]}: {why}")
+        tail = sanitize(said.strip(), STDERR_TAIL, tail=True)
         code = proc.returncode or 0
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        kind = "exit"
+        if says_out_of_memory(said):
+            how, kind = out_of_memory(memory_mb), "out_of_memory"
         raise ProviderError(
-            f"{argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"), kind="exit"
+            f"{argv[0]} {how}" + (f": {tail}" if tail else " (no stderr)"), kind=kind
         )
     return out
+
+
+def _startable(program: str, cwd: Any, env: dict[str, str]) -> None:
+    """Refuse, as starting it directly would, a program that is not there or not executable:
+    it is started through /bin/sh (:func:`~evalwh.config.childmemory.limited`), whose own
+    words for these would otherwise be the error. A name without a slash is looked up on the
+    ``PATH`` of ``env``, a path with one from ``cwd``."""
+    if "/" in program:
+        candidates = [os.path.join(str(cwd or "."), program)]
+    else:
+        candidates = [os.path.join(d, program) for d in os.get_exec_path(env)]
+    found = [c for c in candidates if os.path.isfile(c)]
+    if not found:
+        raise ProviderError(f"program not found: {program}")
+    if not any(os.access(c, os.X_OK) for c in found):
+        raise ProviderError(f"program is not executable: {program}")
 
 
 def argv_of(command: Any) -> list[str]:
@@ -167,6 +205,7 @@ class CommandProvider:
         self._env: dict[str, str] | None = None
         self.max_output_bytes = int(spec.options.get("max_output_bytes") or MAX_OUTPUT_BYTES)
         self.pass_env = [str(name) for name in spec.options.get("pass_env") or ()]
+        self.memory_mb = memory_mb_of(spec.options.get("memory_mb")) or DEFAULT_MEMORY_MB
         # what it is handed is redacted in what it prints, fresh answer or cached
         remember_passed(os.environ, self.pass_env)
 
@@ -196,6 +235,14 @@ class CommandProvider:
                 fix='write the program and its arguments, e.g. "python my_model.py --flag" '
                 '(or a list: ["python", "my_model.py"])',
             ) from None
+        if memory_mb_of(spec.options.get("memory_mb")) is None:
+            raise ConfigError(
+                "memory_mb must be a whole number of MiB above 0, got "
+                f"{spec.options.get('memory_mb')!r}",
+                file=file,
+                where=f"{spec.where}.memory_mb",
+                fix="write e.g. memory_mb: 4096 (the default is 2048)",
+            )
 
     def _payload(self, request: Request) -> bytes:
         payload = {
@@ -224,6 +271,7 @@ class CommandProvider:
                 env=self.environment(),
                 timeout_s=self.spec.timeout_s,
                 max_output_bytes=self.max_output_bytes,
+                memory_mb=self.memory_mb,
             )
         except ProviderError as exc:
             raise self._fail(str(exc), retryable=exc.retryable, kind=exc.kind) from None

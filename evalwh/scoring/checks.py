@@ -6,6 +6,7 @@ A case may declare ``check:``, either a string (the ``run`` snippet) or a mappin
       setup: pip install -q -r requirements.txt   # optional, run first
       run: python answer.txt                       # exit 0 = pass
       timeout_s: 30                                # for setup and run together (default 30)
+      memory_mb: 2048                              # memory of each snippet (default 2048 MiB)
       files:                                       # optional extra files, name -> text
         test_answer.py: |
           ...
@@ -39,6 +40,10 @@ pass, any other exit a fail (``error`` None). ``timeout_s`` bounds setup and run
 timeout the whole process group is killed. Every process a snippet starts is killed when the
 check ends, even when the snippet exited normally and left something running in the
 background (a process that moves itself to a new session with ``setsid`` escapes this).
+Each snippet, and all it starts, is bounded in memory by ``memory_mb``
+(:mod:`evalwh.config.childmemory`); a snippet that fails saying it ran out of memory
+(``MemoryError``, "out of memory" ...) is an *error*, like a timeout: "ran out of memory
+(memory_mb: 2048)".
 
 The output stored is the combined stdout and stderr of ``run`` (of ``setup`` when setup
 failed), decoded as UTF-8, with secrets redacted (:func:`evalwh.config.secrets.redact`), and cut to
@@ -72,6 +77,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalwh.capture import Capture, read_into
+from evalwh.config.childmemory import (
+    DEFAULT_MEMORY_MB,
+    memory_mb_of,
+    out_of_memory,
+    says_out_of_memory,
+    ulimit_line,
+)
 from evalwh.config.secrets import check_environment, pass_env_names, redact, sanitize
 from evalwh.errors import ConfigError
 
@@ -85,7 +97,7 @@ DRAIN_S = 2.0  # how long to wait for the output pipe to close once every proces
 SHELL = "/bin/sh"
 POSIX = os.name == "posix"
 
-CHECK_KEYS = ("run", "setup", "timeout_s", "files", "pass_env")
+CHECK_KEYS = ("run", "setup", "timeout_s", "memory_mb", "files", "pass_env")
 MAX_BLOCKS = 8  # fenced blocks of one answer that are run (the last ones)
 FENCE = re.compile(r"^ {0,3}(```|~~~)[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.M | re.S)
 
@@ -97,6 +109,7 @@ class CheckSpec:
     run: str  # shell snippet; exit 0 = pass
     setup: str | None = None  # run first in the same folder; its failure = check error
     timeout_s: float = DEFAULT_TIMEOUT_S  # for setup and run together
+    memory_mb: int = DEFAULT_MEMORY_MB  # of each snippet and what it starts
     files: dict[str, str] = field(default_factory=dict)  # extra files: relative name -> text
     pass_env: tuple[str, ...] = ()  # variables passed as they are (their values redacted)
 
@@ -184,6 +197,14 @@ def parse_check(raw: dict[str, Any] | str, where: str, file: str) -> CheckSpec:
             file,
             "write e.g. `timeout_s: 30`",
         )
+    memory_mb = memory_mb_of(raw.get("memory_mb"))
+    if memory_mb is None:
+        raise _bad(
+            f"'memory_mb' must be a whole number of MiB above 0, got {raw.get('memory_mb')!r}",
+            f"{where}.memory_mb",
+            file,
+            "write e.g. `memory_mb: 4096` (the default is 2048)",
+        )
     files = raw.get("files") or {}
     if not isinstance(files, dict):
         raise _bad(
@@ -217,6 +238,7 @@ def parse_check(raw: dict[str, Any] | str, where: str, file: str) -> CheckSpec:
         run=run,
         setup=setup,
         timeout_s=float(timeout),
+        memory_mb=memory_mb,
         files=dict(files),
         pass_env=pass_env,
     )
@@ -307,13 +329,16 @@ class _Step:
     start_error: str | None = None
 
 
-async def _step(snippet: str, cwd: Path, env: dict[str, str], timeout: float) -> _Step:
-    """Run one snippet in its own process group; kill the group when it ends or times out."""
+async def _step(
+    snippet: str, cwd: Path, env: dict[str, str], timeout: float, memory_mb: int
+) -> _Step:
+    """Run one snippet in its own process group, bounded by ``memory_mb``; kill the group when
+    it ends or times out."""
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
             SHELL,
             "-c",
-            snippet,
+            ulimit_line(memory_mb) + snippet,  # on one line: the snippet's line numbers stay
             cwd=str(cwd),
             env=env,
             stdin=asyncio.subprocess.DEVNULL,
@@ -491,7 +516,9 @@ async def _run_one(
         child_env["ANSWER_TEXT"] = _answer_text(answer)
 
         if spec.setup is not None:
-            step = await _step(spec.setup, folder, child_env, deadline - time.monotonic())
+            step = await _step(
+                spec.setup, folder, child_env, deadline - time.monotonic(), spec.memory_mb
+            )
             if step.start_error is not None:
                 return CheckResult(False, None, "", elapsed_ms(), step.start_error)
             if step.timed_out:
@@ -505,16 +532,20 @@ async def _run_one(
             if step.exit_code != 0:
                 assert step.exit_code is not None
                 output = clean(step.output)
+                how = (
+                    out_of_memory(spec.memory_mb)
+                    if says_out_of_memory(step.output)
+                    else _how(step.exit_code)
+                )
                 return CheckResult(
                     False,
                     None,
                     output,
                     elapsed_ms(),
-                    f"setup failed ({_how(step.exit_code)}): "
-                    + _last_line(step.output, extra_secrets),
+                    f"setup failed ({how}): " + _last_line(step.output, extra_secrets),
                 )
 
-        step = await _step(spec.run, folder, child_env, deadline - time.monotonic())
+        step = await _step(spec.run, folder, child_env, deadline - time.monotonic(), spec.memory_mb)
         if step.start_error is not None:
             return CheckResult(False, None, "", elapsed_ms(), step.start_error)
         output = clean(step.output)
@@ -523,4 +554,8 @@ async def _run_one(
                 False, None, output, elapsed_ms(), f"timed out after {_seconds(spec.timeout_s)}"
             )
         assert step.exit_code is not None
+        if step.exit_code != 0 and says_out_of_memory(step.output):  # not judged: an error
+            return CheckResult(
+                False, step.exit_code, output, elapsed_ms(), out_of_memory(spec.memory_mb)
+            )
         return CheckResult(step.exit_code == 0, step.exit_code, output, elapsed_ms(), None)

@@ -13,7 +13,10 @@ A python *tool* (evalwh.engine.tools) runs in the same kind of worker:
 ``worker.call_tool(arguments)`` calls ``fn(**arguments)``.
 
 A call that runs past ``timeout_s`` kills the worker and becomes a scorer error on that case;
-an exiting function too. The next call starts a fresh worker. The worker leads its own
+an exiting function too. The worker's memory is bounded by ``memory_mb`` (default 2048,
+:mod:`evalwh.config.childmemory`): a function that allocates past it gets a ``MemoryError``,
+which is that call's error ("ran out of memory (memory_mb: 256)"), and the worker is stopped
+(its heap may be left half-built). The next call starts a fresh worker. The worker leads its own
 process group (``start_new_session``), and stopping it — at a timeout, an exit, ``close`` or
 evalwh's exit — kills the whole group, so what a scorer forked (children, grandchildren)
 does not outlive it. (A process that leaves the group on purpose, ``setsid``, escapes.)
@@ -44,6 +47,7 @@ import weakref
 from pathlib import Path
 from typing import IO, Any
 
+from evalwh.config.childmemory import DEFAULT_MEMORY_MB, limited, out_of_memory
 from evalwh.config.model import Case, Criterion
 from evalwh.config.secrets import check_environment
 from evalwh.errors import ConfigError
@@ -95,9 +99,10 @@ class ScorerWorker:
         *,
         timeout_s: float,
         pass_env: tuple[str, ...] = (),
+        memory_mb: int = DEFAULT_MEMORY_MB,
     ) -> None:
         self.criterion, self.root, self.file = criterion, root, file
-        self.timeout_s = timeout_s
+        self.timeout_s, self.memory_mb = timeout_s, memory_mb
         self.env = worker_environment(pass_env)
         self.name = str(criterion.options.get("function"))
         # the function has a ``transcript`` parameter: the scorecard passes the cell's tool
@@ -111,7 +116,8 @@ class ScorerWorker:
 
     def _start(self) -> None:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "evalwh.scoring.pyworker"],
+            # bounded in memory, with what it forks (through /bin/sh, which execs Python)
+            limited([sys.executable, "-m", "evalwh.scoring.pyworker"], self.memory_mb),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=None,
@@ -129,15 +135,20 @@ class ScorerWorker:
             raise ConfigError(reply[1], **reply[2])
         if reply[0] != "loaded":
             self.close()
-            why = {
-                "timeout": f"importing it took longer than {LOAD_TIMEOUT_S:g} s",
-                "exited": f"the worker exited while importing it (code {reply[1]})",
-            }.get(reply[0], str(reply[1]))
+            fix = "run the scorer file with python to see the error, and fix it"
+            if reply[0] == "out_of_memory":  # the only reply without a value
+                why = f"importing it {out_of_memory(self.memory_mb)}"
+                fix = f"raise `memory_mb` (now {self.memory_mb}) on the criterion, or import less"
+            else:
+                why = {
+                    "timeout": f"importing it took longer than {LOAD_TIMEOUT_S:g} s",
+                    "exited": f"the worker exited while importing it (code {reply[1]})",
+                }.get(reply[0], str(reply[1]))
             raise ConfigError(
                 f"the python scorer '{self.name}' could not start: {why}",
                 file=self.file,
                 where=f"{self.criterion.where}.function",
-                fix="run the scorer file with python to see the error, and fix it",
+                fix=fix,
             )
         self.name, self.wants_transcript = reply[1], reply[2]
 
@@ -152,7 +163,8 @@ class ScorerWorker:
                 return
 
     def _ask(self, message: Any, timeout_s: float) -> Any:
-        """Send ``message``; the reply, ("timeout", s) or ("exited", code)."""
+        """Send ``message``; the reply, ("timeout", s) or ("exited", code); after an
+        ("out_of_memory",) reply the worker is stopped."""
         proc = self._proc
         assert proc is not None and proc.stdin is not None
         try:
@@ -170,6 +182,8 @@ class ScorerWorker:
                 code = None
             self.close()
             return ("exited", code)
+        if reply[0] == "out_of_memory":
+            self.close()  # its heap may be half-built: the next call gets a fresh worker
         return reply
 
     def __call__(
@@ -195,6 +209,11 @@ class ScorerWorker:
                 f"timed out after {reply[1]:g} s and was stopped (raise `timeout_s` on the "
                 "criterion if it needs longer)"
             )
+        if kind == "out_of_memory":
+            return self._error(
+                f"{out_of_memory(self.memory_mb)} and was stopped (raise `memory_mb` on the "
+                "criterion if it needs more)"
+            )
         code = reply[1]
         return self._error(
             "exited"
@@ -205,7 +224,7 @@ class ScorerWorker:
     def call_tool(self, arguments: dict[str, Any]) -> tuple[Any, str | None]:
         """Call the loaded function as a tool, ``fn(**arguments)``: (its result, None), or
         (None, why it failed) when it raised, ran past ``timeout_s`` (the worker is killed,
-        and whatever it forked) or exited."""
+        and whatever it forked), ran out of its ``memory_mb`` or exited."""
         with self._lock:
             if self._proc is None:
                 try:
@@ -220,6 +239,8 @@ class ScorerWorker:
             return None, str(reply[1])
         if kind == "timeout":
             return None, f"timed out after {reply[1]:g} s and was stopped"
+        if kind == "out_of_memory":
+            return None, out_of_memory(self.memory_mb)
         code = reply[1]
         return None, "exited" + (f" with code {code}" if code is not None else "")
 
@@ -288,6 +309,8 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                 _send(replies, ("config_error", exc.message, fields))
                 continue
             except BaseException as exc:
+                if isinstance(exc, MemoryError):
+                    break
                 _send(replies, ("failed", f"{type(exc).__name__}: {exc}"))
                 continue
             kwargs = criterion.options.get("options")
@@ -298,6 +321,8 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             try:
                 value = fn(**message[1])
             except BaseException as exc:  # SystemExit too: the tool's error, not a dead worker
+                if isinstance(exc, MemoryError):
+                    break
                 _send(
                     replies,
                     ("raised", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__),
@@ -306,12 +331,16 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             try:
                 _send(replies, ("result", value))
             except Exception as exc:
+                if isinstance(exc, MemoryError):
+                    break
                 _send(replies, ("raised", f"its result could not be sent back: {exc}"))
             continue
         _, output, case, transcript = message
         try:
             result = call_function(fn, name, kwargs, output, case, transcript if wants else None)
         except BaseException as exc:  # SystemExit too: a scorer error, not a dead worker
+            if isinstance(exc, MemoryError):
+                break
             if isinstance(exc, SystemExit):
                 text = f"python scorer {name}: called sys.exit({exc.code!r}) instead of returning"
             else:
@@ -321,7 +350,14 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         try:
             _send(replies, ("result", result))
         except Exception as exc:  # an unpicklable detail: report it, keep serving
+            if isinstance(exc, MemoryError):
+                break
             _send(replies, ("raised", f"its result could not be sent back: {exc}"))
+    # Only a MemoryError leaves the loop (out of its handler, whose traceback held the frames
+    # that hold the memory): the reply says so and the worker ends, its heap perhaps
+    # half-built; the parent starts a fresh one.
+    with contextlib.suppress(Exception):
+        _send(replies, ("out_of_memory",))
 
 
 def main() -> None:

@@ -78,8 +78,8 @@ def _load_file(criterion: Criterion, root: Path, file: str, target: str) -> Any:
             spec.loader.exec_module(module)
     except BaseException as exc:
         sys.modules.pop(module_name, None)
-        if not isinstance(exc, Exception):
-            raise
+        if not isinstance(exc, Exception) or isinstance(exc, MemoryError):
+            raise  # out of memory is the worker's to report (evalwh.scoring.pyworker)
         raise option_error(
             criterion,
             file,
@@ -103,6 +103,8 @@ def _load_module(criterion: Criterion, root: Path, file: str, target: str) -> An
             f"check the module name; it is imported with the config's folder ({root}) on "
             "sys.path, or use path/to/file.py:function",
         ) from None
+    except MemoryError:
+        raise  # the worker's to report (evalwh.scoring.pyworker)
     except Exception as exc:
         raise option_error(
             criterion,

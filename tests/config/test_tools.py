@@ -73,6 +73,19 @@ def test_a_variant_with_tools_gets_them_with_its_choice_and_bounds(tmp_path: Pat
     validate(cfg)
 
 
+def test_a_tools_memory_mb_is_taken_and_defaults_to_2048(tmp_path: Path) -> None:
+    (tool,) = load_config(config(tmp_path)).variants[0].tools.tools
+    assert tool.memory_mb == 2048
+    bounded = TOOL + "    memory_mb: 256\n"
+    (tool,) = load_config(config(tmp_path, tools=bounded)).variants[0].tools.tools
+    assert tool.memory_mb == 256
+
+
+@pytest.mark.parametrize("bad", ["0", "1.5", "lots"])
+def test_a_memory_mb_that_is_no_whole_number_above_0_is_refused(tmp_path: Path, bad: str) -> None:
+    refused(config(tmp_path, tools=TOOL + f"    memory_mb: {bad}\n"), "tools[0].memory_mb")
+
+
 def test_a_variant_without_tools_is_a_single_request(tmp_path: Path) -> None:
     (variant,) = load_config(config(tmp_path, variant="")).variants
     assert variant.tools is None

@@ -94,6 +94,36 @@ def test_a_python_tool_that_exits_is_the_calls_error(tmp_path: Path) -> None:
     assert found.error == "get_weather failed: exited with code 3"
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_a_python_tool_growing_a_list_past_memory_mb_is_stopped_and_answers_the_next_call(
+    tmp_path: Path,
+) -> None:
+    # attack: a tool asked (by an untrusted model) for something that grows without end
+    body = (
+        "def get_weather(city):\n"
+        "    hoard = []\n"
+        "    while city == 'everywhere':\n"
+        "        hoard.append(' ' * (1 << 20))\n"
+        "    return {'city': city}\n"
+    )
+    spec = python_tool(tmp_path, body, memory_mb=200)
+    box = ToolBox()
+
+    async def both() -> list[ToolOutcome]:
+        use = ToolUse((spec,))
+        return [
+            await box.run(use, "get_weather", {"city": "everywhere"}),
+            await box.run(use, "get_weather", {"city": "Paris"}),
+        ]
+
+    try:
+        hungry, next_call = asyncio.run(both())
+    finally:
+        box.close()
+    assert hungry.error == "get_weather failed: ran out of memory (memory_mb: 200)"
+    assert (next_call.result, next_call.error) == ({"city": "Paris"}, None)
+
+
 def test_a_python_tool_whose_result_is_not_json_is_the_calls_error(tmp_path: Path) -> None:
     spec = python_tool(tmp_path, "def get_weather(city):\n    return {1, 2}\n")
     assert call(spec, {"city": "Paris"}).error == "get_weather failed: its result is not JSON: set"
@@ -109,6 +139,10 @@ elif city == "Env":
     print(json.dumps({"result": sorted(k for k in os.environ if "TOKEN" in k)}))
 elif city == "Plain":
     print("just text")
+elif city == "everywhere":
+    hoard = []
+    while True:
+        hoard.append(" " * (1 << 20))
 elif city == "Hang":
     import time
     while True:
@@ -128,6 +162,17 @@ def test_a_command_tool_gets_the_call_as_json_and_answers_with_json(tmp_path: Pa
     assert call(spec, {"city": "Paris"}).result == {"name": "get_weather", "city": "Paris"}
     assert call(spec, {"city": "Atlantis"}).error == "get_weather failed: no such city"
     assert call(spec, {"city": "Plain"}).result == "just text"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_a_command_tool_growing_a_list_past_memory_mb_is_the_calls_error(tmp_path: Path) -> None:
+    # attack: a tool asked (by an untrusted model) for something that grows without end
+    found = call(command_tool(tmp_path, memory_mb=200), {"city": "everywhere"})
+    assert found.error is not None
+    assert found.error.startswith(
+        f"get_weather failed: {sys.executable} ran out of memory (memory_mb: 200): "
+    )
+    assert found.error.endswith("MemoryError")
 
 
 def test_a_command_tool_gets_no_secret_unless_passed(

@@ -185,6 +185,44 @@ def test_run_with_a_scorer_calling_sys_exit_3_stores_the_error_and_exits_normall
     assert rows and all("sys.exit(3)" in r[0] for r in rows)
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_run_with_a_scorer_allocating_8_gib_on_one_case_stores_the_error_and_scores_the_others(
+    capsys, tmp_path: Path
+):
+    # attack: a model output drives a python scorer to allocate far more than its memory_mb
+    import duckdb
+
+    write(
+        tmp_path / "attack.py",
+        "def fn(output, case):\n"
+        "    if output == 'hungry':\n"
+        "        bytearray(8 << 30)\n"
+        "    return 1.0\n",
+    )
+    config = base_config(reply="{{ q }}").replace(
+        "    expected: hi\n", "    expected: hi\n  - id: c2\n    vars: {q: hungry}\n"
+    )
+    scorer = SCORER_EXIT.replace("exits", "hungry") + "    memory_mb: 200\n"
+    out_dir = tmp_path / "out"
+    code, _, _ = evalwh_inprocess(
+        capsys, "run", str(write(tmp_path / "eval.yaml", config + scorer)), "-o", str(out_dir)
+    )
+    assert code == 0
+    con = duckdb.connect(str(out_dir / "warehouse.duckdb"), read_only=True)
+    rows = con.execute(
+        "SELECT case_id, score, error FROM scores WHERE criterion = 'hungry' ORDER BY case_id"
+    ).fetchall()
+    assert rows == [
+        ("c1", 1.0, None),
+        (
+            "c2",
+            0.0,
+            "python scorer attack.py:fn: ran out of memory (memory_mb: 200) and was stopped"
+            " (raise `memory_mb` on the criterion if it needs more)",
+        ),
+    ]
+
+
 def base_config(name: str = "attack", reply: str = "hi") -> str:
     return f"""name: {json.dumps(name)}
 models:

@@ -840,3 +840,54 @@ def test_command_provider_printing_20_mb_of_stderr_keeps_only_its_end(
     err = failure(spec_for([sys.executable, str(path)]))
     assert "exited with code 2" in str(err) and "the real reason" in str(err)
     assert max(watched) <= command.STDERR_CAPTURE_BYTES
+
+
+# ---- bounds: memory (evalwh/config/childmemory.py) ----
+
+
+def with_memory(spec: ModelSpec, memory_mb: Any) -> ModelSpec:
+    return replace(spec, options={**spec.options, "memory_mb": memory_mb})
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_command_provider_allocating_8_gib_under_memory_mb_200_is_an_out_of_memory_error(
+    tmp_path: Path,
+) -> None:
+    # attack: a request (an untrusted case) drives the program to ask for far more memory
+    # than the machine should give it; the bound holds for what it starts, too
+    path = script(
+        tmp_path,
+        "model.py",
+        """
+        import subprocess, sys
+        sys.stdin.read()
+        sys.exit(subprocess.call([sys.executable, "-c", "bytearray(8 << 30)"]))
+    """,
+    )
+    err = failure(with_memory(spec_for([sys.executable, str(path)]), 200))
+    assert (err.kind, err.retryable) == ("out_of_memory", False)
+    assert str(err).startswith(f"command: {sys.executable} ran out of memory (memory_mb: 200): ")
+    assert str(err).endswith("MemoryError")
+
+
+def test_a_command_provider_is_bounded_by_2048_mib_unless_it_names_more() -> None:
+    assert CommandProvider(spec_for("python m.py")).memory_mb == 2048
+    assert CommandProvider(with_memory(spec_for("python m.py"), 8192)).memory_mb == 8192
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2048", True])
+def test_a_memory_mb_that_is_no_whole_number_above_0_is_refused_at_its_place(bad: Any) -> None:
+    with pytest.raises(ConfigError) as info:
+        CommandProvider.check(with_memory(spec_for("python m.py"), bad), file="eval.yaml")
+    err = info.value
+    assert (err.message, err.where, err.fix) == (
+        f"memory_mb must be a whole number of MiB above 0, got {bad!r}",
+        "models[2].memory_mb",
+        "write e.g. memory_mb: 4096 (the default is 2048)",
+    )
+
+
+def test_a_failure_that_says_nothing_of_memory_stays_an_exit(tmp_path: Path) -> None:
+    path = script(tmp_path, "model.py", "import sys\nsys.stderr.write('no luck')\nsys.exit(4)\n")
+    err = failure(with_memory(spec_for([sys.executable, str(path)]), 200))
+    assert err.kind == "exit" and str(err).endswith("exited with code 4: no luck")

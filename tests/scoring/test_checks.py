@@ -13,6 +13,7 @@ import contextlib
 import os
 import re
 import shutil
+import sys
 import time
 import types
 import uuid
@@ -97,6 +98,7 @@ def test_parse_mapping():
             "setup": "pip install x",
             "run": "python answer.txt",
             "timeout_s": 5,
+            "memory_mb": 512,
             "files": {"tests/test_a.py": "assert True\n"},
         },
         WHERE,
@@ -106,6 +108,7 @@ def test_parse_mapping():
         run="python answer.txt",
         setup="pip install x",
         timeout_s=5.0,
+        memory_mb=512,
         files={"tests/test_a.py": "assert True\n"},
     )
     assert isinstance(spec.timeout_s, float)
@@ -124,6 +127,9 @@ def test_parse_mapping():
         ({"run": "x", "timeout_s": "5"}, f"{WHERE}.timeout_s", "above 0"),
         ({"run": "x", "timeout_s": True}, f"{WHERE}.timeout_s", "above 0"),
         ({"run": "x", "timeout_s": float("inf")}, f"{WHERE}.timeout_s", "above 0"),
+        ({"run": "x", "memory_mb": 0}, f"{WHERE}.memory_mb", "whole number of MiB above 0"),
+        ({"run": "x", "memory_mb": "2048"}, f"{WHERE}.memory_mb", "whole number of MiB"),
+        ({"run": "x", "memory_mb": 2.5}, f"{WHERE}.memory_mb", "whole number of MiB"),
         ({"run": "x", "files": ["a"]}, f"{WHERE}.files", "'files' must be a mapping"),
         ({"run": "x", "files": {"../up.txt": ""}}, f"{WHERE}.files.../up.txt", "relative"),
         ({"run": "x", "files": {"/etc/x": ""}}, f"{WHERE}.files./etc/x", "relative"),
@@ -204,6 +210,28 @@ def test_setup_timeout():
     result = check("true", setup="sleep 5", timeout_s=0.3)
     assert (result.passed, result.exit_code) == (False, None)
     assert result.error == "setup timed out after 0.3 s"
+
+
+HUNGRY = "python3 -c 'bytearray(8 << 30)'"
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or shutil.which("python3") is None,
+    reason="RLIMIT_DATA is enforced on Linux; the snippet runs python3",
+)
+def test_an_answer_allocating_8_gib_under_memory_mb_200_is_an_out_of_memory_error():
+    # attack: a model's code, run by the check, asks for far more memory than the machine has
+    result = check(HUNGRY, memory_mb=200)
+    assert (result.passed, result.exit_code) == (False, 1)
+    assert result.error == "ran out of memory (memory_mb: 200)"
+    assert result.output.rstrip().endswith("MemoryError")
+    setup = check("true", setup=HUNGRY, memory_mb=200)
+    assert setup.error == "setup failed (ran out of memory (memory_mb: 200)): MemoryError"
+
+
+def test_a_failing_snippet_that_says_nothing_of_memory_is_a_plain_fail():
+    result = check("echo 'no luck'; exit 3", memory_mb=200)
+    assert (result.passed, result.exit_code, result.error) == (False, 3, None)
 
 
 def test_timeout_covers_setup_and_run_together():
@@ -578,7 +606,7 @@ def test_unknown_check_keys_are_listed_comma_separated_with_the_keys_a_check_tak
     error = config_error({"run": "x", "timeout": 3, "env": {}})
     assert error.message == "unknown key(s) in check: env, timeout"
     assert error.where == f"{WHERE}.env"
-    assert error.fix == "a check takes: run, setup, timeout_s, files, pass_env"
+    assert error.fix == "a check takes: run, setup, timeout_s, memory_mb, files, pass_env"
 
 
 def test_a_missing_run_says_how_to_write_one_with_the_answer_variable() -> None:

@@ -2,7 +2,7 @@
 ``module:function`` or ``path/to/file.py:function``, called in its worker process. What it may
 return (bool, number, dict, ScoreResult) and the error results of anything else, options passed
 as keyword arguments, and the config errors of a module, file or function that cannot be loaded
-and of bad ``options`` or ``timeout_s`` (refused at their option, with the fix, before any
+and of bad ``options``, ``timeout_s`` or ``memory_mb`` (refused at their option, with the fix, before any
 worker starts). The ``helper_module`` fixture (tests/scoring/conftest.py) gives the scorers.
 """
 
@@ -148,6 +148,15 @@ def test_function_without_colon_is_a_config_error():
         ],
         *[
             (
+                {"memory_mb": bad},
+                "memory_mb",
+                f"'memory_mb' must be a whole number of MiB above 0, got {bad!r}",
+                "write e.g. `memory_mb: 4096` (the default is 2048)",
+            )
+            for bad in ("2048", True, 0, 1.5)
+        ],
+        *[
+            (
                 {"pass_env": bad},
                 "pass_env",
                 f"'pass_env' must be a list of environment variable names, got {bad!r}",
@@ -184,6 +193,17 @@ def test_any_positive_timeout_is_taken_as_given(tmp_path: Path, timeout: float) 
         assert worker.timeout_s == timeout
     finally:
         worker.close()
+
+
+def test_a_python_criterions_memory_mb_bounds_its_worker(tmp_path: Path) -> None:
+    (tmp_path / "s.py").write_text("def f(output, **_):\n    return 1.0\n", encoding="utf-8")
+    for options, bound in (({}, 2048), ({"memory_mb": 512}, 512)):
+        spec = Criterion(name="k", type="python", options={"function": "s.py:f", **options})
+        worker = python_scorer(spec, tmp_path, "eval.yaml")
+        try:
+            assert worker.memory_mb == bound
+        finally:
+            worker.close()
 
 
 def test_a_python_criterion_passes_the_variables_it_names_to_its_function(

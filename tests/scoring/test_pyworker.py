@@ -600,3 +600,90 @@ def test_the_worker_keeps_what_python_needs_and_makes_no_path_a_secret(
     assert "EDITOR" not in env
     # a folder is no secret: text naming it is stored as written
     assert redact("see /opt/venvs/evalwh") == "see /opt/venvs/evalwh"
+
+
+# --- memory: a function past its worker's memory_mb ---------------------------------------------
+
+
+def test_a_memory_error_is_an_out_of_memory_reply_and_the_worker_ends(tmp_path: Path) -> None:
+    # the worker's heap may be half-built after a MemoryError: it answers and ends, so the
+    # parent starts a fresh one (the frames after it are never answered). A scorer's call
+    # goes the same way: test_python_scorer_allocating_past_memory_mb_...
+    (tmp_path / "hungry.py").write_text("def fn(**arguments):\n    raise MemoryError\n")
+    call = ("tool", {"q": 1})
+    replies = serve([load(criterion("hungry.py:fn"), tmp_path), call, call])
+    assert [r[0] for r in replies] == ["loaded", "out_of_memory"]
+    assert replies[1] == ("out_of_memory",)
+
+
+@pytest.mark.parametrize("function", ["heavy.py:fn", "heavy:fn"])
+def test_a_memory_error_while_importing_is_an_out_of_memory_reply(
+    tmp_path: Path, function: str
+) -> None:
+    (tmp_path / "heavy.py").write_text("raise MemoryError\n")
+    try:
+        assert serve([load(criterion(function), tmp_path)]) == [("out_of_memory",)]
+    finally:
+        sys.modules.pop("heavy", None)
+
+
+HUNGRY = """\
+def fn(output, case):
+    if output == "8 GiB":
+        bytearray(8 << 30)
+    return 1.0
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_python_scorer_allocating_past_memory_mb_is_stopped_and_the_next_call_answers(
+    tmp_path: Path,
+) -> None:
+    # attack: a scorer (fed an untrusted model output) allocates far more than its bound
+    (tmp_path / "attack.py").write_text(HUNGRY, encoding="utf-8")
+    fn = ScorerWorker(attack_criterion(), tmp_path, "eval.yaml", timeout_s=60, memory_mb=200)
+    try:
+        first = fn._proc
+        result = fn("8 GiB", Case(id="a"))
+        assert (result.score, result.passed, result.error) == (
+            0.0,
+            False,
+            "python scorer attack.py:fn: ran out of memory (memory_mb: 200) and was stopped"
+            " (raise `memory_mb` on the criterion if it needs more)",
+        )
+        assert fn._proc is None and first is not None and first.poll() is not None
+        assert fn("fine", Case(id="b")).score == 1.0  # a fresh worker answers
+    finally:
+        fn.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_an_import_past_memory_mb_is_a_config_error_naming_the_option(tmp_path: Path) -> None:
+    (tmp_path / "attack.py").write_text("HOARD = bytearray(8 << 30)\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        ScorerWorker(attack_criterion(), tmp_path, "eval.yaml", timeout_s=60, memory_mb=200)
+    assert info.value.message == (
+        "the python scorer 'attack.py:fn' could not start: importing it ran out of memory"
+        " (memory_mb: 200)"
+    )
+    assert info.value.fix == "raise `memory_mb` (now 200) on the criterion, or import less"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_DATA is enforced on Linux")
+def test_numpy_and_pandas_code_runs_under_the_default_bound(tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    pytest.importorskip("pandas")
+    source = (
+        "import numpy, pandas\n"
+        "def fn(output, case):\n"
+        "    a = numpy.ones((2000, 2000))\n"
+        "    frame = pandas.DataFrame({'x': range(10**6)})\n"
+        "    return float((a @ a)[0, 0] == 2000 and len(frame) == 10**6)\n"
+    )
+    fn = worker(tmp_path, source)
+    try:
+        assert fn.memory_mb == 2048
+        assert fn("x", Case(id="a")).score == 1.0
+    finally:
+        fn.close()
