@@ -1131,7 +1131,7 @@ def test_the_engine_waits_for_the_writer_once_a_batch_is_pending(
     cfg.write_text(
         "models: [{id: m, provider: mock}]\n"
         'variants: [{id: v, messages: [{role: user, content: "{{ q }}"}]}]\n'
-        "cases: [" + ", ".join(f"{{id: c{i}, vars: {{q: x{i}}}}}" for i in range(100)) + "]\n"
+        "cases: [" + ", ".join(f"{{id: c{i}, vars: {{q: x{i}}}}}" for i in range(300)) + "]\n"
         "scorecard: [{name: has, type: contains, value: x}]\n"
         "settings: {cache: false, batch_size: 10, concurrency: 4}\n",
         encoding="utf-8",
