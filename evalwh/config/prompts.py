@@ -23,56 +23,121 @@ context, so a prompt cannot leak it by accident; put it in ``vars`` when a promp
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import jinja2
-import jinja2.sandbox
-from jinja2.exceptions import SecurityError
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalwh.config.attachments import KINDS, REF_PREFIX, is_url, load
 from evalwh.config.model import Case, Message, Part, Variant
 from evalwh.errors import ConfigError
 
+if TYPE_CHECKING:
+    import jinja2
+
 Rendered = list[dict[str, Any]]
+Plan = tuple[tuple[bool, str], ...]  # literal pieces (False, text) and names (True, name)
 
 
-class Template(jinja2.Template):
-    """A Jinja2 template that renders plain substitutions without Jinja's runtime.
+class CompiledTemplate(Protocol):
+    """What :func:`compile_template` returns: a Jinja template, or a :class:`PlainTemplate`."""
 
-    A template made only of literal text and ``{{ name }}`` expressions (the common prompt
-    shape) keeps a *plan*: literal pieces and variable names. Rendering it with a dict that
-    holds every name joins the pieces, each value through ``str()``, which is exactly what
-    Jinja's compiled code yields for such a template (no autoescape; :func:`_defined`
-    returns case data unchanged). Anything
-    else (a missing name, a global, keyword arguments, a template with filters, tags or
-    attribute access) takes Jinja's own path, so errors and semantics stay Jinja's.
-    """
+    def render(self, *args: Any, **kwargs: Any) -> str: ...
 
-    _plan: tuple[tuple[bool, str], ...] | None = None
 
-    def render(self, *args: Any, **kwargs: Any) -> str:
-        plan = self._plan
-        if plan is not None and not kwargs and len(args) == 1 and type(args[0]) is dict:
-            context = args[0]
-            out = []
-            for is_name, text in plan:
-                if not is_name:
-                    out.append(text)
-                    continue
-                value = context.get(text, _MISSING)
-                if value is _MISSING:
-                    break  # a global or an undefined name: Jinja decides
-                out.append(value if type(value) is str else str(value))
-            else:
-                return "".join(out)
-        return super().render(*args, **kwargs)
+def _fill(plan: Plan, context: dict[str, Any]) -> str | None:
+    """A plain template's text: its pieces joined, each value through ``str()``, which is
+    exactly what Jinja's compiled code yields for such a template (no autoescape;
+    :func:`_defined` returns case data unchanged). None when a name is not in ``context`` (a
+    global or an undefined name: Jinja decides)."""
+    out = []
+    for is_name, text in plan:
+        if not is_name:
+            out.append(text)
+            continue
+        value = context.get(text, _MISSING)
+        if value is _MISSING:
+            return None
+        out.append(value if type(value) is str else str(value))
+    return "".join(out)
 
 
 _MISSING = object()
+
+
+class PlainTemplate:
+    """A template made only of literal text and ``{{ name }}`` (the common prompt shape),
+    recognised without Jinja (:func:`plain_plan`): a run whose templates are all plain never
+    imports Jinja (~50 ms at start-up). Rendering with a dict that holds every name joins the
+    plan's pieces (:func:`_fill`); anything else (a missing name, a global, keyword arguments)
+    takes Jinja's own path, compiled on first need, so errors and semantics stay Jinja's."""
+
+    __slots__ = ("_jinja", "_plan", "source")
+
+    def __init__(self, source: str, plan: Plan) -> None:
+        self.source = source
+        self._plan = plan
+        self._jinja: jinja2.Template | None = None
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        if not kwargs and len(args) == 1 and type(args[0]) is dict:
+            text = _fill(self._plan, args[0])
+            if text is not None:
+                return text
+        if self._jinja is None:
+            self._jinja = environment().from_string(self.source)
+        return self._jinja.render(*args, **kwargs)
+
+
+# One piece of a plain template: text holding no `{{`, `{%`, `{#` (nor a carriage return,
+# which Jinja normalises), or `{{ name }}` without whitespace control. Names Jinja reads as
+# constants or operators are not names.
+_PIECE = re.compile(r"((?:[^{\r]|\{(?![{%#]))+)|\{\{[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]*\}\}")
+_NOT_NAMES = frozenset(
+    {"true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if"}
+    | {"else"}
+)
+
+
+def plain_plan(text: str) -> Plan | None:
+    """The plan of a template made only of text and ``{{ name }}``, read without Jinja (the
+    same plan Jinja's parse gives, :func:`_plan_of`); None for anything else."""
+    plan: list[tuple[bool, str]] = []
+    end = 0
+    for match in _PIECE.finditer(text):
+        if match.start() != end:
+            return None
+        end = match.end()
+        data, name = match.groups()
+        if name is None:
+            plan.append((False, data))
+        elif name in _NOT_NAMES:
+            return None
+        else:
+            plan.append((True, name))
+    return tuple(plan) if end == len(text) else None
+
+
+def is_sandbox_violation(exc: BaseException) -> bool:
+    """Whether ``exc`` is Jinja's SecurityError (without importing Jinja when no template
+    of Jinja's has run)."""
+    if "jinja2" not in sys.modules:
+        return False
+    from jinja2.exceptions import SecurityError
+
+    return isinstance(exc, SecurityError)
+
+
+def is_undefined(exc: BaseException) -> bool:
+    """Whether ``exc`` is Jinja's UndefinedError (see :func:`is_sandbox_violation`)."""
+    if "jinja2" not in sys.modules:
+        return False
+    from jinja2.exceptions import UndefinedError
+
+    return isinstance(exc, UndefinedError)
 
 
 def _plan_of(source: str) -> tuple[tuple[bool, str], ...] | None:
@@ -96,6 +161,22 @@ def _plan_of(source: str) -> tuple[tuple[bool, str], ...] | None:
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The one template environment: sandboxed, immutable, StrictUndefined."""
+    import jinja2.sandbox
+
+    class Template(jinja2.Template):
+        """A Jinja2 template that renders plain substitutions without Jinja's runtime: a
+        template Jinja parses to only text and ``{{ name }}`` keeps its plan (:func:`_fill`)."""
+
+        _plan: Plan | None = None
+
+        def render(self, *args: Any, **kwargs: Any) -> str:
+            plan = self._plan
+            if plan is not None and not kwargs and len(args) == 1 and type(args[0]) is dict:
+                text = _fill(plan, args[0])
+                if text is not None:
+                    return text
+            return super().render(*args, **kwargs)
+
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(
         undefined=jinja2.StrictUndefined,
         finalize=_defined,
@@ -115,6 +196,8 @@ def _defined(value: Any) -> Any:
     path of :class:`Template` stays equal to this)."""
     if not isinstance(value, (list, tuple, dict)):
         return value
+    import jinja2
+
     stack: list[Any] = [value]
     seen: set[int] = set()
     while stack:
@@ -129,9 +212,16 @@ def _defined(value: Any) -> Any:
 
 def compile_template(
     text: str, *, file: str, where: str, env: jinja2.Environment | None = None
-) -> jinja2.Template:
+) -> CompiledTemplate:
     """``text`` compiled in :func:`environment` (or ``env``, an overlay of it: a regex
-    pattern's escapes every value); syntax errors and sandbox violations are ConfigErrors."""
+    pattern's escapes every value); syntax errors and sandbox violations are ConfigErrors.
+    A plain template (:func:`plain_plan`) is a :class:`PlainTemplate`, compiled by Jinja only
+    if a render needs Jinja."""
+    plan = plain_plan(text) if env is None else None  # an overlay's finalize needs Jinja
+    if plan is not None:
+        return PlainTemplate(text, plan)
+    import jinja2
+
     try:
         template = (env or environment()).from_string(text)
     except jinja2.TemplateSyntaxError as exc:
@@ -145,8 +235,8 @@ def compile_template(
     if unsafe is not None:
         name, line = unsafe
         raise sandbox_error(f"access to '{name}'", line, file=file, where=where)
-    if isinstance(template, Template) and env is None:  # an overlay's finalize needs Jinja
-        template._plan = _plan_of(text)
+    if env is None:  # an overlay's finalize needs Jinja
+        template._plan = _plan_of(text)  # type: ignore[attr-defined]  # environment()'s class
     return template
 
 
@@ -189,7 +279,7 @@ def _unsafe_access(tree: Any) -> tuple[str, int] | None:
 @dataclass(frozen=True)
 class _PartTemplate:
     data: dict[str, Any]  # the part without its text (or its file's source)
-    template: jinja2.Template | None
+    template: CompiledTemplate | None
     static: str | None
     binary: bool = False  # image, file, audio, video: renders to a file reference
 
@@ -227,22 +317,8 @@ class CompiledVariant:
                 if part.template is not None:
                     try:
                         value = part.template.render(context)
-                    except SecurityError as exc:
-                        raise sandbox_error(
-                            f"{exc} (case '{case.id}')",
-                            _template_line(exc),
-                            file=self.variant.source,
-                            where=f"{self.variant.where}.messages[{i}].content[{j}]",
-                        ) from None
-                    except jinja2.UndefinedError as exc:
-                        raise _undefined(exc, self.variant, case, i, j, part.binary) from None
-                    except Exception as exc:  # a filter or method failing on this case's data
-                        raise ConfigError(
-                            f"template failed for case '{case.id}': {type(exc).__name__}: {exc}",
-                            file=self.variant.source,
-                            where=f"{self.variant.where}.messages[{i}].content[{j}]",
-                            fix=f"check the template against the case's vars ({case.source})",
-                        ) from None
+                    except Exception as exc:
+                        raise self._failed(exc, case, i, j, part.binary) from None
                 if part.binary and value is not None:
                     templated = part.template is not None
                     item = self._binary(item, value.strip(), case, i, j, templated)
@@ -251,6 +327,26 @@ class CompiledVariant:
                 content.append(item)
             out.append({"role": role, "content": content})
         return out
+
+    def _failed(self, exc: Exception, case: Case, i: int, j: int, binary: bool) -> ConfigError:
+        """A part's template failing for a case: a sandbox violation, an undefined name, or a
+        filter or method failing on this case's data."""
+        where = f"{self.variant.where}.messages[{i}].content[{j}]"
+        if is_sandbox_violation(exc):
+            return sandbox_error(
+                f"{exc} (case '{case.id}')",
+                _template_line(exc),
+                file=self.variant.source,
+                where=where,
+            )
+        if is_undefined(exc):
+            return _undefined(exc, self.variant, case, i, j, binary)
+        return ConfigError(
+            f"template failed for case '{case.id}': {type(exc).__name__}: {exc}",
+            file=self.variant.source,
+            where=where,
+            fix=f"check the template against the case's vars ({case.source})",
+        )
 
     def _binary(
         self, item: dict[str, Any], value: str, case: Case, i: int, j: int, templated: bool

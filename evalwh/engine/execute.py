@@ -157,6 +157,14 @@ def check_config(config: EvalConfig) -> tuple[Any, EvalConfig]:
     )
 
 
+def _embedding_provider(model: ModelSpec) -> Any:
+    """An embedder's provider; its module (and httpx, which it imports) is loaded only by a
+    run that embeds."""
+    from evalwh.providers.embeddings import embedding_provider
+
+    return embedding_provider(model)
+
+
 def _embedding_model(model: ModelSpec, file: str) -> ModelSpec:
     """An embedder's model checked (its provider can embed) and priced."""
     from evalwh import providers
@@ -805,7 +813,6 @@ def execute(
 
     async def main() -> EngineStats:
         from evalwh.engine.embed import MARK
-        from evalwh.providers.embeddings import embedding_provider
 
         endpoints = {m.id: Endpoint.for_model(m, registry.create(m)) for m in plan.models}
         judges = {
@@ -816,7 +823,7 @@ def execute(
             for j in config.judges
         }
         embedders = {
-            m.id: Endpoint.for_model(m, embedding_provider(m), limited=True)
+            m.id: Endpoint.for_model(m, _embedding_provider(m), limited=True)
             for m in config.embedders
         }
         for endpoint in embedders.values():

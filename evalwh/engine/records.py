@@ -19,7 +19,7 @@ def _clean(text: str | None) -> str | None:
     return None if text is None else redact(text)
 
 
-KNOWN_EVERY_S = 0.1  # how stale the journal's list of known secrets may be
+KNOWN_EVERY_S = 0.1  # how stale the list of known secrets the rows are redacted with may be
 
 
 class RowSink:
@@ -88,7 +88,7 @@ class RowSink:
         )
         vars_json, expected, metadata, human_label, attachments = self._case_fields(result)
         check, hide = result.check, self.no_look
-        known = known_secret_values() if self.redact_outputs and not hide else None
+        known = self._known() if self.redact_outputs and not hide else None
         if hide:  # the engine already reduced a no-look error to its status and class
             messages, output, error = None, None, result.error
         else:
@@ -155,7 +155,8 @@ class RowSink:
 
     def _known(self) -> list[str]:
         """The known secrets, taken again at most every KNOWN_EVERY_S: reading them scans the
-        environment (~50 us), once per answer was a third of the journal's cost per cell."""
+        environment (~50 us): once per answer it was a third of the journal's cost per cell
+        and half the CPU of a cached rerun's rows."""
         now = time.monotonic()
         if self._known_values is None or now - self._known_at >= KNOWN_EVERY_S:
             self._known_values, self._known_at = known_secret_values(), now

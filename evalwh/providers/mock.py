@@ -190,15 +190,15 @@ class MockProvider:
             "model": request.model.id,
             "prompt": prompt,
         }
-        from jinja2.exceptions import SecurityError
+        from evalwh.config.prompts import is_sandbox_violation
 
         try:
             text = template.render(context)
-        except SecurityError as exc:  # an attribute name computed from data; nothing ran
-            raise ProviderError(
-                f"mock: reply template sandbox violation: {exc}", kind="provider"
-            ) from None
         except Exception as exc:
+            if is_sandbox_violation(exc):  # an attribute name computed from data; nothing ran
+                raise ProviderError(
+                    f"mock: reply template sandbox violation: {exc}", kind="provider"
+                ) from None
             raise ProviderError(f"mock: reply template failed: {exc}", kind="provider") from None
         completion = Completion(
             text=text, input_tokens=_tokens(prompt), output_tokens=_tokens(text)

@@ -34,14 +34,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import jinja2
-
 from evalwh.config.model import Case, Criterion
 from evalwh.errors import ConfigError
 from evalwh.scoring.base import option_error, option_where
 
 if TYPE_CHECKING:
+    import jinja2
+
     from evalwh.config.model import EvalConfig
+    from evalwh.config.prompts import CompiledTemplate
 
 MARKS = ("{{", "{%", "{#")
 CACHE = 4096  # cases whose rendered values are kept (a case is scored once per cell)
@@ -106,7 +107,7 @@ class CaseValues:
 
         self.criterion, self.file, self.option = criterion, file, option
         self.fixed: list[str] | None = None
-        self._templates: list[tuple[str, jinja2.Template | None]] = []
+        self._templates: list[tuple[str, CompiledTemplate | None]] = []
         self._cache: OrderedDict[int, tuple[Case, list[str]]] = OrderedDict()
         if not any(is_template(v) for v in values):
             self.fixed = list(values)
@@ -135,7 +136,7 @@ class CaseValues:
         return found
 
     def _render(self, case: Case) -> list[str]:
-        from jinja2.exceptions import SecurityError
+        from evalwh.config.prompts import is_sandbox_violation, is_undefined
 
         values = context(case)
         out = []
@@ -145,16 +146,17 @@ class CaseValues:
                 continue
             try:
                 out.append(template.render(values))
-            except SecurityError as exc:
-                raise self._error(case, f"sandbox violation: {exc}") from None
-            except jinja2.UndefinedError as exc:
-                has = "; the case has no expected value" if case.expected is None else ""
-                raise self._error(
-                    case,
-                    f"{exc}{has}",
-                    fix=f"use a name the case has ({case.source}): {', '.join(sorted(values))}",
-                ) from None
-            except Exception as exc:  # a filter or method failing on this case's data
+            except Exception as exc:
+                if is_sandbox_violation(exc):
+                    raise self._error(case, f"sandbox violation: {exc}") from None
+                if is_undefined(exc):
+                    has = "; the case has no expected value" if case.expected is None else ""
+                    raise self._error(
+                        case,
+                        f"{exc}{has}",
+                        fix=f"use a name the case has ({case.source}): {', '.join(sorted(values))}",
+                    ) from None
+                # a filter or method failing on this case's data
                 raise self._error(case, f"{type(exc).__name__}: {exc}") from None
         return out
 

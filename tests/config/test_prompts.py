@@ -199,6 +199,56 @@ def test_a_plain_template_keeps_its_plan_for_the_fast_path() -> None:
     assert compile_template("{{ name | upper }}", file="e.yaml", where="t")._plan is None  # type: ignore[attr-defined]
 
 
+PLAIN_OR_NOT = [
+    "Hi {{ name }}!",
+    "{{q}}",
+    "{{\tq\n}}\n",
+    'json {"a": {{ v }}} and a{ lone brace',
+    "{ {{x}} }}}",
+    "{{ x }}{{ y }}",
+    "",
+    # not plain: Jinja's own path
+    "{{ true }}",
+    "{{ none }}",
+    "{{ not }}",
+    "{{- x }}",
+    "{{ x -}}",
+    "{{ x|upper }}",
+    "{{ x.y }}",
+    "{{ x[0] }}",
+    "{# note #}x",
+    "{% if x %}y{% endif %}",
+    "{{{ x }}",
+    "a\r\nb {{ x }}",
+    "{{ \u00e9 }}",
+]
+
+
+def test_a_plain_template_is_recognised_without_jinja_as_jinja_parses_it() -> None:
+    # a template recognised as plain has exactly the plan Jinja's parse gives; anything else
+    # (constants, operators, whitespace control, filters, tags, comments, CR, non-ASCII
+    # names) is left to Jinja
+    from evalwh.config.prompts import _plan_of, plain_plan
+
+    recognised = [t for t in PLAIN_OR_NOT if plain_plan(t) is not None]
+    assert recognised == PLAIN_OR_NOT[:7]
+    for text in recognised:
+        assert plain_plan(text) == _plan_of(text), text
+
+
+def test_a_plain_template_renders_as_jinja_and_falls_back_to_it_for_a_missing_name() -> None:
+    from evalwh.config.prompts import PlainTemplate, environment
+
+    template = compile_template("Hi {{ name }}, {{ n }}!", file="e.yaml", where="t")
+    assert isinstance(template, PlainTemplate)
+    jinja = environment().from_string("Hi {{ name }}, {{ n }}!")
+    for context in ({"name": "Ann", "n": 3}, {"name": ["a", 1], "n": None}):
+        assert template.render(context) == jinja.render(context)
+    assert template.render(name="kw", n=1) == "Hi kw, 1!"  # keyword arguments: Jinja's path
+    with pytest.raises(jinja2.UndefinedError):  # StrictUndefined, as any template
+        template.render({"name": "Ann"})
+
+
 def test_an_underscore_string_elsewhere_is_only_text() -> None:
     # only attribute access is checked: a filter's argument or a computed index is data
     for text in ('{{ q | default("_none") }}', "{{ items[n] }}", '{{ q ~ "_x" }}'):

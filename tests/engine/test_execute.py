@@ -533,6 +533,38 @@ def test_the_cache_read_waits_for_another_writer_without_a_bound(
     assert waits == [None]
 
 
+def test_a_cached_rerun_reads_the_cache_in_one_query_not_one_per_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the whole plan's hashes are joined with the response cache in one statement
+    # (sql/cache_lookup.sql), however many cases and flushes (batch_size 20: 5 flushes here)
+    from evalwh.warehouse import queries
+
+    (tmp_path / "eval.yaml").write_text(
+        "settings: {batch_size: 20}\n"
+        "models: [{id: m, provider: mock, mock: {default: x}}]\n"
+        'variants: [{id: v, messages: [{role: user, content: "{{ q }}"}]}]\n'
+        "cases:\n"
+        + "".join(f"  - {{id: c{i}, vars: {{q: '{i}'}}}}\n" for i in range(100))
+        + "scorecard: [{name: ok, type: contains, value: x}]\n",
+        encoding="utf-8",
+    )
+    first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    assert first.stats["requests"] == 100
+    asked: list[str] = []
+    real = queries.run_query
+
+    def counted(con: Any, name: str, **params: Any) -> Any:
+        asked.append(name)
+        return real(con, name, **params)
+
+    monkeypatch.setattr(queries, "run_query", counted)
+    again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    assert (again.stats["cache_hits"], again.stats["requests"]) == (100, 0)
+    assert asked.count("cache_lookup") == 1
+    assert "cache_for_model" not in asked  # no per-model (or per-case) reads either
+
+
 def test_a_judge_models_cached_replies_are_read_by_provider_and_model(tmp_path: Path) -> None:
     store = warehouse(tmp_path)
     judge = ModelSpec(id="j", provider="mock", model="judge")

@@ -251,3 +251,31 @@ def test_an_answer_echoing_a_key_is_stored_redacted_in_every_model_output_column
     s(result)
     assert cases[0][OUTPUT] == "the key is " + ECHOED
     assert ECHOED in cases[0][COLUMNS.index("reasoning")]
+
+
+def test_the_known_secrets_are_read_once_per_window_not_once_per_row(monkeypatch: Any) -> None:
+    """Reading the known secrets scans the environment; once per row it was half the CPU of a
+    cached rerun. Rows within KNOWN_EVERY_S share one reading; a secret that appears later (a
+    secret-named variable set mid-run, which an answer then echoes) is redacted once the window
+    has passed."""
+    from evalwh.engine import records
+
+    clock = [100.0]
+    readings: list[int] = []
+    real = records.known_secret_values
+
+    def counted() -> list[str]:
+        readings.append(1)
+        return real()
+
+    monkeypatch.setattr(records.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(records, "known_secret_values", counted)
+    late = "late-secret-value-" + "x" * 20
+    s, cases = sink()
+    for _ in range(1000):
+        s(replace(cell_result(CASE), output="said " + late))
+    assert len(readings) == 1
+    monkeypatch.setenv("LATE_API_TOKEN", late)
+    clock[0] += 2 * records.KNOWN_EVERY_S
+    s(replace(cell_result(CASE), output="said " + late))
+    assert len(readings) == 2 and cases[-1][OUTPUT] == "said ***"

@@ -75,6 +75,25 @@ def test_a_run_and_its_cached_rerun_skip_what_they_do_not_use(quickstart: Path) 
         assert ("jsonschema" in loaded) is not rerun
 
 
+def test_a_one_case_mock_run_with_plain_templates_imports_no_jinja_or_http_client(
+    tmp_path: Path,
+) -> None:
+    """The 1-case run's fixed cost: a prompt and a mock reply made only of text and
+    ``{{ name }}`` render without Jinja (~50 ms to import), and a run that embeds nothing
+    loads no HTTP provider (httpx, ssl contexts: ~50 ms)."""
+    (tmp_path / "eval.yaml").write_text(
+        "models: [{id: m, provider: mock, mock: {default: 'It is {{ expected }}.'}}]\n"
+        'variants: [{id: v, messages: [{role: user, content: "Q: {{ q }}"}]}]\n'
+        "cases: [{id: c1, vars: {q: one}, expected: one}]\n"
+        "scorecard: [{name: has, type: contains, value: '{{ expected }}'}]\n",
+        encoding="utf-8",
+    )
+    loaded = _modules_of_run(tmp_path / "eval.yaml", tmp_path)
+    assert "duckdb" in loaded  # it did run and write
+    assert not {m.split(".")[0] for m in loaded} & {"jinja2", "httpx", "markupsafe"}
+    assert not {"evalwh.providers.http", "evalwh.providers.embeddings"} & loaded
+
+
 def test_built_in_providers_and_scorers_read_no_entry_points(monkeypatch, tmp_path: Path) -> None:
     """Scanning every installed package's metadata for plug-ins costs ~5-20 ms: a built-in
     name never needs it; an unknown one still does (and still gets the list)."""
