@@ -29,7 +29,10 @@ counts too. Outcomes, set on the server before the job ends:
   guide's ``batch_expired`` error line, or no line at all with ``expired_lines=False``;
 - ``fail="message"``: the whole job fails (``errors.data``), no output;
 - ``answered_before_cancel=N``: a cancelled job answered its first N requests, the rest have
-  no line.
+  no line;
+- ``on_create``: called with a new job's requests (``{custom_id: body}``) once it is
+  created, before it can end: a test scripts the outcomes above by what each request asks
+  (a custom id is the engine's request hash, known only then).
 
 The state (files, jobs, polls) lives in the server, not in any client: a client process that
 dies after submitting leaves a job another client polls and reads. Recorded: ``requests``
@@ -48,6 +51,7 @@ import json
 import socket
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -84,6 +88,7 @@ class FakeOpenAIBatchServer:
     fail: str | None = None
     answered_before_cancel: int = 0
     echo_auth: bool = False
+    on_create: Callable[[dict[str, dict[str, Any]]], None] | None = None
     requests: list[Seen] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     files: dict[str, bytes] = field(default_factory=dict)
@@ -269,6 +274,8 @@ class FakeOpenAIBatchServer:
         else:
             data["request_counts"]["total"] = len(lines)
         self.batches[batch_id] = FakeBatch(data, lines)
+        if self.on_create is not None and lines:
+            self.on_create({line["custom_id"]: line["body"] for line in lines})
         return 200, data
 
     def _advance(self, batch: FakeBatch) -> None:
