@@ -233,6 +233,17 @@ def test_a_run_killed_after_submitting_resumes_on_its_job_and_submits_nothing_ne
     killed_then_resumed(tmp_path, provider, server)
 
 
+@pytest.mark.slow
+def test_a_run_whose_create_reply_is_lost_submits_its_requests_once(
+    tmp_path: Path, serving: list[Any]
+) -> None:
+    server = start(serving, FakeOpenAIBatchServer(lose_creates=1))
+    config(tmp_path, "openai", server.url, 10)
+    run(tmp_path)
+    assert create_calls(server) == 1 and job_sizes(server) == [10]
+    assert [r["error"] for r in rows(tmp_path, "error")] == [None] * 10
+
+
 # ---- 3. failed and expired requests are errors; --retry-errors resubmits only them --------
 
 # what a failed request says at each fake, and the error kind evalwh stores for it
