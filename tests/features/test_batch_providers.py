@@ -95,11 +95,8 @@ def config(
     ``schema`` the variant asks for JSON by schema and the scorecard checks it."""
     cases = "\n".join(f"  - {{id: c{i}, vars: {{q: '{i}'}}, expected: '{i}'}}" for i in range(n))
     output = f"\n    output_schema: {{schema: {SCHEMA}}}" if schema else ""
-    scorer = (
-        f"{{name: json, type: json-schema, schema: {SCHEMA}}}"
-        if schema
-        else ("{name: exact, type: exact}")
-    )
+    exact = "{name: exact, type: exact}"
+    scorer = f"{{name: json, type: json-schema, schema: {SCHEMA}}}" if schema else exact
     return write(
         folder / "eval.yaml",
         f"""\
