@@ -10,6 +10,7 @@ import math
 import os
 import statistics
 import subprocess
+from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -695,3 +696,32 @@ def stop_at_first_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 async def no_pause(seconds: float) -> None:
     return None
+
+
+def killed_when(
+    args: list[str], cwd: Path, ready: Callable[[], bool], env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`evalwh ARGS` in a subprocess (polls every 0.05 s unless ``env`` says otherwise),
+    SIGKILLed once ``ready()`` holds (checked every 50 ms; the command must not end first)."""
+    import signal
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalwh.cli.main", *args],
+        cwd=cwd,
+        env={**os.environ, "EVALWH_BATCH_POLL_S": "0.05", **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while not ready():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, err
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -41,9 +41,9 @@ What evalwh makes of it:
   ``/v1/messages/batches/{id}/results`` under ``base_url``, so a reply naming another host
   never receives the key. A job id goes into a path only when it has the shape of one.
 - JSON by schema is a forced tool call whose input is the answer, so reading it needs the
-  request: :meth:`AnthropicBatchApi.line` remembers each request by its ``custom_id`` and
-  :meth:`~AnthropicBatchApi.results` parses with it (a results line whose request this
-  object has not seen is parsed as a plain answer).
+  request: :meth:`~AnthropicBatchApi.results` parses each line with the request the engine
+  gives for its ``custom_id`` (rebuilt from the plan by a resumed run; a line whose request
+  is not given is parsed as a plain answer).
 """
 
 from __future__ import annotations

@@ -10,7 +10,12 @@ The wire format, from OpenAI's API reference (Files, Batch) and the official SDK
   ``purpose=batch`` and ``file``, compact JSON, one request a line, ``\\n`` after each), then
   creates the job (``POST /batches`` ``{input_file_id, endpoint: /v1/chat/completions,
   completion_window: 24h, metadata: {evalwh_run: label}}``). One file holds at most 50,000
-  requests and 200 MB (``LIMITS``); more is refused before anything is sent.
+  requests and 200 MB (``LIMITS``); more is refused before anything is sent. A create that
+  fails in a way another attempt may mend (a timeout, a dropped connection, a 5xx: the reply
+  may be lost after OpenAI made the job) is looked up before it is given up: ``GET
+  /batches?limit=100`` (newest first) lists the jobs, and one whose ``input_file_id`` is the
+  file just uploaded is the job created, returned as if the reply had come (else the
+  create's error is raised, as is any failure of the listing).
 - :meth:`OpenAIBatchApi.poll` reads ``GET /batches/{id}``: ``status`` validating,
   in_progress, finalizing are ``running``; completed is ``ended``; cancelling, cancelled,
   expired, failed keep their names. ``request_counts`` {total, completed, failed} are the
@@ -65,6 +70,7 @@ STATES = {
 ERROR_KINDS = {"batch_expired": "batch_expired", "batch_cancelled": "batch_cancelled"}
 # what a request left without a line by a job in this state is stored as
 LEFT_WITHOUT_LINE = {"expired": "batch_expired", "cancelled": "batch_cancelled"}
+LISTED = 100  # jobs a lost create's reply is looked for among (the API's largest page)
 METADATA_VALUE_CHARS = 512  # the API's bound on a metadata value
 JOB_ERRORS_KEPT = 20  # of a failed job's ``errors.data``
 PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -102,17 +108,36 @@ class OpenAIBatchApi:
         files = [("purpose", (None, "batch")), ("file", (name, data, "application/jsonl"))]
         uploaded = await self.provider.send("POST", "files", files=files)
         file_id = self._id(uploaded, "id", "the uploaded file")
-        created = await self.provider.send(
-            "POST",
-            "batches",
-            json={
-                "input_file_id": file_id,
-                "endpoint": ENDPOINT,
-                "completion_window": COMPLETION_WINDOW,
-                "metadata": {"evalwh_run": label[:METADATA_VALUE_CHARS]},
-            },
-        )
+        try:
+            created = await self.provider.send(
+                "POST",
+                "batches",
+                json={
+                    "input_file_id": file_id,
+                    "endpoint": ENDPOINT,
+                    "completion_window": COMPLETION_WINDOW,
+                    "metadata": {"evalwh_run": label[:METADATA_VALUE_CHARS]},
+                },
+            )
+        except ProviderError as exc:
+            found = await self._created_from(file_id) if exc.retryable else None
+            if found is None:
+                raise
+            return found
         return self._job(created)
+
+    async def _created_from(self, file_id: str) -> BatchJob | None:
+        """The job over the input file ``file_id`` among the newest ``LISTED`` jobs (a
+        create whose reply was lost), or None (not there, or the listing failed)."""
+        try:
+            listed = await self.provider.send("GET", "batches", params={"limit": str(LISTED)})
+        except ProviderError:
+            return None
+        data = listed.get("data") if isinstance(listed, dict) else None
+        for batch in data if isinstance(data, list) else []:
+            if isinstance(batch, dict) and batch.get("input_file_id") == file_id:
+                return self._job(batch)
+        return None
 
     async def poll(self, job_id: str) -> BatchJob:
         return self._job(await self.provider.send("GET", f"batches/{self._plain(job_id)}"))

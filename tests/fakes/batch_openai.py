@@ -17,6 +17,8 @@ request without ``Authorization: Bearer ...`` a 401):
   job's end (``completed`` unless ``fail``, ``expire`` or a cancel says otherwise), its
   output and error files written at that moment;
 - ``POST /v1/batches/{id}/cancel`` answers ``cancelling``; the next poll ``cancelled``;
+- ``GET /v1/batches?limit=N`` lists the newest N jobs (``{object: list, data, first_id,
+  last_id, has_more}``, newest first; ``limit`` 1 to 100, default 20);
 - ``GET /v1/files/{id}/content`` answers the file's bytes.
 
 Each request's answer is the live fake's (an unstarted :class:`FakeLLMServer`'s reply to the
@@ -29,13 +31,18 @@ counts too. Outcomes, set on the server before the job ends:
   guide's ``batch_expired`` error line, or no line at all with ``expired_lines=False``;
 - ``fail="message"``: the whole job fails (``errors.data``), no output;
 - ``answered_before_cancel=N``: a cancelled job answered its first N requests, the rest have
-  no line.
+  no line;
+- ``lose_creates=N``: the next N ``POST /v1/batches`` create their job, then drop the
+  connection without an answer (a reply lost after OpenAI accepted the job);
+- ``on_create``: called with a new job's requests (``{custom_id: body}``) once it is
+  created, before it can end: a test scripts the outcomes above by what each request asks
+  (a custom id is the engine's request hash, known only then).
 
 The state (files, jobs, polls) lives in the server, not in any client: a client process that
 dies after submitting leaves a job another client polls and reads. Recorded: ``requests``
 (method, path, headers with lower-case names, body bytes), ``counts`` per route (``"POST
-/files"``, ``"POST /batches"``, ``"GET /batches/{id}"``, ``"POST /batches/{id}/cancel"``,
-``"GET /files/{id}/content"``), ``files`` and ``batches`` by id. ``echo_auth=True``: errors
+/files"``, ``"POST /batches"``, ``"GET /batches"``, ``"GET /batches/{id}"``, ``"POST
+/batches/{id}/cancel"``, ``"GET /files/{id}/content"``), ``files`` and ``batches`` by id. ``echo_auth=True``: errors
 repeat the Authorization header they got (a server that leaks what it is sent).
 """
 
@@ -47,7 +54,9 @@ import email.policy
 import json
 import socket
 import threading
+import urllib.parse
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -84,6 +93,8 @@ class FakeOpenAIBatchServer:
     fail: str | None = None
     answered_before_cancel: int = 0
     echo_auth: bool = False
+    lose_creates: int = 0
+    on_create: Callable[[dict[str, dict[str, Any]]], None] | None = None
     requests: list[Seen] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     files: dict[str, bytes] = field(default_factory=dict)
@@ -141,18 +152,27 @@ class FakeOpenAIBatchServer:
 
     def _handle(self, handler: _Handler) -> None:
         raw = handler.read_body()
-        path = handler.path.split("?", 1)[0]
+        path, _, query = handler.path.partition("?")
         headers = {k.lower(): v for k, v in handler.headers.items()}
         with self._lock:
             self.requests.append(Seen(handler.command, path, headers, raw))
-            status, answer = self._answer(handler.command, path, headers, raw)
+            status, answer = self._answer(handler.command, path, headers, raw, query)
+            lost = path.rstrip("/") == "/v1/batches" and handler.command == "POST"
+            lost = lost and status == 200 and self.lose_creates > 0
+            if lost:
+                self.lose_creates -= 1
+        if lost:
+            handler.close_connection = True
+            with contextlib.suppress(OSError):
+                handler.connection.shutdown(socket.SHUT_RDWR)
+            return
         if isinstance(answer, bytes):
             handler.send(status, answer, {"Content-Type": "application/octet-stream"})
         else:
             handler.send(status, json.dumps(answer).encode(), {})
 
     def _answer(
-        self, method: str, path: str, headers: dict[str, str], raw: bytes
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, query: str = ""
     ) -> tuple[int, dict[str, Any] | bytes]:
         auth = headers.get("authorization", "")
         if not auth.startswith("Bearer ") or len(auth) <= len("Bearer "):
@@ -164,6 +184,7 @@ class FakeOpenAIBatchServer:
         route = {
             ("POST", 1, "files"): "POST /files",
             ("POST", 1, "batches"): "POST /batches",
+            ("GET", 1, "batches"): "GET /batches",
             ("GET", 2, "batches"): "GET /batches/{id}",
             ("POST", 3, "batches"): "POST /batches/{id}/cancel",
             ("GET", 3, "files"): "GET /files/{id}/content",
@@ -175,6 +196,8 @@ class FakeOpenAIBatchServer:
             return self._upload(headers.get("content-type", ""), raw, auth)
         if route == "POST /batches":
             return self._create(raw, auth)
+        if route == "GET /batches":
+            return self._list(query, auth)
         if route == "GET /files/{id}/content":
             if parts[1] not in self.files:
                 return self._error(404, f"No such File object: {parts[1]}", auth)
@@ -189,6 +212,20 @@ class FakeOpenAIBatchServer:
             return 200, batch.data
         self._advance(batch)
         return 200, batch.data
+
+    def _list(self, query: str, auth: str) -> tuple[int, dict[str, Any]]:
+        asked = urllib.parse.parse_qs(query).get("limit", ["20"])[0]
+        if not asked.isdigit() or not 1 <= int(asked) <= 100:
+            return self._error(400, "limit must be between 1 and 100", auth)
+        newest = [b.data for b in reversed(self.batches.values())]
+        data = newest[: int(asked)]
+        return 200, {
+            "object": "list",
+            "data": data,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+            "has_more": len(newest) > len(data),
+        }
 
     def _error(self, status: int, message: str, auth: str) -> tuple[int, dict[str, Any]]:
         if self.echo_auth:
@@ -269,6 +306,8 @@ class FakeOpenAIBatchServer:
         else:
             data["request_counts"]["total"] = len(lines)
         self.batches[batch_id] = FakeBatch(data, lines)
+        if self.on_create is not None and lines:
+            self.on_create({line["custom_id"]: line["body"] for line in lines})
         return 200, data
 
     def _advance(self, batch: FakeBatch) -> None:

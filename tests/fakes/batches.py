@@ -29,6 +29,9 @@ Scripting (set before or after a job is created; read when the job ends):
   ``GET /download/v1beta/files/...:download?alt=media``) instead of inline.
 - ``server.results_base``: the origin written into ``results_url`` (the server's own URL by
   default; a test points it elsewhere to check the key does not follow it).
+- ``server.on_create = fn``: ``fn({custom_id: body})`` with a new job's requests once it is
+  created, before it can end: a test scripts the outcomes above by what each request asks
+  (a custom id is the engine's request hash, known only then).
 - ``server.bodies[(method, path)] = body``: that request is answered 200 with ``body`` (a
   documented reply of tests/fixtures/wire/, a dict sent as JSON or bytes as they are),
   recorded as route ``scripted``.
@@ -49,6 +52,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +116,7 @@ class BatchFake(FakeLLMServer):
         self.results_base: str | None = None
         self.bodies: dict[tuple[str, str], Any] = {}
         self.jobs: dict[str, Job] = {}
+        self.on_create: Callable[[dict[str, Any]], None] | None = None
         self._calls: list[Recorded] = []
 
     @property
@@ -161,6 +166,10 @@ class BatchFake(FakeLLMServer):
             if not job.ended and (job.cancelled or job.polls >= self.polls_to_end):
                 job.ended = True
                 self.end(job)
+
+    def created(self, job: Job) -> None:
+        if self.on_create is not None:
+            self.on_create(dict(job.requests))
 
     def end(self, job: Job) -> None:
         raise NotImplementedError
@@ -219,6 +228,7 @@ class FakeAnthropicBatches(BatchFake):
             job_id = f"msgbatch_{len(self.jobs):024d}"
             self.jobs[job_id] = Job(job_id, [(r["custom_id"], r["params"]) for r in requests])
             job = self.jobs[job_id]
+        self.created(job)
         return 200, self.batch(job)
 
     def end(self, job: Job) -> None:
@@ -315,6 +325,7 @@ class FakeGeminiBatches(BatchFake):
             job = Job(name, [(k, r["request"]) for k, r in zip(keys, requests, strict=True)])
             job.model, job.label = model, batch["displayName"]
             self.jobs[name] = job
+        self.created(job)
         return 200, self.operation(job)
 
     def end(self, job: Job) -> None:

@@ -198,6 +198,32 @@ def test_a_job_submitted_by_one_client_is_polled_and_read_by_another() -> None:
     assert server.counts["GET /files/{id}/content"] == 2  # the output file, read twice
 
 
+def test_a_create_whose_reply_is_lost_is_found_by_its_input_file_not_submitted_again() -> None:
+    # OpenAI made the job, then the connection dropped before its reply: a second create
+    # would run (and bill) the requests twice
+    with FakeOpenAIBatchServer() as server:
+        other = api_for(server.url)  # another run's job, listed beside ours
+        on(other, lambda api: api.submit([api.line(i) for i in items(api, 2)], label="x"))
+        server.lose_creates = 1
+        states, results = batch_of(api_for(server.url), 3)
+    assert server.counts["POST /batches"] == 2 and server.counts["GET /batches"] == 1
+    ours = [b for b in server.batches.values() if b.data["metadata"] == {"evalwh_run": "run-1"}]
+    assert len(ours) == 1  # submitted once
+    assert states == ["running", "running", "ended"]
+    assert sorted(r.custom_id for r in results if r.completion) == ["r0", "r1", "r2"]
+
+
+def test_a_create_that_failed_without_a_job_raises_its_error() -> None:
+    # the reply is lost and no job lists the uploaded file: the create did not happen
+    with FakeOpenAIBatchServer(lose_creates=1) as server:
+        server.on_create = lambda _: server.batches.clear()
+        api = api_for(server.url)
+        with pytest.raises(ProviderError) as failed:
+            on(api, lambda api: api.submit([api.line(i) for i in items(api, 2)], label="r"))
+    assert failed.value.kind == "connection" and failed.value.retryable
+    assert server.counts["GET /batches"] == 1 and server.counts["POST /batches"] == 1
+
+
 # ---- jobs that did not simply complete --------------------------------------------------------
 
 
