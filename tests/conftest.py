@@ -223,6 +223,26 @@ def tool_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(scope="session")
+def tool_compare(tmp_path_factory: pytest.TempPathFactory, tool_runs: dict[str, Any]) -> Any:
+    """``tool_runs``' warehouse copied, with a run of it whose case warmer called a made-up
+    tool named with a script (tests/report_runs.py's changed_tool_run): ``view``, ``a`` (the
+    tools run), ``b`` (the changed one), ``no_look`` (the no-look run)."""
+    from evalwh import api
+    from tests.report_runs import changed_tool_run
+
+    folder = tmp_path_factory.mktemp("tool-compare")
+    db = folder / "warehouse.duckdb"
+    shutil.copy(tool_runs["root"] / ".evalwh" / "warehouse.duckdb", db)
+    b = changed_tool_run(db, tool_runs["run_id"])
+    return {
+        "view": api.open_warehouse(db),
+        "a": tool_runs["run_id"],
+        "b": b,
+        "no_look": tool_runs["no_look_id"],
+    }
+
+
 @pytest.fixture
 def ascii_locale() -> Iterator[None]:
     """A user whose locale is not UTF-8 (LANG=C without UTF-8 mode; Windows' cp1252)."""

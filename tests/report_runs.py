@@ -71,3 +71,43 @@ def tools_copy(folder: Path, *, hostile: bool = False) -> Path:
         rules[-1]["error"] = TOOL_ERROR
         config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return config
+
+
+# a tool name a model made up, planted in a changed run's transcript: the compare pages show it
+TOOL_NAME = "<script>window.pwned=7</script>get_weather"
+
+
+def changed_tool_run(
+    warehouse: Path, run_id: str, label: str = "changed", cases: tuple[str, ...] = ()
+) -> str:
+    """A copy of run ``run_id`` of the tools example (hostile or not) in the warehouse file
+    ``warehouse`` as a new run, labelled ``label`` and started a second later, whose case
+    warmer called :data:`TOOL_NAME` (unknown to the loop: failed, its arguments off any
+    schema) where it called get_weather the second time; only the ``cases`` named (all when
+    empty). Returns the new run's id."""
+    import duckdb
+
+    new_id = run_id[:-4] + "c4a9"
+    con = duckdb.connect(str(warehouse))
+    try:
+        for table in ("runs", "cases", "scores", "turns"):
+            kept = "" if table == "runs" or not cases else " AND list_contains(?, case_id)"
+            con.execute(
+                f"INSERT INTO {table} BY NAME SELECT * REPLACE (? AS run_id) FROM {table} "
+                f"WHERE run_id = ?{kept}",
+                [new_id, run_id] + ([list(cases)] if kept else []),
+            )
+        con.execute(
+            "UPDATE runs SET label = ?, started_at = started_at + INTERVAL 1 SECOND "
+            "WHERE run_id = ?",
+            [label, new_id],
+        )
+        con.execute(
+            "UPDATE turns SET tool_name = ?, result = NULL, args_valid = false, error = ? "
+            "WHERE run_id = ? AND case_id = 'warmer' AND seq = (SELECT max(seq) FROM turns "
+            "WHERE run_id = ? AND case_id = 'warmer' AND role = 'tool')",
+            [TOOL_NAME, f"unknown tool '{TOOL_NAME}' (offered: get_weather)", new_id, new_id],
+        )
+    finally:
+        con.close()
+    return new_id

@@ -158,6 +158,7 @@ def compare(
     cluster: str | None = None,
     movers: int | None = MOVERS,
     scopes: Sequence[str] = SCOPES,
+    tools: bool = True,
 ) -> Comparison:
     """Compare run ``ref_b`` with run ``ref_a`` (B minus A).
 
@@ -165,6 +166,7 @@ def compare(
     key is its own dimension. ``cluster`` overrides the runs' ``analysis.cluster``.
     ``scopes`` names the deltas computed (the viewer's page asks for run and cell first and
     for criteria and slices in requests of their own); the run scope feeds the notes.
+    ``tools`` False leaves tool use out (:func:`tool_use` reads it on its own).
     """
     if movers is not None and movers < 0:
         raise UsageError("--movers must be 0 or more")
@@ -186,7 +188,8 @@ def compare(
     result = Comparison(
         brief_of(row_a), brief_of(row_b), key, keys, table, moved, notes, no_look=no_look
     )
-    result.tools, result.tool_cells = tool_use(store, run_a, run_b, movers, no_look, notes)
+    if tools:
+        result.tools, result.tool_cells = tool_use(store, run_a, run_b, movers, no_look, notes)
     overall = result.overall
     if run_a == run_b:
         notes.append("both references name the same run: every delta is 0")

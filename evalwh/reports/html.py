@@ -593,6 +593,11 @@ def decide(store: Warehouse, ref: str, append: str | Path | None = None) -> dict
 
 # -- the compare page -----------------------------------------------------------------------
 COMPARE_PARTS = frozenset({"criteria", "slices", "movers"})  # what a page may load on its own
+# tool use on a page (docs/tools.md): a tool's name may be one a model made up (an unknown
+# tool's call is stored under the name it asked for), so names, sequences and rows are bounded
+MAX_TOOL_ROWS = 200  # per variant x model x tool rows shown (most new failures first)
+MAX_SEQUENCE = 50  # tools of a cell's sequence shown on each side
+MAX_TOOL_NAME = 200  # characters of a tool's name shown
 # each compare part: the deltas' scopes it needs and whether it needs the movers
 _PART_SCOPES = {"criteria": ("criterion",), "slices": ("slice",), "movers": ()}
 
@@ -641,7 +646,29 @@ def _compare_parts(cmp: Comparison, parts: frozenset[str]) -> dict[str, Any]:
             text = m[f"output_{side}"]
             m[f"len_{side}"] = len(text) if text is not None else 0
             m[f"output_{side}"] = cut(text)
+    tool_use_shown(data)
     return data
+
+
+def tool_use_shown(data: dict[str, Any]) -> None:
+    """The comparison's tool use as a page shows it: at most :data:`MAX_TOOL_ROWS` tools
+    (``tools_left_out`` counts the rest), each name cut, each cell's sequences cut to
+    :data:`MAX_SEQUENCE` tools (``more_a`` / ``more_b`` count the rest)."""
+    tools = data["tools"]
+    data["tools_left_out"] = max(0, len(tools) - MAX_TOOL_ROWS)
+    data["tools"] = tools[:MAX_TOOL_ROWS]
+    for r in data["tools"]:
+        r["tool"] = _tool_name(r["tool"])
+    for c in data["tool_cells"]:
+        for side in ("a", "b"):
+            names = c[f"tools_{side}"]
+            c[f"more_{side}"] = max(0, len(names) - MAX_SEQUENCE)
+            c[f"tools_{side}"] = [_tool_name(n) for n in names[:MAX_SEQUENCE]]
+
+
+def _tool_name(name: str) -> str:
+    """A tool's name cut to :data:`MAX_TOOL_NAME` characters, ``…`` marking a cut."""
+    return name if len(name) <= MAX_TOOL_NAME else name[:MAX_TOOL_NAME] + "…"
 
 
 def movers_in_context(
@@ -680,9 +707,8 @@ def compare_section(store: Warehouse, ref_a: str, ref_b: str, name: str) -> dict
     that part's scope only (the criteria's join of the scores is most of a big compare)."""
     from evalwh.analysis.compare import MOVERS, compare
 
-    cmp = compare(
-        store, ref_a, ref_b, scopes=_PART_SCOPES[name], movers=MOVERS if name == "movers" else 0
-    )
+    movers = MOVERS if name == "movers" else 0
+    cmp = compare(store, ref_a, ref_b, scopes=_PART_SCOPES[name], movers=movers, tools=False)
     shaped = _compare_parts(cmp, frozenset({name}))
     data = {k: shaped[k] for k in ("a", "b", "cluster", "slice_keys", name)}
     if name == "movers":

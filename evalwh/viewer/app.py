@@ -73,6 +73,7 @@ def _env() -> jinja2.Environment:
     env.globals = {
         **env.globals,
         "shortcuts": SHORTCUTS,
+        "case_url": "/cases/",  # a case's history: the compare page's tool cells link there
     }
     return env
 
@@ -368,14 +369,17 @@ def create_app(
         return RedirectResponse(f"/compare/{resolve(a)}/{resolve(b)}", status_code=303)
 
     def compare(request: Request, as_json: bool) -> Response:
-        """The run and cell deltas, totals, gate and decision entry; the criteria, slices and
-        movers load by requests of their own (``sections``)."""
-        from evalwh.analysis.compare import compare
+        """The run and cell deltas, totals, gate, tool use and decision entry; the criteria,
+        slices and movers load by requests of their own (``sections``)."""
+        from evalwh.analysis.compare import MOVERS, compare, tool_use
         from evalwh.reports.html import compare_data
 
         a, b = request.path_params["a"], request.path_params["b"]
         with store.reading():
-            cmp = compare(store, a, b, scopes=("run", "cell"), movers=0)
+            cmp = compare(store, a, b, scopes=("run", "cell"), movers=0, tools=False)
+            # the cells whose tool use changed, as many as the movers section lists
+            runs = cmp.a["run_id"], cmp.b["run_id"]
+            cmp.tools, cmp.tool_cells = tool_use(store, *runs, MOVERS, cmp.no_look, cmp.notes)
             data = compare_data(store, cmp, parts=frozenset())
         base = f"/compare/{data['a']['run_id']}/{data['b']['run_id']}"
         data["sections"] = {name: f"{base}/sections/{name}" for name in COMPARE_PARTS}

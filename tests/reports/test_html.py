@@ -154,6 +154,7 @@ def test_compare_page_pairs_as_compare_does(hostile: dict[str, Any]) -> None:
     assert "both references name the same run" in page and "No case moved." in page
     assert f"- Versus run {run_id}: pass rate {fmt.delta(cmp.overall, 'pass_rate')}" in page
     assert SCRIPT not in page
+    assert 'id="tools"' not in page  # neither run has a tool loop
     assert "Flagged judge numbers in these runs" in page
     judged = re.search(r"<td>judged <span class=\"badge uncal\"", page)
     assert judged, "the judged criterion's delta is not flagged"
@@ -200,3 +201,93 @@ def test_the_report_calibrates_a_criterion_labelled_with_scores(tmp_path: Path) 
     assert enough is None
     strict, _ = flags("calibration: {min_labels: 6, min_kappa: 0.62}\n", "strict")
     assert strict == ["UNCALIBRATED: weighted kappa 0.61 below the floor 0.62"]
+
+
+# -- tool use on the compare page ----------------------------------------------------------
+def rows_of(page: str, table: str) -> list[list[str]]:
+    """Each row of the page's ``<table class="{table}">`` as its cells' text (tags dropped,
+    entities unescaped), the header row first."""
+    found = re.search(rf'<table class="{table}">(.*?)</table>', page, re.S)
+    assert found, f"no table.{table}"
+    return [
+        [
+            html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+            for cell in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)
+        ]
+        for row in re.findall(r"<tr>(.*?)</tr>", found.group(1), re.S)
+    ]
+
+
+def test_the_compare_page_shows_tool_use_per_tool_and_the_cells_that_changed(
+    tool_compare: dict[str, Any],
+) -> None:
+    """Run B's case warmer called a made-up tool instead of get_weather the second time; the
+    page's tables say so with sql/compare_tools.sql's numbers. Attack: the tool's name is a
+    <script> (a model's text, as an unknown tool's name is): it renders as text."""
+    from tests.report_runs import TOOL_NAME
+
+    view = tool_compare["view"]
+    page = view.compare_report(view.compare(tool_compare["a"], tool_compare["b"]))
+    assert isinstance(page, str)
+    # A: paris 2 calls (1 off the schema), warmer 2, looping 2 (both "unknown city")
+    cell = "agent × scripted-agent"
+    assert rows_of(page, "tools")[1:] == [
+        [cell, TOOL_NAME, "0 → 1", "0 → 1", "0 → 1", "– → 100.0%", "–"],
+        [cell, "get_weather", "6 → 5", "3 → 3", "1 → 1", "50.0% → 60.0%", "+10.0 pts"],
+    ]
+    assert rows_of(page, "tool-cells")[1:] == [
+        [
+            "warmer",
+            cell,
+            "get_weather, get_weather",
+            f"get_weather, {TOOL_NAME}",
+            "2 → 2",
+            "0 → 1",
+            "0 → 1",
+            "pass → pass",
+        ]
+    ]
+    assert "<caption>Tool calls per variant × model × tool, run A → run B</caption>" in page
+    assert TOOL_NAME not in page and "window.pwned=7" in page
+    assert html.escape(TOOL_NAME, quote=False) in page
+    assert 'href="/cases/' not in page  # a file report has no case pages to link
+
+
+def test_the_compare_pages_tool_use_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model can make up tool names without end: the page shows a bounded number of tools,
+    of names in a sequence, and of characters in a name, and says how many more there are."""
+    from evalwh.reports import html as report
+
+    monkeypatch.setattr(report, "MAX_TOOL_ROWS", 1)
+    monkeypatch.setattr(report, "MAX_SEQUENCE", 1)
+    monkeypatch.setattr(report, "MAX_TOOL_NAME", 8)
+    counts = dict.fromkeys(("n_calls_a", "n_calls_b", "n_errors_a", "n_errors_b"), 1) | {
+        "n_invalid_args_a": 0,
+        "n_invalid_args_b": 0,
+        "variant": "v",
+        "model": "m",
+    }
+    rates = {"error_rate_a": 1.0, "error_rate_b": 1.0, "error_rate_delta": 0.0}
+    data: dict[str, Any] = {
+        "tools": [{**counts, **rates, "tool": name} for name in ("<script>x", "search")],
+        "tool_cells": [
+            {
+                **counts,
+                "case_id": "c1",
+                "repeat": 0,
+                "passed_a": True,
+                "passed_b": None,
+                "tools_a": ["get_weather", "search"],
+                "tools_b": [],
+            }
+        ],
+    }
+    report.tool_use_shown(data)
+    page = report.render("compare_tools.html.j2", d=data)
+    assert [r[1] for r in rows_of(page, "tools")[1:]] == ["<script>…"]
+    assert "(1 shown; 1 more in <code>evalwh compare --json</code>)" in page
+    (cell,) = rows_of(page, "tool-cells")[1:]
+    assert cell[2:4] == ["get_weat… and 1 more", "(none)"]
+    assert cell[-1] == "pass → –"
+    data["tool_cells"] = []
+    assert "No cell's tool use changed." in report.render("compare_tools.html.j2", d=data)

@@ -22,6 +22,7 @@ from tests.conftest import ROOT, run_cli
 from tests.report_runs import (
     RATIONALE,
     TOOL_ERROR,
+    TOOL_NAME,
     TOOL_RESULT,
     pairwise_copy,
     regressed,
@@ -33,12 +34,19 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory, tool_runs: dict[str, Any]) -> dict[str, Path]:
+def pages(
+    tmp_path_factory: pytest.TempPathFactory,
+    tool_runs: dict[str, Any],
+    tool_compare: dict[str, Any],
+) -> dict[str, Path]:
     """The run page of the pairwise example written by the CLI as a user would, the run page
-    of a run with planted hostile text, the compare page of a regressed rerun, and the run
-    page of the tools example with hostile text in its tool's result and error (the
-    session's ``tool_runs``, set up before this module's browser: it runs in-process)."""
+    of a run with planted hostile text, the compare page of a regressed rerun, the run page
+    of the tools example with hostile text in its tool's result and error (the session's
+    ``tool_runs``, set up before this module's browser: it runs in-process), and the compare
+    page of that run and a copy that called a tool named with a script (``tool_compare``)."""
     root = tmp_path_factory.mktemp("pages")
+    view = tool_compare["view"]
+    view.compare_report(tool_compare["a"], tool_compare["b"], out=root / "tools-compare.html")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HOME", str(root))
         mp.setenv("EVALWH_CONFIG_DIR", str(root / "config"))
@@ -68,6 +76,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory, tool_runs: dict[str, Any]) -
         "hostile": root / "hostile.html",
         "compare": root / "compare.html",
         "tools": tool_runs["root"] / "report.html",
+        "tools-compare": root / "tools-compare.html",
     }
 
 
@@ -184,6 +193,17 @@ def test_axe_finds_no_violation_on_the_run_page(
 def test_axe_finds_no_violation_on_the_compare_page(browser: Any, pages: dict[str, Path]) -> None:
     opened = open_page(browser, pages["compare"])
     assert axe_violations(opened.page) == []
+    clean(opened)
+    # with tool use; attack: a tool's name (a model made it up) that is a <script>: shown as
+    # text, run never
+    opened = open_page(browser, pages["tools-compare"])
+    page = opened.page
+    assert TOOL_NAME in page.inner_text("table.tools") and TOOL_NAME in page.inner_text(
+        "table.tool-cells"
+    )
+    assert page.locator("table.tools script, table.tool-cells script").count() == 0
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert axe_violations(page) == []
     clean(opened)
 
 

@@ -19,7 +19,14 @@ from playwright.sync_api import expect
 
 from tests.browser import axe_violations, browser, shot
 from tests.conftest import run_cli
-from tests.report_runs import SCRIPT, TOOL_ERROR, pairwise_copy, regressed
+from tests.report_runs import (
+    SCRIPT,
+    TOOL_ERROR,
+    TOOL_NAME,
+    changed_tool_run,
+    pairwise_copy,
+    regressed,
+)
 from tests.viewer.serving import TOKEN, Server, gated_eval, serving, slow_quickstart, start_run
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
@@ -92,8 +99,9 @@ def site(
 ) -> Iterator[dict[str, Any]]:
     """Two runs of the pairwise example without its labels (hostile text planted in q03;
     the second regressed), the session's run of the tools example (hostile text in a tool's
-    result and error; copied in, cheaper than running it again) and `evalwh serve` over
-    their warehouse."""
+    result and error; copied in, cheaper than running it again), its case warmer again as a
+    run that called a tool named with a script (``changed``), and `evalwh serve` over their
+    warehouse."""
     root = tmp_path_factory.mktemp("site")
     out = root / "out"
     with pytest.MonkeyPatch.context() as mp:
@@ -110,10 +118,17 @@ def site(
             done = run_cli("-o", str(out), *args, cwd=root)
             assert done.returncode in (0, 1), done.stderr
         copy_run(tool_runs["root"] / ".evalwh" / "warehouse.duckdb", out, tool_runs["run_id"])
+        changed = changed_tool_run(out / "warehouse.duckdb", tool_runs["run_id"], cases=("warmer",))
         with serving(out) as server:
             runs = httpx.get(server.url + "/runs.json").json()["runs"]
             ids = {r["label"]: r["run_id"] for r in runs}
-            yield {"server": server, "before": ids["before"], "after": ids["after"]}
+            yield {
+                "server": server,
+                "before": ids["before"],
+                "after": ids["after"],
+                "tools": tool_runs["run_id"],
+                "changed": changed,
+            }
 
 
 def test_compare_two_runs_by_clicking_on_the_runs_list(
@@ -122,7 +137,7 @@ def test_compare_two_runs_by_clicking_on_the_runs_list(
     tab = open_tab(browser, site["server"])
     page = tab.page
     assert page.url == site["server"].url + "/"  # the token went into the cookie
-    assert page.locator("table.runs tr[data-run]").count() == 3
+    assert page.locator("table.runs tr[data-run]").count() == 4
     shot(page, "viewer-runs.png", tmp_path)
     page.check(f"tr[data-run='{site['before']}'] input[name=a]")
     page.check(f"tr[data-run='{site['after']}'] input[name=b]")
@@ -131,6 +146,17 @@ def test_compare_two_runs_by_clicking_on_the_runs_list(
     assert "Compare" in page.title() or "compare" in page.title()
     assert page.locator("#gate").count() == 1
     shot(page, "viewer-compare.png", tmp_path)
+    # tool use: the tools run against its changed copy. Attack: a tool's name (a model made
+    # it up) that is a <script> shows as text; the changed cell links to its case's history
+    page.goto(f"{site['server'].url}/compare/{site['tools']}/{site['changed']}")
+    settled(tab)
+    cells = page.locator("table.tool-cells")
+    assert TOOL_NAME in cells.inner_text() and TOOL_NAME in page.inner_text("table.tools")
+    assert page.locator("table.tools script, table.tool-cells script").count() == 0
+    assert page.evaluate("() => typeof window.pwned") == "undefined"
+    assert viewer_violations(page) == []
+    cells.get_by_role("link", name="warmer").click()
+    page.wait_for_url("**/cases/warmer")
     tab.clean()
 
 

@@ -345,6 +345,25 @@ def test_a_cases_page_shows_each_runs_transcript_collapsed_and_escaped(
     assert c.get(f"/runs/{tool_runs['no_look_id']}/sections/cases.json").json()["transcripts"] == {}
 
 
+def test_the_compare_page_shows_tool_use_and_links_the_cells_that_changed(
+    tool_compare: dict[str, Any],
+) -> None:
+    """The page itself holds the tool use, the changed cells each linking to its case's
+    history; with a no-look run, the note instead. Attack: a tool's name that is a <script>
+    (a model made it up) renders as text."""
+    from tests.report_runs import TOOL_NAME
+
+    c, a, b = client(tool_compare["view"]), tool_compare["a"], tool_compare["b"]
+    page = c.get(f"/compare/{a}/{b}").text
+    assert '<h2 id="tools">' in page
+    (cells,) = re.findall(r'<table class="tool-cells">.*?</table>', page, re.S)
+    assert cells.count("<tr>") == 2  # the header and warmer
+    assert '<td><a href="/cases/warmer">warmer</a></td>' in cells
+    assert TOOL_NAME not in page and html.escape(TOOL_NAME, quote=False) in cells
+    blind = c.get(f"/compare/{a}/{tool_compare['no_look']}").text
+    assert 'id="tools"' not in blind and "tool use is not compared" in blind
+
+
 # -- writes: labels and baselines --------------------------------------------------------------
 def test_a_stored_label_changes_calibration_and_names_who_and_when(wh: dict[str, Any]) -> None:
     c, view, a = client(wh["view"]), wh["view"], wh["a"]
