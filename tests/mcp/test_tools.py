@@ -77,3 +77,58 @@ def test_run_eval_refuses_a_model_without_its_key_as_data_naming_it(
         }
     ]
     assert not (root / ".evalwh").exists()  # nothing was written
+
+
+def _tools_project(tmp_path: Path, implementation: str) -> Path:
+    """examples/tools copied under an MCP root, its tool's implementation replaced."""
+    import shutil
+
+    import yaml
+
+    root = tmp_path / "root"
+    shutil.copytree(Path(__file__).parents[2] / "examples" / "tools", root)
+    data = yaml.safe_load((root / "eval.yaml").read_text())
+    tool = data["tools"][0]
+    if implementation == "python":
+        (root / "weather.py").write_text(
+            "from pathlib import Path\n\n"
+            "def get_weather(city):\n"
+            "    (Path(__file__).parent / 'ran').write_text(city)\n"
+            "    return {'temp_c': 18, 'sky': 'clear'}\n"
+        )
+        del tool["mock"]
+        tool["python"] = "weather.py:get_weather"
+    (root / "eval.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return root
+
+
+def test_run_eval_runs_a_tool_eval_with_mock_tools_and_stores_its_transcripts(
+    tmp_path: Path,
+) -> None:
+    import duckdb
+
+    root = _tools_project(tmp_path, "mock")
+    agent = Agent(root=root, output_dir=root / ".evalwh", cwd=root)
+    brief = tools.run_eval(agent, "eval.yaml")
+    with duckdb.connect(str(root / ".evalwh" / "warehouse.duckdb"), read_only=True) as db:
+        calls = db.execute(
+            "SELECT count(*) FROM turns WHERE run_id = ? AND role = 'tool'", [brief["run_id"]]
+        ).fetchone()
+    assert calls is not None and calls[0] > 0
+
+
+def test_run_eval_refuses_a_python_tool_without_allow_code_and_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    """An MCP client may not make the server run code through a tool of a config it wrote:
+    a python tool is code, refused unless the server was started with --allow-code."""
+    from evalwh.boundary import ConfinementError
+
+    root = _tools_project(tmp_path, "python")
+    agent = Agent(root=root, output_dir=root / ".evalwh", cwd=root)
+    with pytest.raises(ConfinementError, match=r"tools\[0\]\.python: .* runs code"):
+        tools.run_eval(agent, "eval.yaml")
+    assert not (root / "ran").exists() and not (root / ".evalwh" / "warehouse.duckdb").exists()
+    allowed = Agent(root=root, output_dir=root / ".evalwh", cwd=root, allow_code=True)
+    tools.run_eval(allowed, "eval.yaml", cases=["paris"])
+    assert (root / "ran").read_text() == "Paris"
