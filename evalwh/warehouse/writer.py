@@ -22,6 +22,7 @@ import pyarrow as pa
 from evalwh.errors import WarehouseError
 from evalwh.warehouse.connect import register_stream, write_transaction
 from evalwh.warehouse.lake import Location
+from evalwh.warehouse.runkeys import insert_rows
 
 # A debugging switch for crash tests: sleep this long inside each flush's transaction, after
 # its rows are inserted and before it commits (documented in docs/troubleshooting.md).
@@ -432,7 +433,7 @@ def _append(con: Any, table: str, rows: Any) -> None:
     """Insert an Arrow batch into ``table`` by column name."""
     view = f"_evalwh_{table}"
     register_stream(con, view, rows)
-    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+    insert_rows(con, table, view)
     con.unregister(view)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _runs, _warehouse
 
 
@@ -40,6 +41,7 @@ def test_case_history_counts_each_runs_answers_of_one_case_newest_runs_first(
             "VALUES (?, 'v', 'm', ?, ?, false, 'h', 1, ?, ?, ?, ?, ?, now())",
             [run, case, repeat, passed, score, latency, error, output],
         )
+        fill_run_keys(con)
     rows = queries.run_query(con, "case_history", case_id="k", limit=2).to_pylist()
     got = [
         (r["run_id"], r["n"], r["n_passed"], r["n_errors"], r["output"], r["no_look"]) for r in rows
