@@ -43,8 +43,9 @@ GROUPS = (
     "viewer",
     "toolloop",
 )
-# Run only when named (--only lake): they need PostgreSQL (and start it with moto on loopback).
-OPTIONAL_GROUPS = ("lake",)
+# Run only when named: `lake` needs PostgreSQL (and starts it with moto on loopback);
+# `warehouse` builds the 100M-score-row synthetic warehouse the first time (see below).
+OPTIONAL_GROUPS = ("lake", "warehouse")
 # the lake group's parts (benchmarks/lake_figures.py): RunWriter processes, `evalwh run`
 # processes, and the push of the synthetic warehouse with maintain and the queries over it
 LAKE_PARTS = ("writers", "processes", "push")
@@ -225,6 +226,10 @@ def child_main(name: str, params: dict[str, Any]) -> None:
         out = figures.measure_queries(work, **params)
     elif name == "startup":
         out = figures.measure_startup(Path(params["warehouse"]), work / "startup", params["runs"])
+    elif name == "warehouse":
+        import warehouse_figures
+
+        out = warehouse_figures.measure_warehouse(work, **params)
     elif name == "lake":
         import lake_figures
 
@@ -544,6 +549,74 @@ def _writers_target(n: int, one: dict[str, Any] | None) -> float:
         return 20_000.0
     single = one["rows"] / one["wall_s"] if one else 0.0
     return 4 * single if n == 8 else single
+
+
+# the warehouse group's questions: (id, raw key, what, target in seconds)
+WAREHOUSE_TARGETS = (
+    (
+        "wh-runs-list",
+        "runs_list",
+        "runs list (`evalwh list`: the 20 newest runs with their counts)",
+        0.3,
+    ),
+    (
+        "wh-summary",
+        "summary",
+        "summary of a typical run (10,000 case rows, 100,000 score rows)",
+        0.3,
+    ),
+    ("wh-slice", "slice", "slice of a typical run by a metadata key", 0.3),
+    ("wh-gate", "gate", "gate of a typical run (its config's thresholds)", 0.3),
+    ("wh-compare", "compare", "compare of the two 1M-score-row runs (analysis.compare)", 1.0),
+    ("wh-case-history", "case_history", "a case's history across all runs", 0.5),
+    (
+        "wh-calibration",
+        "calibration",
+        "calibration of the big run (pairwise + pointwise, by slice)",
+        1.0,
+    ),
+)
+
+
+def warehouse_rows(
+    sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    folder = results / "warehouse"
+    log(f"warehouse: the 100M-score-row synthetic warehouse (built once, cached under {folder})")
+    raw = child(
+        "warehouse",
+        {
+            "work": str(work),
+            "folder": str(folder),
+            "quick": quick,
+            "repeats": sizes.query_repeats,
+            "profiles": str(results / "profiles"),
+        },
+    )
+    size = (
+        f"warehouse of {raw['rows']['scores'] / 1e6:.0f}M score rows over {raw['rows']['runs']} "
+        f"runs ({raw['file_mb'] / 1024:.1f} GB)"
+    )
+    rows = []
+    for rid, key, what, target in WAREHOUSE_TARGETS:
+        value, bare = med(raw["timings_s"][key]), med(raw["bare_s"][key])
+        unkeyed = med(raw["by_run_id_s"][key])
+        rows.append(
+            Row(
+                rid,
+                f"warehouse: {key.replace('_', ' ')}",
+                f"{what}; {size}",
+                f"<= {target:g} s",
+                value,
+                "s",
+                target,
+                False,
+                f"median of {sizes.query_repeats}, warm; bare DuckDB {bare:.3f} s "
+                f"(evalwh / bare {value / bare:.2f}); by run_id only {unkeyed:.3f} s "
+                f"({unkeyed / bare:.1f} x bare); sql: {', '.join(raw['statements'][key])}",
+            )
+        )
+    return rows, raw
 
 
 def lake_rows(
@@ -1258,6 +1331,8 @@ def main(argv: list[str] | None = None) -> int:
                 got, raw["queries"] = query_rows(sizes, work, results, args.quick, log)
             elif group == "lake":
                 got, raw["lake"] = lake_rows(sizes, work, results, args.quick, log)
+            elif group == "warehouse":
+                got, raw["warehouse"] = warehouse_rows(sizes, work, results, args.quick, log)
             elif group == "report":
                 got, raw["report"] = report_rows(sizes, work, log)
             elif group == "http":

@@ -6,7 +6,7 @@
 WITH answers AS (   -- every judged answer's verdict
     SELECT criterion, case_id, variant, model, repeat, passed, raw_score
     FROM scores
-    WHERE run_id = $run_id AND judge_model IS NOT NULL AND error IS NULL
+    WHERE run_key = run_key($run_id) AND run_id = $run_id AND judge_model IS NOT NULL AND error IS NULL
 ),
 per_case AS (
     SELECT criterion, case_id,
@@ -50,7 +50,7 @@ items AS (
 sliced AS (   -- a case's metadata is the same in every cell: one value per case
     SELECT case_id, coalesce(any_value(json_extract_string(metadata, '$.' || $key)), '(none)') AS slice
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY case_id
 ),
 judged AS (

@@ -9,7 +9,7 @@ SELECT
     first(expected ORDER BY model, repeat)     AS expected,
     first(attachments ORDER BY model, repeat)  AS attachments
 FROM cases
-WHERE run_id = $run_id
+WHERE run_key = run_key($run_id) AND run_id = $run_id
     AND ($case_ids IS NULL OR list_contains($case_ids::VARCHAR[], case_id))
 GROUP BY variant, case_id
 ORDER BY case_id, variant;

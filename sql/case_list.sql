@@ -4,7 +4,7 @@
 WITH keys AS (   -- the rows shown, chosen on the sort keys alone; then only they are read
     SELECT variant, model, case_id, repeat
     FROM cases c
-    WHERE c.run_id = $run_id
+    WHERE c.run_key = run_key($run_id) AND c.run_id = $run_id
       AND (NOT $only_failures OR NOT c.passed)
       AND ($case_id IS NULL OR c.case_id = $case_id)
     ORDER BY c.passed, c.case_id, c.variant, c.model, c.repeat
@@ -15,7 +15,7 @@ picked AS (
     FROM cases c
     SEMI JOIN keys k
         ON c.variant = k.variant AND c.model = k.model AND c.case_id = k.case_id AND c.repeat = k.repeat
-    WHERE c.run_id = $run_id
+    WHERE c.run_key = run_key($run_id) AND c.run_id = $run_id
 ),
 crit AS (
     SELECT
@@ -28,7 +28,7 @@ crit AS (
     FROM scores s
     SEMI JOIN picked p
         ON s.variant = p.variant AND s.model = p.model AND s.case_id = p.case_id AND s.repeat = p.repeat
-    WHERE s.run_id = $run_id
+    WHERE s.run_key = run_key($run_id) AND s.run_id = $run_id
     GROUP BY s.variant, s.model, s.case_id, s.repeat
 )
 SELECT

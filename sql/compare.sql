@@ -5,13 +5,13 @@ WITH a AS (
     SELECT variant, model, case_id, repeat, passed, score,
            coalesce(cost_usd, 0) AS cost_usd, latency_ms, metadata
     FROM cases
-    WHERE run_id = $run_a
+    WHERE run_key = run_key($run_a) AND run_id = $run_a
 ),
 b AS (
     SELECT variant, model, case_id, repeat, passed, score,
            coalesce(cost_usd, 0) AS cost_usd, latency_ms, metadata
     FROM cases
-    WHERE run_id = $run_b
+    WHERE run_key = run_key($run_b) AND run_id = $run_b
 ),
 matched AS (
     SELECT
@@ -44,11 +44,11 @@ pairs AS (
 ),
 score_a AS (
     SELECT variant, model, case_id, repeat, criterion, passed, score
-    FROM scores WHERE run_id = $run_a
+    FROM scores WHERE run_key = run_key($run_a) AND run_id = $run_a
 ),
 score_b AS (
     SELECT variant, model, case_id, repeat, criterion, passed, score
-    FROM scores WHERE run_id = $run_b
+    FROM scores WHERE run_key = run_key($run_b) AND run_id = $run_b
 ),
 -- score rows of paired cases, keyed by their pair (joined on an integer, not four strings).
 -- Each scope is computed only when $scopes names it (NULL: all): the condition is a constant

@@ -4,12 +4,12 @@
 WITH a AS (
     SELECT variant, model, case_id, repeat, passed, score, error, output, metadata
     FROM cases
-    WHERE run_id = $run_a
+    WHERE run_key = run_key($run_a) AND run_id = $run_a
 ),
 b AS (
     SELECT variant, model, case_id, repeat, passed, score, error, output, metadata
     FROM cases
-    WHERE run_id = $run_b
+    WHERE run_key = run_key($run_b) AND run_id = $run_b
 ),
 moved AS (
     SELECT
@@ -42,12 +42,12 @@ top AS (
 score_a AS (
     SELECT variant, model, case_id, repeat, criterion, passed
     FROM scores
-    WHERE run_id = $run_a AND case_id IN (SELECT case_id FROM top)
+    WHERE run_key = run_key($run_a) AND run_id = $run_a AND case_id IN (SELECT case_id FROM top)
 ),
 score_b AS (
     SELECT variant, model, case_id, repeat, criterion, passed
     FROM scores
-    WHERE run_id = $run_b AND case_id IN (SELECT case_id FROM top)
+    WHERE run_key = run_key($run_b) AND run_id = $run_b AND case_id IN (SELECT case_id FROM top)
 ),
 criteria AS (
     SELECT

@@ -6,17 +6,17 @@
 -- resume and retry replace rows, never add a second), so a run without repeats reads each
 -- score row as its case, and a 1M-row run is not grouped on four strings for nothing.
 WITH repeated AS (
-    SELECT DISTINCT variant, model, case_id FROM cases WHERE run_id = $run_id AND repeat > 0
+    SELECT DISTINCT variant, model, case_id FROM cases WHERE run_key = run_key($run_id) AND run_id = $run_id AND repeat > 0
 ),
 per_case AS (
     SELECT criterion, variant, model, case_id, avg(passed::INTEGER) AS case_pass
     FROM scores SEMI JOIN repeated USING (variant, model, case_id)
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY criterion, variant, model, case_id
     UNION ALL
     SELECT criterion, variant, model, case_id, passed::INTEGER AS case_pass
     FROM scores ANTI JOIN repeated USING (variant, model, case_id)
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
 ),
 case_rates AS (
     SELECT criterion, count(*) AS n_cases, avg(case_pass) AS pass_rate,
@@ -35,7 +35,7 @@ c AS (
         avg(score)                                 AS mean_score,
         string_agg(DISTINCT details ->> 'mode', ', ' ORDER BY details ->> 'mode') AS mode
     FROM scores
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY criterion
 ),
 rated AS (

@@ -7,6 +7,6 @@ SELECT
     count(*)                                                       AS n,
     list(case_id || ' ' || variant || ' × ' || model ORDER BY case_id, variant, model)[1:5] AS examples
 FROM cases
-WHERE run_id = $run_id AND error IS NOT NULL
+WHERE run_key = run_key($run_id) AND run_id = $run_id AND error IS NOT NULL
 GROUP BY error
 ORDER BY n DESC, error;

@@ -7,7 +7,7 @@ WITH crit AS (
         json_group_object(criterion, json_object('score', score, 'passed', passed, 'error', error)) AS criteria,
         array_to_string(list(criterion ORDER BY criterion) FILTER (WHERE NOT passed), ', ') AS failed_criteria
     FROM scores
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY variant, model, case_id, repeat
 )
 SELECT
@@ -20,5 +20,5 @@ SELECT
     c.output, c.expected, c.vars, c.metadata
 FROM cases c
 LEFT JOIN crit s USING (variant, model, case_id, repeat)
-WHERE c.run_id = $run_id
+WHERE c.run_key = run_key($run_id) AND c.run_id = $run_id
 ORDER BY c.variant, c.model, c.case_id, c.repeat;

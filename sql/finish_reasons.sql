@@ -12,7 +12,7 @@ WITH cells AS (
         count(*) FILTER (WHERE finish_reason = 'error')           AS n_finish_error,
         count(*) FILTER (WHERE finish_reason = 'tool_calls')      AS n_tool_calls
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY variant, model
 )
 SELECT *

@@ -15,7 +15,7 @@ SELECT
     max(score)                              AS max_score,
     list(passed ORDER BY repeat)            AS passed_by_repeat
 FROM cases
-WHERE run_id = $run_id
+WHERE run_key = run_key($run_id) AND run_id = $run_id
 GROUP BY variant, model, case_id
 HAVING bool_or(passed) AND NOT bool_and(passed)
 ORDER BY abs(0.5 - count(*) FILTER (WHERE passed) / count(*)), score_sd DESC NULLS LAST, case_id, variant, model;

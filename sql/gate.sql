@@ -14,7 +14,7 @@ case_cells AS (
            avg(passed::INTEGER)::DOUBLE AS pass_rate, avg(score)::DOUBLE AS score,
            avg((error IS NOT NULL)::INTEGER)::DOUBLE AS error_rate,
            coalesce(sum(cost_usd) FILTER (WHERE NOT cached), 0)::DOUBLE AS cost_usd
-    FROM cases WHERE run_id = $run_id GROUP BY variant, model, case_id
+    FROM cases WHERE run_key = run_key($run_id) AND run_id = $run_id GROUP BY variant, model, case_id
 ),
 metrics AS (
     SELECT 'run' AS scope, 'run' AS target, count(*) AS n,
@@ -33,7 +33,7 @@ metrics AS (
         SELECT criterion, avg(passed::INTEGER)::DOUBLE AS pass_rate,
                avg(score)::DOUBLE AS score, avg((error IS NOT NULL)::INTEGER)::DOUBLE AS error_rate
         FROM scores
-        WHERE run_id = $run_id AND EXISTS (SELECT 1 FROM rules WHERE scope = 'criterion')
+        WHERE run_key = run_key($run_id) AND run_id = $run_id AND EXISTS (SELECT 1 FROM rules WHERE scope = 'criterion')
         GROUP BY criterion, variant, model, case_id
     )
     GROUP BY criterion

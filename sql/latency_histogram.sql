@@ -4,7 +4,7 @@
 WITH c AS (
     SELECT variant, model, latency_ms
     FROM cases
-    WHERE run_id = $run_id AND latency_ms IS NOT NULL AND error IS NULL
+    WHERE run_key = run_key($run_id) AND run_id = $run_id AND latency_ms IS NOT NULL AND error IS NULL
 ),
 top AS (
     SELECT greatest(coalesce(quantile_cont(latency_ms, 0.99), 0), 1e-6) AS hi FROM c

@@ -24,9 +24,9 @@ SELECT
     cc.output AS candidate_output, cc.error AS candidate_error,
     lab.human, lab.note
 FROM p
-LEFT JOIN cases cb ON cb.run_id = p.run_id AND cb.variant = p.baseline_variant
+LEFT JOIN cases cb ON cb.run_key = run_key($run_id) AND cb.run_id = p.run_id AND cb.variant = p.baseline_variant
     AND cb.model = p.baseline_model AND cb.case_id = p.case_id AND cb.repeat = p.repeat
-LEFT JOIN cases cc ON cc.run_id = p.run_id AND cc.variant = p.candidate_variant
+LEFT JOIN cases cc ON cc.run_key = run_key($run_id) AND cc.run_id = p.run_id AND cc.variant = p.candidate_variant
     AND cc.model = p.candidate_model AND cc.case_id = p.case_id AND cc.repeat = p.repeat
 LEFT JOIN lab ON lab.comparison = p.comparison AND lab.case_id = p.case_id
 ORDER BY p.comparison, p.case_id;

@@ -4,7 +4,7 @@
 WITH s AS (
     SELECT *
     FROM scores
-    WHERE run_id = $run_id AND scorer = 'llm-judge'
+    WHERE run_key = run_key($run_id) AND run_id = $run_id AND scorer = 'llm-judge'
     QUALIFY row_number() OVER (
         PARTITION BY criterion, case_id, variant, model ORDER BY repeat
     ) = 1
@@ -13,7 +13,7 @@ agg AS (   -- the verdict a label of the case is compared with: every judged ans
     SELECT criterion, case_id, avg(passed::INTEGER) >= 0.5 AS judge_passed,
            avg(raw_score) AS judge_raw_score, count(*) AS n_answers
     FROM scores
-    WHERE run_id = $run_id AND judge_model IS NOT NULL AND error IS NULL
+    WHERE run_key = run_key($run_id) AND run_id = $run_id AND judge_model IS NOT NULL AND error IS NULL
     GROUP BY criterion, case_id
 ),
 lab AS (   -- the label of the case
@@ -48,7 +48,7 @@ SELECT
     any_value(agg.n_answers) AS n_answers,
     any_value(lab.human) AS human
 FROM s
-JOIN cases c ON c.run_id = s.run_id AND c.variant = s.variant AND c.model = s.model
+JOIN cases c ON c.run_key = s.run_key AND c.run_id = s.run_id AND c.variant = s.variant AND c.model = s.model
     AND c.case_id = s.case_id AND c.repeat = s.repeat
 LEFT JOIN agg ON agg.criterion = s.criterion AND agg.case_id = s.case_id
 LEFT JOIN lab ON lab.criterion = s.criterion AND lab.case_id = s.case_id

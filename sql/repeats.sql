@@ -8,7 +8,7 @@ WITH per_case AS (
         count(*) FILTER (WHERE passed)                  AS c,
         stddev_samp(score)                              AS score_sd
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY variant, model, case_id
 ),
 ks AS (

@@ -6,7 +6,7 @@ FROM (
     SELECT variant, model, case_id, repeat, passed, score, error_kind, latency_ms, queued_ms,
            created_at
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     ORDER BY created_at DESC, variant DESC, model DESC, case_id DESC, repeat DESC
     LIMIT $limit
 )

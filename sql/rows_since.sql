@@ -3,7 +3,7 @@
 -- params: run_id, after, after_variant, after_model, after_case, after_repeat, limit
 SELECT variant, model, case_id, repeat, passed, score, error_kind, latency_ms, queued_ms, created_at
 FROM cases
-WHERE run_id = $run_id
+WHERE run_key = run_key($run_id) AND run_id = $run_id
   AND ($after IS NULL
        OR (created_at, variant, model, case_id, repeat)
           > ($after::TIMESTAMPTZ, $after_variant, $after_model, $after_case, $after_repeat))

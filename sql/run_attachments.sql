@@ -7,8 +7,11 @@ WITH used AS (
         f.value ->> 'sha256'                   AS sha256,
         f.value ->> 'media_type'               AS media_type,
         (f.value ->> 'bytes')::BIGINT          AS bytes
-    FROM cases c, json_each(c.attachments) f
-    WHERE c.run_id = $run_id AND c.attachments IS NOT NULL
+    -- the run's rows first: a filter beside the lateral json_each is not pushed into the scan
+    FROM (
+        SELECT attachments FROM cases
+        WHERE run_key = run_key($run_id) AND run_id = $run_id AND attachments IS NOT NULL
+    ) c, json_each(c.attachments) f
 ),
 files AS (
     SELECT name, media_type, sha256, any_value(bytes) AS bytes, count(*) AS case_rows

@@ -3,5 +3,5 @@
 -- params: run_id, errors_only
 SELECT variant, model, case_id, repeat
 FROM cases
-WHERE run_id = $run_id
+WHERE run_key = run_key($run_id) AND run_id = $run_id
   AND (NOT $errors_only OR error IS NOT NULL);

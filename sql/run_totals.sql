@@ -4,7 +4,7 @@
 WITH per_case AS (   -- the case (in its cell) is the unit: its repeats are averaged first
     SELECT variant, model, case_id, avg(passed::INTEGER) AS case_pass
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY variant, model, case_id
 ),
 t AS (
@@ -25,7 +25,7 @@ t AS (
         (SELECT stddev_samp(case_pass) FROM per_case)     AS pass_sd,
         (SELECT bool_and(case_pass IN (0, 1)) FROM per_case) AS zero_one
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
 )
 SELECT
     n,

@@ -9,7 +9,7 @@ WITH sliced AS (
         list_transform($keys::VARCHAR[], k -> coalesce(metadata ->> k, '(none)')) AS slice_values,
         variant, model, case_id, passed, score, error, cost_usd, cached
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
 ),
 groups AS (
     SELECT

@@ -7,7 +7,7 @@ SELECT
     avg(s.passed::INTEGER)       AS pass_rate,
     avg(s.score)                 AS mean_score
 FROM scores s
-JOIN cases c USING (run_id, variant, model, case_id, repeat)
-WHERE s.run_id = $run_id AND s.criterion = $criterion
+JOIN cases c USING (run_id, run_key, variant, model, case_id, repeat)
+WHERE s.run_key = run_key($run_id) AND s.run_id = $run_id AND s.criterion = $criterion
 GROUP BY 1
 ORDER BY pass_rate, slice;

@@ -4,7 +4,7 @@
 WITH per_case AS (   -- the case is the unit: its repeats are averaged first
     SELECT variant, model, case_id, avg(passed::INTEGER) AS case_pass
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY variant, model, case_id
 ),
 case_rates AS (
@@ -30,7 +30,7 @@ cells AS (
         coalesce(sum(cost_usd) FILTER (WHERE NOT cached), 0) AS cost_usd,
         coalesce(sum(cost_usd), 0)                      AS cost_uncached_usd
     FROM cases
-    WHERE run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id
     GROUP BY variant, model
 ),
 rated AS (

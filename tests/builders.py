@@ -313,12 +313,14 @@ def add_run(con: Any, run_id: str, rows: list[tuple[str, str, bool, float, str |
             "VALUES (?, 'v', ?, ?, 0, '{}', ?, 100, 0.0625, false, 'x', 1, ?, ?, ?)",
             [run_id, model, case_id, error, score, passed, NOW],
         )
+        fill_run_keys(con)
         for criterion, c_passed, c_score in (("k1", passed, score), ("k2", i % 2 == 0, 0.5)):
             con.execute(
                 "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
                 "score, passed, weight, required) VALUES (?, 'v', ?, ?, 0, ?, 'x', ?, ?, 1, true)",
                 [run_id, model, case_id, criterion, c_score, c_passed],
             )
+            fill_run_keys(con)
 
 
 def add_dict_run(con: Any, run_id: str, rows: list[dict[str, Any]], *, suite: str = "s") -> None:
@@ -356,6 +358,7 @@ def add_dict_run(con: Any, run_id: str, rows: list[dict[str, Any]], *, suite: st
             for row in full
         ],
     )  # fmt: skip
+    fill_run_keys(con)
     con.executemany(
         "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
         "score, passed, weight, required) VALUES (?, ?, ?, ?, ?, ?, 'x', ?, ?, 1, true)",
@@ -365,6 +368,7 @@ def add_dict_run(con: Any, run_id: str, rows: list[dict[str, Any]], *, suite: st
             for criterion, passed, score in (("k1", row["passed"], row["score"]), ("k2", True, 1.0))
         ],
     )
+    fill_run_keys(con)
 
 
 Z = 1.959963984540054
@@ -725,3 +729,15 @@ def killed_when(
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL, err
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def fill_run_keys(con: Any) -> None:
+    """Give the case and score rows a test inserted by hand (without ``run_key``) the key
+    evalwh's writer derives from their run_id (evalwh.warehouse.runkeys.insert_rows): the
+    named queries find a run's rows by it."""
+    from evalwh.warehouse.queries import macros
+    from evalwh.warehouse.runkeys import KEYED_TABLES
+
+    con.execute(macros())
+    for table in sorted(KEYED_TABLES):
+        con.execute(f"UPDATE {table} SET run_key = run_key(run_id) WHERE run_key IS NULL")

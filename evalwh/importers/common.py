@@ -695,8 +695,10 @@ def _scores_table(run_id: str, rows: list[list[Any]]) -> Any:
 
 
 def _insert(con: Any, table: str, data: Any) -> None:
+    from evalwh.warehouse.runkeys import insert_rows
+
     con.register("_evalwh_import", data)
     try:
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _evalwh_import")
+        insert_rows(con, table, "_evalwh_import")
     finally:
         con.unregister("_evalwh_import")

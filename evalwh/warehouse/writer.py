@@ -32,6 +32,7 @@ from evalwh.errors import WarehouseError
 from evalwh.warehouse.connect import register_stream, write_transaction
 from evalwh.warehouse.lake import Backoff, Location, is_lake
 from evalwh.warehouse.lease import HOST
+from evalwh.warehouse.runkeys import insert_rows
 
 # A debugging switch for crash tests: sleep this long inside each flush's transaction, after
 # its rows are inserted and before it commits (documented in docs/troubleshooting.md).
@@ -467,7 +468,7 @@ def _append(con: Any, table: str, rows: Any) -> None:
     """Insert an Arrow batch into ``table`` by column name."""
     view = f"_evalwh_{table}"
     register_stream(con, view, rows)
-    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+    insert_rows(con, table, view)
     con.unregister(view)
 
 

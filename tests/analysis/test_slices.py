@@ -11,6 +11,7 @@ import pytest
 from evalwh.analysis.slices import slice_run
 from evalwh.errors import UsageError
 from evalwh.warehouse.store import Warehouse
+from tests.builders import fill_run_keys
 
 
 def test_slices_carry_n_per_slice_and_cell(store: Warehouse) -> None:
@@ -56,6 +57,7 @@ def test_unknown_slicing_keys_are_named_with_the_keys_the_cases_have(empty_wareh
         " request_hash, attempts, passed, created_at) VALUES"
         " ('r1', 'v', 'm', 'c1', 0, '{\"lang\": \"en\", \"level\": 2}', false, 'h', 1, true, now())"
     )
+    fill_run_keys(con)
     con.close()
     check_keys(store, ["r1"], ["lang"])  # known: no error
     with pytest.raises(UsageError) as typo:

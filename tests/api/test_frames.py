@@ -14,6 +14,7 @@ import pytest
 import evalwh
 from evalwh.api import frames
 from evalwh.errors import RunNotFoundError
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -24,6 +25,7 @@ def _case(con: duckdb.DuckDBPyConnection, run: str, case: str, metadata: object)
         "VALUES (?, 'v', 'm', ?, 0, ?, false, 'h', 1, true, now())",
         [run, case, json.dumps(metadata)],
     )
+    fill_run_keys(con)
 
 
 def _run(con: duckdb.DuckDBPyConnection, run: str, label: str) -> None:

@@ -15,6 +15,7 @@ import duckdb
 from statsmodels.stats.proportion import proportion_confint
 
 from evalwh.warehouse import connect
+from tests.builders import fill_run_keys
 
 
 def _warehouse(tmp_path: Path) -> duckdb.DuckDBPyConnection:
@@ -71,11 +72,13 @@ def _answer(con: duckdb.DuckDBPyConnection, run: str, case: str, repeat: int, ok
         "VALUES (?, 'v', 'm', ?, ?, '{\"t\": \"x\"}', false, 'h', 1, ?, ?, now())",
         [run, case, repeat, float(ok), ok],
     )
+    fill_run_keys(con)
     con.execute(
         "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
         "score, passed, weight, required) VALUES (?, 'v', 'm', ?, ?, 'k', 'exact', ?, ?, 1, true)",
         [run, case, repeat, float(ok), ok],
     )
+    fill_run_keys(con)
 
 
 def _runs(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str, str | None]]) -> None:
@@ -106,6 +109,7 @@ def _costed_answer(
         "VALUES (?, 'v', 'm', ?, 0, ?, ?, 'h', 1, ?, ?, ?, now())",
         [run_id, case, json.dumps(metadata), cached, ok, cost, error],
     )
+    fill_run_keys(con)
 
 
 def _timed_answer(
@@ -125,6 +129,7 @@ def _timed_answer(
         "VALUES ('r', 'v', ?, ?, 0, ?, 'h', 1, true, 1.0, ?, ?, now())",
         [model, case, cached, latency, queued],
     )
+    fill_run_keys(con)
 
 
 def _case(
@@ -144,6 +149,7 @@ def _case(
         "VALUES (?, 'v', 'm', ?, ?, ?, ?, ?, false, 'h', 1, 0, false, now())",
         [run, case, repeat, None if metadata is None else json.dumps(metadata), output, error],
     )
+    fill_run_keys(con)
 
 
 def _score(
@@ -154,6 +160,7 @@ def _score(
         "score, passed, weight, required) VALUES (?, 'v', 'm', ?, ?, ?, 'exact', ?, ?, 1, true)",
         [run, case, repeat, criterion, float(ok), ok],
     )
+    fill_run_keys(con)
 
 
 def _judged(
@@ -207,6 +214,7 @@ def _row(con: duckdb.DuckDBPyConnection, run: str, **values: Any) -> None:
         f"INSERT INTO cases ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
         list(row.values()),
     )
+    fill_run_keys(con)
 
 
 def statsmodels_wilson(count: float, n: int) -> tuple[float, float]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -31,6 +32,7 @@ def test_baselines_carry_their_runs_pass_rate_and_n(tmp_path: Path) -> None:
             "VALUES ('r', 'v', 'm', ?, 0, false, 'x', 1, 0, ?, now())",
             [f"c{i}", passed],
         )
+        fill_run_keys(con)
     con.execute("INSERT INTO baselines VALUES ('prod', 'r', now()), ('empty', 'e', now())")
     rows = queries.run_query(con, "baselines").to_pylist()
     got = [
@@ -65,6 +67,7 @@ def test_baselines_count_cases_apart_from_answers_and_only_the_pinned_run(
                 "VALUES (?, 'v', 'm', ?, ?, false, 'x', 1, 0, ?, now())",
                 [run, case, repeat, passed],
             )
+            fill_run_keys(con)
     con.execute("INSERT INTO baselines VALUES ('prod', 'r', now())")
     (row,) = queries.run_query(con, "baselines").to_pylist()
     assert (row["name"], row["n"], row["n_passed"], row["n_cases"]) == ("prod", 6, 3, 3)

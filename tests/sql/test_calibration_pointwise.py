@@ -14,7 +14,7 @@ import pytest
 
 from evalwh.warehouse import connect, queries
 from evalwh.warehouse.connect import write_connection
-from tests.builders import rows_of, warehouse_with
+from tests.builders import fill_run_keys, rows_of, warehouse_with
 from tests.sql.conftest import _warehouse
 
 
@@ -40,6 +40,7 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     )
     for i, (human, judge) in enumerate(pairs):
         con.execute(insert_score, [f"b{i}", "j", judge, None])
+        fill_run_keys(con)
         label = json.dumps("pass" if human else "fail")
         con.execute(
             "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
@@ -48,6 +49,7 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
         )
     for i, (raw, human) in enumerate(numeric):
         con.execute(insert_score, [f"n{i}", "n", raw is not None and raw >= 3, raw])
+        fill_run_keys(con)
         con.execute(
             "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
             "VALUES ('r', 'pointwise', NULL, ?, NULL, ?, NULL)",
@@ -56,6 +58,7 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
     # criterion 'u': every label and verdict 'pass', so chance agreement is 1: kappa undefined
     for i in range(2):
         con.execute(insert_score, [f"u{i}", "u", True, None])
+        fill_run_keys(con)
         con.execute(
             "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
             "VALUES ('r', 'pointwise', NULL, ?, NULL, '\"pass\"', NULL)",
@@ -63,7 +66,9 @@ def test_pointwise_kappa_matches_a_hand_computed_fixture(tmp_path: Path) -> None
         )
     # an unlabelled case and a scorer error are left out
     con.execute(insert_score, ["u", "j", True, None])
+    fill_run_keys(con)
     con.execute(insert_score, ["e", "j", False, None])
+    fill_run_keys(con)
     con.execute("UPDATE scores SET error = 'judge failed' WHERE case_id = 'e'")
     con.execute(
         "INSERT INTO labels (run_id, kind, comparison, case_id, prefer, label, note) "
@@ -147,8 +152,11 @@ def test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass(
     for case_id, passes in verdicts.items():
         for model, passed in zip(("m1", "m2"), passes, strict=False):
             con.execute(score, ["r", model, case_id, passed])
+            fill_run_keys(con)
             con.execute(case, ["r", model, case_id, json.dumps({"topic": "t"})])
+            fill_run_keys(con)
         con.execute(case, ["o", "m1", case_id, json.dumps({"topic": "other"})])
+        fill_run_keys(con)
     for case_id, human in (("a", "pass"), ("b", "pass"), ("c", "fail")):
         con.execute(label, ["r", case_id, json.dumps(human)])
         con.execute(label, ["o", case_id, json.dumps("fail" if human == "pass" else "pass")])
@@ -179,6 +187,7 @@ def test_weighted_kappa_at_an_expected_disagreement_of_exactly_one(tmp_path: Pat
     for criterion, pairs in {"k": [(1, 2), (3, 2)], "flat": [(4, 4), (4, 4)]}.items():
         for i, (human, judge) in enumerate(pairs):
             con.execute(score, [f"c{i}", criterion, float(judge)])
+            fill_run_keys(con)
             con.execute(label, [criterion, f"c{i}", json.dumps(human)])
     rows = {
         r["criterion"]: r
@@ -212,6 +221,7 @@ def test_pointwise_labels_count_once_per_case_and_criterion(tmp_path):
                     "VALUES ('J', 'v', ?, ?, 0, 'judged', 'llm-judge', ?, ?, 1, true, 'jm', ?)",
                     [model, case, float(passed), passed, 5.0 if passed else 1.0],
                 )
+                fill_run_keys(con)
     (row,) = store.query(
         "calibration_pointwise", run_id="J", within=1.0, key=None, weights="quadratic"
     ).to_pylist()
@@ -253,6 +263,7 @@ def test_a_criterions_own_label_beats_the_cases_human_label(tmp_path):
                     "VALUES ('J', 'v', 'm', ?, 0, ?, 'llm-judge', ?, ?, 1, true, 'jm', ?)",
                     [case, criterion, float(passed), passed, float(passed)],
                 )
+                fill_run_keys(con)
     rows = {
         r["criterion"]: r
         for r in store.query(
@@ -291,6 +302,7 @@ def _judged(
         "VALUES ('r', 'v', ?, ?, ?, ?, 'llm-judge', 0.5, ?, 1, true, 'jm', ?)",
         [model, case_id, repeat, criterion, passed, raw],
     )
+    fill_run_keys(con)
 
 
 def _label(con: duckdb.DuckDBPyConnection, case_id: str, label: object, model: str | None) -> None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -43,6 +44,7 @@ def test_case_context_gives_each_variant_and_case_its_first_answers_question(
                 json.dumps(photo) if case == "c1" else None,
             ],
         )
+        fill_run_keys(con)
     every = queries.run_query(con, "case_context", run_id="r", case_ids=None).to_pylist()
     assert [(r["variant"], r["case_id"], json.loads(r["vars"])["q"]) for r in every] == [
         ("v", "c1", "r:v:m1-0"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _runs, _warehouse
 
 
@@ -40,6 +41,7 @@ def test_case_history_counts_each_runs_answers_of_one_case_newest_runs_first(
             "VALUES (?, 'v', 'm', ?, ?, false, 'h', 1, ?, ?, ?, ?, ?, now())",
             [run, case, repeat, passed, score, latency, error, output],
         )
+        fill_run_keys(con)
     rows = queries.run_query(con, "case_history", case_id="k", limit=2).to_pylist()
     got = [
         (r["run_id"], r["n"], r["n_passed"], r["n_errors"], r["output"], r["no_look"]) for r in rows
@@ -48,3 +50,32 @@ def test_case_history_counts_each_runs_answers_of_one_case_newest_runs_first(
     r1 = rows[1]
     assert (r1["pass_rate"], r1["mean_score"], r1["latency_ms"]) == (0.5, 0.75, 200.0)
     assert (r1["suite"], r1["variant"], r1["model"]) == ("s", "v", "m")
+
+
+def test_case_history_reads_the_cases_table_once(tmp_path: Path) -> None:
+    """A case_id filter skips no row group (case ids share their first 8 bytes and rows are
+    stored in run order), so each scan of cases reads the whole table: the query scans it once
+    for the case's rows and picks the newest runs from those."""
+    import json
+
+    con = _warehouse(tmp_path)
+    _runs(con, [("r0", "s", "2026-01-01 00:00:00+00", None)])
+    con.execute(
+        "INSERT INTO cases (run_id, run_key, variant, model, case_id, repeat, cached, "
+        "request_hash, attempts, passed, created_at) "
+        "SELECT 'r0', 0, 'v', 'm', 'c' || i, 0, false, 'h', 1, true, now() FROM range(3) t(i)"
+    )
+    con.execute(queries.macros())
+    (row,) = con.execute(
+        "EXPLAIN (FORMAT json) " + queries.get("case_history").sql, {"case_id": "c1", "limit": 5}
+    ).fetchall()
+
+    def tables(nodes: list[dict]) -> list[str]:
+        found = []
+        for node in nodes:
+            if node.get("name") == "SEQ_SCAN":
+                found.append(node["extra_info"]["Table"].split(".")[-1])
+            found += tables(node.get("children", []))
+        return found
+
+    assert tables(json.loads(row[1])).count("cases") == 1

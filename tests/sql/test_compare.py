@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from evalwh.warehouse import queries
-from tests.builders import cluster_se
+from tests.builders import cluster_se, fill_run_keys
 from tests.sql.conftest import _answer, _warehouse, case_rate_interval
 
 DOCS = ["d1", "d1", "d2", "d2"]
@@ -43,11 +43,13 @@ def test_compare_scopes_each_give_the_full_querys_rows_and_nothing_else(tmp_path
             "VALUES (?, 'v', ?, ?, 0, ?, false, 'x', 1, ?, ?, ?, 100, now())",
             [run, model, case, json.dumps({"doc": doc}), passed, score, cost],
         )
+        fill_run_keys(con)
         con.execute(
             "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
             "score, passed, weight, required) VALUES (?, 'v', ?, ?, 0, 'k', 'x', ?, ?, 1, true)",
             [run, model, case, score, passed],
         )
+        fill_run_keys(con)
 
     def rows(scopes: list[str] | None, cluster: str | None) -> list[dict[str, Any]]:
         return queries.run_query(
@@ -97,6 +99,7 @@ def test_compare_units_are_a_case_in_its_cell_when_cells_share_case_ids(tmp_path
                     "VALUES (?, 'v', ?, ?, 0, false, 'x', 1, ?, ?, now())",
                     [run, model, case, passed, float(passed)],
                 )
+                fill_run_keys(con)
     rows = {
         r["target"]: r
         for r in queries.run_query(
@@ -139,6 +142,7 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
                 "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, ?, now())",
                 [run, f"c{i + 1}", json.dumps({"doc": DOCS[i]}), passed, score, cost, latency],
             )
+            fill_run_keys(con)
             # one criterion 'k': the case's score (0 where it has none); its verdict is the
             # case's in A, but passes for c1..c3 in B (so that its pass values are correlated)
             k_passed = passed if run == "A" else i < 3
@@ -147,6 +151,7 @@ def test_compare_means_and_pair_counts_with_missing_values(tmp_path: Path) -> No
                 "score, passed, weight, required) VALUES (?, 'v', 'm', ?, 0, 'k', 'x', ?, ?, 1, true)",
                 [run, f"c{i + 1}", score or 0.0, k_passed],
             )
+            fill_run_keys(con)
     table = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False, scopes=None
     )
@@ -235,6 +240,7 @@ def test_compare_of_runs_with_more_than_55_thousand_cases_does_not_overflow(
             "FROM range(?) t(i)",
             [run, run, n],
         )
+        fill_run_keys(con)
     rows = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster=None, keys=[], combine=False, scopes=None
     ).to_pylist()
@@ -306,6 +312,7 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
                     latency,
                 ],
             )
+            fill_run_keys(con)
     table = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False, scopes=None
     )
@@ -381,6 +388,7 @@ def test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom(
                     "created_at) VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, ?, now())",
                     [run, f"c{i}", meta, run == "B" and j % 2 == 0, score, cost, latency],
                 )
+                fill_run_keys(con)
     rows = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False, scopes=None
     ).to_pylist()
@@ -422,6 +430,7 @@ def test_compare_averages_cost_and_latency_over_a_cases_repeats(tmp_path: Path) 
             "VALUES (?, 'v', 'm', ?, ?, false, 'h', 1, 1, true, ?, ?, now())",
             [run, case, repeat, cost, latency],
         )
+        fill_run_keys(con)
     (run,) = [
         r
         for r in queries.run_query(
@@ -473,6 +482,7 @@ def test_each_metric_has_its_own_degrees_of_freedom_and_t_test(tmp_path: Path) -
                     "created_at) VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, ?, ?, ?, ?, now())",
                     [run, f"n{n}-{j}", meta, passed, score, cost, latency],
                 )
+                fill_run_keys(con)
     # slice "wide": 2 cases, differences 1 and 0 in pass and score: delta 0.5, se 0.5, t(1)
     # 12.7: the interval is clipped to [-1, 1] (a difference of rates lies there)
     for j, (a, b) in enumerate(((0.0, 1.0), (0.0, 0.0))):
@@ -483,6 +493,7 @@ def test_each_metric_has_its_own_degrees_of_freedom_and_t_test(tmp_path: Path) -
                 "VALUES (?, 'v', 'm', ?, 0, '{\"g\": \"wide\"}', false, 'x', 1, ?, ?, now())",
                 [run, f"w{j}", value == 1.0, value],
             )
+            fill_run_keys(con)
     rows = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False, scopes=None
     ).to_pylist()
@@ -621,11 +632,13 @@ def test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand(tmp_path:
             "VALUES (?, ?, ?, ?, ?, ?, false, 'x', 1, ?, ?, 0.01, 100, now())",
             [run, variant, model, case, repeat, meta, passed, score],
         )
+        fill_run_keys(con)
         con.execute(
             "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
             "score, passed, weight, required) VALUES (?, ?, ?, ?, ?, 'k', 'x', ?, ?, 1, true)",
             [run, variant, model, case, repeat, float(passed) if score is None else score, passed],
         )
+        fill_run_keys(con)
     rows = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster=None, keys=["g"], combine=False, scopes=None
     ).to_pylist()
@@ -712,6 +725,7 @@ def test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero(
                     "VALUES (?, 'v', 'm', ?, 0, ?, false, 'x', 1, true, ?, now())",
                     [run, f"{doc}-{j}", json.dumps({"doc": doc}), score],
                 )
+                fill_run_keys(con)
     rows = queries.run_query(
         con, "compare", run_a="A", run_b="B", cluster="doc", keys=[], combine=False,
         scopes=["cell"],
@@ -725,11 +739,15 @@ def test_compare_a_score_interval_ending_exactly_at_zero_does_not_exclude_zero(
 
 
 def test_compare_scales_by_filtering_runs_first() -> None:
-    """Every CTE over a big table filters by run id; no correlated subquery."""
+    """Every CTE over a big table filters by run key, then run id (the key lets the zone maps
+    skip the other runs' row groups: tests/sql/test_run_key.py); no correlated subquery."""
     from evalwh.warehouse.queries import get
 
     for name in ("compare", "compare_cases", "slice", "repeats", "flaky", "export_cases"):
         sql = get(name).sql
         for table in ("cases", "scores"):
             for chunk in sql.split(f"FROM {table}")[1:]:
-                assert re.search(r"WHERE (\w+\.)?run_id (= \$run|IN)", chunk[:300]), (name, chunk)
+                assert re.search(
+                    r"WHERE (\w+\.)?run_key = run_key\((\$run_\w+)\) AND (\w+\.)?run_id = \2",
+                    chunk[:300],
+                ), (name, chunk)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -43,6 +44,7 @@ def test_movers_by_hand_worst_first_with_the_criteria_that_moved(tmp_path: Path)
                 "VALUES (?, 'v', 'm', ?, 0, '{}', false, 'x', 1, ?, ?, ?, now())",
                 [run, case, passed, score, f"{run}-{case}"],
             )
+            fill_run_keys(con)
             verdicts = criteria.get(case, ((passed,) * 3, (passed,) * 3))[side]
             for run_id, ks in ((run, verdicts), ("C", (not verdicts[0], False, False))):
                 for k, ok in zip(("k1", "k2", "k3"), ks, strict=True):
@@ -52,6 +54,7 @@ def test_movers_by_hand_worst_first_with_the_criteria_that_moved(tmp_path: Path)
                         "VALUES (?, 'v', 'm', ?, 0, ?, 'x', 0, ?, 1, true)",
                         [run_id, case, k, ok],
                     )
+                    fill_run_keys(con)
 
     def movers(limit: int | None) -> list[tuple[Any, ...]]:
         rows = queries.run_query(con, "compare_cases", run_a="A", run_b="B", limit=limit)

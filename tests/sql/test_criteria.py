@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalwh.warehouse import queries
-from tests.builders import wilson
+from tests.builders import fill_run_keys, wilson
 from tests.sql.conftest import _answer, _warehouse
 
 
@@ -36,6 +36,7 @@ def test_criteria_summary_matches_hand_counts_and_wilson(tmp_path: Path) -> None
             "VALUES (?, 'v', 'm', ?, 0, ?, 'exact', ?, ?, ?, ?, ?)",
             [run, f"c{i}", criterion, score, passed, weight, required, error],
         )
+        fill_run_keys(con)
     got = {r["criterion"]: r for r in queries.run_query(con, "criteria", run_id="r").to_pylist()}
     a, b = got["a"], got["b"]
     assert sorted(got) == ["a", "b", "c"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -26,6 +27,7 @@ def test_errors_group_by_message_most_frequent_first(tmp_path: Path) -> None:
             "VALUES (?, 'v', ?, ?, 0, ?, ?, false, 'x', 1, false, 0, now())",
             [run, model, case, error, kind],
         )
+        fill_run_keys(con)
     got = [
         (r["error"], r["error_kind"], r["n"], r["examples"])
         for r in queries.run_query(con, "errors", run_id="r").to_pylist()

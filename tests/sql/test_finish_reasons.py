@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -25,6 +26,7 @@ def test_finish_reasons_count_each_ending_per_cell_with_its_n(tmp_path: Path) ->
             "VALUES (?, 'v', ?, ?, 0, ?, false, 'x', 1, false, 0, now())",
             [run, model, f"c{i}", finish],
         )
+        fill_run_keys(con)
     got = queries.run_query(con, "finish_reasons", run_id="r").to_pylist()
     assert got == [
         {

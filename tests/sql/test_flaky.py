@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -24,6 +25,7 @@ def test_flaky_cases_equally_split_come_by_score_spread_widest_first(tmp_path: P
             "VALUES ('r', 'v', 'm', ?, ?, '{}', false, 'h', 1, ?, ?, now())",
             [case, repeat, score, ok],
         )
+        fill_run_keys(con)
     rows = queries.run_query(con, "flaky", run_id="r").to_pylist()
     assert [(r["case_id"], r["pass_rate"]) for r in rows] == [("z1", 0.5), ("a1", 0.5)]
     assert rows[0]["score_sd"] > rows[1]["score_sd"]

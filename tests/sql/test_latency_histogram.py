@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -35,6 +36,7 @@ def _latency(
         "VALUES (?, ?, 'm', ?, 0, ?, ?, false, 'h', 1, 0, false, now())",
         [run, variant, f"c{i}", error, ms],
     )
+    fill_run_keys(con)
 
 
 def test_latency_histogram_bins_up_to_the_runs_99th_percentile(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _case, _warehouse
 
 
@@ -25,6 +26,7 @@ def test_metadata_keys_count_distinct_values_and_the_rows_carrying_each(tmp_path
             "VALUES (?, 'v', 'm', ?, 0, ?, false, 'h', 1, true, now())",
             [run, f"c{i}", json.dumps(meta)],
         )
+        fill_run_keys(con)
     rows = queries.run_query(con, "metadata_keys", run_ids=["r"]).to_pylist()
     assert [(r["key"], r["n_values"], r["n"]) for r in rows] == [("doc", 2, 3), ("lang", 2, 4)]
 

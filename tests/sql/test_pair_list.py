@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.report_runs import SCRIPT
 from tests.sql.conftest import _warehouse
 
@@ -52,6 +53,7 @@ def test_pair_list_gives_each_cases_first_repeat_with_its_own_answers_and_label(
                         f"{prefix}{variant}/{model}/{case}/{repeat}",
                     ],
                 )
+                fill_run_keys(con)
     for variant, case in (("v2", "k3"), ("v1", "k4")):
         con.execute(
             "INSERT INTO cases (run_id, variant, model, case_id, repeat, output, cached, "
@@ -59,6 +61,7 @@ def test_pair_list_gives_each_cases_first_repeat_with_its_own_answers_and_label(
             "VALUES ('r', ?, 'm2', ?, 0, ?, false, 'h', 1, 0, false, now())",
             [variant, case, f"{variant}/m2/{case}/0"],
         )
+        fill_run_keys(con)
 
     def pair(run: str, comparison: str, case: str, repeat: int) -> None:
         model = "m" if comparison == "c" else "m2"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _case, _score, _warehouse
 
 
@@ -23,12 +24,14 @@ def test_pair_sides_list_every_answer_with_only_this_runs_passed_criteria(tmp_pa
             "VALUES (?, 'v', 'm', ?, 0, '{}', false, 'h', 1, ?, ?, now())",
             [run, case, error is None, error],
         )
+        fill_run_keys(con)
     for run, criterion, ok in (("r", "k1", True), ("r", "k2", False), ("s", "k3", True)):
         con.execute(
             "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
             "score, passed, weight, required) VALUES (?, 'v', 'm', 'c1', 0, ?, 'x', 1, ?, 1, true)",
             [run, criterion, ok],
         )
+        fill_run_keys(con)
     rows = queries.run_query(con, "pair_sides", run_id="r").to_pylist()
     got = sorted((r["case_id"], r["error"], r["criteria_passed"]) for r in rows)
     assert got == [("c1", None, ["k1"]), ("c2", "boom", [])]

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -45,6 +46,7 @@ def test_point_list_takes_first_repeats_judged_answers_and_the_criterions_own_la
                 f"{variant}/{model}/{case}/{repeat}",
             ],
         )
+        fill_run_keys(con)
 
     def judged(
         run: str,
@@ -78,6 +80,7 @@ def test_point_list_takes_first_repeats_judged_answers_and_the_criterions_own_la
                 raw,
             ],
         )
+        fill_run_keys(con)
 
     for run in ("r", "s"):
         for variant, model in (("v1", "m"), ("v1", "m2"), ("v2", "m"), ("v2", "m2")):
@@ -156,12 +159,14 @@ def test_point_list_shows_the_prompt_of_the_first_answer_even_when_a_name_extend
             "('r', ?, 'z', 'k', 0, ?, 'o', false, 'h', 1, 0, false, now())",
             [variant, json.dumps(variant)],
         )
+        fill_run_keys(con)
         con.execute(
             "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
             "score, passed, weight, required, judge_model, raw_score) "
             "VALUES ('r', ?, 'z', 'k', 0, 'q', 'llm-judge', 1, true, 1, true, 'jm', 1)",
             [variant],
         )
+        fill_run_keys(con)
     (row,) = queries.run_query(con, "point_list", run_id="r").to_pylist()
     assert [a["variant"] for a in row["answers"]] == ["v", "v\x01x"]
     assert json.loads(row["messages"]) == "v"

@@ -12,6 +12,7 @@ import duckdb
 
 from evalwh.viewer.pages import cursor
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -24,6 +25,7 @@ def _answers(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, int, int
             "VALUES (?, 'v', 'm', ?, ?, false, 'h', 1, 1, true, ?::TIMESTAMPTZ)",
             [run, case, repeat, f"2026-01-01 10:0{minute}:00+00"],
         )
+        fill_run_keys(con)
 
 
 def _since(con: duckdb.DuckDBPyConnection, after: dict[str, Any] | None, limit: int = 10) -> list:

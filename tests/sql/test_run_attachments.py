@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -37,6 +38,7 @@ def test_run_attachments_count_distinct_files_bytes_and_case_rows(tmp_path: Path
             "VALUES (?, 'v', 'm', ?, 0, ?, false, 'h', 1, 1, true, now())",
             [run, case, None if files is None else json.dumps(files)],
         )
+        fill_run_keys(con)
     got = queries.run_query(con, "run_attachments", run_id="r").to_pylist()
     assert [(r["name"], r["media_type"], r["files"], r["bytes"], r["case_rows"]) for r in got] == [
         ("doc", text, 1, 5, 1),

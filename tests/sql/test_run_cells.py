@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
@@ -26,6 +27,7 @@ def test_run_cells_lists_stored_cells_or_only_the_errored_ones(tmp_path: Path) -
             "VALUES (?, 'v', 'm', ?, ?, ?, false, 'x', 1, 0, false, now())",
             [run, case, repeat, error],
         )
+        fill_run_keys(con)
 
     def cells(errors_only: bool) -> set[tuple[str, str, str, int]]:
         table = queries.run_query(con, "run_cells", run_id="r", errors_only=errors_only)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalwh.warehouse import queries
+from tests.builders import fill_run_keys
 from tests.sql.conftest import (
     _Z,
     _answer,
@@ -46,6 +47,7 @@ def test_run_totals_by_hand_and_an_empty_run(tmp_path: Path) -> None:
             [run, case, repeat, cached, ok, float(ok), cost, tokens,
              None if tokens is None else tokens // 10, judge, None if tokens else "boom"],
         )  # fmt: skip
+        fill_run_keys(con)
     _pair_votes(con, "p1", ["candidate"], "en")
     _pair_votes(con, "p2", ["candidate"], "en")
     con.execute("UPDATE pairs SET cost_usd = 0.03125")

@@ -14,7 +14,7 @@ import pytest
 
 from evalwh.warehouse import queries
 from evalwh.warehouse.store import Warehouse
-from tests.builders import gate_rules, rows_of, warehouse_with
+from tests.builders import fill_run_keys, gate_rules, rows_of, warehouse_with
 from tests.sql.conftest import (
     _Z,
     _row,
@@ -52,6 +52,7 @@ def test_summary_matrix_by_hand(tmp_path: Path) -> None:
             "cost_usd, created_at) VALUES (?, 'v', ?, ?, 0, ?, ?, 'x', 1, ?, ?, ?, ?, ?, ?, now())",
             [run, model, case, error, cached, passed, float(passed), latency, tin, tout, cost],
         )
+        fill_run_keys(con)
     m1, m2, m3 = queries.run_query(con, "summary", run_id="r").to_pylist()
     assert (m3["model"], m3["n_cases"], m3["pass_rate_hi"]) == ("m3", 11, 1.0)
     assert (m1["model"], m1["n"], m1["n_passed"], m1["n_errors"], m1["n_cached"]) == (
@@ -183,7 +184,7 @@ def test_wilson_interval_against_a_reference_value() -> None:
     # Wilson 95% interval for 3 of 12, computed by hand from Wilson (1927): 0.08894 .. 0.53231.
     con = duckdb.connect()
     con.execute(
-        "CREATE TABLE cases AS SELECT 'r' AS run_id, 'v' AS variant, 'm' AS model, "
+        "CREATE TABLE cases AS SELECT 'r' AS run_id, 0 AS run_key, 'v' AS variant, 'm' AS model, "
         "'c' || i AS case_id, i < 3 AS passed, "
         "NULL::VARCHAR AS error, false AS cached, 1.0 AS score, 10.0 AS latency_ms, "
         "NULL::DOUBLE AS queued_ms, 1 AS input_tokens, 1 AS output_tokens, 0.0 AS cost_usd "

@@ -132,3 +132,26 @@ def test_the_tool_loop_group_counts_three_requests_a_cell(tmp_path: Path) -> Non
     assert raw["requests"] == {"single": 5, "loop": 15}
     assert raw["cpu_ms_per_turn_loop"] > 0 and raw["cpu_ms_per_request_single"] > 0
     assert "tool loop CPU per turn" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_quick_warehouse_group_writes_every_row_and_a_profile_of_each(tmp_path: Path) -> None:
+    """The warehouse group (issue 50) on the tiny synthetic warehouse: a row per question, its
+    bare-DuckDB replay and run-id-only form beside it, EXPLAIN ANALYZE of each under profiles/."""
+    done, data = _quick(tmp_path, "warehouse")
+    assert {row["id"] for row in data["rows"]} == {
+        "wh-runs-list",
+        "wh-summary",
+        "wh-slice",
+        "wh-gate",
+        "wh-compare",
+        "wh-case-history",
+        "wh-calibration",
+    }
+    raw = data["raw"]["warehouse"]
+    for job, times in raw["timings_s"].items():
+        assert raw["bare_s"][job] and raw["by_run_id_s"][job] and times, job
+        profile = (tmp_path / "results" / "profiles" / f"warehouse-{job}.txt").read_text()
+        assert profile.count("## sql/") == len(raw["statements"][job]), job
+    assert "evalwh / bare" in done.stdout

@@ -37,10 +37,10 @@ from tests.warehouse.test_writer import cache_keys
 LOCK = Path(__file__).parent.parent / "migrations.lock.json"
 
 
-# Numbers handed to branches still in flight: the only gaps allowed (none now). Add a number
+# Numbers handed to branches still in flight: the only gaps allowed. Add a number
 # when a branch takes it and remove it once its migration lands; migrate() applies a late
-# one to warehouses already past it. 14: issue 49's batches.
-RESERVED: set[int] = {14}
+# one to warehouses already past it (none now).
+RESERVED: set[int] = set()
 
 
 def test_migrations_are_numbered_uniquely_and_contiguously() -> None:
