@@ -3,8 +3,14 @@
 -- params: run_a, run_b, limit
 WITH paired AS (
     SELECT variant, model, case_id, repeat, a.passed AS passed_a, b.passed AS passed_b
-    FROM (SELECT variant, model, case_id, repeat, passed FROM cases WHERE run_id = $run_a) a
-    JOIN (SELECT variant, model, case_id, repeat, passed FROM cases WHERE run_id = $run_b) b
+    FROM (
+        SELECT variant, model, case_id, repeat, passed FROM cases
+        WHERE run_key = run_key($run_a) AND run_id = $run_a
+    ) a
+    JOIN (
+        SELECT variant, model, case_id, repeat, passed FROM cases
+        WHERE run_key = run_key($run_b) AND run_id = $run_b
+    ) b
         USING (variant, model, case_id, repeat)
 ),
 calls AS (

@@ -279,4 +279,5 @@ def _two_tool_runs(tmp_path: Path) -> duckdb.DuckDBPyConnection:
                 [run, case, 2 * seq + (role == "tool"), role]
                 + ([tool, error, valid] if role == "tool" else [None, None, None]),
             )
+    fill_run_keys(con)
     return con
