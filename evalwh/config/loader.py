@@ -224,6 +224,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         sources=sources,
         no_look=no_look,
         redact_outputs=(data.get("privacy") or {}).get("redact_outputs") is not False,
+        judges_batch=bool(data.get("judges_batch", False)),
     )
 
 
