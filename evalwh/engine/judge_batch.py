@@ -45,6 +45,7 @@ class JudgeFeed(BatchFeed):
         self.waiting: dict[str, asyncio.Future[BatchResult]] = {}  # key -> its judge calls' wait
         self.answered: dict[str, BatchResult] = {}  # key -> its result, once read
         self.answers_in = False  # every answer of the run is in: submit what is held
+        self.closed = False  # run() returned: nothing more is submitted
         self.wake = asyncio.Event()
 
     def asks(self, spec: ModelSpec) -> bool:
@@ -59,6 +60,8 @@ class JudgeFeed(BatchFeed):
             return future
         future = asyncio.get_running_loop().create_future()
         done = self.answered.get(key)
+        if done is None and self.closed:  # never held while the feed ran: no job will hold it
+            done = BatchResult(key, error=self._missing(key, "batch_missing"))
         if done is not None:
             future.set_result(done)
             return future
@@ -100,6 +103,12 @@ class JudgeFeed(BatchFeed):
     async def run(self) -> None:
         """Submit the held requests as jobs fill (all of them once the answers are in), poll
         the open jobs, until every judge request has its result (or the run stops)."""
+        try:
+            await self._run()
+        finally:
+            self.closed = True
+
+    async def _run(self) -> None:
         wait = self.first_wait
         while not self.stopped:
             due = [

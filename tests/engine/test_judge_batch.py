@@ -5,6 +5,7 @@ price."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -78,34 +79,32 @@ scorecard:
     return config
 
 
-def test_judge_requests_go_in_one_job_none_live_and_give_the_live_verdicts(
+def test_judge_requests_go_in_one_job_none_live_and_give_the_live_verdicts_at_half_price(
     tmp_path: Path, live_calls: list[str]
 ) -> None:
-    batched = api.run_eval(judged_config(tmp_path / "b"))
-    assert live_calls.count("jm") == 0 and live_calls.count("m") == 6  # answers live, judges not
-    jobs = submitted_jobs(tmp_path / "b" / "jobs")
-    assert [sorted(line["case"] for line in j["lines"]) for j in jobs] == [
-        [f"c{i}" for i in range(6)]
-    ]
+    answers = f", batch: true, batch_dir: '{tmp_path / 'answers'}'"  # answered in a job too
+    batched = api.run_eval(judged_config(tmp_path / "b", answers=answers))
+    assert live_calls == []  # nothing asked live: the answers in one job, the verdicts in another
+    cases = [f"c{i}" for i in range(6)]
+    for folder in (tmp_path / "answers", tmp_path / "b" / "jobs"):
+        assert [sorted(line["case"] for line in j["lines"]) for j in submitted_jobs(folder)] == [
+            cases
+        ]
     out, run = Path(batched.warehouse).parent, f"run_id = '{batched.run_id}'"
-    rows = stored(out, f"SELECT model, state, requests FROM batches WHERE {run} ORDER BY seq")
-    assert rows == [
-        {"model": "jm", "state": "running", "requests": 6},
-        {"model": "jm", "state": "ended", "requests": 6},
+    sql = f"SELECT model, state, requests FROM batches WHERE {run} ORDER BY model, seq"
+    assert stored(out, sql) == [
+        {"model": model, "state": state, "requests": 6}
+        for model in ("jm", "m")
+        for state in ("running", "ended")
     ]
     keys = stored(out, f"SELECT custom_id FROM batch_requests WHERE {run}")
-    assert len(keys) == 6
+    assert len(keys) == 12
     live = api.run_eval(judged_config(tmp_path / "l", batch=False), no_cache=True)
-    assert live_calls.count("jm") == 6
+    assert live_calls.count("jm") == 6 and live_calls.count("m") == 6
     strip = [{k: v for k, v in r.items() if k != "cost_usd"} for r in judged(batched)]
     assert strip == [{k: v for k, v in r.items() if k != "cost_usd"} for r in judged(live)]
     assert [r["passed"] for r in judged(batched)] == [True, False, True, True, True, True]
-
-
-def test_a_batch_verdict_costs_half_the_live_verdict_to_the_cent(tmp_path: Path) -> None:
-    batched = judged(api.run_eval(judged_config(tmp_path / "b")))
-    live = judged(api.run_eval(judged_config(tmp_path / "l", batch=False), no_cache=True))
-    for half, whole in zip(batched, live, strict=True):
+    for half, whole in zip(judged(batched), judged(live), strict=True):  # the same tokens
         assert whole["cost_usd"] > 0.01
         assert round(half["cost_usd"], 2) == round(whole["cost_usd"] / 2, 2)
         assert half["cost_usd"] == pytest.approx(whole["cost_usd"] / 2)
@@ -142,6 +141,7 @@ def test_a_run_stopped_while_its_judge_jobs_run_resumes_on_them_and_submits_noth
     assert [r["passed"] for r in judged(result)] == [True, False, True, True, True, True]
 
 
+@pytest.mark.slow  # two runs; which cells --retry-errors runs: tests/sql/test_run_cells.py
 def test_errored_and_expired_judge_requests_are_judge_errors_retry_errors_asks_them_again(
     tmp_path: Path,
 ) -> None:
@@ -175,3 +175,47 @@ def test_judges_batch_with_a_judge_provider_without_a_batch_api_is_a_config_erro
     with pytest.raises(ConfigError, match="has no batch API") as refused:
         api.validate(config)
     assert "judges[0].model.provider" in str(refused.value)
+
+
+class Answers:
+    """A batch API whose ended job gives a verdict per request, and one for a request it
+    never held."""
+
+    async def results(self, job: Any, requests: Any = None) -> Any:
+        from evalwh.providers.base import Completion
+        from evalwh.providers.batching import BatchResult
+
+        for key in ("a", "b", "planted"):
+            yield BatchResult(key, completion=Completion(f'{{"score": "{key}"}}', 1, 1))
+
+
+def test_a_resumed_job_keeps_verdicts_until_asked_and_a_late_request_never_waits() -> None:
+    """A stored judge job is read when its first request is asked: the verdicts of the others
+    wait for their cells (none is submitted again); a result for a request the job does not
+    hold (a provider's reply is untrusted) answers nothing; a request asked after the feed
+    ended is an error at once, never a wait without end."""
+    from evalwh.config.model import Case, ModelSpec
+    from evalwh.engine.judge_batch import JudgeFeed
+    from evalwh.providers.base import Request
+    from evalwh.providers.batching import BatchJob
+    from evalwh.warehouse.batches import JobRow
+
+    spec = ModelSpec("jm", "mock", "jm")
+    row = JobRow("r", "jm", "mock", "j", 0, "running", None, 2, 10)
+
+    async def scenario() -> list[Any]:
+        feed = JudgeFeed("r", None, {"jm": Answers()}, {"j": (row, ["a", "b"])}, first_wait=0)  # type: ignore[dict-item]
+        request = Request(model=spec, messages=[], case=Case("x"), variant="judge:j")
+        first = feed.ask("a", request, spec)
+        assert list(feed.jobs) == ["j"] and not feed.submissions  # waits on the stored job
+        await feed._read(feed.jobs["j"], BatchJob("j", "ended", "ended"))
+        second = feed.ask("b", request, spec)
+        planted = "planted" in feed.answered and feed.answered["planted"]
+        feed.closed = True
+        late = feed.ask("c", request, spec)
+        return [first.result(), second.result(), planted, late.result(), feed.submissions]
+
+    first, second, planted, late, submissions = asyncio.run(scenario())
+    assert first.completion.text == '{"score": "a"}' and second.completion.text == '{"score": "b"}'
+    assert planted is False
+    assert late.error.kind == "batch_missing" and submissions == {}
