@@ -251,6 +251,12 @@ def model_specs(data: dict[str, Any], root: Path | None = None) -> list[ModelSpe
     ]
 
 
+def judge_model_specs(data: dict[str, Any], root: Path | None = None) -> list[ModelSpec]:
+    """The models of a config's ``judges:`` (as loaded, or a run's stored snapshot)."""
+    judges = data.get("judges") or []
+    return [_model(j["model"], f"judges[{i}].model", root) for i, j in enumerate(judges)]
+
+
 def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSpec:
     price = raw.get("price")
     return ModelSpec(

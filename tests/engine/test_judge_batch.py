@@ -141,6 +141,22 @@ def test_a_run_stopped_while_its_judge_jobs_run_resumes_on_them_and_submits_noth
     assert [r["passed"] for r in judged(result)] == [True, False, True, True, True, True]
 
 
+def test_batch_wait_reaches_a_stopped_runs_judge_jobs_through_the_judges_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = judged_config(tmp_path, script="polls: 2")
+    stop_at_first_wait(monkeypatch)
+    from evalwh.api import batches
+    from evalwh.engine.signals import RunInterrupted
+
+    with pytest.raises(RunInterrupted) as stopped:
+        api.run_eval(config)
+    monkeypatch.setattr("evalwh.engine.batch.pause", no_pause)
+    waited = batches.wait(stopped.value.run_id, config=config)
+    assert [j["state"] for j in waited["jobs"]] == ["ended"]
+    assert [j["polls"] for j in submitted_jobs(tmp_path / "jobs")] == [2]
+
+
 @pytest.mark.slow  # two runs; which cells --retry-errors runs: tests/sql/test_run_cells.py
 def test_errored_and_expired_judge_requests_are_judge_errors_retry_errors_asks_them_again(
     tmp_path: Path,
