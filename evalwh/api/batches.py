@@ -5,8 +5,8 @@
     evalwh.api.batches.wait("latest")       # poll until every job has ended
     evalwh.api.batches.cancel("latest")     # ask the providers to cancel the open jobs
 
-A job is reached through the model that submitted it, as the run's stored config snapshot
-describes it (its provider, base URL and key variable): the same key must be set. Waiting
+A job is reached through the model that submitted it (a judge's model for a judge job), as
+the run's stored config snapshot describes it (its provider, base URL and key variable): the same key must be set. Waiting
 records each state that changed, as the run would; storing the answers is the run's own
 work: ``evalwh run CONFIG --resume RUN`` reads the ended jobs.
 """
@@ -129,19 +129,23 @@ def _open_jobs(store: Any, run_id: str, row: dict[str, Any]) -> list[tuple[Any, 
     """The run's open jobs, each with the batch API and the provider of the model that
     submitted it (built from the run's stored config snapshot; closed by the caller)."""
     from evalwh import providers
-    from evalwh.config.loader import model_specs
+    from evalwh.config.loader import judge_model_specs, model_specs
     from evalwh.warehouse.batches import latest_states
 
     snapshot = row.get("config_snapshot")
     data = json.loads(snapshot) if isinstance(snapshot, str) else snapshot or {}
     root = Path(str(row["config_path"])).parent if row.get("config_path") else None
-    specs = {m.id: m for m in model_specs(data, root)} if data.get("models") else {}
+    models = model_specs(data, root) if data.get("models") else []
+    # a judge's jobs (judges_batch) are its model's: reached through it the same way
+    specs: dict[tuple[str, str], Any] = {}
+    for model in [*models, *judge_model_specs(data, root)]:
+        specs.setdefault((model.id, model.provider), model)
     found = []
     for job in latest_states(store, run_id):
         if job.state not in OPEN_STATES:
             continue
-        spec = specs.get(job.model)
-        if spec is None or spec.provider != job.provider:
+        spec = specs.get((job.model, job.provider))
+        if spec is None:
             raise UsageError(
                 f"run {run_id}'s stored config has no model '{job.model}' of provider "
                 f"{job.provider}, which submitted batch job {job.job_id}"

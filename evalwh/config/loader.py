@@ -224,6 +224,7 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
         sources=sources,
         no_look=no_look,
         redact_outputs=(data.get("privacy") or {}).get("redact_outputs") is not False,
+        judges_batch=bool(data.get("judges_batch", False)),
     )
 
 
@@ -248,6 +249,12 @@ def model_specs(data: dict[str, Any], root: Path | None = None) -> list[ModelSpe
         _model(with_defaults(m, defaults), f"models[{i}]", root)
         for i, m in enumerate(data["models"])
     ]
+
+
+def judge_model_specs(data: dict[str, Any], root: Path | None = None) -> list[ModelSpec]:
+    """The models of a config's ``judges:`` (as loaded, or a run's stored snapshot)."""
+    judges = data.get("judges") or []
+    return [_model(j["model"], f"judges[{i}].model", root) for i, j in enumerate(judges)]
 
 
 def _model(raw: dict[str, Any], where: str, root: Path | None = None) -> ModelSpec:

@@ -238,6 +238,8 @@ class EvalConfig:
     sources: list[SourceSpec] = field(default_factory=list)  # cases read while the run goes
     no_look: bool = False  # privacy.no_look (or --no-look): no case data is stored or shown
     redact_outputs: bool = True  # privacy.redact_outputs: answers stored with secrets as ***
+    # judges_batch: llm-judge requests asked in batch jobs of the judge's model (docs/batch.md)
+    judges_batch: bool = False
 
     def locate_error(self, error: Any) -> Any:
         """Add the line and column to a ConfigError about this config that lacks them."""

@@ -293,13 +293,17 @@ class BatchFeed:
     async def _wait(self, *, read: bool) -> None:
         wait = self.first_wait
         while self.jobs and not self.stopped:
-            await self.sleep(wait)
+            await self._round(wait, read=read)
             wait = next_wait(wait)
-            if self.stopped:
-                return
-            await self._poll_round(read=read)
-            if self.on_poll is not None:
-                self.on_poll(list(self.all_jobs))
+
+    async def _round(self, wait: float, *, read: bool) -> None:
+        """Wait ``wait`` seconds, then poll every open job (unless the run stopped)."""
+        await self.sleep(wait)
+        if self.stopped:
+            return
+        await self._poll_round(read=read)
+        if self.on_poll is not None:
+            self.on_poll(list(self.all_jobs))
 
     def groups(
         self, submission: Submission

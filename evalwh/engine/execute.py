@@ -237,7 +237,8 @@ def has_batch_api(model: ModelSpec) -> bool:
 
 def check_batch(config: EvalConfig, models: list[ModelSpec]) -> None:
     """``batch: true`` is refused on a model whose provider has no batch API, and on a
-    judge's model (judges are asked live, as each answer arrives: docs/batch.md)."""
+    judge's model (``judges_batch: true`` batches judges); ``judges_batch: true`` is refused
+    when a judge's provider has no batch API (docs/batch.md)."""
     file = str(config.path)
     for model in models:
         if model.batch and not has_batch_api(model):
@@ -256,7 +257,17 @@ def check_batch(config: EvalConfig, models: list[ModelSpec]) -> None:
                 "answer arrives",
                 file=file,
                 where=f"{judge.model.where}.batch",
-                fix="remove batch: true from the judge's model (docs/batch.md)",
+                fix="remove batch: true from the judge's model; `judges_batch: true` at the "
+                "top level asks the judges in batch jobs (docs/batch.md)",
+            )
+        if config.judges_batch and not has_batch_api(judge.model):
+            raise ConfigError(
+                f"judges_batch: true asks judge '{judge.id}' in batch jobs, and provider "
+                f"{judge.model.provider} has no batch API",
+                file=file,
+                where=f"{judge.model.where}.provider",
+                fix="give the judge a model whose provider has a batch API (openai, "
+                "anthropic, google, mock), or remove judges_batch: true (docs/batch.md)",
             )
 
 
@@ -468,8 +479,11 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
                 1 - batch_factor(model.provider)
             )
             saved += live - row["cost_usd"]
-    rows += _judge_rows(prepared, cache)
+    judged = _judge_rows(prepared, cache)
+    saved += sum(r["live_cost_usd"] - r["cost_usd"] for r in judged if "live_cost_usd" in r)
+    rows += judged
     rows += _embedding_rows(prepared, cache)
+    in_jobs = bool(prepared.batched) or judged_in_batch(prepared)
     cost = sum(r["cost_usd"] or 0.0 for r in rows)
     return Estimate(
         cells=len(prepared.hashes),
@@ -480,8 +494,8 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         cost_usd=cost,
         by_model=rows,
         datasources=prepared.plan.streaming,
-        live_cost_usd=cost + saved if prepared.batched else None,
-        batch=_batch_note(prepared, live_loops) if prepared.batched else None,
+        live_cost_usd=cost + saved if in_jobs else None,
+        batch=_batch_note(prepared, live_loops) if in_jobs else None,
     )
 
 
@@ -489,14 +503,27 @@ def _batch_note(prepared: Prepared, live_loops: int) -> dict[str, Any]:
     """What a batch run asks in batch jobs and what it asks live, and why."""
     live = [
         f"{m.id}: provider {m.provider} has no batch API"
+        if not has_batch_api(m)
+        else f"{m.id}: asked live (no batch: true, no --batch)"
         for m in prepared.plan.models
         if m.id not in prepared.batched
     ]
     if live_loops:
         live.append(f"{live_loops} tool-loop cell(s): a loop's turns depend on each other")
-    if prepared.config.judges or prepared.config.embedders:
+    config = prepared.config
+    if judged_in_batch(prepared):
+        if config.pairwise:
+            live.append("pairwise judges: asked after the run")
+        if config.embedders:
+            live.append("embeddings: asked as each answer arrives")
+    elif config.judges or config.embedders:
         live.append("judges and embeddings: asked as each answer arrives")
-    return {"models": sorted(prepared.batched), "live": live}
+    judges = sorted({j.model.id for j in config.judges}) if judged_in_batch(prepared) else []
+    return {
+        "models": sorted(prepared.batched),
+        "live": live,
+        **({"judges": judges} if judges else {}),
+    }
 
 
 def _output_tokens(model: ModelSpec) -> int:
@@ -504,23 +531,32 @@ def _output_tokens(model: ModelSpec) -> int:
 
 
 def _judge_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[dict[str, Any]]:
-    """Estimated judge calls and their cost, one row per judge (:func:`judge_calls`)."""
+    """Estimated judge calls and their cost, one row per judge (:func:`judge_calls`); under
+    judges_batch the pointwise calls at the batch price (the row's ``live_cost_usd``: all
+    of them live)."""
+    from evalwh.providers.pricing import batch_factor
+
     judges = {j.id: j for j in prepared.config.judges}
+    pointwise = judge_calls(prepared, cache, pairwise=False) if judged_in_batch(prepared) else {}
     out = []
     for judge_id, (n, input_tokens) in judge_calls(prepared, cache).items():
         judge_model = judges[judge_id].model
         output_tokens = n * _output_tokens(judge_model)
         price = judge_model.price
-        out.append(
-            {
-                "model": f"{judge_model.id} (judge {judge_id})",
-                "calls": n,
-                "cached": 0,
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "cost_usd": price.cost(input_tokens, output_tokens) if price else None,
-            }
-        )
+        row: dict[str, Any] = {
+            "model": f"{judge_model.id} (judge {judge_id})",
+            "calls": n,
+            "cached": 0,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cost_usd": price.cost(input_tokens, output_tokens) if price else None,
+        }
+        if price is not None and judge_id in pointwise:
+            batch_n, batch_in = pointwise[judge_id]
+            batch_cost = price.cost(batch_in, batch_n * _output_tokens(judge_model))
+            row["live_cost_usd"] = row["cost_usd"]
+            row["cost_usd"] -= batch_cost * (1 - batch_factor(judge_model.provider))
+        out.append(row)
     return out
 
 
@@ -563,11 +599,13 @@ def _embedding_rows(prepared: Prepared, cache: dict[str, CachedAnswer]) -> list[
     return out
 
 
-def judge_calls(prepared: Prepared, cache: dict[str, CachedAnswer]) -> dict[str, list[int]]:
+def judge_calls(
+    prepared: Prepared, cache: dict[str, CachedAnswer], *, pairwise: bool = True
+) -> dict[str, list[int]]:
     """Judge id -> [estimated calls, input tokens]: per ``llm-judge`` criterion, one call per
-    answer that is not cached (its judgement is then new too); per pairwise comparison, two
-    per pair of cells (both orders). Repeats are cells of their own, so they count. A judge
-    no criterion or comparison uses is not in it."""
+    answer that is not cached (its judgement is then new too); per pairwise comparison (when
+    ``pairwise``), two per pair of cells (both orders). Repeats are cells of their own, so
+    they count. A judge no criterion or comparison uses is not in it."""
     from evalwh.engine.pairwise import _matches
 
     config, models = prepared.config, prepared.plan.models
@@ -590,7 +628,7 @@ def judge_calls(prepared: Prepared, cache: dict[str, CachedAnswer]) -> dict[str,
             prepared.cells, prepared.models, prepared.prompt_chars, strict=True
         )
     }
-    for comparison in config.pairwise:
+    for comparison in config.pairwise if pairwise else ():
         base, cand = comparison.baseline, comparison.candidate
         for (variant, model, case_id, repeat), (chars, spec) in by_cell.items():
             if not _matches(base, variant, model):
@@ -743,7 +781,8 @@ def execute(
 
     config, settings, plan = prepared.config, prepared.settings, prepared.plan
     grace = grace_s()  # a bad EVALWH_INTERRUPT_GRACE_S is refused before the run exists
-    first_poll = first_poll_s() if prepared.batched else None  # ... and EVALWH_BATCH_POLL_S
+    # ... and EVALWH_BATCH_POLL_S
+    first_poll = first_poll_s() if prepared.batched or judged_in_batch(prepared) else None
     store_files(prepared)  # before the run exists: a file that changed refuses the run
     warehouse = Warehouse(settings.warehouse)
     selection = filters.to_dict()
@@ -836,13 +875,14 @@ def execute(
             # the cached answers of its models serve them (as a judge's)
             cache.update(judge_cache(Warehouse(settings.cache_path), list(plan.models)))
         batch = _batch_feed(prepared, run_id, endpoints, budget, on_batch, first_poll)
+        stored = {}
+        if continue_run is not None and not replace_rows and (batch or judged_in_batch(prepared)):
+            from evalwh.engine.batch import stored_jobs
+
+            stored = await asyncio.to_thread(stored_jobs, warehouse, run_id)  # a resume's jobs
+        judge_batch = _judge_feed(prepared, run_id, judges, budget, on_batch, first_poll, stored)
         if batch is not None:
             replay = carried.replay if carried is not None else {}
-            stored = {}
-            if continue_run is not None and not replace_rows:  # a resume: wait on its jobs
-                from evalwh.engine.batch import stored_jobs
-
-                stored = await asyncio.to_thread(stored_jobs, warehouse, run_id)
             batch.plan(
                 plan,
                 endpoints,
@@ -872,6 +912,7 @@ def execute(
             journal=journal,
             replay=carried.replay if carried is not None else None,
             batch=batch,
+            judge_batch=judge_batch,
         )
         holder.append(engine)
         try:
@@ -970,16 +1011,52 @@ def _batch_feed(
         return None
     from evalwh.engine.batch import BatchFeed
 
-    apis = {}
-    for model_id in prepared.batched:
-        make = getattr(endpoints[model_id].provider, "batch_api", None)
-        api = make() if make is not None else None
-        if api is not None:
-            apis[model_id] = api
     return BatchFeed(
         run_id,
         prepared.settings.warehouse,
-        apis,
+        _batch_apis([endpoints[model_id] for model_id in prepared.batched]),
+        budget=budget if budget.cap is not None else None,
+        on_poll=on_batch,
+        first_wait=first_poll,
+    )
+
+
+def _batch_apis(endpoints: list[Endpoint]) -> dict[str, Any]:
+    """Model id -> the batch API of its provider, for those whose provider has one."""
+    apis = {}
+    for endpoint in endpoints:
+        make = getattr(endpoint.provider, "batch_api", None)
+        api = make() if make is not None else None
+        if api is not None:
+            apis[endpoint.model.id] = api
+    return apis
+
+
+def judged_in_batch(prepared: Prepared) -> bool:
+    """Whether the run asks its llm-judge criteria's judges in batch jobs (judges_batch)."""
+    return prepared.config.judges_batch and bool(prepared.scorecard.judged)
+
+
+def _judge_feed(
+    prepared: Prepared,
+    run_id: str,
+    judges: dict[str, JudgeRuntime],
+    budget: Any,
+    on_batch: Callable[[list[Any]], None] | None,
+    first_poll: float | None,
+    stored: dict[str, Any],
+) -> Any:
+    """The run's JudgeFeed (evalwh.engine.judge_batch) over the batch APIs of its judges'
+    models under ``judges_batch: true``, else None (judges asked live)."""
+    if not judged_in_batch(prepared):
+        return None
+    from evalwh.engine.judge_batch import JudgeFeed
+
+    return JudgeFeed(
+        run_id,
+        prepared.settings.warehouse,
+        _batch_apis([runtime.endpoint for runtime in judges.values()]),
+        stored,
         budget=budget if budget.cap is not None else None,
         on_poll=on_batch,
         first_wait=first_poll,

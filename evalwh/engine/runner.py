@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import partial
@@ -228,6 +228,18 @@ class Ask:
         )
 
 
+# a pointwise judge call's variant label: "judge:" and the judge's id (part of its cache key)
+JUDGE_CALL = "judge:"
+
+
+@dataclass
+class Deferred:
+    """A cell whose judge requests are held in batch jobs (judges_batch): ``finish`` scores
+    it once their results are in."""
+
+    finish: Coroutine[Any, Any, CellResult]
+
+
 class BudgetStop(Exception):
     """A cell's request was refused by the cost cap: the worker stops taking cells."""
 
@@ -353,6 +365,7 @@ class Engine:
         journal: Any = None,
         replay: Mapping[str, Call] | None = None,
         batch: Any = None,
+        judge_batch: Any = None,
     ) -> None:
         self.plan = plan
         self.endpoints = endpoints
@@ -397,6 +410,11 @@ class Engine:
         # batch mode (evalwh.engine.batch.BatchFeed): the batched models' cells come from it
         # as their jobs' results arrive, and call() takes those results instead of sending
         self.batch = batch
+        # judges_batch (evalwh.engine.judge_batch.JudgeFeed): a cell's judge requests are held
+        # for batch jobs of the judge's model; the cell is finished by a task of its own
+        # (``deferred``) once their results are in, while its worker takes the next cell
+        self.judge_batch = judge_batch
+        self.deferred: set[asyncio.Task[None]] = set()
         from evalwh.engine.tools import ToolBox
 
         self.toolbox = ToolBox()  # the tools of tool loops (evalwh.engine.toolloop)
@@ -407,6 +425,8 @@ class Engine:
         self.stopping = True
         if self.batch is not None:
             self.batch.stop()
+        if self.judge_batch is not None:
+            self.judge_batch.stop()
 
     async def run(self) -> EngineStats:
         from evalwh.engine.feed import CaseFeed
@@ -432,12 +452,20 @@ class Engine:
         producer = None if feed is None else asyncio.create_task(feed.produce(self._halted))
         if batch is not None:
             producer = asyncio.create_task(batch.run())
+        judging = self.judge_batch
+        verdicts = None if judging is None else asyncio.create_task(judging.run())
         try:
             await asyncio.gather(*workers)
             if batch is not None and producer is not None:
                 await producer  # its failure (a warehouse write, say) is the run's
+            if judging is not None and verdicts is not None:
+                judging.all_answers_in()
+                await verdicts  # every held judge request has its result (or the run stopped)
+                if not self.stopping:
+                    await asyncio.gather(*self.deferred)
         finally:
             tasks = [*workers, *([producer] if producer is not None else [])]
+            tasks += [*([verdicts] if verdicts is not None else []), *self.deferred]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -462,6 +490,10 @@ class Engine:
                 result = await cell(endpoint, variant, case, repeat)
             except BudgetStop:
                 return
+            if isinstance(result, Deferred):  # its judges' verdicts come from batch jobs
+                task = asyncio.create_task(self._finish_later(result))
+                self.deferred.add(task)
+                continue
             stats.done += 1
             sink(result)
             if full is not None and full():
@@ -469,6 +501,13 @@ class Engine:
                     await asyncio.sleep(0.005)
             elif count % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
+
+    async def _finish_later(self, deferred: Deferred) -> None:
+        """A cell whose judge requests are held in batch jobs: scored and stored once their
+        results are in."""
+        result = await deferred.finish
+        self.stats.done += 1
+        self.sink(result)
 
     async def call(
         self,
@@ -498,6 +537,10 @@ class Engine:
         if hit is not None:
             self.stats.cache_hits += 1
             return Call(key, hit, None, True, 0)
+        feed = self.judge_batch
+        if feed is not None and variant.startswith(JUDGE_CALL) and feed.asks(model):
+            request = Ask(endpoint, messages, case, variant, repeat).request()
+            return self._batched(endpoint, key, await feed.ask(key, request, model), feed)
         budget = self.budget
         if budget is None:
             return await self._send(endpoint, messages, case, variant, repeat, key, output, tools)
@@ -639,23 +682,25 @@ class Engine:
             self.journal.answered(key, model, answer, attempts, round(waited * 1000, 1))
         return answer
 
-    def _batched(self, endpoint: Endpoint, key: str, result: Any) -> Call:
-        """A batch job's result for this request (evalwh.engine.batch), kept as a live
-        answer is; its latency is unknown (NULL), it waited in its job."""
+    def _batched(self, endpoint: Endpoint, key: str, result: Any, feed: Any = None) -> Call:
+        """A batch job's result for this request (evalwh.engine.batch; ``feed``: the one
+        that read it, the answers' by default), kept as a live answer is; its latency is
+        unknown (NULL), it waited in its job."""
+        feed = feed if feed is not None else self.batch
         model = endpoint.model
         self.stats.requests += 1
         self.stats.batched += 1
         if result.completion is None:
-            self.batch.settle(key, None, model)
+            feed.settle(key, None, model)
             return Call(key, None, result.error, False, 1)
         answer = self._keep(key, model, result.completion, result.completion.latency_ms, 1, 0.0)
         call = Call(key, answer, None, False, 1)
-        self.batch.settle(key, call.cost(model), model)
+        feed.settle(key, call.cost(model), model)
         return call
 
     async def _cell(
         self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int
-    ) -> CellResult:
+    ) -> CellResult | Deferred:
         model = endpoint.model
         CELL.set((variant.variant.id, model.id, case.id, repeat))
         try:
@@ -719,8 +764,26 @@ class Engine:
                 scored=self.scorecard.failed(text if not self.no_look else kind),
                 wire=answer.wire,
             )
-        calls = tool_calls_of(turns, answer.wire)
         transcript = self._transcript(turns)
+        finish = self._finish(endpoint, variant, case, base, call, answer, messages, transcript)
+        if self.judge_batch is not None and self._hold_judges(case, messages, answer, transcript):
+            return Deferred(finish)
+        return await finish
+
+    async def _finish(
+        self,
+        endpoint: Endpoint,
+        variant: CompiledVariant,
+        case: Case,
+        base: dict[str, Any],
+        call: Call,
+        answer: CachedAnswer,
+        messages: Rendered,
+        transcript: list[dict[str, Any]],
+    ) -> CellResult:
+        """An answered cell scored (its judges asked) into its result."""
+        model = endpoint.model
+        calls = tool_calls_of(base["turns"], answer.wire)
         if (
             self.scorecard.judged
             or self.scorecard.embedded
@@ -804,11 +867,7 @@ class Engine:
     ) -> tuple[CaseScore, float | None, CheckOutcome | None]:
         """Judge criteria, embedded criteria and the exec check run concurrently; then the
         whole scorecard."""
-        shown = ""
-        if transcript and self.scorecard.judged:
-            from evalwh.scoring.transcript import render_transcript
-
-            shown = render_transcript(transcript)
+        shown = self._shown(transcript)
         jobs: list[Awaitable[Any]] = [
             self._judge(name, jid, case, messages, output, shown)
             for name, jid in self.scorecard.judged
@@ -848,6 +907,55 @@ class Engine:
             scored.passed = scored.passed and check.passed
         return scored, judge_cost, check
 
+    def _shown(self, transcript: list[dict[str, Any]] | None) -> str:
+        """A tool loop's transcript as the judges' prompts show it ("" without one)."""
+        if not (transcript and self.scorecard.judged):
+            return ""
+        from evalwh.scoring.transcript import render_transcript
+
+        return render_transcript(transcript)
+
+    def _judge_prompt(
+        self, judge_id: str, case: Case, messages: Rendered, output: str, shown: str
+    ) -> Rendered:
+        """A judge's prompt for an answer (ConfigError: it does not render)."""
+        from evalwh.scoring.judge import input_text
+
+        # the transcript is in the prompt, so in the judge call's cache key too
+        prompt: Rendered = self.judges[judge_id].prompts.point(
+            case, input_text(messages), output, shown
+        )
+        return prompt
+
+    def _hold_judges(
+        self,
+        case: Case,
+        messages: Rendered,
+        answer: CachedAnswer,
+        transcript: list[dict[str, Any]],
+    ) -> bool:
+        """Hold an answered cell's judge requests for batch jobs (judges_batch), before its
+        worker takes the next cell, so that every request is held once the answers are in;
+        False when none is held (no judge, or every verdict cached, replayed, unrenderable:
+        the cell is finished at once)."""
+        feed, held = self.judge_batch, False
+        shown = self._shown(transcript)
+        for _, judge_id in self.scorecard.judged:
+            endpoint = self.judges[judge_id].endpoint
+            if not feed.asks(endpoint.model):
+                continue
+            try:
+                prompt = self._judge_prompt(judge_id, case, messages, answer.output, shown)
+            except ConfigError:
+                continue  # _judge stores the criterion's error
+            ask = Ask(endpoint, prompt, case, f"{JUDGE_CALL}{judge_id}", 0)
+            key = ask.key()
+            if key in self.replay or (self.reuse and key in self.cache):
+                continue
+            feed.ask(key, ask.request(), endpoint.model)
+            held = True
+        return held
+
     async def _judge(
         self,
         name: str,
@@ -857,13 +965,12 @@ class Engine:
         output: str,
         transcript: str = "",
     ) -> tuple[str, ScoreResult, tuple[str, float | None, float | None]]:
-        from evalwh.scoring.judge import input_text, parse_score
+        from evalwh.scoring.judge import parse_score
 
         runtime = self.judges[judge_id]
         endpoint = runtime.endpoint
         try:
-            # the transcript is in the prompt, so in the judge call's cache key too
-            prompt = runtime.prompts.point(case, input_text(messages), output, transcript)
+            prompt = self._judge_prompt(judge_id, case, messages, output, transcript)
         except ConfigError as exc:
             if self.batches is None:  # the plan's cases were all rendered before the run
                 raise
@@ -872,7 +979,7 @@ class Engine:
             text = self._render_error_text(exc)
             failed = ScoreResult(0.0, error=f"judge '{judge_id}' prompt did not render: {text}")
             return name, failed, (endpoint.model.model, None, None)
-        call = await self.call(endpoint, prompt, case, f"judge:{judge_id}")
+        call = await self.call(endpoint, prompt, case, f"{JUDGE_CALL}{judge_id}")
         self.stats.judge_requests += 0 if call.cached or call.replayed else 1
         cost = None if call.cached else call.cost(endpoint.model)
         if call.answer is None:

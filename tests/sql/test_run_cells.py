@@ -12,7 +12,7 @@ from tests.builders import fill_run_keys
 from tests.sql.conftest import _warehouse
 
 
-def test_run_cells_lists_stored_cells_or_only_the_errored_ones(tmp_path: Path) -> None:
+def test_run_cells_lists_stored_cells_or_only_the_errored_or_misjudged_ones(tmp_path: Path) -> None:
     # run r: (v, m, c1, 0) ok, (v, m, c1, 1) error, (v, m, c2, 0) ok; run s: (v, m, c3, 0) error
     con = _warehouse(tmp_path)
     for run, case, repeat, error in (
@@ -35,3 +35,13 @@ def test_run_cells_lists_stored_cells_or_only_the_errored_ones(tmp_path: Path) -
 
     assert cells(False) == {("v", "m", "c1", 0), ("v", "m", "c1", 1), ("v", "m", "c2", 0)}
     assert cells(True) == {("v", "m", "c1", 1)}
+    # (v, m, c2, 0)'s judge failed: it is retried; (v, m, c1, 0)'s contains scorer failed: not
+    for case, scorer in (("c2", "llm-judge"), ("c1", "contains")):
+        con.execute(
+            "INSERT INTO scores (run_id, variant, model, case_id, repeat, criterion, scorer, "
+            "score, passed, weight, required, error) "
+            "VALUES ('r', 'v', 'm', ?, 0, 'k', ?, 0, false, 1, true, 'failed')",
+            [case, scorer],
+        )
+    fill_run_keys(con)
+    assert cells(True) == {("v", "m", "c1", 1), ("v", "m", "c2", 0)}
