@@ -872,6 +872,10 @@ def execute(
             journal=journal,
             replay=carried.replay if carried is not None else None,
             batch=batch,
+            # the plan's hashes: the engine does not hash a planned request again
+            keys=None
+            if plan.streaming
+            else dict(zip(prepared.cells, prepared.hashes, strict=True)),
         )
         holder.append(engine)
         try:
