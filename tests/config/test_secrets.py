@@ -159,6 +159,7 @@ KEY_SAMPLES = [
     ("sk-" + "A1b2C3d4E5" * 4 + "T3BlbkFJ", "openai"),
     ("AIza" + "Sy" + "x" * 33, "google"),
     ("AKIAIOSFODNN7EXAMPLE", "aws"),
+    ("ASIA" + "Q7" * 8, "aws"),  # a temporary (STS) key
     ("ghp_" + "a" * 36, "github"),
     ("github_pat_" + "11ABCDEFG" + "x" * 40, "github"),
     ("hf_" + "AbCdEfGhIj" * 3 + "kl", "huggingface"),
