@@ -62,6 +62,10 @@ KEY_PATTERNS: dict[str, re.Pattern[str]] = {
     "huggingface": re.compile(_START + r"hf_[A-Za-z0-9]{30,}"),
     "slack": re.compile(_START + r"xox[baprs]-[A-Za-z0-9\-]{10,}"),
 }
+#: Every match of a KEY_PATTERNS pattern holds one of these (they are case-sensitive): a text
+#: without any is left alone by all seven, which :func:`redact` then skips (a substring test
+#: costs ~0.1 us, the seven searches ~12 us, on every answer a run stores).
+KEY_LITERALS = ("sk-", "AIza", "AKIA", "ASIA", "_", "xox")
 # Any of them: one search tells most strings (case files hold many) they match none.
 _ANY_KEY = re.compile("|".join(f"(?:{p.pattern})" for p in KEY_PATTERNS.values()))
 
@@ -172,8 +176,9 @@ def redact(text: str, extra: Iterable[str] = (), *, known: Iterable[str] | None 
     for value in [*extra, *(known_secret_values() if known is None else known)]:
         if value and len(value) >= MIN_SECRET_LENGTH and value in text:
             text = text.replace(value, MASK)
-    for pattern in KEY_PATTERNS.values():
-        text = pattern.sub(MASK, text)
+    if any(literal in text for literal in KEY_LITERALS):  # else no pattern can match
+        for pattern in KEY_PATTERNS.values():
+            text = pattern.sub(MASK, text)
     return BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
 
 

@@ -913,6 +913,10 @@ def execute(
             replay=carried.replay if carried is not None else None,
             batch=batch,
             judge_batch=judge_batch,
+            # the plan's hashes: the engine does not hash a planned request again
+            keys=None
+            if plan.streaming
+            else dict(zip(prepared.cells, prepared.hashes, strict=True)),
         )
         holder.append(engine)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from typing import Any
 
 from evalwh.config.model import ModelSpec
@@ -45,7 +46,9 @@ class RowSink:
         # and error classes only; vars, expected, labels, messages, outputs, rationales,
         # details and check output are never stored
         self.no_look = no_look
-        self._case_json: dict[str, tuple[str | None, ...]] = {}
+        # oldest first: a dict's first key is found by skipping the slots of the keys deleted
+        # before it (~8 us a case once full), an OrderedDict pops it at once (~1 us)
+        self._case_json: OrderedDict[str, tuple[str | None, ...]] = OrderedDict()
         self.passed = 0
         self.errors = 0
         self.seen = 0
@@ -69,7 +72,7 @@ class RowSink:
             )
             memo = self._case_json
             if len(memo) >= self.CASE_MEMO:
-                del memo[next(iter(memo))]  # the oldest
+                memo.popitem(last=False)  # the oldest
             memo[case.id] = fields
         return fields
 

@@ -366,8 +366,12 @@ class Engine:
         replay: Mapping[str, Call] | None = None,
         batch: Any = None,
         judge_batch: Any = None,
+        keys: Mapping[Cell, str] | None = None,
     ) -> None:
         self.plan = plan
+        # cell -> its request's hash, as the run's planning computed it (execute.prepare):
+        # a cell without a tool loop is not hashed again (nor its messages encoded for it)
+        self.keys = keys or {}
         self.endpoints = endpoints
         self.scorecard = scorecard
         self.sink = sink
@@ -518,13 +522,16 @@ class Engine:
         repeat: int = 0,
         output: Any = None,
         tools: Any = None,
+        key: str | None = None,
     ) -> Call:
         """One request through the cache, the cost cap, the limits and the retries. Never
         raises; a request the cap refuses is a Call whose error has kind ``budget``.
         ``output`` (an OutputSpec) asks for JSON by schema, ``tools`` (a ToolUse) offers
-        tools; both are part of the request's key."""
+        tools; both are part of the request's key. ``key``: that key when already known
+        (the plan's hash of this request), else it is computed here."""
         model = endpoint.model
-        key = Ask(endpoint, messages, case, variant, repeat, output, tools).key()
+        if key is None:
+            key = Ask(endpoint, messages, case, variant, repeat, output, tools).key()
         replayed = self.replay.get(key)
         if replayed is not None:  # paid for before the kill: never asked again
             self.stats.replayed += 1
@@ -702,7 +709,8 @@ class Engine:
         self, endpoint: Endpoint, variant: CompiledVariant, case: Case, repeat: int
     ) -> CellResult | Deferred:
         model = endpoint.model
-        CELL.set((variant.variant.id, model.id, case.id, repeat))
+        cell = (variant.variant.id, model.id, case.id, repeat)
+        CELL.set(cell)
         try:
             messages = variant.render(case)
         except ConfigError as exc:
@@ -716,7 +724,13 @@ class Engine:
             call, turns = await tool_loop(self, endpoint, messages, case, variant.variant, repeat)
         else:
             call = await self.call(
-                endpoint, messages, case, variant.variant.id, repeat, variant.variant.output
+                endpoint,
+                messages,
+                case,
+                variant.variant.id,
+                repeat,
+                variant.variant.output,
+                key=self.keys.get(cell),
             )
         base: dict[str, Any] = {
             "variant": variant.variant.id,

@@ -153,23 +153,41 @@ def test_redact_known_values_and_key_shapes(monkeypatch: pytest.MonkeyPatch) -> 
     assert redact("x some-extra-secret y", extra=["some-extra-secret"]) == "x *** y"
 
 
+KEY_SAMPLES = [
+    (ANTHROPIC_KEY, "anthropic"),
+    (OPENAI_KEY, "openai"),
+    ("sk-" + "A1b2C3d4E5" * 4 + "T3BlbkFJ", "openai"),
+    ("AIza" + "Sy" + "x" * 33, "google"),
+    ("AKIAIOSFODNN7EXAMPLE", "aws"),
+    ("ASIA" + "Q7" * 8, "aws"),  # a temporary (STS) key
+    ("ghp_" + "a" * 36, "github"),
+    ("github_pat_" + "11ABCDEFG" + "x" * 40, "github"),
+    ("hf_" + "AbCdEfGhIj" * 3 + "kl", "huggingface"),
+    ("xoxb-123456789012-abcdefghij", "slack"),
+]
+
+
 @pytest.mark.usefixtures("secrets_env")
-@pytest.mark.parametrize(
-    ("value", "name"),
-    [
-        (ANTHROPIC_KEY, "anthropic"),
-        (OPENAI_KEY, "openai"),
-        ("sk-" + "A1b2C3d4E5" * 4 + "T3BlbkFJ", "openai"),
-        ("AIza" + "Sy" + "x" * 33, "google"),
-        ("AKIAIOSFODNN7EXAMPLE", "aws"),
-        ("ghp_" + "a" * 36, "github"),
-        ("github_pat_" + "11ABCDEFG" + "x" * 40, "github"),
-        ("hf_" + "AbCdEfGhIj" * 3 + "kl", "huggingface"),
-        ("xoxb-123456789012-abcdefghij", "slack"),
-    ],
-)
+@pytest.mark.parametrize(("value", "name"), KEY_SAMPLES)
 def test_key_patterns(value: str, name: str) -> None:
     assert find_key_shaped({"k": value}) == [("k", name)]
+
+
+@pytest.mark.usefixtures("secrets_env")
+@pytest.mark.parametrize(("value", "name"), KEY_SAMPLES)
+def test_a_key_of_every_shape_alone_in_an_answer_is_redacted(value: str, name: str) -> None:
+    # attack: a model echoes one API key of one shape in its answer; redact() runs the
+    # patterns only on a text holding one of KEY_LITERALS, which must let no shape through
+    from evalwh.config.secrets import KEY_PATTERNS, redact
+
+    assert {n for _, n in KEY_SAMPLES} == set(KEY_PATTERNS)  # a new pattern needs a sample
+
+    text = f"here it is: {value} (a {name} key)"
+    masked = text
+    for pattern in KEY_PATTERNS.values():  # what redact did before the combined search
+        masked = pattern.sub("***", masked)
+    assert redact(text, known=[]) == masked == f"here it is: *** (a {name} key)"
+    assert redact("case-000042: 84", known=[]) == "case-000042: 84"
 
 
 @pytest.mark.usefixtures("secrets_env")

@@ -1247,3 +1247,108 @@ scorecard:
         "input_tokens": tokens, "output_tokens": 0, "cost_usd": tokens * 2.0 / 1e6,
     }  # fmt: skip
     assert [r["model"] for r in run.estimate["by_model"]] == ["m", "embed (embedder of meaning)"]
+
+
+REPLAY_CONFIG = (
+    "models:\n"
+    "  - {id: a, provider: mock}\n"
+    "  - id: b\n"
+    "    provider: mock\n"
+    "    mock: {rules: [{rate: 0.5, reply: 'no idea'}], default: '{{ expected }}!'}\n"
+    "variants:\n"
+    '  - {id: v, messages: [{role: user, content: "{{ q }}"}]}\n'
+    "  - id: w\n"
+    '    messages: [{role: system, content: "Be brief"}, {role: user, content: "Q: {{ q }}"}]\n'
+    "cases:\n"
+    + "".join(
+        f"  - {{id: c{i}, vars: {{q: 'what is {i}?'}}, expected: '{2 * i}', "
+        f"metadata: {{topic: t{i % 3}}}}}\n"
+        for i in range(12)
+    )
+    + "scorecard:\n"
+    "  - {name: exact, type: exact}\n"
+    "  - {name: mentions, type: contains, required: false}\n"
+    "  - {name: digits, type: regex, pattern: '^\\d+$', required: false}\n"
+)
+# what a cached rerun stores differently from the run that asked: its own run, time and
+# whether it asked (cached, attempts, queued_ms)
+RUN_OWN = {"run_id", "created_at", "cached", "attempts", "queued_ms"}
+
+
+def _stored(db: Path, run_id: str, table: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                "ORDER BY ordinal_position",
+                [table],
+            ).fetchall()
+            if r[0] not in RUN_OWN
+        ]
+        keys = "variant, model, case_id, repeat" + (", criterion" if table == "scores" else "")
+        return con.execute(
+            f"SELECT {', '.join(names)} FROM {table} WHERE run_id = ? ORDER BY {keys}", [run_id]
+        ).fetchall()
+
+
+def test_a_cached_rerun_stores_the_rows_the_run_that_asked_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the replay path (the plan's hashes reused, no request hashed in the engine) changes no
+    # stored value: every cases and scores column but the run's own is the same
+    from evalwh.engine import runner
+
+    (tmp_path / "eval.yaml").write_text(REPLAY_CONFIG, encoding="utf-8")
+    first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", repeat=2)
+    assert first.stats["requests"] == 96
+    hashed: list[str] = []
+    real = runner.request_hash
+
+    def counted(*args: Any, **kwargs: Any) -> str:
+        hashed.append(real(*args, **kwargs))
+        return hashed[-1]
+
+    monkeypatch.setattr(runner, "request_hash", counted)
+    again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", repeat=2)
+    assert (again.stats["cache_hits"], again.stats["requests"]) == (96, 0)
+    assert hashed == []  # every key came from the plan
+    db = tmp_path / "out" / "warehouse.duckdb"
+    for table in ("cases", "scores"):
+        before = _stored(db, first.run_id, table)
+        assert len(before) == (96 if table == "cases" else 288)
+        assert _stored(db, again.run_id, table) == before
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute(
+            "SELECT count(*) FILTER (WHERE cached), count(*) FILTER (WHERE output = 'no idea') "
+            "FROM cases WHERE run_id = ?",
+            [again.run_id],
+        ).fetchone() == (96, pytest.approx(24, abs=20))
+
+
+def test_the_engine_hashes_a_request_as_the_plan_did(tmp_path: Path) -> None:
+    # the keys the engine takes from the plan are the ones it would compute itself
+    from evalwh.config.settings import resolve_settings
+    from evalwh.engine.execute import prepare
+    from evalwh.engine.plan import Filters
+    from evalwh.engine.runner import Ask, Endpoint
+    from evalwh.providers import create
+
+    (tmp_path / "eval.yaml").write_text(REPLAY_CONFIG, encoding="utf-8")
+    config = load_config(tmp_path / "eval.yaml")
+    prepared = prepare(config, resolve_settings({}, None, None), Filters(), 2)
+    endpoints = {m.id: Endpoint.for_model(m, create(m)) for m in prepared.plan.models}
+    cases = {c.id: c for c in prepared.plan.cases}
+    variants = {v.variant.id: v for v in prepared.plan.variants}
+    assert len(prepared.hashes) == 96
+    for (variant, model, case, repeat), key in zip(prepared.cells, prepared.hashes, strict=True):
+        compiled = variants[variant]
+        asked = Ask(
+            endpoints[model],
+            compiled.render(cases[case]),
+            cases[case],
+            variant,
+            repeat,
+            compiled.variant.output,
+        )
+        assert asked.key() == key

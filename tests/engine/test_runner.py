@@ -853,7 +853,7 @@ def cell_engine(tmp_path: Path, answer: Call, **kw: Any) -> tuple[Engine, Any, l
     eng = Engine(plan, {"a": endpoint_of(plan.models[0])}, scorecard, None, concurrency=1, **kw)  # type: ignore[arg-type]
     asked: list[Any] = []
 
-    async def call(*args: Any) -> Call:
+    async def call(*args: Any, key: str | None = None) -> Call:
         asked.append(args)
         return answer
 
