@@ -142,6 +142,7 @@ def run_github(
     return results
 
 
+@pytest.mark.slow  # the longest of its kind; CI runs it (`pytest -m slow`)
 def test_ci_doc_embeds_the_workflow_and_its_steps_work(tmp_path: Path) -> None:
     workflow = _recipe(WORKFLOW)
     repo = _repo(tmp_path)

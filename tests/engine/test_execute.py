@@ -1271,8 +1271,8 @@ REPLAY_CONFIG = (
     "  - {name: digits, type: regex, pattern: '^\\d+$', required: false}\n"
 )
 # what a cached rerun stores differently from the run that asked: its own run, time and
-# whether it asked (cached, attempts, queued_ms)
-RUN_OWN = {"run_id", "created_at", "cached", "attempts", "queued_ms"}
+# whether it asked (cached, attempts, queued_ms); run_key is read from run_id
+RUN_OWN = {"run_id", "run_key", "created_at", "cached", "attempts", "queued_ms"}
 
 
 def _stored(db: Path, run_id: str, table: str) -> list[tuple[Any, ...]]:

@@ -454,6 +454,7 @@ def test_the_scale_out_doc_commands_run_against_the_loopback_lake(
         assert con.execute("SELECT run_id FROM runs").fetchall() == [("nightly-1",)]
 
 
+@pytest.mark.slow  # the longest of its kind; CI runs it (`pytest -m slow`)
 def test_the_ci_matrix_recipe_runs_its_shards_and_finish_against_the_lake(
     lake: Lake, tmp_path: Path
 ) -> None:

@@ -97,6 +97,7 @@ def test_warehouse_connections_get_a_default_memory_limit(warehouse: Path):
     assert row is not None and row[0] == "1.8 GiB"  # 2GB, not 80 % of RAM
 
 
+@pytest.mark.slow  # the longest of its kind; CI runs it (`pytest -m slow`)
 @pytest.mark.e2e
 def test_sql_n0_over_10m_rows_streams_in_bounded_memory(warehouse: Path):
     query = "SELECT range AS n, 'row ' || range AS s FROM range(10000000)"
