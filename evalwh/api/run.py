@@ -172,6 +172,7 @@ def _plan(
     A resume (or retry of errors) claims the run's lease first, so no other process can
     continue it while its stored cells are read; the caller releases it on failure.
     """
+    from evalwh.config.streamed import refusal
     from evalwh.engine.overrides import with_models
     from evalwh.engine.plan import Filters, refuse_sharded_datasources
     from evalwh.warehouse.lease import claim
@@ -185,7 +186,7 @@ def _plan(
     repeats = repeat or settings.repeat
     continue_run = token = previous = None
     if shard is not None and cfg.sources:
-        raise UsageError(refuse_sharded_datasources(cfg))
+        raise UsageError(refusal(cfg.sources, "--shard") or refuse_sharded_datasources(cfg))
     if batch or any(m.batch for m in cfg.models):
         _refuse_batch(cfg, shard)
     if shard is not None:
@@ -225,6 +226,10 @@ def _plan(
 def _refuse_batch(cfg: EvalConfig, shard: tuple[int, int] | None) -> None:
     """Batch mode plans every request before the run: a datasource's cases come while it
     runs, and a shard started again would submit its jobs again."""
+    from evalwh.config.streamed import refusal
+
+    if why := refusal(cfg.sources, "batch mode (--batch, batch: true)"):
+        raise UsageError(why)
     if cfg.sources:
         raise UsageError(
             f"{cfg.path}: batch mode (--batch, batch: true) needs every case before the run, "
@@ -382,6 +387,10 @@ def _too_many_errors(totals: dict[str, Any], max_error_rate: float) -> str | Non
 def _refuse_datasource_resume(row: dict[str, Any], cfg: EvalConfig, run_id: str, flag: str) -> None:
     """A datasource run cannot be continued: the source is live, so the cells left to run
     would be drawn from different data than the stored ones, silently."""
+    from evalwh.config.streamed import refusal
+
+    if why := refusal(cfg.sources, flag):
+        raise UsageError(f"{flag} refused for run {run_id}: {why}")
     stored = _json(row.get("datasources"))
     if not stored and not cfg.sources:
         return

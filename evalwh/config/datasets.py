@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -95,19 +95,25 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
 def _read_parquet(path: Path) -> Iterator[tuple[int, Row]]:
     import pyarrow.parquet as pq
 
-    try:
-        fh, _ = open_regular(path)
-        with fh:
-            table = pq.read_table(fh)
-    except NotRegular:
-        raise
-    except Exception as exc:
-        raise ConfigError(
-            f"cannot read Parquet: {exc}",
-            file=str(path),
-            fix="write a real Parquet file (e.g. polars' write_parquet), or use CSV/JSONL",
-        ) from None
-    yield from enumerate(table.to_pylist(), start=1)
+    fh, _ = open_regular(path)
+    with fh:
+        n = 0
+        try:
+            for batch in pq.ParquetFile(fh).iter_batches(batch_size=PARQUET_BATCH):
+                for row in batch.to_pylist():
+                    n += 1
+                    yield n, row
+        except (NotRegular, ConfigError):
+            raise
+        except Exception as exc:
+            raise ConfigError(
+                f"cannot read Parquet: {exc}",
+                file=str(path),
+                fix="write a real Parquet file (e.g. polars' write_parquet), or use CSV/JSONL",
+            ) from None
+
+
+PARQUET_BATCH = 1000  # rows decoded at a time: a large file is never held whole
 
 
 READERS: dict[str, RowReader] = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}
@@ -268,11 +274,23 @@ def load_file_source(
     spec: dict[str, Any], root: Path, where: str, config_file: str, *, quiet: bool = False
 ) -> list[Case]:
     """The cases of a file entry; ``quiet`` (a no-look config): errors quote no value."""
-    from evalwh.config.attachments import split_file_columns
-
     path = readable(root / spec["file"], f"{where}.file")
     if path.is_dir():
         return _load_folder(spec, path, where, config_file, quiet=quiet)
+    fmt = file_format(spec, path, where, config_file)
+    cases = list(file_cases(spec, root, path, fmt, where, quiet=quiet))
+    if not cases:
+        raise ConfigError(
+            "the file holds no cases (a header only, or empty)",
+            file=str(path),
+            fix=f"add rows to the file, or remove it from {where} in {config_file}",
+        )
+    return cases
+
+
+def file_format(spec: dict[str, Any], path: Path, where: str, config_file: str) -> str:
+    """The format of a case file entry's one file (csv, jsonl or parquet), which must be a
+    regular file."""
     fmt = spec.get("format") or SUFFIXES.get(path.suffix.lower())
     if fmt is None:
         raise ConfigError(
@@ -295,6 +313,16 @@ def load_file_source(
             where=f"{where}.file",
             fix="check the path; it is relative to the config file's folder",
         )
+    return str(fmt)
+
+
+def file_cases(
+    spec: dict[str, Any], root: Path, path: Path, fmt: str, where: str, *, quiet: bool = False
+) -> Iterator[Case]:
+    """The cases of one case file, one at a time as its rows are read (``limit`` counts the
+    rows mapped from columns); an invalid row is a ConfigError naming its line."""
+    from evalwh.config.attachments import split_file_columns
+
     meta_cols = list(spec.get("metadata") or [])
     var_cols = spec.get("vars")
     declared = {
@@ -304,7 +332,7 @@ def load_file_source(
     }
     allowed = set(spec.get("allow_secret_like") or ())
     within = root.resolve()  # once, not per row (a resolve is a few syscalls)
-    cases: list[Case] = []
+    count = 0
     checked = False
     for n, row in _rows(fmt, path):
         source = f"{path.name}:{n}" if fmt != "parquet" else f"{path.name} row {n}"
@@ -312,17 +340,16 @@ def load_file_source(
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')
-            cases.append(
-                inline_case(
-                    row,
-                    source,
-                    file=str(path),
-                    line=n,
-                    quiet=quiet,
-                    folder=path.parent,
-                    within=within,
-                )
+            yield inline_case(
+                row,
+                source,
+                file=str(path),
+                line=n,
+                quiet=quiet,
+                folder=path.parent,
+                within=within,
             )
+            count += 1  # counted toward a limit, which only a row of columns checks
             continue
         if not checked:
             _check_columns(row, declared, meta_cols, var_cols, file=str(path))
@@ -334,16 +361,24 @@ def load_file_source(
             line=n if fmt != "parquet" else None,
             within=within,
         )
-        cases.append(columns_case(row, spec, source, f"{path.stem}-{n}", split=split))
-        if spec.get("limit") and len(cases) >= spec["limit"]:
+        yield columns_case(row, spec, source, f"{path.stem}-{n}", split=split)
+        count += 1
+        if spec.get("limit") and count >= spec["limit"]:
             break
-    if not cases:
-        raise ConfigError(
-            "the file holds no cases (a header only, or empty)",
-            file=str(path),
-            fix=f"add rows to the file, or remove it from {where} in {config_file}",
-        )
-    return cases
+
+
+def refuse_repeated_ids(cases: Iterable[Case], config_file: str) -> None:
+    """A case id given twice is refused, naming both places (the later first)."""
+    seen: dict[str, str] = {}
+    for case in cases:
+        if case.id in seen:
+            raise ConfigError(
+                f"duplicate case id '{case.id}' ({case.source} and {seen[case.id]})",
+                file=config_file,
+                where="cases",
+                fix="give every case a unique id",
+            )
+        seen[case.id] = case.source
 
 
 def _refuse_key_shaped(

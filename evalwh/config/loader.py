@@ -98,12 +98,20 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     unique(data["variants"], "id", "variants")
     variants = [_variant(v, i, path) for i, v in enumerate(data["variants"])]
 
-    cases, sources = [], []
+    from evalwh.config.datasets import refuse_repeated_ids
+    from evalwh.config.streamed import refusal, refuse_duplicate_ids, streamed_file
+
+    cases, sources, streamed = [], [], []
     no_look = bool((data.get("privacy") or {}).get("no_look"))
     for i, source in enumerate(data["cases"]):
         if "file" in source:
             where = f"cases[{i}]"
-            cases.extend(load_file_source(source, path.parent, where, file, quiet=no_look))
+            large = streamed_file(source, path.parent, where, file, quiet=no_look)
+            if large is not None:
+                sources.append(large[0])
+                streamed.append(large)
+            else:
+                cases.extend(load_file_source(source, path.parent, where, file, quiet=no_look))
         elif "dir" in source:
             cases.extend(directory_cases(source, path.parent, f"cases[{i}]", file))
         elif "source" in source:
@@ -117,16 +125,8 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
                     origin=(file, f"cases[{i}].files"),
                 )
             )
-    seen_cases: dict[str, str] = {}
-    for case in cases:
-        if case.id in seen_cases:
-            raise ConfigError(
-                f"duplicate case id '{case.id}' ({case.source} and {seen_cases[case.id]})",
-                file=file,
-                where="cases",
-                fix="give every case a unique id",
-            )
-        seen_cases[case.id] = case.source
+    refuse_repeated_ids(cases, file)
+    refuse_duplicate_ids(streamed, cases, path.parent, file)
 
     unique(data["scorecard"], "name", "scorecard")
     scorecard = [
@@ -168,6 +168,8 @@ def build_config(data: dict[str, Any], path: Path, node: Any = None) -> EvalConf
     comparisons = _comparisons(
         data, models, variants, judge_ids, {c.name for c in scorecard}, where_line
     )
+    if comparisons and (why := refusal(sources, "pairwise")):
+        raise ConfigError(why, **where_line(["pairwise"]))
     if comparisons and sources:
         raise ConfigError(
             "pairwise comparisons need every case in the config: a datasource's rows are read "

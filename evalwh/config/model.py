@@ -128,6 +128,7 @@ class SourceSpec:
     params: dict[str, Any] = field(default_factory=dict)
     mapping: dict[str, Any] = field(default_factory=dict)  # id/expected/vars/metadata columns
     where: str = ""  # cases[i], for error messages
+    case_file: bool = False  # a case file too large to hold (evalwh.config.streamed)
 
     def record(self) -> dict[str, Any]:
         """What the run stores about it (runs.datasources): name and parameters."""

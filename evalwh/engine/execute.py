@@ -836,7 +836,10 @@ def execute(
     sink = RowSink(writer, run_id, no_look=config.no_look, redact_outputs=config.redact_outputs)
     journal = None if config.no_look else _open_journal(prepared, run_id, filters, sink, carried)
     writer.flushed = None if journal is None else journal.durable
-    total = 0 if plan.streaming else len(prepared.hashes)  # 0: unknown until read
+    streamed = plan.streamed_size
+    total = len(prepared.hashes) + (streamed or 0)
+    if plan.streaming and streamed is None:
+        total = 0  # unknown until read
 
     def on_result(result: CellResult) -> None:
         sink(result)

@@ -51,6 +51,7 @@ class SourceRead:
     pages: int = 0
     complete: bool = False
     _hash: Any = field(default_factory=hashlib.sha256, repr=False)
+    known_cases = None  # a datasource's rows are unknown until read
 
     def batches(self) -> Iterator[list[Case]]:
         from evalwh.config.datasets import datasource_cases
@@ -102,10 +103,53 @@ def _guarded(pages: Iterator[list[Any]], read: SourceRead) -> Iterator[list[Any]
         ) from None
 
 
-def open_sources(specs: list[SourceSpec], root: Path, file: str, quiet: bool) -> list[SourceRead]:
+@dataclass
+class FileRead:
+    """A case file too large to hold, read again in batches (evalwh.config.streamed), with
+    what the run records about it as about a datasource."""
+
+    spec: SourceSpec
+    root: Path
+    file: str  # the config's path, for errors
+    quiet: bool = False
+    rows: int = 0
+    pages: int = 0
+    complete: bool = False
+
+    @property
+    def known_cases(self) -> int:
+        return int(self.spec.params["cases"])  # counted by the loader's first pass
+
+    def batches(self) -> Iterator[list[Case]]:
+        from evalwh.config.streamed import file_batches
+
+        for batch in file_batches(self.spec, self.root, self.file, STATIC_BATCH, quiet=self.quiet):
+            self.pages += 1
+            self.rows += len(batch)
+            yield batch
+        self.complete = True
+
+    def record(self) -> dict[str, Any]:
+        return {
+            **self.spec.record(),
+            "rows_read": self.rows,
+            "pages": self.pages,
+            "complete": self.complete,
+            "digest": self.spec.params["sha256"],
+        }
+
+
+def open_sources(
+    specs: list[SourceSpec], root: Path, file: str, quiet: bool
+) -> list[SourceRead | FileRead]:
     from evalwh.config.datasets import open_datasource
 
-    return [SourceRead(s, open_datasource(s, root, file), quiet) for s in specs]
+    return [
+        FileRead(s, root, file, quiet)
+        if s.case_file
+        else SourceRead(s, open_datasource(s, root, file), quiet)
+        for s in specs
+    ]
 
 
 def case_batches(

@@ -72,6 +72,17 @@ class Plan:
         they are unknown until read)."""
         return len(self.variants) * len(self.models) * len(self.cases) * self.repeats
 
+    @property
+    def streamed_size(self) -> int | None:
+        """The cells of the streamed cases when known up front: every source a case file
+        counted when the config was loaded (evalwh.config.streamed) and no ``--case`` to thin
+        them; else None (a datasource's rows are unknown until read)."""
+        counts: list[int | None] = [getattr(s, "known_cases", None) for s in self.sources]
+        if self.case_patterns or None in counts:
+            return None
+        cases = sum(n for n in counts if n is not None)
+        return len(self.variants) * len(self.models) * cases * self.repeats
+
     def wanted(self, cell: Cell) -> bool:
         return cell not in self.skip and (self.only is None or cell in self.only)
 
@@ -134,7 +145,9 @@ def build_plan(
     cases = _select("case", config.cases, filters.cases, more=bool(sources))
     run_size = None
     if filters.shard is not None and (sources or config.sources):
-        raise UsageError(refuse_sharded_datasources(config))
+        from evalwh.config.streamed import refusal
+
+        raise UsageError(refusal(config.sources, "--shard") or refuse_sharded_datasources(config))
     if filters.shard is not None:
         k, n = filters.shard
         run_size = len(variants) * len(models) * len(cases) * repeats

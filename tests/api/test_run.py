@@ -248,3 +248,24 @@ def test_a_run_failed_by_server_errors_keeps_the_retry_hint(
     )
     passed = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "ok", fake=True)
     assert passed.exit_code == 0 and passed.next is None
+
+
+# -- streamed case files: what needs every case up front is refused, naming the file ---------
+def test_a_streamed_case_file_refuses_shard_batch_and_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalwh.config import streamed
+
+    monkeypatch.setattr(streamed, "STREAM_AT", 5)
+    rows = "".join(f'{{"id": "c{i}", "q": "x{i}", "expected": "x{i}"}}\n' for i in range(6))
+    write(tmp_path / "big.jsonl", rows)
+    cfg = write(tmp_path / "eval.yaml", DATASOURCE_HEAD + "cases: [{file: big.jsonl}]\n")
+    named = r"does not go with a case file streamed while the run goes \(big.jsonl \(6 cases\)\)"
+    with pytest.raises(UsageError, match=rf"--shard {named}"):
+        evalwh.run_eval(cfg, output_dir=tmp_path / "o", shard=(1, 2))
+    with pytest.raises(UsageError, match=rf"batch mode \(--batch, batch: true\) {named}"):
+        evalwh.run_eval(cfg, output_dir=tmp_path / "o", batch=True)
+    done = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert done.totals["n"] == 6 and done.totals["n_passed"] == 6
+    with pytest.raises(UsageError, match=rf"--resume refused for run {done.run_id}: --resume "):
+        evalwh.run_eval(cfg, output_dir=tmp_path / "o", resume=done.run_id)

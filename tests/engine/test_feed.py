@@ -8,6 +8,9 @@ Then whole datasource runs through the public API (their `mysources` classes com
 of a run of unknown size, a failing source that fails the run naming it, case filters and
 unrenderable rows, the streaming cache, and a run stopped at its cost cap reading no further
 pages.
+
+Last, a case file too large to hold, streamed through the same feed: the cases it holds at
+once, counted.
 """
 
 from __future__ import annotations
@@ -363,3 +366,49 @@ cases: [{source: "mysources:Counting", params: {n: 600, page: 20}}]
     # the page in hand and the one read ahead, not the other 28
     assert record["complete"] is False and record["pages"] <= 3 and record["rows_read"] <= 60
     assert len(sources.STATE["calls"]) == record["pages"]
+
+
+def test_a_streamed_case_file_holds_two_batches_and_three_cells_a_worker_at_most(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # count, not RSS: every Case read from the file is tracked by a weak reference, and the
+    # live ones are counted each time the reader makes one (the loader's first pass and the
+    # run's batches alike)
+    import weakref
+
+    from evalwh.config import streamed
+
+    monkeypatch.setattr(streamed, "STREAM_AT", 100)
+    monkeypatch.setattr(feed, "STATIC_BATCH", 20)
+    live: dict[int, weakref.ref[Case]] = {}  # a Case is not hashable: keyed by its id()
+    most = [0]
+    read = streamed.file_cases
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        for case in read(*args, **kw):
+            key = id(case)
+            live[key] = weakref.ref(case, lambda _, key=key: live.pop(key, None))
+            most[0] = max(most[0], len(live))
+            yield case
+
+    monkeypatch.setattr(streamed, "file_cases", counted)
+    rows = [{"id": f"c{i}", "q": f"x{i}", "expected": f"x{i}"} for i in range(200)]
+    write(tmp_path / "big.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    cfg = write(
+        tmp_path / "eval.yaml",
+        DATASOURCE_HEAD
+        + "settings: {concurrency: 2, batch_size: 50}\ncases: [{file: big.jsonl}]\n",
+    )
+    seen: list[int] = []
+    result = evalwh.run_eval(
+        cfg, output_dir=tmp_path / "o", progress=lambda n, total, r: seen.append(total)
+    )
+    assert result.totals["n"] == 200 and result.totals["n_passed"] == 200
+    assert set(seen) == {200}  # counted by the first pass: the progress knows its total
+    # the batch being queued, the one read ahead, and per worker two queued cells and one
+    # in flight: a bound set by the batch and the concurrency, whatever the file's length
+    assert 0 < most[0] <= 2 * 20 + 3 * 2, most[0]
+    run = evalwh.open_warehouse(tmp_path / "o" / "warehouse.duckdb").run(result.run_id)
+    (record,) = json.loads(run["datasources"])
+    assert (record["name"], record["rows_read"], record["pages"]) == ("file", 200, 10)
+    assert record["complete"] and record["digest"].startswith("sha256:")
