@@ -89,6 +89,7 @@ def test_the_page_shows_every_example_file_verbatim() -> None:
         assert body == (EXAMPLE / name).read_text(encoding="utf-8"), f"{name} differs"
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_the_tutorial_runs_top_to_bottom(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

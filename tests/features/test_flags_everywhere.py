@@ -64,6 +64,7 @@ def _banner(page: str) -> set[str]:
     return {html.unescape(f"{key}: {reason}") for key, reason in found}
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_every_surface_shows_the_same_flags(
     flagged: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

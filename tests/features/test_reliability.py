@@ -697,6 +697,7 @@ def test_thousand_cases_with_injected_faults(
     assert scores[0]["s"] == scores[1]["s"]
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_sigkill_then_resume_is_exact(tmp_path: Path, server: FakeLLMServer) -> None:
     server.latency = 0.02
     block = f"  - {{id: m, provider: openai-compatible, model: local, base_url: '{server.openai_url}', price: 0}}"

@@ -325,6 +325,7 @@ def test_concurrent_writers_into_one_lake_lose_and_duplicate_nothing(
     assert gated.returncode == 0 and "passed" in gated.stdout, gated.stderr
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 @pytest.mark.e2e
 def test_four_shards_on_four_processes_make_one_run_judged_once(lake: Lake, tmp_path: Path) -> None:
     cfg = eval_yaml(tmp_path, 4000)
@@ -356,6 +357,7 @@ def test_four_shards_on_four_processes_make_one_run_judged_once(lake: Lake, tmp_
     assert again.returncode == 2 and "already completed" in again.stderr
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_pushing_twice_copies_each_run_once_and_pull_brings_them_back(
     lake: Lake, tmp_path: Path
 ) -> None:
@@ -394,6 +396,7 @@ def test_pushing_twice_copies_each_run_once_and_pull_brings_them_back(
     assert count(lake, "SELECT count(*) FROM cases") == (60,)  # compaction keeps every row
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 @pytest.mark.e2e
 def test_a_writer_killed_mid_flush_leaves_the_lake_readable_and_the_run_resumes(
     lake: Lake, tmp_path: Path
@@ -424,6 +427,7 @@ def test_a_writer_killed_mid_flush_leaves_the_lake_readable_and_the_run_resumes(
     assert count(lake, "SELECT any_value(status) FROM runs") == ("completed",)
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_the_scale_out_doc_commands_run_against_the_loopback_lake(
     lake: Lake, tmp_path: Path
 ) -> None:

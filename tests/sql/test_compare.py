@@ -355,6 +355,7 @@ def test_clustered_se_counts_only_the_clusters_a_metric_has_and_unequal_cost_sum
         assert row["latency_ms_se"] is None
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_every_t_quantile_of_the_intervals_matches_scipy_by_degrees_of_freedom(
     tmp_path: Path,
 ) -> None:

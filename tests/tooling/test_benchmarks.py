@@ -88,6 +88,7 @@ def _quick(tmp_path: Path, groups: str) -> tuple[subprocess.CompletedProcess[str
     return done, data
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_the_in_process_groups_run_at_tiny_sizes_and_write_their_rows(tmp_path: Path) -> None:
     done, data = _quick(tmp_path, "engine,ingest,queries,memory")
     ids = {row["id"] for row in data["rows"]}
