@@ -59,6 +59,7 @@ def test_python_recipes_run(project: Path, monkeypatch: pytest.MonkeyPatch) -> N
         exec(compile(code, str(ANALYSIS), "exec"), namespace)
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_shell_recipes_run(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

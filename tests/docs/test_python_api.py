@@ -77,6 +77,7 @@ def test_page_documents(label: str, obj: object) -> None:
     assert plain(first) in plain(text), f"the page does not quote the docstring of {label}"
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path / "tutorial"
     shutil.copytree(

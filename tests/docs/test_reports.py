@@ -11,6 +11,7 @@ from tests.conftest import ROOT
 from tests.report_runs import pairwise_copy
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_the_python_recipe_of_the_reports_doc_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -130,6 +130,7 @@ def server() -> Any:
         yield s
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_the_canaries_never_leave_the_run(
     tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -653,7 +653,7 @@ def test_sigkill_keeps_flushed_rows_and_readers_work_during_a_run(tmp_path: Path
     assert f"interrupted ({stored}/2000 cases stored)" in shown.stdout
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", ["anthropic", pytest.param("openai", marks=pytest.mark.slow)])
 def test_thousand_cases_with_injected_faults(
     provider: str, tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

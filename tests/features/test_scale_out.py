@@ -145,6 +145,7 @@ def test_finish_partial_concludes_a_run_whose_shards_did_not_all_run(tmp_path: P
     assert result["status"] == "completed" and 0 < result["totals"]["n"] < 20
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_a_file_catalog_lake_runs_migrates_and_answers_every_read(tmp_path: Path) -> None:
     settings = '  warehouse: "ducklake:meta.ducklake"\n  lake: {data_path: lake-data}\n'
     cfg = eval_yaml(tmp_path, 20, settings=settings)

@@ -40,9 +40,22 @@ WEATHER = """\
 """
 
 
+KEY_NAMES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
+
+
+def _run_with_keys(cfg: Path, out: Path, keys: dict[str, str]) -> None:
+    """tests.features.test_journal's child run, with the API keys the test set."""
+    import os
+
+    from tests.features.test_journal import _run
+
+    os.environ.update(keys)
+    _run(cfg, out)
+
+
 @pytest.fixture(autouse=True)
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
+    for name in KEY_NAMES:
         monkeypatch.setenv(name, "test-key")
 
 
@@ -483,7 +496,7 @@ def test_a_loop_killed_mid_way_resumes_without_sending_its_finished_turns_again(
     import os
     import signal
 
-    from tests.features.test_journal import _CHILDREN, _run
+    from tests.features.test_journal import _CHILDREN
 
     server.script(
         calls(api, ("get_weather", {"city": "Paris"})),
@@ -492,7 +505,9 @@ def test_a_loop_killed_mid_way_resumes_without_sending_its_finished_turns_again(
     server.default = reply("sunny in both")
     cfg = config(tmp_path, server, api)
     out = tmp_path / "out"
-    proc = _CHILDREN.Process(target=_run, args=(cfg, out))
+    # the keys this test set: a forkserver an earlier test started has not got them
+    keys = {k: os.environ[k] for k in KEY_NAMES}
+    proc = _CHILDREN.Process(target=_run_with_keys, args=(cfg, out, keys))
 
     def kill_at_the_third_request(req: RecordedRequest) -> None:
         if req.index == 2:

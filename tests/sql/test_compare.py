@@ -614,6 +614,7 @@ def _verdict_answers() -> list[tuple[str, str, str, str, int, bool, float | None
     return rows
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_compare_verdicts_wilson_bounds_presence_and_row_order_by_hand(tmp_path: Path) -> None:
     # bugs: any operator or constant of the verdict CASE moved (each cell of VERDICT_CELLS sits
     # next to one boundary: p 0.033 or 0.080, a delta of exactly 0, a zero spread, a score

@@ -221,6 +221,7 @@ def test_planted_script_never_runs_on_any_page(browser: Any, site: dict[str, Any
         tab.clean()
 
 
+@pytest.mark.slow  # a long end-to-end proof; CI runs it (`pytest -m slow`)
 def test_a_running_evals_page_fills_in_before_the_run_ends(browser: Any, tmp_path: Path) -> None:
     output = tmp_path / "out"
     config = slow_quickstart(tmp_path)
