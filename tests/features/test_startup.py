@@ -75,23 +75,37 @@ def test_a_run_and_its_cached_rerun_skip_what_they_do_not_use(quickstart: Path) 
         assert ("jsonschema" in loaded) is not rerun
 
 
-def test_a_one_case_mock_run_with_plain_templates_imports_no_jinja_or_http_client(
-    tmp_path: Path,
-) -> None:
-    """The 1-case run's fixed cost: a prompt and a mock reply made only of text and
-    ``{{ name }}`` render without Jinja (~50 ms to import), and a run that embeds nothing
-    loads no HTTP provider (httpx, ssl contexts: ~50 ms)."""
-    (tmp_path / "eval.yaml").write_text(
+def _modules_of_one_case_run(folder: Path) -> set[str]:
+    """The modules of a 1-case mock run whose prompt, mock reply and criterion are plain."""
+    (folder / "eval.yaml").write_text(
         "models: [{id: m, provider: mock, mock: {default: 'It is {{ expected }}.'}}]\n"
         'variants: [{id: v, messages: [{role: user, content: "Q: {{ q }}"}]}]\n'
         "cases: [{id: c1, vars: {q: one}, expected: one}]\n"
         "scorecard: [{name: has, type: contains, value: '{{ expected }}'}]\n",
         encoding="utf-8",
     )
-    loaded = _modules_of_run(tmp_path / "eval.yaml", tmp_path)
+    loaded = _modules_of_run(folder / "eval.yaml", folder)
     assert "duckdb" in loaded  # it did run and write
+    return loaded
+
+
+def test_a_one_case_mock_run_with_plain_templates_imports_no_jinja_or_http_client(
+    tmp_path: Path,
+) -> None:
+    """The 1-case run's fixed cost: a prompt and a mock reply made only of text and
+    ``{{ name }}`` render without Jinja (~50 ms to import), and a run that embeds nothing
+    loads no HTTP provider (httpx, ssl contexts: ~50 ms)."""
+    loaded = _modules_of_one_case_run(tmp_path)
     assert not {m.split(".")[0] for m in loaded} & {"jinja2", "httpx", "markupsafe"}
     assert not {"evalwh.providers.http", "evalwh.providers.embeddings"} & loaded
+
+
+def test_the_cli_parses_a_run_without_pydantic(tmp_path: Path) -> None:
+    """typer 0.29 parses each option through a pydantic TypeAdapter (importing pydantic and
+    building ~26 adapters for `run`: ~0.25 s of CPU); the pin below it parses with click's
+    types, so a 1-case run imports no pydantic at all."""
+    loaded = _modules_of_one_case_run(tmp_path)
+    assert not {m.split(".")[0] for m in loaded} & {"pydantic", "pydantic_core"}
 
 
 def test_built_in_providers_and_scorers_read_no_entry_points(monkeypatch, tmp_path: Path) -> None:
