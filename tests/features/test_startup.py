@@ -107,21 +107,16 @@ def test_a_one_case_mock_run_with_plain_templates_imports_no_jinja_or_http_clien
 ) -> None:
     """The 1-case run's fixed cost: a prompt and a mock reply made only of text and
     ``{{ name }}`` render without Jinja (~50 ms to import), and a run that embeds nothing
-    loads no HTTP provider (httpx, ssl contexts: ~50 ms)."""
+    loads no HTTP provider (httpx, ssl contexts: ~50 ms). The CLI parses without pydantic:
+    typer 0.29 parses each option through a pydantic TypeAdapter (importing pydantic and
+    building ~26 adapters for `run`: ~0.25 s of CPU); the pin below it uses click's types."""
     loaded = _modules_of_one_case_run(tmp_path)
+    assert not {m.split(".")[0] for m in loaded} & {"pydantic", "pydantic_core"}
     assert not {m.split(".")[0] for m in loaded} & {"jinja2", "httpx", "markupsafe"}
     assert not {"evalwh.providers.http", "evalwh.providers.embeddings"} & loaded
     # nor what it does not use: Arrow's compute functions (~60 ms: the loader's check of
     # streamed files' ids), the batch modules, rich's emoji table (emoji codes print as typed)
     assert not {"pyarrow.compute", "evalwh.engine.batch", "rich._emoji_codes"} & loaded
-
-
-def test_the_cli_parses_a_run_without_pydantic(tmp_path: Path) -> None:
-    """typer 0.29 parses each option through a pydantic TypeAdapter (importing pydantic and
-    building ~26 adapters for `run`: ~0.25 s of CPU); the pin below it parses with click's
-    types, so a 1-case run imports no pydantic at all."""
-    loaded = _modules_of_one_case_run(tmp_path)
-    assert not {m.split(".")[0] for m in loaded} & {"pydantic", "pydantic_core"}
 
 
 def test_built_in_providers_and_scorers_read_no_entry_points(monkeypatch, tmp_path: Path) -> None:
