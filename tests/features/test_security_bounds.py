@@ -343,18 +343,6 @@ def test_rich_markup_in_model_output_label_and_suite_prints_literally(capsys, tm
     assert code == 0 and "[blink]out[/blink]" in shown
 
 
-def test_emoji_codes_in_model_output_and_label_print_literally(capsys, tmp_path: Path):
-    """rich replaces ``:name:`` with an emoji unless told not to: a model output or a label
-    must print as it was stored, not as another character."""
-    config = write(tmp_path / "eval.yaml", base_config("suite", "ok :thumbs_up: :x:"))
-    out_dir = str(tmp_path / "o")
-    assert evalwh_inprocess(capsys, "run", str(config), "-o", out_dir, "--label", ":fire:")[0] < 2
-    code, listed, _ = evalwh_inprocess(capsys, "list", "-o", out_dir)
-    assert code == 0 and ":fire:" in listed and "\N{FIRE}" not in listed
-    code, shown, _ = evalwh_inprocess(capsys, "show", "latest", "--case", "c1", "-o", out_dir)
-    assert code == 0 and ":thumbs_up: :x:" in shown, shown
-
-
 def test_junit_export_with_control_characters_parses(capsys, hostile_runs: Path):
     code, out, _ = evalwh_inprocess(capsys, "export", "-f", "junit", "-o", str(hostile_runs))
     assert code == 0
