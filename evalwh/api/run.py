@@ -9,6 +9,7 @@ print(result.run_id, result.status, result.exit_code)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -629,50 +630,53 @@ def run_eval(
         planned.release()
         raise
     filters = Filters(planned.models, tuple(variants), tuple(cases), shard)
-    outcome = execute(
-        planned.prepared,
-        label=label,
-        filters=filters,
-        use_cache=use_cache and settings.cache,
-        cache=planned.cache,
-        progress=progress,
-        redact=redact,
-        continue_run=planned.continue_run,
-        replace_rows=planned.replace_rows,
-        token=planned.token,
-        max_cost=cap,
-        shard=shard is not None,
-        carried=planned.carried,
-        on_batch=on_batch,
-    )
-    stats = outcome.stats
-    counts = {
-        "requests": stats.requests,
-        "cache_hits": stats.cache_hits,
-        "retries": stats.retries,
-        "errors": stats.errors,
-        "commit_retries": outcome.commit_retries,
-    }
-    token = outcome.token
-    if shard is not None:
-        from evalwh.warehouse.shards import ShardsMissing, claim_conclusion
+    # the last flush, the run's final row and the closing steps share one connection
+    with ExitStack() as closing:
+        outcome = execute(
+            planned.prepared,
+            label=label,
+            filters=filters,
+            use_cache=use_cache and settings.cache,
+            cache=planned.cache,
+            progress=progress,
+            redact=redact,
+            continue_run=planned.continue_run,
+            replace_rows=planned.replace_rows,
+            token=planned.token,
+            max_cost=cap,
+            shard=shard is not None,
+            carried=planned.carried,
+            on_batch=on_batch,
+            closing=closing,
+        )
+        stats = outcome.stats
+        counts = {
+            "requests": stats.requests,
+            "cache_hits": stats.cache_hits,
+            "retries": stats.retries,
+            "errors": stats.errors,
+            "commit_retries": outcome.commit_retries,
+        }
+        token = outcome.token
+        if shard is not None:
+            from evalwh.warehouse.shards import ShardsMissing, claim_conclusion
 
-        try:
-            token = claim_conclusion(settings.warehouse, outcome.run_id)
-        except ShardsMissing:
-            token = None  # other shards are still running: the last one concludes
-        if token is None:
-            return _shard_result(settings, cfg.name, outcome.run_id, shard, counts)
-    result = conclude(
-        settings,
-        outcome.run_id,
-        cfg.raw,
-        status="stopped" if outcome.status == "stopped" else None,
-        token=token,
-        baseline_id=baseline_id,
-        stats=counts,
-        html=html,
-    )
+            try:
+                token = claim_conclusion(settings.warehouse, outcome.run_id)
+            except ShardsMissing:
+                token = None  # other shards are still running: the last one concludes
+            if token is None:
+                return _shard_result(settings, cfg.name, outcome.run_id, shard, counts)
+        result = conclude(
+            settings,
+            outcome.run_id,
+            cfg.raw,
+            status="stopped" if outcome.status == "stopped" else None,
+            token=token,
+            baseline_id=baseline_id,
+            stats=counts,
+            html=html,
+        )
     result.estimate = planned.estimate.to_dict()
     result.stop_reason = outcome.stop_reason
     result.shard = f"{shard[0]}/{shard[1]}" if shard else None

@@ -167,8 +167,8 @@ def no_color() -> bool:
 class SafeConsole(Console):
     """The one console evalwh prints through: untrusted text cannot drive the terminal.
 
-    Markup is off (a ``[bold]`` in a model output prints literally; evalwh styles with Text
-    objects), strings are neutralised before layout, and every text segment is neutralised
+    Markup and emoji codes are off (a ``[bold]`` or ``:smile:`` in a model output prints
+    literally; evalwh styles with Text objects), strings are neutralised before layout, and every text segment is neutralised
     again as it is written (:func:`evalwh.reports.textsafe.terminal_safe`: ESC, C0/C1 controls and
     bidi overrides shown escaped, e.g. ``\\x1b``), so no code path prints a raw control
     character; rich's own styling and cursor control are separate segments and unaffected.
@@ -195,7 +195,7 @@ class SafeConsole(Console):
 @functools.lru_cache(maxsize=2)
 def _console(stderr: bool, plain: bool) -> Console:
     console = SafeConsole(
-        stderr=stderr, no_color=plain, highlight=False, soft_wrap=False, markup=False
+        stderr=stderr, no_color=plain, highlight=False, soft_wrap=False, markup=False, emoji=False
     )
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 160  # logs and CI: do not squeeze tables into 80 columns

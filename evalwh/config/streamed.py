@@ -139,11 +139,11 @@ def refuse_duplicate_ids(
 ) -> None:
     """A case id found twice among the streamed files and the config's other cases, as the
     loader refuses it among loaded cases: named with both places."""
+    if not streamed:  # a config without a large case file imports no Arrow here
+        return
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not streamed:
-        return
     every: array[int] = array("Q")
     for _, ids in streamed:
         every.extend(ids)

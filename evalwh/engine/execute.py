@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -702,8 +703,11 @@ class Outcome:
     commit_retries: int = 0  # conflicting lake commits the run's writer retried
 
 
-async def _drive(engine: Engine, writer: Any) -> EngineStats:
-    """Run the engine while flushing due batches in a worker thread, one at a time."""
+async def _drive(
+    engine: Engine, writer: Any, before_last: Callable[[], None] = lambda: None
+) -> EngineStats:
+    """Run the engine while flushing due batches in a worker thread, one at a time;
+    ``before_last`` is called once the engine has ended, before the last flush."""
     run = asyncio.ensure_future(engine.run())
     flushing: asyncio.Future[None] | None = None
     try:
@@ -730,6 +734,7 @@ async def _drive(engine: Engine, writer: Any) -> EngineStats:
             await asyncio.gather(run, return_exceptions=True)
         if flushing is not None:
             await flushing
+        before_last()
         await asyncio.to_thread(writer.flush, writer.take_batch())
 
 
@@ -749,6 +754,7 @@ def execute(
     shard: bool = False,
     carried: Any = None,
     on_batch: Callable[[list[Any]], None] | None = None,
+    closing: ExitStack | None = None,
 ) -> Outcome:
     """Execute the plan into a new run, or into ``continue_run`` (resume / retry errors),
     whose lease ``token`` the caller already holds (evalwh.warehouse.lease.claim).
@@ -768,12 +774,17 @@ def execute(
     The models in ``prepared.batched`` are asked in batch jobs (evalwh.engine.batch): a
     continued run waits on the jobs it stored, a retry of errors submits new ones;
     ``on_batch`` is told the jobs' states after each round of polls.
+
+    ``closing``: the caller's stack, which the run's end enters a ``shared_connection`` on
+    once the engine has ended (not for a shard), so that the last flush, the run's final row
+    and what the caller does next (its closing queries) share one connection, which the
+    caller closes; without it each opens its own (a connect and a checkpoint at close each).
     """
     from evalwh import providers as registry
-    from evalwh.engine.batch import first_poll_s
     from evalwh.engine.budget import Budget
     from evalwh.engine.records import RowSink
     from evalwh.engine.signals import RunInterrupted, grace_s, signal_name, stop_on_signals
+    from evalwh.warehouse.connect import shared_connection
     from evalwh.warehouse.lake import flush_sizes
     from evalwh.warehouse.lease import new_token
     from evalwh.warehouse.store import Warehouse, new_run_id, utcnow
@@ -782,7 +793,11 @@ def execute(
     config, settings, plan = prepared.config, prepared.settings, prepared.plan
     grace = grace_s()  # a bad EVALWH_INTERRUPT_GRACE_S is refused before the run exists
     # ... and EVALWH_BATCH_POLL_S
-    first_poll = first_poll_s() if prepared.batched or judged_in_batch(prepared) else None
+    first_poll = None
+    if prepared.batched or judged_in_batch(prepared):  # a live run imports no batch module
+        from evalwh.engine.batch import first_poll_s
+
+        first_poll = first_poll_s()
     store_files(prepared)  # before the run exists: a file that changed refuses the run
     warehouse = Warehouse(settings.warehouse)
     selection = filters.to_dict()
@@ -923,7 +938,7 @@ def execute(
         )
         holder.append(engine)
         try:
-            stats = await _drive(engine, writer)
+            stats = await _drive(engine, writer, hold)
             if config.pairwise and not engine.stopping and not budget.stopped:
                 rows = warehouse.query("pair_sides", run_id=run_id).to_pylist()
                 pairs = await judge_pairs(engine, config, run_id, rows)
@@ -944,6 +959,10 @@ def execute(
     holder: list[Engine] = []
     caught: list[str] = []
     budget = Budget(max_cost)
+
+    def hold() -> None:
+        if closing is not None and not shard:
+            closing.enter_context(shared_connection(settings.warehouse))
 
     def stop() -> None:
         if holder:

@@ -389,8 +389,14 @@ class Warehouse:
 @contextmanager
 def _memory_limit(con: Any, limit: str) -> Iterator[None]:
     """The connection's DuckDB memory_limit for the block, then back, errors included (the
-    connection may be shared, and a query refused for memory is run again on it)."""
-    con.execute(f"SET memory_limit = '{limit}'")
+    connection may be shared, and a query refused for memory is run again on it). A shared
+    write connection holds the blocks of its last flush until a checkpoint, which the limit
+    may not hold: it checkpoints first then (as its close would have)."""
+    try:
+        con.execute(f"SET memory_limit = '{limit}'")
+    except duckdb.OutOfMemoryException:
+        con.execute("CHECKPOINT")
+        con.execute(f"SET memory_limit = '{limit}'")
     try:
         yield
     finally:

@@ -46,11 +46,24 @@ def test_the_notebook_names_load_nothing_heavy_until_called() -> None:
     assert _heavy_after(names) == ""
 
 
-def _modules_of_run(config: Path, cwd: Path) -> set[str]:
-    """The modules a whole `evalwh run CONFIG -q` process has imported when it ends."""
+# What a user install has not got (pandas is in the dev venv, for statsmodels): DuckDB and
+# pyarrow import it when they find it, and it imports pyarrow.compute
+WITHOUT_PANDAS = (
+    "class NoPandas:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.partition('.')[0] == 'pandas':\n"
+    "            raise ModuleNotFoundError(name)\n"
+    "sys.meta_path.insert(0, NoPandas())\n"
+)
+
+
+def _modules_of_run(config: Path, cwd: Path, *, user_install: bool = False) -> set[str]:
+    """The modules a whole `evalwh run CONFIG -q` process has imported when it ends
+    (``user_install``: as where pandas is not installed)."""
     code = (
         "import sys, io, contextlib, json\n"
-        "from evalwh.cli.main import main\n"
+        + (WITHOUT_PANDAS if user_install else "")
+        + "from evalwh.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    code = main(['run', {str(config)!r}, '-q'])\n"
         "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
@@ -75,23 +88,35 @@ def test_a_run_and_its_cached_rerun_skip_what_they_do_not_use(quickstart: Path) 
         assert ("jsonschema" in loaded) is not rerun
 
 
-def test_a_one_case_mock_run_with_plain_templates_imports_no_jinja_or_http_client(
-    tmp_path: Path,
-) -> None:
-    """The 1-case run's fixed cost: a prompt and a mock reply made only of text and
-    ``{{ name }}`` render without Jinja (~50 ms to import), and a run that embeds nothing
-    loads no HTTP provider (httpx, ssl contexts: ~50 ms)."""
-    (tmp_path / "eval.yaml").write_text(
+def _modules_of_one_case_run(folder: Path) -> set[str]:
+    """The modules of a 1-case mock run whose prompt, mock reply and criterion are plain."""
+    (folder / "eval.yaml").write_text(
         "models: [{id: m, provider: mock, mock: {default: 'It is {{ expected }}.'}}]\n"
         'variants: [{id: v, messages: [{role: user, content: "Q: {{ q }}"}]}]\n'
         "cases: [{id: c1, vars: {q: one}, expected: one}]\n"
         "scorecard: [{name: has, type: contains, value: '{{ expected }}'}]\n",
         encoding="utf-8",
     )
-    loaded = _modules_of_run(tmp_path / "eval.yaml", tmp_path)
+    loaded = _modules_of_run(folder / "eval.yaml", folder, user_install=True)
     assert "duckdb" in loaded  # it did run and write
+    return loaded
+
+
+def test_a_one_case_mock_run_with_plain_templates_imports_no_jinja_or_http_client(
+    tmp_path: Path,
+) -> None:
+    """The 1-case run's fixed cost: a prompt and a mock reply made only of text and
+    ``{{ name }}`` render without Jinja (~50 ms to import), and a run that embeds nothing
+    loads no HTTP provider (httpx, ssl contexts: ~50 ms). The CLI parses without pydantic:
+    typer 0.29 parses each option through a pydantic TypeAdapter (importing pydantic and
+    building ~26 adapters for `run`: ~0.25 s of CPU); the pin below it uses click's types."""
+    loaded = _modules_of_one_case_run(tmp_path)
+    assert not {m.split(".")[0] for m in loaded} & {"pydantic", "pydantic_core"}
     assert not {m.split(".")[0] for m in loaded} & {"jinja2", "httpx", "markupsafe"}
     assert not {"evalwh.providers.http", "evalwh.providers.embeddings"} & loaded
+    # nor what it does not use: Arrow's compute functions (~60 ms: the loader's check of
+    # streamed files' ids), the batch modules, rich's emoji table (emoji codes print as typed)
+    assert not {"pyarrow.compute", "evalwh.engine.batch", "rich._emoji_codes"} & loaded
 
 
 def test_built_in_providers_and_scorers_read_no_entry_points(monkeypatch, tmp_path: Path) -> None:
