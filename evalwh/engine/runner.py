@@ -175,6 +175,24 @@ class _Shared:
             raise StopAsyncIteration from None
 
 
+def _unmarked(cells: Iterator[Any], marks: bytearray | None) -> Iterator[Any]:
+    """``cells`` but those whose mark is set (replayed already: Engine._replay_hits)."""
+    if not marks or not any(marks):
+        return cells
+    end = len(marks)  # shorter than the cells when the replay was stopped
+    return (cell for i, cell in enumerate(cells) if i >= end or not marks[i])
+
+
+async def _paced(full: Callable[[], bool] | None, count: int) -> None:
+    """After a cell is handed to the sink: wait while the writer is behind (memory stays
+    bounded), else let the event loop run every YIELD_EVERY cells."""
+    if full is not None and full():
+        while full():
+            await asyncio.sleep(0.005)
+    elif count % YIELD_EVERY == 0:
+        await asyncio.sleep(0)
+
+
 class _Locked:
     """An async iterator of cells the workers share, taken one at a time (an async
     generator must not be advanced by two workers at once)."""
@@ -441,14 +459,17 @@ class Engine:
         }
         feed = None if self.batches is None else CaseFeed(self.plan, self.batches, counts)
         self.feed = feed
+        replayed = await self._replay_hits() if self._replayable() else {}
         workers = []
         batch = self.batch
         for model in self.plan.models:
             cells: AsyncIterator[Any]
             if batch is not None and model.id in batch.queues:
                 cells = _Locked(batch.cells(model.id, self.plan.cells(model)))
+            elif feed is None:
+                cells = _Shared(_unmarked(self.plan.cells(model), replayed.get(model.id)))
             else:
-                cells = _Shared(self.plan.cells(model)) if feed is None else feed.cells(model.id)
+                cells = feed.cells(model.id)
             endpoint = self.endpoints[model.id]
             workers += [
                 asyncio.create_task(self._worker(endpoint, cells)) for _ in range(counts[model.id])
@@ -500,11 +521,68 @@ class Engine:
                 continue
             stats.done += 1
             sink(result)
-            if full is not None and full():
-                while full():  # the writer is behind: memory stays bounded
-                    await asyncio.sleep(0.005)
-            elif count % YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+            await _paced(full, count)
+
+    def _replayable(self) -> bool:
+        """Whether the plan's cache hits can be replayed in one pass before the workers start:
+        a planned (not streamed) run that reuses the cache, with no batch jobs and no judge,
+        embedded criterion or other awaited scoring."""
+        card = self.scorecard
+        return (
+            self.reuse
+            and bool(self.keys)
+            and self.batches is None
+            and self.batch is None
+            and self.judge_batch is None
+            and not card.judged
+            and not card.embedded
+        )
+
+    async def _replay_hits(self) -> dict[str, bytearray]:
+        """The bulk replay of a cached rerun: every planned cell whose answer is in the cache
+        (and not in the journal's replay) scored and handed to the sink in one loop, without a
+        worker, a request or a hash of its own (the key is the plan's). Returns model id -> one
+        mark per cell of ``plan.cells(model)``, set where the cell was replayed, so the workers
+        skip it. Tool loops and exec checks still go through the workers."""
+        marks: dict[str, bytearray] = {}
+        keys, cache, journal, stats, sink = (
+            self.keys,
+            self.cache,
+            self.replay,
+            self.stats,
+            self.sink,
+        )
+        full = self.backpressure
+        checks = self.check_runner is not None
+        count = 0
+        for model in self.plan.models:
+            endpoint = self.endpoints[model.id]
+            marked = marks[model.id] = bytearray()
+            for variant, case, repeat in self.plan.cells(model):
+                hit, cell = None, (variant.variant.id, model.id, case.id, repeat)
+                key = keys.get(cell, "")
+                live = variant.variant.tools is not None or (checks and case.check is not None)
+                if key and not live and key not in journal:
+                    hit = cache.get(key)
+                marked.append(hit is not None)
+                if hit is None:
+                    continue
+                if self.stopping:
+                    return marks  # the workers start nothing either
+                CELL.set(cell)
+                stats.cache_hits += 1
+                messages = variant.render(case)
+                call = Call(key, hit, None, True, 0)
+                result = self._settled(endpoint, variant, case, repeat, messages, call, None)
+                if not isinstance(result, CellResult):
+                    calls = tool_calls_of(None, hit.wire)
+                    scored = self.scorecard.score(hit.output, case, None, calls, [])
+                    result = self._answered(endpoint, variant, result, call, hit, scored)
+                stats.done += 1
+                sink(result)
+                count += 1
+                await _paced(full, count)
+        return marks
 
     async def _finish_later(self, deferred: Deferred) -> None:
         """A cell whose judge requests are held in batch jobs: scored and stored once their
@@ -732,6 +810,31 @@ class Engine:
                 variant.variant.output,
                 key=self.keys.get(cell),
             )
+        base = self._settled(endpoint, variant, case, repeat, messages, call, turns)
+        if isinstance(base, CellResult):
+            return base
+        answer = call.answer
+        assert answer is not None
+        transcript = self._transcript(turns)
+        finish = self._finish(endpoint, variant, case, base, call, answer, messages, transcript)
+        if self.judge_batch is not None and self._hold_judges(case, messages, answer, transcript):
+            return Deferred(finish)
+        return await finish
+
+    def _settled(
+        self,
+        endpoint: Endpoint,
+        variant: CompiledVariant,
+        case: Case,
+        repeat: int,
+        messages: Rendered,
+        call: Call,
+        turns: list[Any] | None,
+    ) -> CellResult | dict[str, Any]:
+        """A cell whose request has its outcome: the failed cell's result (an error, or an
+        answer that ended truncated, refused or blocked), else the fields of its result the
+        scoring does not decide. Raises BudgetStop where the cost cap refused the request."""
+        model = endpoint.model
         base: dict[str, Any] = {
             "variant": variant.variant.id,
             "model": model,
@@ -778,11 +881,7 @@ class Engine:
                 scored=self.scorecard.failed(text if not self.no_look else kind),
                 wire=answer.wire,
             )
-        transcript = self._transcript(turns)
-        finish = self._finish(endpoint, variant, case, base, call, answer, messages, transcript)
-        if self.judge_batch is not None and self._hold_judges(case, messages, answer, transcript):
-            return Deferred(finish)
-        return await finish
+        return base
 
     async def _finish(
         self,
@@ -796,7 +895,6 @@ class Engine:
         transcript: list[dict[str, Any]],
     ) -> CellResult:
         """An answered cell scored (its judges asked) into its result."""
-        model = endpoint.model
         calls = tool_calls_of(base["turns"], answer.wire)
         if (
             self.scorecard.judged
@@ -809,6 +907,20 @@ class Engine:
         else:  # deterministic scorers only: nothing to await
             scored = self.scorecard.score(answer.output, case, None, calls, transcript)
             judge_cost, check = None, None
+        return self._answered(endpoint, variant, base, call, answer, scored, judge_cost, check)
+
+    def _answered(
+        self,
+        endpoint: Endpoint,
+        variant: CompiledVariant,
+        base: dict[str, Any],
+        call: Call,
+        answer: CachedAnswer,
+        scored: CaseScore,
+        judge_cost: float | None = None,
+        check: CheckOutcome | None = None,
+    ) -> CellResult:
+        """An answered cell's result from its scores."""
         if variant.variant.output is not None:  # the schema pass rate says how it was asked
             mode = variant.variant.output.mode_for(type(endpoint.provider))
             for row in scored.criteria:
@@ -822,7 +934,7 @@ class Engine:
             latency_ms=answer.latency_ms,
             input_tokens=answer.input_tokens,
             output_tokens=answer.output_tokens,
-            cost_usd=call.cost(model),
+            cost_usd=call.cost(endpoint.model),
             scored=scored,
             judge_cost_usd=judge_cost,
             check=check,
