@@ -385,8 +385,12 @@ class Engine:
         batch: Any = None,
         judge_batch: Any = None,
         keys: Mapping[Cell, str] | None = None,
+        lookup: Callable[[list[str]], Mapping[str, CachedAnswer]] | None = None,
     ) -> None:
         self.plan = plan
+        # request hashes -> the stored answers among them (the response cache, one query): a
+        # streamed batch's hits are read with it and replayed in bulk (replay_batch)
+        self.lookup = lookup
         # cell -> its request's hash, as the run's planning computed it (execute.prepare):
         # a cell without a tool loop is not hashed again (nor its messages encoded for it)
         self.keys = keys or {}
@@ -458,6 +462,8 @@ class Engine:
             for m in self.plan.models
         }
         feed = None if self.batches is None else CaseFeed(self.plan, self.batches, counts)
+        if feed is not None and self.lookup is not None:
+            feed.replay = self.replay_batch
         self.feed = feed
         replayed = await self._replay_hits() if self._replayable() else {}
         workers = []
@@ -523,15 +529,15 @@ class Engine:
             sink(result)
             await _paced(full, count)
 
-    def _replayable(self) -> bool:
-        """Whether the plan's cache hits can be replayed in one pass before the workers start:
-        a planned (not streamed) run that reuses the cache, with no batch jobs and no judge,
-        embedded criterion or other awaited scoring."""
+    def _replayable(self, *, streamed: bool = False) -> bool:
+        """Whether cache hits can be replayed in bulk: a run that reuses the cache, with no
+        batch jobs and no judge, embedded criterion or other awaited scoring; the plan's
+        hits before the workers start (a planned run: the plan's keys), or a streamed
+        batch's as it is fed (``streamed``)."""
         card = self.scorecard
         return (
             self.reuse
-            and bool(self.keys)
-            and self.batches is None
+            and (streamed or (bool(self.keys) and self.batches is None))
             and self.batch is None
             and self.judge_batch is None
             and not card.judged
@@ -545,13 +551,7 @@ class Engine:
         mark per cell of ``plan.cells(model)``, set where the cell was replayed, so the workers
         skip it. Tool loops and exec checks still go through the workers."""
         marks: dict[str, bytearray] = {}
-        keys, cache, journal, stats, sink = (
-            self.keys,
-            self.cache,
-            self.replay,
-            self.stats,
-            self.sink,
-        )
+        keys, cache, journal = self.keys, self.cache, self.replay
         full = self.backpressure
         checks = self.check_runner is not None
         count = 0
@@ -569,20 +569,78 @@ class Engine:
                     continue
                 if self.stopping:
                     return marks  # the workers start nothing either
-                CELL.set(cell)
-                stats.cache_hits += 1
-                messages = variant.render(case)
-                call = Call(key, hit, None, True, 0)
-                result = self._settled(endpoint, variant, case, repeat, messages, call, None)
-                if not isinstance(result, CellResult):
-                    calls = tool_calls_of(None, hit.wire)
-                    scored = self.scorecard.score(hit.output, case, None, calls, [])
-                    result = self._answered(endpoint, variant, result, call, hit, scored)
-                stats.done += 1
-                sink(result)
+                self._replay_one(endpoint, variant, case, repeat, key, hit, variant.render(case))
                 count += 1
                 await _paced(full, count)
         return marks
+
+    def _replay_one(
+        self,
+        endpoint: Endpoint,
+        variant: CompiledVariant,
+        case: Case,
+        repeat: int,
+        key: str,
+        hit: CachedAnswer,
+        messages: Rendered,
+    ) -> None:
+        """One cache hit scored and handed to the sink, as a worker would have."""
+        CELL.set((variant.variant.id, endpoint.model.id, case.id, repeat))
+        self.stats.cache_hits += 1
+        call = Call(key, hit, None, True, 0)
+        result = self._settled(endpoint, variant, case, repeat, messages, call, None)
+        if not isinstance(result, CellResult):
+            calls = tool_calls_of(None, hit.wire)
+            scored = self.scorecard.score(hit.output, case, None, calls, [])
+            result = self._answered(endpoint, variant, result, call, hit, scored)
+        self.stats.done += 1
+        self.sink(result)
+
+    async def replay_batch(self, batch: list[Case]) -> set[Cell]:
+        """A streamed batch's cache hits: its requests hashed, the answers not in memory
+        read in one query (``lookup``, in a thread), the hits replayed as
+        :meth:`_replay_hits` does. Returns the cells replayed (the feed queues the others).
+        Without ``lookup`` (no cache, a datasource run) nothing is replayed."""
+        lookup = self.lookup
+        if lookup is None or not self._replayable(streamed=True) or self.stopping:
+            return set()
+        checks = self.check_runner is not None
+        plan, asks = self.plan, []
+        for case in batch:
+            if checks and case.check is not None:
+                continue
+            for variant in plan.variants:
+                if variant.variant.tools is not None:
+                    continue
+                try:
+                    messages = variant.render(case)
+                except ConfigError:
+                    continue  # its worker stores the render error
+                for model in plan.models:
+                    endpoint = self.endpoints[model.id]
+                    for repeat in range(plan.repeats):
+                        if plan.wanted((variant.variant.id, model.id, case.id, repeat)):
+                            ask = Ask(
+                                endpoint, messages, case, variant.variant.id, repeat,
+                                variant.variant.output,
+                            )  # fmt: skip
+                            asks.append((ask, variant))
+        keys = [ask.key() for ask, _ in asks]
+        cache = self.cache
+        missing = [k for k in keys if k not in cache]
+        found = await asyncio.to_thread(lookup, missing) if missing else {}
+        done: set[Cell] = set()
+        for (ask, variant), key in zip(asks, keys, strict=True):
+            hit = found.get(key) or cache.get(key)
+            if hit is None or key in self.replay:
+                continue
+            if self.stopping:
+                break
+            self._replay_one(ask.endpoint, variant, ask.case, ask.repeat, key, hit, ask.messages)
+            done.add((ask.variant, ask.endpoint.model.id, ask.case.id, ask.repeat))
+            if len(done) % YIELD_EVERY == 0:
+                await _paced(self.backpressure, len(done))
+        return done
 
     async def _finish_later(self, deferred: Deferred) -> None:
         """A cell whose judge requests are held in batch jobs: scored and stored once their
