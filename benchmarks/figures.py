@@ -710,10 +710,25 @@ def measure_process(
                 peaks.append(stats["max_in_flight"])
                 if not cached:
                     assert stats["requests"] - before["requests"] >= n, (stats, before)
+        if cached:
+            _assert_replayed(folder / ".evalwh" / "warehouse.duckdb", n)
         shutil.rmtree(folder / ".evalwh", ignore_errors=True)
     out["runs"] = results
     out["server_max_in_flight"] = max(peaks) if peaks else None
     return out
+
+
+def _assert_replayed(warehouse: Path, n: int) -> None:
+    """The last timed rerun stored its ``n`` cells all from the response cache: a rerun that
+    asks again (as streamed case files did before they were looked up) is not a figure."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        got = con.execute(
+            "SELECT count(*) FILTER (WHERE cached), count(*) FROM cases "
+            "WHERE run_id = (SELECT max(run_id) FROM runs)"
+        ).fetchone()
+    assert got == (n, n), f"a cached rerun of {n} cases stored (cached, all) = {got}"
 
 
 def measure_adaptive(

@@ -84,12 +84,25 @@ def _open_text(path: Path, **text: Any) -> io.TextIOWrapper:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Row]]:
+    for n, row, _ in _jsonl_rows(path):
+        yield n, row
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, Row, bool]]:
+    """The rows of a JSONL file, each with whether its line is plain: no backslash (no escape,
+    so every string of the row is a stretch of the line as written, and no lone surrogate,
+    which in strictly decoded UTF-8 only an escape makes) and nothing key-shaped anywhere on
+    the line (so in none of its strings: a key pattern's match inside a string matches on the
+    line, whose quotes stand where the string's ends were). A plain row needs neither the
+    surrogate scan nor the key-shape scan of every value; any other row gets both."""
+    from evalwh.config.secrets import key_shape
+
     with _open_text(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             row = parse_line(line, path, n)
-            yield n, row
+            yield n, row, "\\" not in line and key_shape(line) is None
 
 
 def _read_parquet(path: Path) -> Iterator[tuple[int, Row]]:
@@ -188,13 +201,20 @@ def inline_case(
     )
 
 
-def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
-    """The rows of a case file; bytes that are not UTF-8 and lone surrogates are errors."""
+def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row, bool]]:
+    """The rows of a case file, each with whether it is plain (_jsonl_rows: it holds no key
+    shape; only a JSONL line can tell); bytes that are not UTF-8 and lone surrogates are
+    errors."""
     from evalwh.config.yamlpos import find_surrogate, format_path
 
+    rows = (
+        _jsonl_rows(path)
+        if fmt == "jsonl" and READERS[fmt] is _read_jsonl
+        else ((n, row, False) for n, row in READERS[fmt](path))
+    )
     try:
-        for n, row in READERS[fmt](path):
-            bad = find_surrogate(row)
+        for n, row, plain in rows:
+            bad = None if plain else find_surrogate(row)
             if bad is not None:
                 raise ConfigError(
                     "a value holds a lone surrogate (an escape such as \\ud800), which is not text",
@@ -203,7 +223,7 @@ def _rows(fmt: str, path: Path) -> Iterator[tuple[int, Row]]:
                     where=format_path(list(bad)) if fmt != "parquet" else f"row {n}",
                     fix="remove the escape or write the character it should stand for",
                 )
-            yield n, row
+            yield n, row, plain
     except NotRegular as exc:  # swapped for a FIFO or a device after the check
         raise ConfigError(
             f"cannot read the cases file: {exc}",
@@ -334,9 +354,10 @@ def file_cases(
     within = root.resolve()  # once, not per row (a resolve is a few syscalls)
     count = 0
     checked = False
-    for n, row in _rows(fmt, path):
+    for n, row, plain in _rows(fmt, path):
         source = f"{path.name}:{n}" if fmt != "parquet" else f"{path.name} row {n}"
-        _refuse_key_shaped(row, allowed, path, n, where, fmt)
+        if not plain:
+            _refuse_key_shaped(row, allowed, path, n, where, fmt)
         if fmt == "jsonl" and "vars" in row:
             if "id" not in row:
                 raise ConfigError("a case has no 'id'", file=str(path), line=n, fix='add "id": ...')

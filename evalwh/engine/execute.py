@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from evalwh import __version__
 from evalwh.config.model import EvalConfig, ModelSpec
 from evalwh.config.settings import Settings
 from evalwh.engine.answers import CachedAnswer
-from evalwh.engine.feed import case_batches, restart_hint, with_checks
+from evalwh.engine.feed import FileRead, case_batches, restart_hint, with_checks
 from evalwh.engine.pairwise import judge_pairs
 from evalwh.engine.plan import (
     Cell,
@@ -935,6 +936,14 @@ def execute(
             keys=None
             if plan.streaming
             else dict(zip(prepared.cells, prepared.hashes, strict=True)),
+            # a streamed case file's batches are looked up in the cache one query a batch (a
+            # datasource's rows are not: docs/datasources.md)
+            lookup=partial(cache_lookup, Warehouse(settings.cache_path))
+            if use_cache
+            and settings.cache
+            and plan.sources
+            and all(isinstance(s, FileRead) for s in plan.sources)
+            else None,
         )
         holder.append(engine)
         try:

@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -223,6 +223,8 @@ class CaseFeed:
         self.error: BaseException | None = None
         self.cases = 0  # cases handed out so far
         self.queued = 0  # cells handed out so far (the run's planned size, once it ends)
+        # a batch -> its cells already done (the engine's bulk replay of cache hits): not queued
+        self.replay: Callable[[list[Case]], Awaitable[set[Any]]] | None = None
 
     def cells(self, model_id: str) -> _Drain:
         """One model's cells, as an async iterator its workers share."""
@@ -240,6 +242,7 @@ class CaseFeed:
                 if batch is None or stopped():
                     break
                 pending = _fetch(it)
+                done = await self.replay(batch) if self.replay is not None else set()
                 for case in batch:
                     self.cases += 1
                     for variant in plan.variants:
@@ -248,7 +251,8 @@ class CaseFeed:
                                 cell = (variant.variant.id, model.id, case.id, repeat)
                                 if plan.wanted(cell):
                                     self.queued += 1
-                                    await queues[model.id].put((variant, case, repeat))
+                                    if cell not in done:
+                                        await queues[model.id].put((variant, case, repeat))
                     if stopped():
                         break
         except Exception as exc:  # a datasource's failure ends the run with its error

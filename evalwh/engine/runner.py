@@ -175,6 +175,24 @@ class _Shared:
             raise StopAsyncIteration from None
 
 
+def _unmarked(cells: Iterator[Any], marks: bytearray | None) -> Iterator[Any]:
+    """``cells`` but those whose mark is set (replayed already: Engine._replay_hits)."""
+    if not marks or not any(marks):
+        return cells
+    end = len(marks)  # shorter than the cells when the replay was stopped
+    return (cell for i, cell in enumerate(cells) if i >= end or not marks[i])
+
+
+async def _paced(full: Callable[[], bool] | None, count: int) -> None:
+    """After a cell is handed to the sink: wait while the writer is behind (memory stays
+    bounded), else let the event loop run every YIELD_EVERY cells."""
+    if full is not None and full():
+        while full():
+            await asyncio.sleep(0.005)
+    elif count % YIELD_EVERY == 0:
+        await asyncio.sleep(0)
+
+
 class _Locked:
     """An async iterator of cells the workers share, taken one at a time (an async
     generator must not be advanced by two workers at once)."""
@@ -367,8 +385,12 @@ class Engine:
         batch: Any = None,
         judge_batch: Any = None,
         keys: Mapping[Cell, str] | None = None,
+        lookup: Callable[[list[str]], Mapping[str, CachedAnswer]] | None = None,
     ) -> None:
         self.plan = plan
+        # request hashes -> the stored answers among them (the response cache, one query): a
+        # streamed batch's hits are read with it and replayed in bulk (replay_batch)
+        self.lookup = lookup
         # cell -> its request's hash, as the run's planning computed it (execute.prepare):
         # a cell without a tool loop is not hashed again (nor its messages encoded for it)
         self.keys = keys or {}
@@ -440,15 +462,20 @@ class Engine:
             for m in self.plan.models
         }
         feed = None if self.batches is None else CaseFeed(self.plan, self.batches, counts)
+        if feed is not None and self.lookup is not None:
+            feed.replay = self.replay_batch
         self.feed = feed
+        replayed = await self._replay_hits() if self._replayable() else {}
         workers = []
         batch = self.batch
         for model in self.plan.models:
             cells: AsyncIterator[Any]
             if batch is not None and model.id in batch.queues:
                 cells = _Locked(batch.cells(model.id, self.plan.cells(model)))
+            elif feed is None:
+                cells = _Shared(_unmarked(self.plan.cells(model), replayed.get(model.id)))
             else:
-                cells = _Shared(self.plan.cells(model)) if feed is None else feed.cells(model.id)
+                cells = feed.cells(model.id)
             endpoint = self.endpoints[model.id]
             workers += [
                 asyncio.create_task(self._worker(endpoint, cells)) for _ in range(counts[model.id])
@@ -500,11 +527,120 @@ class Engine:
                 continue
             stats.done += 1
             sink(result)
-            if full is not None and full():
-                while full():  # the writer is behind: memory stays bounded
-                    await asyncio.sleep(0.005)
-            elif count % YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+            await _paced(full, count)
+
+    def _replayable(self, *, streamed: bool = False) -> bool:
+        """Whether cache hits can be replayed in bulk: a run that reuses the cache, with no
+        batch jobs and no judge, embedded criterion or other awaited scoring; the plan's
+        hits before the workers start (a planned run: the plan's keys), or a streamed
+        batch's as it is fed (``streamed``)."""
+        card = self.scorecard
+        return (
+            self.reuse
+            and (streamed or (bool(self.keys) and self.batches is None))
+            and self.batch is None
+            and self.judge_batch is None
+            and not card.judged
+            and not card.embedded
+        )
+
+    async def _replay_hits(self) -> dict[str, bytearray]:
+        """The bulk replay of a cached rerun: every planned cell whose answer is in the cache
+        (and not in the journal's replay) scored and handed to the sink in one loop, without a
+        worker, a request or a hash of its own (the key is the plan's). Returns model id -> one
+        mark per cell of ``plan.cells(model)``, set where the cell was replayed, so the workers
+        skip it. Tool loops and exec checks still go through the workers."""
+        marks: dict[str, bytearray] = {}
+        keys, cache, journal = self.keys, self.cache, self.replay
+        full = self.backpressure
+        checks = self.check_runner is not None
+        count = 0
+        for model in self.plan.models:
+            endpoint = self.endpoints[model.id]
+            marked = marks[model.id] = bytearray()
+            for variant, case, repeat in self.plan.cells(model):
+                hit, cell = None, (variant.variant.id, model.id, case.id, repeat)
+                key = keys.get(cell, "")
+                live = variant.variant.tools is not None or (checks and case.check is not None)
+                if key and not live and key not in journal:
+                    hit = cache.get(key)
+                marked.append(hit is not None)
+                if hit is None:
+                    continue
+                if self.stopping:
+                    return marks  # the workers start nothing either
+                self._replay_one(endpoint, variant, case, repeat, key, hit, variant.render(case))
+                count += 1
+                await _paced(full, count)
+        return marks
+
+    def _replay_one(
+        self,
+        endpoint: Endpoint,
+        variant: CompiledVariant,
+        case: Case,
+        repeat: int,
+        key: str,
+        hit: CachedAnswer,
+        messages: Rendered,
+    ) -> None:
+        """One cache hit scored and handed to the sink, as a worker would have."""
+        CELL.set((variant.variant.id, endpoint.model.id, case.id, repeat))
+        self.stats.cache_hits += 1
+        call = Call(key, hit, None, True, 0)
+        result = self._settled(endpoint, variant, case, repeat, messages, call, None)
+        if not isinstance(result, CellResult):
+            calls = tool_calls_of(None, hit.wire)
+            scored = self.scorecard.score(hit.output, case, None, calls, [])
+            result = self._answered(endpoint, variant, result, call, hit, scored)
+        self.stats.done += 1
+        self.sink(result)
+
+    async def replay_batch(self, batch: list[Case]) -> set[Cell]:
+        """A streamed batch's cache hits: its requests hashed, the answers not in memory
+        read in one query (``lookup``, in a thread), the hits replayed as
+        :meth:`_replay_hits` does. Returns the cells replayed (the feed queues the others).
+        Without ``lookup`` (no cache, a datasource run) nothing is replayed."""
+        lookup = self.lookup
+        if lookup is None or not self._replayable(streamed=True) or self.stopping:
+            return set()
+        checks = self.check_runner is not None
+        plan, asks = self.plan, []
+        for case in batch:
+            if checks and case.check is not None:
+                continue
+            for variant in plan.variants:
+                if variant.variant.tools is not None:
+                    continue
+                try:
+                    messages = variant.render(case)
+                except ConfigError:
+                    continue  # its worker stores the render error
+                for model in plan.models:
+                    endpoint = self.endpoints[model.id]
+                    for repeat in range(plan.repeats):
+                        if plan.wanted((variant.variant.id, model.id, case.id, repeat)):
+                            ask = Ask(
+                                endpoint, messages, case, variant.variant.id, repeat,
+                                variant.variant.output,
+                            )  # fmt: skip
+                            asks.append((ask, variant))
+        keys = [ask.key() for ask, _ in asks]
+        cache = self.cache
+        missing = [k for k in keys if k not in cache]
+        found = await asyncio.to_thread(lookup, missing) if missing else {}
+        done: set[Cell] = set()
+        for (ask, variant), key in zip(asks, keys, strict=True):
+            hit = found.get(key) or cache.get(key)
+            if hit is None or key in self.replay:
+                continue
+            if self.stopping:
+                break
+            self._replay_one(ask.endpoint, variant, ask.case, ask.repeat, key, hit, ask.messages)
+            done.add((ask.variant, ask.endpoint.model.id, ask.case.id, ask.repeat))
+            if len(done) % YIELD_EVERY == 0:
+                await _paced(self.backpressure, len(done))
+        return done
 
     async def _finish_later(self, deferred: Deferred) -> None:
         """A cell whose judge requests are held in batch jobs: scored and stored once their
@@ -732,6 +868,31 @@ class Engine:
                 variant.variant.output,
                 key=self.keys.get(cell),
             )
+        base = self._settled(endpoint, variant, case, repeat, messages, call, turns)
+        if isinstance(base, CellResult):
+            return base
+        answer = call.answer
+        assert answer is not None
+        transcript = self._transcript(turns)
+        finish = self._finish(endpoint, variant, case, base, call, answer, messages, transcript)
+        if self.judge_batch is not None and self._hold_judges(case, messages, answer, transcript):
+            return Deferred(finish)
+        return await finish
+
+    def _settled(
+        self,
+        endpoint: Endpoint,
+        variant: CompiledVariant,
+        case: Case,
+        repeat: int,
+        messages: Rendered,
+        call: Call,
+        turns: list[Any] | None,
+    ) -> CellResult | dict[str, Any]:
+        """A cell whose request has its outcome: the failed cell's result (an error, or an
+        answer that ended truncated, refused or blocked), else the fields of its result the
+        scoring does not decide. Raises BudgetStop where the cost cap refused the request."""
+        model = endpoint.model
         base: dict[str, Any] = {
             "variant": variant.variant.id,
             "model": model,
@@ -778,11 +939,7 @@ class Engine:
                 scored=self.scorecard.failed(text if not self.no_look else kind),
                 wire=answer.wire,
             )
-        transcript = self._transcript(turns)
-        finish = self._finish(endpoint, variant, case, base, call, answer, messages, transcript)
-        if self.judge_batch is not None and self._hold_judges(case, messages, answer, transcript):
-            return Deferred(finish)
-        return await finish
+        return base
 
     async def _finish(
         self,
@@ -796,7 +953,6 @@ class Engine:
         transcript: list[dict[str, Any]],
     ) -> CellResult:
         """An answered cell scored (its judges asked) into its result."""
-        model = endpoint.model
         calls = tool_calls_of(base["turns"], answer.wire)
         if (
             self.scorecard.judged
@@ -809,6 +965,20 @@ class Engine:
         else:  # deterministic scorers only: nothing to await
             scored = self.scorecard.score(answer.output, case, None, calls, transcript)
             judge_cost, check = None, None
+        return self._answered(endpoint, variant, base, call, answer, scored, judge_cost, check)
+
+    def _answered(
+        self,
+        endpoint: Endpoint,
+        variant: CompiledVariant,
+        base: dict[str, Any],
+        call: Call,
+        answer: CachedAnswer,
+        scored: CaseScore,
+        judge_cost: float | None = None,
+        check: CheckOutcome | None = None,
+    ) -> CellResult:
+        """An answered cell's result from its scores."""
         if variant.variant.output is not None:  # the schema pass rate says how it was asked
             mode = variant.variant.output.mode_for(type(endpoint.provider))
             for row in scored.criteria:
@@ -822,7 +992,7 @@ class Engine:
             latency_ms=answer.latency_ms,
             input_tokens=answer.input_tokens,
             output_tokens=answer.output_tokens,
-            cost_usd=call.cost(model),
+            cost_usd=call.cost(endpoint.model),
             scored=scored,
             judge_cost_usd=judge_cost,
             check=check,

@@ -131,6 +131,51 @@ def test_a_lone_surrogate_is_refused_at_its_line_and_field(tmp_path: Path) -> No
     )
 
 
+def test_a_plain_jsonl_line_is_not_scanned_value_by_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a line with no backslash and no key shape anywhere on it is read without the per-value
+    # scans (one regular expression over the line tells both); the others get them
+    from evalwh.config import secrets, yamlpos
+
+    scanned: list[str] = []
+    for module, name in ((secrets, "find_key_shaped"), (yamlpos, "find_surrogate")):
+        real = getattr(module, name)
+
+        def spy(value: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
+            if not args:  # the top call of a (recursive) scan
+                scanned.append(_name)
+            return _real(value, *args)
+
+        monkeypatch.setattr(module, name, spy)
+    jsonl(
+        tmp_path / "c.jsonl",
+        {"id": "a", "q": "plain", "n": [1, {"x": "y"}]},
+        {"id": "b", "q": "caf\u00e9 \u2615"},  # written as escapes by json.dumps
+        {"id": "c", "q": KEY},  # a key shape on the line: scanned (and allowed here)
+    )
+    cases = load(tmp_path, {"file": "c.jsonl", "allow_secret_like": ["q"]})
+    assert [c.vars["q"] for c in cases] == ["plain", "caf\u00e9 \u2615", KEY]
+    assert scanned == ["find_surrogate", "find_key_shaped"] * 2  # rows b and c, not a
+
+
+@pytest.mark.parametrize(
+    ("line", "refused"),
+    [
+        # attack: a key written with an escape so the line itself holds no key shape
+        ('{"id": "a", "q": "sk\\u002d' + KEY[3:] + '"}', "looks like an API key (openai)"),
+        ('{"id": "a", "q": "\\u0073' + KEY[1:] + '"}', "looks like an API key (openai)"),
+        # attack: a lone surrogate hidden among plain values, escaped in upper case
+        ('{"id": "a", "q": "ok", "m": ["x", "\\uDFFF"]}', "lone surrogate"),
+    ],
+)
+def test_an_escaped_key_or_surrogate_in_a_jsonl_line_is_still_refused(
+    tmp_path: Path, line: str, refused: str
+) -> None:
+    (tmp_path / "c.jsonl").write_text(line + "\n", encoding="utf-8")
+    assert refused in refusal(lambda: load(tmp_path, {"file": "c.jsonl"})).message
+
+
 def test_bytes_that_are_not_utf8_name_their_line_and_how_to_convert(tmp_path: Path) -> None:
     (tmp_path / "c.csv").write_bytes(b"id,q\na,ok\nb,caf\xe9\n")
     error = refusal(lambda: load(tmp_path, {"file": "c.csv"}))

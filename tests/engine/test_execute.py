@@ -1310,9 +1310,20 @@ def test_a_cached_rerun_stores_the_rows_the_run_that_asked_stored(
         return hashed[-1]
 
     monkeypatch.setattr(runner, "request_hash", counted)
+    worked: list[Any] = []  # cells that went through a worker (Engine._cell)
+    cell = runner.Engine._cell
+
+    async def through_a_worker(self: Any, *args: Any) -> Any:
+        worked.append(args[2].id)
+        return await cell(self, *args)
+
+    monkeypatch.setattr(runner.Engine, "_cell", through_a_worker)
     again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", repeat=2)
     assert (again.stats["cache_hits"], again.stats["requests"]) == (96, 0)
     assert hashed == []  # every key came from the plan
+    assert worked == []  # every hit was replayed in bulk, none through a worker
+    totals = ("requests", "cache_hits", "errors", "retries")
+    assert {k: again.stats[k] for k in totals} == {k: 0 for k in totals} | {"cache_hits": 96}
     db = tmp_path / "out" / "warehouse.duckdb"
     for table in ("cases", "scores"):
         before = _stored(db, first.run_id, table)
@@ -1324,6 +1335,67 @@ def test_a_cached_rerun_stores_the_rows_the_run_that_asked_stored(
             "FROM cases WHERE run_id = ?",
             [again.run_id],
         ).fetchone() == (96, pytest.approx(24, abs=20))
+
+
+def test_a_rerun_with_new_cases_replays_the_hits_and_asks_only_the_new_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bulk replay takes the cached cells; the workers run the others, each cell once
+    # (a replayed cell is never asked again, a new one never skipped)
+    from evalwh.engine import runner
+
+    (tmp_path / "eval.yaml").write_text(REPLAY_CONFIG, encoding="utf-8")
+    first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    more = "".join(
+        f"  - {{id: n{i}, vars: {{q: 'new {i}?'}}, expected: '{i}'}}\n" for i in range(3)
+    )
+    text = REPLAY_CONFIG.replace("scorecard:\n", more + "scorecard:\n")
+    (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
+    worked: list[str] = []
+    cell = runner.Engine._cell
+
+    async def through_a_worker(self: Any, *args: Any) -> Any:
+        worked.append(args[2].id)
+        return await cell(self, *args)
+
+    monkeypatch.setattr(runner.Engine, "_cell", through_a_worker)
+    again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    assert first.stats["requests"] == 48
+    assert (again.stats["cache_hits"], again.stats["requests"]) == (48, 12)
+    assert sorted(worked) == sorted(f"n{i}" for i in range(3) for _ in range(4))
+    db = tmp_path / "out" / "warehouse.duckdb"
+    stored = _stored(db, again.run_id, "cases")
+    assert len(stored) == len({r[:4] for r in stored}) == 60  # each cell once
+    old = [r for r in stored if not r[2].startswith("n")]
+    assert old == _stored(db, first.run_id, "cases")
+
+
+def test_a_replayed_answer_is_redacted_with_the_secrets_known_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # attack: a cached answer quoting a value that has since become a secret (an API key set
+    # in the environment) is stored in the rerun's rows in clear. It is redacted as a live
+    # answer is: the bulk replay hands its cells to the same rows.
+    leaked = "plain-words-now-a-secret"
+    monkeypatch.delenv("REPLAY_TEST_API_KEY", raising=False)
+    (tmp_path / "eval.yaml").write_text(
+        f"models: [{{id: m, provider: mock, mock: {{default: 'the key is {leaked}'}}}}]\n"
+        'variants: [{id: v, messages: [{role: user, content: "{{ q }}"}]}]\n'
+        "cases: [{id: c1, vars: {q: a}}, {id: c2, vars: {q: b}}]\n"
+        "scorecard: [{name: ok, type: contains, value: key}]\n"
+        "privacy: {redact_outputs: false}\n",
+        encoding="utf-8",
+    )
+    first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    text = (tmp_path / "eval.yaml").read_text(encoding="utf-8")
+    (tmp_path / "eval.yaml").write_text(text.replace("privacy: {redact_outputs: false}\n", ""))
+    monkeypatch.setenv("REPLAY_TEST_API_KEY", leaked)
+    again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
+    assert again.stats["cache_hits"] == 2
+    with duckdb.connect(str(tmp_path / "out" / "warehouse.duckdb"), read_only=True) as con:
+        rows = dict(con.execute("SELECT run_id, list(output) FROM cases GROUP BY 1").fetchall())
+    assert rows[first.run_id] == [f"the key is {leaked}"] * 2
+    assert rows[again.run_id] == ["the key is ***"] * 2
 
 
 def test_the_engine_hashes_a_request_as_the_plan_did(tmp_path: Path) -> None:

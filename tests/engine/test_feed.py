@@ -412,3 +412,52 @@ def test_a_streamed_case_file_holds_two_batches_and_three_cells_a_worker_at_most
     (record,) = json.loads(run["datasources"])
     assert (record["name"], record["rows_read"], record["pages"]) == ("file", 200, 10)
     assert record["complete"] and record["digest"].startswith("sha256:")
+
+
+def test_a_streamed_case_files_cached_rerun_reads_the_cache_once_a_batch_and_replays_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a rerun of a streamed case file: one cache query per batch of cases (3 batches of 10),
+    # not one per case, its hits replayed without a worker; every stored value as the run
+    # that asked stored it
+    from evalwh.config import streamed
+    from evalwh.engine import runner
+    from evalwh.warehouse import queries
+    from tests.engine.test_execute import REPLAY_CONFIG, _stored
+
+    monkeypatch.setattr(streamed, "STREAM_AT", 30)
+    monkeypatch.setattr(feed, "STATIC_BATCH", 10)
+    rows = [{"id": f"c{i}", "q": f"what is {i}?", "expected": f"{2 * i}"} for i in range(30)]
+    write(tmp_path / "big.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    head, _, tail = REPLAY_CONFIG.partition("cases:\n")
+    cfg = write(
+        tmp_path / "eval.yaml",
+        head + "cases: [{file: big.jsonl}]\n" + tail[tail.index("scorecard:") :],
+    )
+    first = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert first.stats["requests"] == 120  # 30 cases x 2 variants x 2 models
+    asked: list[str] = []
+    real = queries.run_query
+
+    def counted(con: Any, name: str, **params: Any) -> Any:
+        asked.append(name)
+        return real(con, name, **params)
+
+    worked: list[str] = []
+    cell = runner.Engine._cell
+
+    async def through_a_worker(self: Any, *args: Any) -> Any:
+        worked.append(args[2].id)
+        return await cell(self, *args)
+
+    monkeypatch.setattr(queries, "run_query", counted)
+    monkeypatch.setattr(runner.Engine, "_cell", through_a_worker)
+    again = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert (again.stats["cache_hits"], again.stats["requests"]) == (120, 0)
+    assert asked.count("cache_lookup") == 3
+    assert worked == []
+    db = tmp_path / "o" / "warehouse.duckdb"
+    for table in ("cases", "scores"):
+        assert _stored(db, again.run_id, table) == _stored(db, first.run_id, table)
+    run = evalwh.open_warehouse(db).run(again.run_id)
+    assert run["n_planned"] == 120
