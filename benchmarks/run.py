@@ -49,8 +49,10 @@ OPTIONAL_GROUPS = ("lake", "warehouse")
 # the lake group's parts (benchmarks/lake_figures.py): RunWriter processes, `evalwh run`
 # processes, and the push of the synthetic warehouse with maintain and the queries over it;
 # `warehouse` (benchmarks/lake_warehouse.py): the warehouse group's questions over a lake copy
-# of its 100M-score-row warehouse (copied once, cached under <results>/lake-warehouse/)
+# of its 100M-score-row warehouse (copied once, cached under <results>/lake-warehouse/), run
+# only when named: the first time it builds that warehouse (~40 min) and copies it (~5 min)
 LAKE_PARTS = ("writers", "processes", "push", "warehouse")
+DEFAULT_LAKE_PARTS = ("writers", "processes", "push")
 
 
 # the rows of the `process` group, in order (--process-parts one-case,cached runs only those)
@@ -80,7 +82,7 @@ class Sizes:
     lake_writers: tuple[int, ...] = (1, 4, 8)
     lake_cases: int = 2_000  # per `evalwh run` process
     lake_writer_cases: int = 10_000  # per RunWriter process (benchmarks/lake_writer.py)
-    lake_parts: tuple[str, ...] = LAKE_PARTS
+    lake_parts: tuple[str, ...] = DEFAULT_LAKE_PARTS
     # the synthetic warehouse pushed into the lake for its query figures (runs, cases per
     # run, big runs, cases per big run): the full 12M score rows of benchmarks/synth.py
     lake_layout: tuple[int, int, int, int] = (100, 10_000, 2, 100_000)
@@ -1305,7 +1307,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lake-parts",
         default="",
-        help=f"comma-separated parts of the lake group: {', '.join(LAKE_PARTS)} (default all)",
+        help=f"comma-separated parts of the lake group: {', '.join(LAKE_PARTS)} (default "
+        f"{','.join(DEFAULT_LAKE_PARTS)})",
     )
     parser.add_argument(
         "--lake-writers",
