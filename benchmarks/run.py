@@ -47,8 +47,12 @@ GROUPS = (
 # `warehouse` builds the 100M-score-row synthetic warehouse the first time (see below).
 OPTIONAL_GROUPS = ("lake", "warehouse")
 # the lake group's parts (benchmarks/lake_figures.py): RunWriter processes, `evalwh run`
-# processes, and the push of the synthetic warehouse with maintain and the queries over it
-LAKE_PARTS = ("writers", "processes", "push")
+# processes, and the push of the synthetic warehouse with maintain and the queries over it;
+# `warehouse` (benchmarks/lake_warehouse.py): the warehouse group's questions over a lake copy
+# of its 100M-score-row warehouse (copied once, cached under <results>/lake-warehouse/), run
+# only when named: the first time it builds that warehouse (~40 min) and copies it (~5 min)
+LAKE_PARTS = ("writers", "processes", "push", "warehouse")
+DEFAULT_LAKE_PARTS = ("writers", "processes", "push")
 
 
 # the rows of the `process` group, in order (--process-parts one-case,cached runs only those)
@@ -78,7 +82,7 @@ class Sizes:
     lake_writers: tuple[int, ...] = (1, 4, 8)
     lake_cases: int = 2_000  # per `evalwh run` process
     lake_writer_cases: int = 10_000  # per RunWriter process (benchmarks/lake_writer.py)
-    lake_parts: tuple[str, ...] = LAKE_PARTS
+    lake_parts: tuple[str, ...] = DEFAULT_LAKE_PARTS
     # the synthetic warehouse pushed into the lake for its query figures (runs, cases per
     # run, big runs, cases per big run): the full 12M score rows of benchmarks/synth.py
     lake_layout: tuple[int, int, int, int] = (100, 10_000, 2, 100_000)
@@ -234,6 +238,10 @@ def child_main(name: str, params: dict[str, Any]) -> None:
         import lake_figures
 
         out = lake_figures.measure_lake(work, **params)
+    elif name == "lake_warehouse":
+        import lake_warehouse
+
+        out = lake_warehouse.measure_lake_warehouse(work, **params)
     elif name == "report_run":
         out = figures.build_report_run(work, params["n"])
     elif name == "report":
@@ -597,14 +605,21 @@ def warehouse_rows(
         f"warehouse of {raw['rows']['scores'] / 1e6:.0f}M score rows over {raw['rows']['runs']} "
         f"runs ({raw['file_mb'] / 1024:.1f} GB)"
     )
+    return question_rows(raw, sizes, size, "", "warehouse"), raw
+
+
+def question_rows(
+    raw: dict[str, Any], sizes: Sizes, size: str, prefix: str, label: str
+) -> list[Row]:
+    """A row per question of WAREHOUSE_TARGETS (the warehouse group's, or the lake's copy)."""
     rows = []
     for rid, key, what, target in WAREHOUSE_TARGETS:
         value, bare = med(raw["timings_s"][key]), med(raw["bare_s"][key])
         unkeyed = med(raw["by_run_id_s"][key])
         rows.append(
             Row(
-                rid,
-                f"warehouse: {key.replace('_', ' ')}",
+                f"{prefix}{rid}",
+                f"{label}: {key.replace('_', ' ')}",
                 f"{what}; {size}",
                 f"<= {target:g} s",
                 value,
@@ -616,10 +631,63 @@ def warehouse_rows(
                 f"({unkeyed / bare:.1f} x bare); sql: {', '.join(raw['statements'][key])}",
             )
         )
-    return rows, raw
+    return rows
 
 
 def lake_rows(
+    sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    rows: list[Row] = []
+    raw: dict[str, Any] = {}
+    if set(sizes.lake_parts) - {"warehouse"}:
+        rows, raw = lake_ingest_rows(sizes, work, results, quick, log)
+    if "warehouse" in sizes.lake_parts:
+        got, raw["warehouse"] = lake_warehouse_rows(sizes, work, results, quick, log)
+        rows += got
+    return rows, raw
+
+
+def lake_warehouse_rows(
+    sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
+) -> tuple[list[Row], dict[str, Any]]:
+    log(
+        "lake warehouse: the warehouse group's questions over a lake copy of its synthetic "
+        f"warehouse (copied once, cached under {results / 'lake-warehouse'})"
+    )
+    raw = child(
+        "lake_warehouse",
+        {
+            "work": str(work),
+            "results": str(results),
+            "quick": quick,
+            "repeats": sizes.query_repeats,
+            "profiles": str(results / "profiles"),
+        },
+    )
+    copy = raw["copy"]
+    size = (
+        f"a DuckLake (PostgreSQL catalog, data in a local folder) of {raw['rows']['scores'] / 1e6:.0f}M "
+        f"score rows over {raw['rows']['runs']} runs"
+    )
+    rows = [
+        Row(
+            "lake-wh-copy",
+            "lake warehouse: copy",
+            f"`evalwh lake push` of the synthetic warehouse into {size}, once; cached",
+            "reported",
+            copy["rows"]["scores"] / copy["push_s"],
+            "score rows/s",
+            1.0,
+            True,
+            f"{copy['push_s']:.1f} s wall, {copy['push_cpu_s']:.1f} s CPU at load "
+            f"{copy['load_at_start']:.1f} -> {copy['load_at_end']:.1f} ({copy['made_at']}); "
+            f"data {copy['data_bytes'] / 2**30:.2f} GiB, catalog {copy['pgdata_bytes'] / 2**20:.0f} MB",
+        )
+    ]
+    return rows + question_rows(raw, sizes, size, "lake-", "lake warehouse"), raw
+
+
+def lake_ingest_rows(
     sizes: Sizes, work: Path, results: Path, quick: bool, log: Any
 ) -> tuple[list[Row], dict[str, Any]]:
     log(f"lake: PostgreSQL + moto on loopback; {list(sizes.lake_writers)} writers")
@@ -634,7 +702,7 @@ def lake_rows(
             "layout": list(sizes.lake_layout),
             "repeats": sizes.query_repeats,
             "writer_cases": sizes.lake_writer_cases,
-            "parts": list(sizes.lake_parts),
+            "parts": [p for p in sizes.lake_parts if p != "warehouse"],
         },
     )
     one = next((w for w in raw["written"] if w["writers"] == 1), None)
@@ -1239,7 +1307,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lake-parts",
         default="",
-        help=f"comma-separated parts of the lake group: {', '.join(LAKE_PARTS)} (default all)",
+        help=f"comma-separated parts of the lake group: {', '.join(LAKE_PARTS)} (default "
+        f"{','.join(DEFAULT_LAKE_PARTS)})",
     )
     parser.add_argument(
         "--lake-writers",

@@ -33,12 +33,6 @@ def measure_warehouse(
     import duckdb
     import synth
 
-    from evalwh.analysis.compare import compare
-    from evalwh.analysis.gate import judge
-    from evalwh.analysis.judging import report
-    from evalwh.analysis.slices import slice_run
-    from evalwh.warehouse import queries
-    from evalwh.warehouse import store as store_module
     from evalwh.warehouse.store import Warehouse
 
     layout = synth.QUICK if quick else synth.SCALE
@@ -46,55 +40,17 @@ def measure_warehouse(
     path = synth.ensure(Path(folder), layout, log=_log)
     ensure_s = time.perf_counter() - built
     store = Warehouse(path)
-    run_a, run_b = synth.big_run_ids(layout)
+    run_b = synth.big_run_ids(layout)[1]
     typical = synth.run_id(layout.runs // 2)
 
-    jobs: dict[str, Callable[[], Any]] = {
-        "runs_list": lambda: store.query(
-            "runs", limit=20, suite=None, label=None, status=None, since=None, until=None
-        ),
-        "summary": lambda: store.query("summary", run_id=typical),
-        "summary_big_run": lambda: store.query("summary", run_id=run_b),
-        "slice": lambda: slice_run(store, typical, ["topic"]),
-        "gate": lambda: judge(store, typical),
-        "compare": lambda: compare(store, run_a, run_b),
-        "case_history": lambda: store.query("case_history", case_id=CASE, limit=10_000),
-        "calibration": lambda: report(store, run_b, by="topic"),
-    }
-
-    # record the named queries each job sends (its warm-up run), to replay them bare
-    sent: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    real = store_module.run_query
-    current: list[str] = []
-
-    def recording(con: Any, name: str, **params: Any) -> Any:
-        sent.setdefault(current[0], []).append((name, params))
-        return real(con, name, **params)
-
-    store_module.run_query = recording  # type: ignore[assignment]
-    try:
-        for name, job in jobs.items():
-            current[:] = [name]
-            job()
-    finally:
-        store_module.run_query = real  # type: ignore[assignment]
+    jobs = questions(store, layout)
+    sent = record(jobs)  # the named queries each job sends (its warm-up run), to replay bare
 
     timings = {name: _time(job, repeats) for name, job in jobs.items()}
 
     out_dir = Path(profiles) if profiles else None
-    bare: dict[str, list[float]] = {}
-    by_run_id: dict[str, list[float]] = {}
-    statements: dict[str, list[str]] = {}
     with duckdb.connect(str(path), read_only=True) as con:
-        con.execute(queries.macros())
-        for job, calls in sent.items():
-            plain = [(queries.get(n).sql, _args(n, p)) for n, p in calls]
-            unkeyed = [(KEY_FILTER.sub("", sql), args) for sql, args in plain]
-            statements[job] = [n for n, _ in calls]
-            bare[job] = _time(lambda plain=plain: _replay(con, plain), repeats)
-            by_run_id[job] = _time(lambda unkeyed=unkeyed: _replay(con, unkeyed), repeats)
-            if out_dir is not None:
-                _profile(con, out_dir / f"warehouse-{job}.txt", job, calls, plain)
+        statements, bare, by_run_id = replay_bare(con, sent, repeats, out_dir, "warehouse")
         counts = {
             t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # type: ignore[index]
             for t in ("runs", "cases", "scores", "pairs", "labels")
@@ -119,6 +75,82 @@ def measure_warehouse(
         "bare_s": bare,
         "by_run_id_s": by_run_id,
     }
+
+
+def questions(store: Any, layout: Any) -> dict[str, Callable[[], Any]]:
+    """The questions, each asked through evalwh of ``store`` (a file or a lake: the lake
+    group asks the same ones, benchmarks/lake_warehouse.py)."""
+    import synth
+
+    from evalwh.analysis.compare import compare
+    from evalwh.analysis.gate import judge
+    from evalwh.analysis.judging import report
+    from evalwh.analysis.slices import slice_run
+
+    run_a, run_b = synth.big_run_ids(layout)
+    typical = synth.run_id(layout.runs // 2)
+    return {
+        "runs_list": lambda: store.query(
+            "runs", limit=20, suite=None, label=None, status=None, since=None, until=None
+        ),
+        "summary": lambda: store.query("summary", run_id=typical),
+        "summary_big_run": lambda: store.query("summary", run_id=run_b),
+        "slice": lambda: slice_run(store, typical, ["topic"]),
+        "gate": lambda: judge(store, typical),
+        "compare": lambda: compare(store, run_a, run_b),
+        "case_history": lambda: store.query("case_history", case_id=CASE, limit=10_000),
+        "calibration": lambda: report(store, run_b, by="topic"),
+    }
+
+
+def record(jobs: dict[str, Callable[[], Any]]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """Run each job once (its warm-up) and return the named queries it sent, with their
+    parameters, to replay them bare."""
+    from evalwh.warehouse import store as store_module
+
+    sent: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    real = store_module.run_query
+    current: list[str] = []
+
+    def recording(con: Any, name: str, **params: Any) -> Any:
+        sent.setdefault(current[0], []).append((name, params))
+        return real(con, name, **params)
+
+    store_module.run_query = recording  # type: ignore[assignment]
+    try:
+        for name, job in jobs.items():
+            current[:] = [name]
+            job()
+    finally:
+        store_module.run_query = real  # type: ignore[assignment]
+    return sent
+
+
+def replay_bare(
+    con: Any,
+    sent: dict[str, list[tuple[str, dict[str, Any]]]],
+    repeats: int,
+    out_dir: Path | None,
+    prefix: str,
+) -> tuple[dict[str, list[str]], dict[str, list[float]], dict[str, list[float]]]:
+    """The recorded statements replayed on ``con`` (one plain DuckDB connection, held open):
+    (statement names, bare timings, by-run_id-only timings) per job; ``EXPLAIN ANALYZE`` of
+    each into ``out_dir/<prefix>-<job>.txt``."""
+    from evalwh.warehouse import queries
+
+    bare: dict[str, list[float]] = {}
+    by_run_id: dict[str, list[float]] = {}
+    statements: dict[str, list[str]] = {}
+    con.execute(queries.macros())
+    for job, calls in sent.items():
+        plain = [(queries.get(n).sql, _args(n, p)) for n, p in calls]
+        unkeyed = [(KEY_FILTER.sub("", sql), args) for sql, args in plain]
+        statements[job] = [n for n, _ in calls]
+        bare[job] = _time(lambda plain=plain: _replay(con, plain), repeats)
+        by_run_id[job] = _time(lambda unkeyed=unkeyed: _replay(con, unkeyed), repeats)
+        if out_dir is not None:
+            _profile(con, out_dir / f"{prefix}-{job}.txt", job, calls, plain)
+    return statements, bare, by_run_id
 
 
 def _args(name: str, params: dict[str, Any]) -> dict[str, Any]:

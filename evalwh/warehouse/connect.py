@@ -90,12 +90,8 @@ def open_connection(
 ) -> duckdb.DuckDBPyConnection:
     """Connect, retrying on another process's lock for up to ``wait_s`` seconds (None: forever).
     A write connection attaches the file with evalwh's ROW_GROUP_SIZE."""
-    held = HELD.get()
-    if not read_only and held is not None and held[0] == path:
-        raise WarehouseError(
-            f"cannot write the warehouse {path} inside a read block of the same request "
-            "(Warehouse.reading): end the block first"
-        )
+    if not read_only:
+        _refuse_inside_a_read_block(path)
     if isinstance(path, LakeTarget):  # no file lock: DuckLake serialises commits itself
         return lake.cursor(path, read_only=read_only, memory_limit=_MEMORY_LIMIT)
     if os.path.abspath(path) in _writing():
@@ -129,6 +125,15 @@ def open_connection(
                 warned_at = time.monotonic()
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+
+def _refuse_inside_a_read_block(path: Location) -> None:
+    held = HELD.get()
+    if held is not None and held[0] == path:
+        raise WarehouseError(
+            f"cannot write the warehouse {path} inside a read block of the same request "
+            "(Warehouse.reading): end the block first"
+        )
 
 
 def _attached(path: Any) -> duckdb.DuckDBPyConnection:
@@ -433,8 +438,31 @@ def write_transaction(
             return body(con)
 
     if isinstance(path, LakeTarget):
-        return lake.retry_conflicts(attempt, what=what, backoff=backoff)
+        target = path
+
+        def lake_attempt() -> T:
+            with _lake_transaction(target) as con:
+                return body(con)
+
+        return lake.retry_conflicts(lake_attempt, what=what, backoff=backoff)
     return attempt()
+
+
+@contextmanager
+def _lake_transaction(path: LakeTarget) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of the lake (migrated) inside one transaction, pointed at the lake only once
+    the transaction has begun: every statement, ``USE`` included, then reads the one snapshot
+    the transaction took (a ``USE`` before ``BEGIN`` cost a catalog transaction of its own,
+    6 of a flush's 52 PostgreSQL statements; benchmarks/README.md, the lake group)."""
+    _refuse_inside_a_read_block(path)
+    con = lake.cursor(path, read_only=False, memory_limit=_MEMORY_LIMIT, use=path not in _CURRENT)
+    try:
+        migrate(con, path)
+        with transaction(con):
+            con.execute(f"USE {lake.ALIAS}")
+            yield con
+    finally:
+        con.close()
 
 
 @contextmanager

@@ -352,13 +352,18 @@ def _attach(con: duckdb.DuckDBPyConnection, statement: str, tries: int = 8) -> N
             time.sleep(0.1 * (attempt + 1) * (0.5 + random.random()))
 
 
-def cursor(target: LakeTarget, *, read_only: bool, memory_limit: str) -> duckdb.DuckDBPyConnection:
+def cursor(
+    target: LakeTarget, *, read_only: bool, memory_limit: str, use: bool = True
+) -> duckdb.DuckDBPyConnection:
     """A connection to this process's DuckDB with the lake attached (read-only or not).
 
     Loading the three extensions takes about a second, so each process attaches a lake once
     and hands out cursors; closing a cursor leaves the attach in place. DuckLake starts every
     transaction from the catalog's latest snapshot, so a long-lived attach still sees what
-    other writers committed."""
+    other writers committed. ``use``: point the cursor at the lake (``USE lake``) now; on its
+    own that statement reads the catalog's snapshot in a transaction of its own (a PostgreSQL
+    transaction of six statements), so a caller about to begin one says False and sends the
+    ``USE`` inside it."""
     # A DuckDB file catalog can be attached once per process: reads share the writable attach.
     key = (target, read_only and target.on_postgres)
     with _INSTANCES_LOCK:
@@ -367,7 +372,8 @@ def cursor(target: LakeTarget, *, read_only: bool, memory_limit: str) -> duckdb.
         if base is None:
             base = _INSTANCES[key] = connect(target, read_only=key[1], memory_limit=memory_limit)
     con = base.cursor()
-    con.execute(f"USE {ALIAS}")
+    if use:
+        con.execute(f"USE {ALIAS}")
     return con
 
 

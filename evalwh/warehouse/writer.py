@@ -9,7 +9,8 @@ flushed.
 
 While a run runs its writer only appends: a flush inserts rows and never updates or deletes a
 row another writer may touch (the heartbeat is a row of ``run_beats``, not an update of
-``runs``; on a lake, ``--no-cache`` appends newer answers rather than deleting the old ones).
+``runs``; on a lake, answers are appended to the response cache, ``--no-cache`` or not,
+never swapped for or checked against the stored ones).
 On a DuckLake a delete conflicts with every concurrent insert into the same table, so a shared
 row updated per flush made writers retry each other's commits. The exception is
 ``replace`` (``--retry-errors``), which deletes the run's own errored rows before writing their
@@ -480,12 +481,15 @@ def _insert_cache(con: Any, cache: Any, *, replace: bool, append: bool = False) 
     same request at once: first one in), unless ``replace`` (--no-cache), where the new one
     replaces it. Both joins build their hash table on the batch, never on the cache.
 
-    ``append`` (a DuckLake): a replacing answer is appended beside the old one, not swapped
-    for it, since a delete would conflict with every other writer's insert into the cache; the
-    lookup takes the newest answer of a hash (``sql/cache_lookup.sql``)."""
+    ``append`` (a DuckLake): the batch's answers are appended without reading the stored
+    cache, replacing or not: a delete would conflict with every other writer's insert into the
+    cache, and the anti-join read every stored request hash from object storage (with the
+    table's catalog round trips) at every flush, a cost growing with the cache. Where a hash
+    has several answers (two runs fetched one request, or ``--no-cache``) the lookup takes the
+    newest (``sql/cache_lookup.sql``)."""
     register_stream(con, "_evalwh_cache", cache)
     fresh = "SELECT DISTINCT ON (request_hash) * FROM _evalwh_cache"
-    if replace and append:
+    if append:
         con.execute(f"INSERT INTO response_cache BY NAME {fresh}")
     elif replace:
         con.execute(

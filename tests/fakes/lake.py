@@ -82,8 +82,18 @@ class Postgres:
         )
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    def save(self, dest: Path) -> None:
+        """Shut down cleanly and copy the cluster's data folder to ``dest`` (owners and modes
+        kept), for :func:`start_postgres` to start a copy of it later; then stop."""
+        done = self.run(str(self.bin / "pg_ctl"), "-w", "-D", str(self.folder / "data"), "stop")
+        assert done.returncode == 0, done.stderr
+        subprocess.run(["cp", "-a", str(self.folder / "data"), str(dest)], check=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
-def start_postgres() -> Postgres:
+
+def start_postgres(saved: Path | None = None) -> Postgres:
+    """A cluster in a temporary folder: a fresh one, or a copy of the data folder that
+    :meth:`Postgres.save` wrote to ``saved`` (its databases, users and password as saved)."""
     binary = pg_bin()
     if binary is None:
         missing("PostgreSQL is not installed (apt-get install postgresql)")
@@ -101,17 +111,20 @@ def start_postgres() -> Postgres:
         shutil.chown(pwfile, "postgres")
     port = free_port()
     pg = Postgres(binary, folder, port, as_user)
-    init = pg.run(
-        str(binary / "initdb"),
-        "-D",
-        str(folder / "data"),
-        "-U",
-        PG_USER,
-        "--auth=scram-sha-256",
-        f"--pwfile={pwfile}",
-        "--no-sync",
-    )
-    assert init.returncode == 0, init.stderr
+    if saved is not None:
+        subprocess.run(["cp", "-a", str(saved), str(folder / "data")], check=True)
+    else:
+        init = pg.run(
+            str(binary / "initdb"),
+            "-D",
+            str(folder / "data"),
+            "-U",
+            PG_USER,
+            "--auth=scram-sha-256",
+            f"--pwfile={pwfile}",
+            "--no-sync",
+        )
+        assert init.returncode == 0, init.stderr
     options = f"-p {port} -c listen_addresses=127.0.0.1 -k {folder} -c fsync=off"
     started = pg.run(
         str(binary / "pg_ctl"), "-w", "-D", str(folder / "data"), "-l", str(folder / "log"),

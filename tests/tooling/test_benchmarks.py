@@ -53,7 +53,9 @@ ROUND_2_ROWS = {
 }
 
 
-def _quick(tmp_path: Path, groups: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+def _quick(
+    tmp_path: Path, groups: str, *options: str
+) -> tuple[subprocess.CompletedProcess[str], dict]:
     out = tmp_path / "quick.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALWH_")}
     done = subprocess.run(
@@ -67,6 +69,7 @@ def _quick(tmp_path: Path, groups: str) -> tuple[subprocess.CompletedProcess[str
             str(tmp_path / "results"),
             "--out",
             str(out),
+            *options,
         ],
         cwd=tmp_path,
         env=env,
@@ -135,24 +138,57 @@ def test_the_tool_loop_group_counts_three_requests_a_cell(tmp_path: Path) -> Non
     assert "tool loop CPU per turn" in done.stdout
 
 
+ROWS_OF_WAREHOUSE = {
+    "wh-runs-list",
+    "wh-summary",
+    "wh-slice",
+    "wh-gate",
+    "wh-compare",
+    "wh-case-history",
+    "wh-calibration",
+}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_quick_warehouse_group_writes_every_row_and_a_profile_of_each(tmp_path: Path) -> None:
     """The warehouse group (issue 50) on the tiny synthetic warehouse: a row per question, its
     bare-DuckDB replay and run-id-only form beside it, EXPLAIN ANALYZE of each under profiles/."""
     done, data = _quick(tmp_path, "warehouse")
-    assert {row["id"] for row in data["rows"]} == {
-        "wh-runs-list",
-        "wh-summary",
-        "wh-slice",
-        "wh-gate",
-        "wh-compare",
-        "wh-case-history",
-        "wh-calibration",
-    }
+    assert {row["id"] for row in data["rows"]} == ROWS_OF_WAREHOUSE
     raw = data["raw"]["warehouse"]
     for job, times in raw["timings_s"].items():
         assert raw["bare_s"][job] and raw["by_run_id_s"][job] and times, job
         profile = (tmp_path / "results" / "profiles" / f"warehouse-{job}.txt").read_text()
         assert profile.count("## sql/") == len(raw["statements"][job]), job
     assert "evalwh / bare" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_lake_copy_of_the_warehouse_is_made_once_and_asked_every_question(
+    tmp_path: Path,
+) -> None:
+    """The lake group's `warehouse` part (issue 50) on the tiny synthetic warehouse: the copy
+    is pushed once and cached (a second run restores it: same copy, no push), its data files
+    keep run order (no run_key range overlaps the previous file's), and every question of the
+    warehouse group has a row, a bare replay on the lake and a profile."""
+    from tests.fakes.lake import missing, pg_bin
+
+    if pg_bin() is None:
+        missing("PostgreSQL is not installed (apt-get install postgresql)")
+    runs = [_quick(tmp_path, "lake", "--lake-parts", "warehouse") for _ in range(2)]
+    first, second = (data["raw"]["lake"]["warehouse"] for _, data in runs)
+    assert second["copy"] == first["copy"]  # restored from the cache, not pushed again
+    copy = first["copy"]
+    assert copy["rows"]["scores"] == second["rows"]["scores"] == 70_000
+    assert {t: (f["rows"], f["overlaps"]) for t, f in copy["files"].items()} == {
+        "cases": (7_000, 0),
+        "scores": (70_000, 0),
+    }
+    ids = {row["id"] for row in runs[1][1]["rows"]}
+    assert ids == {"lake-wh-copy"} | {f"lake-{i}" for i in ROWS_OF_WAREHOUSE}
+    for job, times in second["timings_s"].items():
+        assert second["bare_s"][job] and times, job
+        profile = tmp_path / "results" / "profiles" / f"lake-warehouse-{job}.txt"
+        assert profile.read_text().count("## sql/") == len(second["statements"][job]), job

@@ -474,8 +474,9 @@ def test_lake_writers_only_append_while_their_runs_run(
     assert beats == [{"run_id": i, "rows": [4, 8, 12], "retries": 0} for i in ids]
     assert [w.retries for w in writers.values()] == [0, 0]
     answer = cache_lookup(store, [shared])[shared].output
-    # --no-cache: each flush's answer is newer than the last; else the first one stored stays
-    assert answer == (f"{ids[1]} answer 2" if no_cache else f"{ids[0]} answer 0")
+    # each flush appends its answer beside the stored ones (no flush reads the stored cache,
+    # --no-cache or not): the newest is the one given back
+    assert answer == f"{ids[1]} answer 2"
     newest = store.sql("SELECT max(beat_at) AS b FROM run_beats WHERE run_id = ?", [ids[0]])
     assert store.run_row(ids[0])["heartbeat_at"] == newest["b"][0].as_py()
 
@@ -500,3 +501,38 @@ def test_a_lake_flush_that_lost_a_race_is_retried_and_counted_in_its_beat(
         {"rows_written": 1, "retries": 1},
         {"rows_written": 2, "retries": 1},
     ]
+
+
+def test_a_lake_flush_sends_every_statement_inside_its_transaction_and_reads_no_stored_cache(
+    file_catalog_lake: LakeTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixed cost of a lake commit (issue 50), counted on the statements a flush sends
+    through its lake cursor: the cursor is pointed at the lake inside the flush's transaction
+    (a ``USE`` before ``BEGIN`` read the catalog's snapshot in a PostgreSQL transaction of its
+    own: 6 of a flush's 52 statements), and nothing reads the stored response cache (its
+    anti-join read every stored request hash from object storage at every flush, a cost that
+    grew with the cache): the batch's answers are appended."""
+    from evalwh.warehouse import lake as lakemod
+
+    store = Warehouse(file_catalog_lake)
+    store.create_run(run_row(run_id="counted", lease_token="tok"))
+    run_writer = RunWriter(store.path, "counted", token="tok")
+    flush_one(run_writer, "warm")  # the process's attach and the schema check come first
+    sent: list[str] = []
+    real = lakemod.cursor
+    monkeypatch.setattr(lakemod, "cursor", lambda *a, **k: Recording(real(*a, **k), sent))
+    for n in range(2):
+        sink = RowSink(run_writer, "counted")
+        sink(result(Case(id=f"c{n}")))
+        sink.remember(f"h-counted-{n}", MODEL, CachedAnswer(f"answer {n}", 1, 2, 3.0))
+        run_writer.flush(run_writer.take_batch())
+    # the first word of each statement, the connection's temporary macros (run_key) left out
+    firsts = [s.split()[0].upper() for s in sent if "CREATE OR REPLACE TEMP MACRO" not in s]
+    one_flush = ["BEGIN", "USE", "SET", "SELECT", "INSERT", "INSERT", "INSERT", "INSERT", "COMMIT"]
+    assert firsts == one_flush * 2
+    assert sent[1] == "USE lake"
+    cache = [s for s in sent if "response_cache" in s]
+    assert cache == ["INSERT INTO response_cache BY NAME SELECT DISTINCT ON (request_hash) * "
+                     "FROM _evalwh_cache"] * 2  # fmt: skip
+    stored = "SELECT count(*) AS n FROM response_cache WHERE request_hash LIKE 'h-counted-%'"
+    assert store.sql(stored).to_pylist() == [{"n": 2}]
