@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from evalwh.analysis.runinfo import snapshot
+from evalwh.warehouse.reading import one_connection
 
 if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
@@ -44,6 +45,7 @@ def calibration_settings(config: dict[str, Any]) -> dict[str, Any]:
     return {**DEFAULTS, **(config.get("calibration") or {})}
 
 
+@one_connection
 def report(
     store: Warehouse,
     run_id: str,
@@ -174,6 +176,7 @@ def judged_criteria(config: dict[str, Any]) -> list[str]:
     ]
 
 
+@one_connection
 def run_flags(store: Warehouse, run_id: str) -> dict[str, list[str]]:
     """:func:`report`'s ``flags`` of a stored run (empty when it used no judge)."""
     config = snapshot(store, run_id)
