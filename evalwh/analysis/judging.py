@@ -76,7 +76,9 @@ def report(
             for c in confusion
             if c["comparison"] == row["comparison"]
         ]
-    points = pointwise(store, run_id, float(cal["within"]), weights=str(cal["weights"]))
+    # one pass: the overall rows (slice None), then those of each slice of `by`
+    rows = pointwise(store, run_id, float(cal["within"]), key=by, weights=str(cal["weights"]))
+    points = [p for p in rows if p["slice"] is None]
     by_name = {p["criterion"]: p for p in points}
     for p in points:
         p["flags"] = criterion_flags(p, cal)
@@ -95,9 +97,7 @@ def report(
     }
     if by:
         out["slices"] = store.query("calibration_slices", run_id=run_id, key=by).to_pylist()
-        out["pointwise_slices"] = pointwise(
-            store, run_id, float(cal["within"]), key=by, weights=str(cal["weights"])
-        )
+        out["pointwise_slices"] = [p for p in rows if p["slice"] is not None]
     return out
 
 
@@ -109,8 +109,8 @@ def pointwise(
     key: str | None = None,
     weights: str = "quadratic",
 ) -> list[dict[str, Any]]:
-    """``sql/calibration_pointwise.sql``: per llm-judge criterion (and slice of ``key``), each
-    row with ``label_units``, what its labels are (:func:`label_units`)."""
+    """``sql/calibration_pointwise.sql``: per llm-judge criterion (slice None), then per slice
+    of ``key`` when given, each row with ``label_units``, what its labels are (:func:`label_units`)."""
     rows: list[dict[str, Any]] = store.query(
         "calibration_pointwise", run_id=run_id, within=float(within), key=key, weights=weights
     ).to_pylist()
