@@ -50,36 +50,24 @@ score_b AS (
     SELECT variant, model, case_id, repeat, criterion, passed, score
     FROM scores WHERE run_key = run_key($run_b) AND run_id = $run_b
 ),
--- score rows of paired cases, keyed by one integer from their pair and their criterion's
--- number (pair_id x criteria + number, unique): the two runs' million-row sides meet on it,
--- not on a string and an integer (a third of compare's time on two
--- 1M-score-row runs). A criterion only A has is dropped here, as the join would drop it.
+-- score rows of paired cases, keyed by their pair (joined on an integer, not four strings).
 -- Each scope is computed only when $scopes names it (NULL: all): the condition is a constant
 -- of the execution, so a scope left out is pruned from the plan with its reads (the
 -- criterion scope's condition removes both reads of the scores table).
-criterion_ids AS (
-    SELECT criterion, row_number() OVER () - 1 AS criterion_id, count(*) OVER () AS criteria
-    FROM (SELECT DISTINCT criterion FROM score_b)
-),
 keyed_a AS (
-    SELECT p.pair_id * c.criteria + c.criterion_id AS k, sa.passed, sa.score
-    FROM score_a sa
-    JOIN pairs p USING (variant, model, case_id, repeat)
-    JOIN criterion_ids c USING (criterion)
+    SELECT p.pair_id, sa.criterion, sa.passed, sa.score
+    FROM score_a sa JOIN pairs p USING (variant, model, case_id, repeat)
 ),
 keyed_b AS (
-    SELECT p.pair_id * c.criteria + c.criterion_id AS k, c.criterion, p.unit, p.single, p.cluster,
-           sb.passed, sb.score
-    FROM score_b sb
-    JOIN pairs p USING (variant, model, case_id, repeat)
-    JOIN criterion_ids c USING (criterion)
+    SELECT p.pair_id, p.unit, p.single, p.cluster, sb.criterion, sb.passed, sb.score
+    FROM score_b sb JOIN pairs p USING (variant, model, case_id, repeat)
 ),
 criterion_pairs AS (
-    SELECT kb.criterion, kb.unit, kb.single, kb.cluster,
+    SELECT criterion, kb.unit, kb.single, kb.cluster,
            ka.passed::INTEGER::DOUBLE AS pass_a, kb.passed::INTEGER::DOUBLE AS pass_b,
            ka.score AS score_a, kb.score AS score_b
     FROM keyed_a ka
-    JOIN keyed_b kb USING (k)
+    JOIN keyed_b kb USING (pair_id, criterion)
     WHERE $scopes IS NULL OR list_contains($scopes::VARCHAR[], 'criterion')
 ),
 dims AS (
@@ -161,39 +149,37 @@ units AS (
     WHERE single
 ),
 -- Per (scope, target), for each metric over the cases: n, the means in A and B, the mean
--- paired difference and its sample sd, how many cases went up and down. A unit's metric is
--- NULL on both sides or on neither (units: each side's mean is over the pairs where both have
--- it), so a side's aggregate needs no filter on the other side.
+-- paired difference and its sample sd, how many cases went up and down.
 stats AS (
     SELECT
         scope, target,
-        any_value(variant) FILTER (WHERE pass_a IS NOT NULL) AS pass_rate_variant,
-        any_value(model) FILTER (WHERE pass_a IS NOT NULL)   AS pass_rate_model,
+        any_value(variant) FILTER (WHERE pass_a IS NOT NULL AND pass_b IS NOT NULL) AS pass_rate_variant,
+        any_value(model) FILTER (WHERE pass_a IS NOT NULL AND pass_b IS NOT NULL)   AS pass_rate_model,
         sum(n_pairs)::BIGINT                                AS n_pairs,
-        nullif(count(pass_a), 0)                            AS pass_rate_n,
+        nullif(count(*) FILTER (WHERE pass_a IS NOT NULL AND pass_b IS NOT NULL), 0) AS pass_rate_n,
         avg(pass_a)                                         AS pass_rate_a,
         avg(pass_b)                                         AS pass_rate_b,
         -- each side's spread over the cases, and whether every case's pass fraction is 0 or 1
         -- (then the side's interval is Wilson's, else the CLT interval on the case means)
-        stddev_samp(pass_a)                                 AS pass_rate_a_sd,
-        stddev_samp(pass_b)                                 AS pass_rate_b_sd,
-        bool_and(pass_a IN (0, 1))                          AS pass_rate_a_binary,
-        bool_and(pass_b IN (0, 1))                          AS pass_rate_b_binary,
+        stddev_samp(pass_a) FILTER (WHERE pass_b IS NOT NULL) AS pass_rate_a_sd,
+        stddev_samp(pass_b) FILTER (WHERE pass_a IS NOT NULL) AS pass_rate_b_sd,
+        bool_and(pass_a IN (0, 1)) FILTER (WHERE pass_b IS NOT NULL) AS pass_rate_a_binary,
+        bool_and(pass_b IN (0, 1)) FILTER (WHERE pass_a IS NOT NULL) AS pass_rate_b_binary,
         avg(pass_b - pass_a)                                AS pass_rate_delta,
         stddev_samp(pass_b - pass_a)                        AS pass_rate_sd,
         count(*) FILTER (WHERE pass_b > pass_a)             AS pass_rate_up,
         count(*) FILTER (WHERE pass_b < pass_a)             AS pass_rate_down,
-        nullif(count(score_a), 0)                           AS score_n,
+        nullif(count(*) FILTER (WHERE score_a IS NOT NULL AND score_b IS NOT NULL), 0) AS score_n,
         avg(score_a)                                        AS score_a,
         avg(score_b)                                        AS score_b,
         avg(score_b - score_a)                              AS score_delta,
         stddev_samp(score_b - score_a)                      AS score_sd,
-        nullif(count(cost_a), 0)                            AS cost_usd_n,
+        nullif(count(*) FILTER (WHERE cost_a IS NOT NULL AND cost_b IS NOT NULL), 0) AS cost_usd_n,
         avg(cost_a)                                         AS cost_usd_a,
         avg(cost_b)                                         AS cost_usd_b,
         avg(cost_b - cost_a)                                AS cost_usd_delta,
         stddev_samp(cost_b - cost_a)                        AS cost_usd_sd,
-        nullif(count(latency_a), 0)                         AS latency_ms_n,
+        nullif(count(*) FILTER (WHERE latency_a IS NOT NULL AND latency_b IS NOT NULL), 0) AS latency_ms_n,
         avg(latency_a)                                      AS latency_ms_a,
         avg(latency_b)                                      AS latency_ms_b,
         avg(latency_b - latency_a)                          AS latency_ms_delta,
