@@ -3,8 +3,9 @@ warehouse (benchmarks/synth.py, SCALE: 1,000 runs + two 1M-score-row runs, built
 
 Each question is timed three ways on the same file, warm (one untimed run first):
 
-- **evalwh**: as the CLI asks it (``Warehouse.query`` / ``analysis.*``: a read connection per
-  query, macros, Arrow results, the Python around them);
+- **evalwh**: as the CLI asks it (``Warehouse.query`` / ``analysis.*``: one read connection
+  per question, opened cold as a command opens it, the macros defined on it once, Arrow
+  results, the Python around them);
 - **bare**: the very SQL evalwh sent (recorded while the evalwh form ran: each named query
   and its parameters) replayed on one plain DuckDB connection held open, rows fetched;
 - **by run_id only**: the same bare SQL with the run-key filters taken out (what the queries

@@ -1,5 +1,5 @@
 -- title: Pointwise judge calibration
--- description: Per llm-judge criterion (and per value of case metadata key $key when given, else one row with slice NULL), agreement with the human labels: pass/fail Cohen's kappa, raw agreement and base rate for boolean-like labels; for numeric labels, exact agreement of the rounded raw score, agreement within $within points (within_1_agreement keeps the within-1 figure), and the weighted kappa of the ordinal scale ($weights 'quadratic' or 'linear': 1 - mean disagreement weight / its expectation under independent marginals, the weight the squared or absolute difference); n for each. A label of one answer (variant, model and repeat set: the Label answers tab, or a `labels:` entry naming them) is compared with the judge's verdict on that answer and counts once per answer (n_answer_labels). A label of a case (a `labels:` entry naming no answer, or the case's human_label) keeps its meaning: it counts once per case x criterion and is compared with the judge's verdict aggregated over every judged answer of that case (variants, models, repeats) -- pass when the judge passed at least half of them, and the mean raw score (n_case_labels; case_label_answers_min/max: how many answers each such majority is over). A case with labels of its answers for a criterion is counted by those, not by a case label.
+-- description: Per llm-judge criterion, one row with slice NULL (all labels) and, when case metadata key $key is given, one row per value of it after it (one pass gives both), agreement with the human labels: pass/fail Cohen's kappa, raw agreement and base rate for boolean-like labels; for numeric labels, exact agreement of the rounded raw score, agreement within $within points (within_1_agreement keeps the within-1 figure), and the weighted kappa of the ordinal scale ($weights 'quadratic' or 'linear': 1 - mean disagreement weight / its expectation under independent marginals, the weight the squared or absolute difference); n for each. A label of one answer (variant, model and repeat set: the Label answers tab, or a `labels:` entry naming them) is compared with the judge's verdict on that answer and counts once per answer (n_answer_labels). A label of a case (a `labels:` entry naming no answer, or the case's human_label) keeps its meaning: it counts once per case x criterion and is compared with the judge's verdict aggregated over every judged answer of that case (variants, models, repeats) -- pass when the judge passed at least half of them, and the mean raw score (n_case_labels; case_label_answers_min/max: how many answers each such majority is over). A case with labels of its answers for a criterion is counted by those, not by a case label.
 -- params: run_id, within, key, weights
 -- Pointwise rows of `labels` with `comparison` set grade that criterion only; case labels with
 -- it NULL (a case's human_label) grade every llm-judge criterion. The criterion's own label wins.
@@ -50,13 +50,16 @@ items AS (
 sliced AS (   -- a case's metadata is the same in every cell: one value per case
     SELECT case_id, coalesce(any_value(json_extract_string(metadata, '$.' || $key)), '(none)') AS slice
     FROM cases
-    WHERE run_key = run_key($run_id) AND run_id = $run_id
+    WHERE run_key = run_key($run_id) AND run_id = $run_id AND $key IS NOT NULL  -- else not read
     GROUP BY case_id
 ),
-judged AS (
-    SELECT i.*, CASE WHEN $key IS NOT NULL THEN coalesce(m.slice, '(none)') END AS slice
+judged AS (   -- every item overall (slice NULL) and, when $key is given, again in its slice
+    SELECT i.*, NULL::VARCHAR AS slice FROM items i
+    UNION ALL
+    SELECT i.*, coalesce(m.slice, '(none)')
     FROM items i
     LEFT JOIN sliced m USING (case_id)
+    WHERE $key IS NOT NULL
 ),
 typed AS (
     SELECT *,

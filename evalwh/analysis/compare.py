@@ -16,6 +16,7 @@ from evalwh.analysis.nolook import NOTICE, is_no_look, minimal_table
 from evalwh.analysis.runinfo import brief_of, cluster_key, snapshot_of
 from evalwh.analysis.slices import check_keys, metadata_keys
 from evalwh.errors import UsageError
+from evalwh.warehouse.reading import one_connection
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -149,6 +150,7 @@ def tool_use(
     return shaped("tool", _CELL_ONLY), shaped("cell", _TOOL_ONLY)
 
 
+@one_connection
 def compare(
     store: Warehouse,
     ref_a: str,

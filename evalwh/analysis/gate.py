@@ -24,6 +24,7 @@ from evalwh.analysis.baselines import DEFAULT_NAME, pinned
 from evalwh.analysis.compare import check_cluster, deltas
 from evalwh.analysis.runinfo import cluster_key, snapshot
 from evalwh.scoring.tolerance import TOLERANCE
+from evalwh.warehouse.reading import one_connection
 
 if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
@@ -95,6 +96,7 @@ def regression_rules(thresholds: dict[str, Any]) -> list[dict[str, Any]]:
     return rules
 
 
+@one_connection
 def judge(
     store: Warehouse,
     run_id: str,

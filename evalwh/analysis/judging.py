@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from evalwh.analysis.runinfo import snapshot
+from evalwh.warehouse.reading import one_connection
 
 if TYPE_CHECKING:
     from evalwh.warehouse.store import Warehouse
@@ -44,6 +45,7 @@ def calibration_settings(config: dict[str, Any]) -> dict[str, Any]:
     return {**DEFAULTS, **(config.get("calibration") or {})}
 
 
+@one_connection
 def report(
     store: Warehouse,
     run_id: str,
@@ -74,7 +76,9 @@ def report(
             for c in confusion
             if c["comparison"] == row["comparison"]
         ]
-    points = pointwise(store, run_id, float(cal["within"]), weights=str(cal["weights"]))
+    # one pass: the overall rows (slice None), then those of each slice of `by`
+    rows = pointwise(store, run_id, float(cal["within"]), key=by, weights=str(cal["weights"]))
+    points = [p for p in rows if p["slice"] is None]
     by_name = {p["criterion"]: p for p in points}
     for p in points:
         p["flags"] = criterion_flags(p, cal)
@@ -93,9 +97,7 @@ def report(
     }
     if by:
         out["slices"] = store.query("calibration_slices", run_id=run_id, key=by).to_pylist()
-        out["pointwise_slices"] = pointwise(
-            store, run_id, float(cal["within"]), key=by, weights=str(cal["weights"])
-        )
+        out["pointwise_slices"] = [p for p in rows if p["slice"] is not None]
     return out
 
 
@@ -107,8 +109,8 @@ def pointwise(
     key: str | None = None,
     weights: str = "quadratic",
 ) -> list[dict[str, Any]]:
-    """``sql/calibration_pointwise.sql``: per llm-judge criterion (and slice of ``key``), each
-    row with ``label_units``, what its labels are (:func:`label_units`)."""
+    """``sql/calibration_pointwise.sql``: per llm-judge criterion (slice None), then per slice
+    of ``key`` when given, each row with ``label_units``, what its labels are (:func:`label_units`)."""
     rows: list[dict[str, Any]] = store.query(
         "calibration_pointwise", run_id=run_id, within=float(within), key=key, weights=weights
     ).to_pylist()
@@ -174,6 +176,7 @@ def judged_criteria(config: dict[str, Any]) -> list[str]:
     ]
 
 
+@one_connection
 def run_flags(store: Warehouse, run_id: str) -> dict[str, list[str]]:
     """:func:`report`'s ``flags`` of a stored run (empty when it used no judge)."""
     config = snapshot(store, run_id)

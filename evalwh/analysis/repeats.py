@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalwh.warehouse.reading import one_connection
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -20,6 +22,7 @@ def flaky_cases(store: Warehouse, run_id: str) -> pa.Table:
     return store.query("flaky", run_id=run_id)
 
 
+@one_connection
 def repeats_report(store: Warehouse, run_id: str) -> dict[str, Any]:
     """Both, JSON-ready: ``{"repeats": max repeats per case, "stats": [...], "flaky": [...]}``."""
     stats = repeat_stats(store, run_id).to_pylist()

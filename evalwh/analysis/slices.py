@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evalwh.errors import UsageError
+from evalwh.warehouse.reading import one_connection
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,6 +32,7 @@ def check_keys(store: Warehouse, run_ids: Sequence[str], keys: Sequence[str]) ->
         )
 
 
+@one_connection
 def slice_run(store: Warehouse, run_id: str, keys: Sequence[str]) -> pa.Table:
     """``sql/slice.sql``: n and pass rate (with its 95% interval) per combination of the keys'
     values."""

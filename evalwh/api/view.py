@@ -30,6 +30,7 @@ from evalwh.analysis.nolook import NOTICE, is_no_look, minimal, minimal_table
 from evalwh.analysis.runinfo import commit_retries
 from evalwh.api.hints import next_step
 from evalwh.api.run import _config, _json, settings_for
+from evalwh.warehouse.reading import one_connection
 
 
 class WarehouseView:
@@ -67,6 +68,12 @@ class WarehouseView:
 
         return Path(str(DEFAULTS["output_dir"])).resolve()
 
+    def reading(self) -> AbstractContextManager[None]:
+        """Until the block ends, every read of this view shares one read connection (opened
+        once, its caches warm after the first query); each method already reads on one.
+        Writes inside the block are refused; other processes can write again once it ends."""
+        return self.store.reading()
+
     def resolve(self, ref: str) -> str:
         """The run id a reference names (an id, a unique prefix, a label, 'latest', a
         baseline name, 'previous', 'latest~N' or 'git:REF'); UsageError when none or several
@@ -91,6 +98,7 @@ class WarehouseView:
         """Run read-only SQL over the warehouse (Arrow)."""
         return self.store.sql(text)
 
+    @one_connection
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first, one dict each (what `evalwh list` shows); [] without a
         warehouse."""
@@ -105,10 +113,12 @@ class WarehouseView:
             row["status"] = effective_status(row, self.store.stale_after_s)
         return rows
 
+    @one_connection
     def run(self, ref: str) -> dict[str, Any]:
         """The stored row of one run: status, label, suite, hashes, config snapshot, times."""
         return self.store.run_row(self.resolve(ref))
 
+    @one_connection
     def summary(self, ref: str = "latest") -> pl.DataFrame:
         """One row per variant × model cell: n, pass rate with its 95% interval (Wilson; CLT
         over the case means when repeats disagree), score, errors, latency and cost."""
@@ -116,6 +126,7 @@ class WarehouseView:
 
         return pl.from_arrow(self.query("summary", run_id=self.resolve(ref)))  # type: ignore[return-value]
 
+    @one_connection
     def cases(
         self, ref: str = "latest", *, failures: bool = False, case_id: str | None = None
     ) -> pl.DataFrame:
@@ -147,6 +158,7 @@ class WarehouseView:
             raise UsageError(f"unknown table {name!r}")
         return pl.from_arrow(self.sql(f"SELECT * FROM {name}"))  # type: ignore[return-value]
 
+    @one_connection
     def show(
         self, ref: str, *, failures: bool = False, case_id: str | None = None
     ) -> dict[str, Any]:
@@ -180,6 +192,7 @@ class WarehouseView:
             "next": next_step(run, errors),
         }
 
+    @one_connection
     def judging(self, ref: str, *, by: str | None = None) -> dict[str, Any]:
         """Judge calibration (kappa, confusion matrix, agreement) first, then pairwise win rates
         with flip rates and the UNCALIBRATED flags; pointwise calibration of llm-judge criteria."""
@@ -206,6 +219,7 @@ class WarehouseView:
 
         return compare(self.store, a, b, by=split_keys(by), cluster=cluster, movers=movers)
 
+    @one_connection
     def slice(self, ref: str = "latest", by: str | Sequence[str] = ()) -> pl.DataFrame:
         """The run cut by metadata keys: n and pass rate (with its interval) per slice and per cell."""
         import polars as pl
@@ -215,6 +229,7 @@ class WarehouseView:
 
         return pl.from_arrow(slice_run(self.store, self.resolve(ref), split_keys(by)))  # type: ignore[return-value]
 
+    @one_connection
     def repeats(self, ref: str = "latest") -> pl.DataFrame:
         """pass@k and pass^k per cell (and overall) for k = 1..repeats, with flaky counts."""
         import polars as pl
@@ -223,6 +238,7 @@ class WarehouseView:
 
         return pl.from_arrow(repeat_stats(self.store, self.resolve(ref)))  # type: ignore[return-value]
 
+    @one_connection
     def flaky(self, ref: str = "latest") -> pl.DataFrame:
         """The cases whose repeats disagree on pass, least stable first."""
         import polars as pl
@@ -231,6 +247,7 @@ class WarehouseView:
 
         return pl.from_arrow(flaky_cases(self.store, self.resolve(ref)))  # type: ignore[return-value]
 
+    @one_connection
     def gate(self, ref: str = "latest", *, baseline: str | None = None) -> GateResult:
         """Judge a stored run by the thresholds it was run with, absolute and regression
         (versus ``baseline``, else the pinned baseline)."""
@@ -284,6 +301,7 @@ class WarehouseView:
         return export_all(self.store, out=out if out is not None else self.local_dir / "exports")
 
     # -- HTML pages and the decision log (evalwh/reports) ----------------------------------
+    @one_connection
     def report(self, ref: str = "latest", out: str | Path | None = None) -> Path | str:
         """The run's self-contained HTML page: written to ``out`` (returns the path), else
         returned as text."""
@@ -305,8 +323,9 @@ class WarehouseView:
         from evalwh.analysis.compare import Comparison
         from evalwh.reports.html import render_compare, write
 
-        cmp = a if isinstance(a, Comparison) else self.compare(a, b, **options)
-        text = render_compare(self.store, cmp)
+        with self.reading():
+            cmp = a if isinstance(a, Comparison) else self.compare(a, b, **options)
+            text = render_compare(self.store, cmp)
         return write(text, out) if out is not None else text
 
     def decide(self, ref: str = "latest", *, append: str | Path | None = None) -> dict[str, Any]:

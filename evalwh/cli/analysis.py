@@ -86,10 +86,11 @@ def compare(
     from evalwh.cli.render_analysis import print_comparison
 
     wh = _warehouse()
-    result = wh.compare(run_a, run_b, by=by, cluster=cluster, movers=movers)
-    data = result.to_dict()
-    if html is not None:
-        data["report"] = str(wh.compare_report(result, out=html))
+    with wh.reading():  # one read connection for the command
+        result = wh.compare(run_a, run_b, by=by, cluster=cluster, movers=movers)
+        data = result.to_dict()
+        if html is not None:
+            data["report"] = str(wh.compare_report(result, out=html))
     if STATE.json:
         emit_json(data)
         return
@@ -126,13 +127,14 @@ def repeats(run: RunArg = "latest") -> None:
     from evalwh.cli.render_analysis import print_repeats
 
     wh = _warehouse()
-    stats, flaky = wh.repeats(run).to_dicts(), wh.flaky(run).to_dicts()
-    data = {
-        "run_id": wh.resolve(run),
-        "repeats": max((r["max_repeats"] for r in stats), default=0),
-        "stats": stats,
-        "flaky": flaky,
-    }
+    with wh.reading():  # one read connection for the command
+        stats, flaky = wh.repeats(run).to_dicts(), wh.flaky(run).to_dicts()
+        data = {
+            "run_id": wh.resolve(run),
+            "repeats": max((r["max_repeats"] for r in stats), default=0),
+            "stats": stats,
+            "flaky": flaky,
+        }
     if STATE.json:
         emit_json(data)
         return

@@ -85,9 +85,10 @@ def show(
 def _print_run(
     view: WarehouseView, run: str, *, failures: bool, case: str | None, by: str | None
 ) -> None:
-    data = view.show(run, failures=failures, case_id=case)
-    if by:
-        data["slices"] = view.slice(data["run"]["run_id"], by).to_dicts()
+    with view.reading():  # one read connection for the command
+        data = view.show(run, failures=failures, case_id=case)
+        if by:
+            data["slices"] = view.slice(data["run"]["run_id"], by).to_dicts()
     if STATE.json:
         emit_json(data)
         return
@@ -144,8 +145,9 @@ def last(
 ) -> None:
     """The newest run, or the newest run of SUITE: short for `evalwh show RUN`."""
     view = _warehouse(suite)
-    run = "latest" if suite is None else view.resolve_suite(suite)
-    _print_run(view, run, failures=failures, case=None, by=None)
+    with view.reading():  # one read connection for the command
+        run = "latest" if suite is None else view.resolve_suite(suite)
+        _print_run(view, run, failures=failures, case=None, by=None)
 
 
 @with_globals

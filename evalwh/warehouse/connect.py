@@ -33,6 +33,7 @@ from evalwh.errors import WarehouseError
 from evalwh.warehouse import lake
 from evalwh.warehouse.ioerrors import io_guard, is_io_error, storage_error
 from evalwh.warehouse.lake import LakeTarget, Location
+from evalwh.warehouse.queries import keeps_macros
 from evalwh.warehouse.resources import resource_dir
 
 log = logging.getLogger("evalwh.warehouse")
@@ -492,6 +493,8 @@ def read_connection(
                 f"reads version {latest_version()}: run `evalwh migrate` to upgrade it "
                 "(read commands never change the file)"
             )
+        if not isinstance(path, LakeTarget):  # a file's read connection runs no transaction
+            keeps_macros(con)  # so the macros defined on it stay: defined once
         yield con  # the caller names what its own statements read or write
     finally:
         con.close()

@@ -64,6 +64,33 @@ def test_numeric_labels_get_exact_within_n_and_weighted_kappa(tmp_path: Path) ->
     assert point2["within"] == 2 and point2["within_agreement"] == 1.0
 
 
+def test_calibration_by_a_key_reads_the_pointwise_labels_once_for_overall_and_slices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pass of sql/calibration_pointwise.sql gives the overall rows and each slice's
+    (it ran twice, a third of the calibration's time on the 100M-row warehouse); the overall
+    rows are those of a report without slices, each slice's counts add up to them."""
+    from evalwh.analysis.judging import report
+    from evalwh.warehouse import store as store_module
+    from evalwh.warehouse.store import Warehouse
+    from tests.builders import ORDINAL
+
+    result = evalwh.run_eval(ordinal_config(tmp_path), output_dir=tmp_path / "out")
+    store = Warehouse(tmp_path / "out" / "warehouse.duckdb")
+    plain = report(store, result.run_id)
+    sent: list[str] = []
+    real = store_module.run_query
+    monkeypatch.setattr(
+        store_module, "run_query", lambda con, name, **p: sent.append(name) or real(con, name, **p)
+    )
+    sliced = report(store, result.run_id, by="topic")
+    assert sent.count("calibration_pointwise") == 1
+    assert sliced["pointwise"] == plain["pointwise"]
+    topics = sorted({t for *_, t in ORDINAL})
+    assert [p["slice"] for p in sliced["pointwise_slices"]] == topics
+    assert sum(p["n_numeric"] for p in sliced["pointwise_slices"]) == 6
+
+
 def test_calibration_weights_linear_gives_the_linear_weighted_kappa(tmp_path: Path) -> None:
     """``calibration.weights: linear`` (Cohen 1968's absolute-difference weights) replaces the
     quadratic default for numeric labels; the report says which weights it used."""

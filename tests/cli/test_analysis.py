@@ -389,3 +389,42 @@ def test_planted_regression_fails_the_run_and_an_improvement_passes(
     gate_passed = cli("gate", "lenient", "-o", str(out))
     assert gate_passed.returncode == 0, gate_passed.stdout
     assert skipped in " ".join(gate_passed.stderr.split()), gate_passed.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("compare", "a", "b", "--html", "{tmp}/cmp.html"),
+        ("gate", "a", "--baseline", "b"),
+        ("show", "a", "--by", "topic"),
+        ("last",),
+        ("repeats", "rep"),
+        ("list",),
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_read_command_opens_the_warehouse_once_and_defines_the_macros_once(
+    stored: dict[str, str | Path],
+    cli: Cli,
+    args: tuple[str, ...],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each of these asks several named queries (compare ~15, show --by ~12): they share one
+    read connection, and the macros are defined on it once (each definition 5-15 ms)."""
+    from evalwh.warehouse import connect, queries
+
+    opened: list[bool] = []
+    defined: list[int] = []
+    real_connect, real_macros = connect.duckdb.connect, queries.macros
+
+    def counting(*a: object, **k: object) -> duckdb.DuckDBPyConnection:
+        opened.append(bool(k.get("read_only")))
+        return real_connect(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(connect.duckdb, "connect", counting)
+    monkeypatch.setattr(queries, "macros", lambda: defined.append(1) or real_macros())
+    code, _, err = cli(*(a.format(tmp=tmp_path) for a in args))
+    assert code in (0, 1), err  # the gate may fail: it still read
+    assert opened == [True]
+    assert len(defined) == 1

@@ -164,9 +164,11 @@ def test_pointwise_calibration_reads_this_runs_labels_and_a_half_pass_is_a_pass(
         con, "calibration_pointwise", run_id="r", within=1.0, key=None, weights="quadratic"
     ).to_pylist()
     assert (row["n_labels"], row["agreement"]) == (3, 1.0)
-    [sliced] = queries.run_query(
+    # with a key: the same overall row first, then one per slice, from one pass
+    overall, sliced = queries.run_query(
         con, "calibration_pointwise", run_id="r", within=1.0, key="topic", weights="quadratic"
     ).to_pylist()
+    assert overall == row
     assert (sliced["slice"], sliced["n_labels"], sliced["agreement"]) == ("t", 3, 1.0)
 
 

@@ -182,6 +182,42 @@ def test_a_page_reads_on_one_connection_and_a_write_inside_it_is_refused(
         pass
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/",
+        "/runs/{a}",
+        "/runs/{a}/sections/cases.json",
+        "/compare/{a}/{b}",
+        "/compare/{a}/{b}/sections/criteria.json",
+        "/runs/{a}/slices.json?by={key}",
+        "/runs/{a}/calibration",
+        "/cases/q03",
+    ],
+)
+def test_each_page_opens_the_warehouse_once_and_defines_the_macros_once(
+    wh: dict[str, Any], url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's named queries (a compare section ~10, the calibration page 5) share one read
+    connection, opened for the request and closed at its end (a pool held between requests
+    would hold DuckDB's file lock and keep `evalwh run` from writing), with the macros defined
+    on it once."""
+    import duckdb
+
+    from evalwh.warehouse import queries
+
+    key = wh["view"].query("metadata_keys", run_ids=[wh["a"]]).to_pylist()[0]["key"]
+    c, opened, defined = client(wh["view"]), [], []
+    real_connect, real_macros = duckdb.connect, queries.macros
+    monkeypatch.setattr(
+        duckdb, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k)
+    )
+    monkeypatch.setattr(queries, "macros", lambda: defined.append(1) or real_macros())
+    response = c.get(url.format(a=wh["a"], b=wh["b"], key=key))
+    assert response.status_code == 200
+    assert (len(opened), len(defined)) == (1, 1)
+
+
 def test_a_write_waits_for_a_read_of_another_thread_in_this_process(
     wh: dict[str, Any],
 ) -> None:
