@@ -30,7 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from evalwh.errors import WarehouseError
-from evalwh.warehouse.connect import register_stream, write_transaction
+from evalwh.warehouse.connect import memory_limit, register_stream, write_transaction
 from evalwh.warehouse.lake import Backoff, Location, is_lake
 from evalwh.warehouse.lease import HOST
 from evalwh.warehouse.runkeys import insert_rows
@@ -44,7 +44,8 @@ FLUSH_PAUSE_ENV = "EVALWH_DEBUG_FLUSH_PAUSE_S"
 # +90-110 MB instead of +40-60 MB (benchmarks/README.md, "Streamed case files"). Within this
 # limit DuckDB drops those blocks as it goes and a flush stays near +40 MB whatever the cache
 # holds. A flush that cannot fit (very long answers) is rolled back and written again within
-# the warehouse's limit, and counted (RunWriter.memory_retries).
+# the warehouse's limit, and counted (RunWriter.memory_retries). Its COMMIT (and the checkpoint
+# DuckDB may run there or at close) is never within this limit.
 FLUSH_MEMORY_LIMIT = "32MB"
 
 
@@ -394,6 +395,10 @@ class RunWriter:
         def within(con: Any) -> None:
             con.execute(f"SET memory_limit = '{limit}'")
             body(con)
+            # The commit within the warehouse's limit: it may checkpoint, and a checkpoint
+            # that runs out of memory invalidates the database after the commit was logged
+            # (its batch then neither safely retried nor known to be lost).
+            con.execute(f"SET memory_limit = '{memory_limit()}'")
 
         if limit is None:
             write_transaction(path, body, what=what, backoff=self.backoff)

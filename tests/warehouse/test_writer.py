@@ -274,7 +274,8 @@ def test_a_flush_reads_within_its_own_memory_limit_and_one_that_cannot_fit_is_wr
     check reads all its hashes: +45 MB a flush at a million cached answers), so a flush's
     statements run within FLUSH_MEMORY_LIMIT. A batch that cannot fit there (here: 200 answers
     of 20 KB within 1 MB) is rolled back and written again within the warehouse's limit:
-    stored once, not twice, and counted; each flush tries its own limit first."""
+    stored once, not twice, and counted; each flush tries its own limit first. The commit (and
+the checkpoint DuckDB may run there) is within the warehouse's limit."""
     limits: list[str] = []
     real = writer._append
 
@@ -283,6 +284,17 @@ def test_a_flush_reads_within_its_own_memory_limit_and_one_that_cannot_fit_is_wr
         real(con, table, rows)
 
     monkeypatch.setattr(writer, "_append", noting)
+    at_commit: list[str] = []
+    real_transaction = writer.write_transaction
+
+    def committing(where: Any, body: Any, **options: Any) -> Any:
+        def then_commit(con: Any) -> None:
+            body(con)
+            at_commit.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+
+        return real_transaction(where, then_commit, **options)
+
+    monkeypatch.setattr(writer, "write_transaction", committing)
     scratch = duckdb.connect()
     scratch.execute(f"SET memory_limit = '{writer.FLUSH_MEMORY_LIMIT}'")
     small = scratch.execute("SELECT current_setting('memory_limit')").fetchone()[0]
@@ -290,6 +302,9 @@ def test_a_flush_reads_within_its_own_memory_limit_and_one_that_cannot_fit_is_wr
     run_writer = RunWriter(path, "r-1", token="tok")
     flush_one(run_writer, "short")
     assert limits == [small, small] and run_writer.memory_retries == 0  # cases, scores
+    # never the COMMIT: a checkpoint there that ran out of memory (a million-case run's did)
+    # invalidates the database after the commit was logged, a batch neither lost nor retried
+    assert at_commit == [memory_limit_of_a_write_connection(path)]
 
     run_writer.memory_limit = "1MB"
     sink = RowSink(run_writer, "r-1")
