@@ -271,11 +271,11 @@ def test_a_flush_reads_within_its_own_memory_limit_and_one_that_cannot_fit_is_wr
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Within the warehouse's 2 GB DuckDB kept every block a flush read (the response cache's
-    check reads all its hashes: +45 MB a flush at a million cached answers), so a flush's
-    statements run within FLUSH_MEMORY_LIMIT. A batch that cannot fit there (here: 200 answers
-    of 20 KB within 1 MB) is rolled back and written again within the warehouse's limit:
-    stored once, not twice, and counted; each flush tries its own limit first. The commit (and
-the checkpoint DuckDB may run there) is within the warehouse's limit."""
+        check reads all its hashes: +45 MB a flush at a million cached answers), so a flush's
+        statements run within FLUSH_MEMORY_LIMIT. A batch that cannot fit there (here: 200 answers
+        of 20 KB within 1 MB) is rolled back and written again within the warehouse's limit:
+        stored once, not twice, and counted; each flush tries its own limit first. The commit (and
+    the checkpoint DuckDB may run there) is within the warehouse's limit."""
     limits: list[str] = []
     real = writer._append
 
