@@ -324,6 +324,32 @@ def test_a_flush_reads_within_its_own_memory_limit_and_one_that_cannot_fit_is_wr
     assert run_writer.memory_retries == 1 and limits[-1] == small  # each flush tries it first
 
 
+def test_every_flush_sends_the_same_statements_and_keeps_no_row_after_it(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a flush does must not grow with the flushes before it (a million-line run makes
+    500): four flushes of five answers each send the very same statements, and the writer
+    holds no row once each is written. (The cache check's statement still reads every cached
+    hash: its memory is bounded by FLUSH_MEMORY_LIMIT, its reads grow with the cache.)"""
+    sent = record_writes(monkeypatch)
+    run_writer = RunWriter(path, "r-1", token="tok")
+    sink = RowSink(run_writer, "r-1")
+    per_flush = []
+    for n in range(4):
+        for k in range(5):
+            cell = result(Case(id=f"c{n}-{k}"))
+            sink(cell)
+            sink.remember(f"h{n}-{k}", MODEL, CachedAnswer(f"answer {n}-{k}", 1, 2, 3.0))
+        assert run_writer.pending == 5
+        sent.clear()
+        run_writer.flush(run_writer.take_batch())
+        per_flush.append(list(sent))
+        assert run_writer.pending == 0 and run_writer.take_batch() == ([], [], [], [])
+    assert per_flush[1:] == [per_flush[0]] * 3
+    assert rows(path, "SELECT count(*) FROM cases") == [(20,)]
+    assert rows(path, "SELECT count(*) FROM response_cache") == [(20,)]
+
+
 def memory_limit_of_a_write_connection(path: Path) -> str:
     from evalwh.warehouse.connect import write_connection
 
