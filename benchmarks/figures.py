@@ -308,6 +308,26 @@ def measure_datasource(work: Path, n: int) -> dict[str, Any]:
     return {"n": n, "peak_rss_mb": peak_rss_mb(), "wall_s": wall}
 
 
+def measure_casefile(work: Path, n: int, stream_at: int | None = None) -> dict[str, Any]:
+    """One `evalwh run -q` process of an ``n``-line JSONL case file (workloads.write_config);
+    ``stream_at``: a lower streaming bound for this run (the quick sizes stream 3,000 lines):
+    the child is given a sitecustomize that sets evalwh.config.streamed.STREAM_AT."""
+    config = workloads.write_config(work / f"casefile-{n}", n)
+    _fresh(config.parent)
+    env = _process_env(work)
+    if stream_at is not None:
+        hook = work / "casefile-stream-at"
+        hook.mkdir(parents=True, exist_ok=True)
+        (hook / "sitecustomize.py").write_text(
+            f"import evalwh.config.streamed as s\ns.STREAM_AT = {int(stream_at)}\n",
+            encoding="utf-8",
+        )
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hook), env.get("PYTHONPATH")]))
+    out = run_process(config, env)
+    shutil.rmtree(config.parent, ignore_errors=True)
+    return {"n": n, "stream_at": stream_at, **out}
+
+
 # ---- ingest -------------------------------------------------------------------------------
 
 

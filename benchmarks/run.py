@@ -33,6 +33,7 @@ GROUPS = (
     "latency",
     "memory",
     "datasource",
+    "casefile",
     "ingest",
     "queries",
     "startup",
@@ -70,6 +71,10 @@ class Sizes:
     memory_cases: tuple[int, ...] = (10_000, 50_000, 100_000)
     memory_runs: int = 3
     datasource_cases: tuple[int, ...] = (10_000, 1_000_000)
+    # lines of a JSONL case file run by whole `evalwh run` processes (streamed from
+    # stream_at lines: evalwh.config.streamed.STREAM_AT unless set)
+    casefile_cases: tuple[int, ...] = (10_000, 1_000_000)
+    casefile_stream_at: int | None = None
     # (row id, cases per flush, criteria per case, flushes): big flushes (the writer's
     # capacity, as when it is the bottleneck and batches grow) and the default batch_size
     ingest: tuple[tuple[str, int, int, int], ...] = (
@@ -124,6 +129,8 @@ QUICK = Sizes(
     memory_cases=(300, 600),
     memory_runs=1,
     datasource_cases=(300, 3_000),
+    casefile_cases=(300, 3_000),
+    casefile_stream_at=1_000,
     ingest=(("ingest", 500, 10, 2), ("ingest-default-batch", 200, 10, 2)),
     ingest_runs=1,
     query_repeats=1,
@@ -224,6 +231,8 @@ def child_main(name: str, params: dict[str, Any]) -> None:
         out = figures.measure_memory(work, **params)
     elif name == "datasource":
         out = figures.measure_datasource(work, **params)
+    elif name == "casefile":
+        out = figures.measure_casefile(work, **params)
     elif name == "ingest":
         out = figures.measure_ingest(work, **params)
     elif name == "queries":
@@ -403,6 +412,37 @@ def memory_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str
         {"growth_mb_per_10k": slope},
     )
     return [row], {"peak_rss_mb": peaks, "wall_s": walls, "phases": phases}
+
+
+def casefile_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
+    """Peak RSS and CPU of whole `evalwh run -q` processes of a JSONL case file, small and
+    huge (issue 50: a file of STREAM_AT lines or more is streamed, so the huge one stays under
+    the same bound). Run from a user install for the figures (benchmarks/README.md)."""
+    raw = {}
+    for n in sizes.casefile_cases:
+        log(f"casefile: an `evalwh run` of a {n:,}-line JSONL case file")
+        raw[n] = child(
+            "casefile", {"work": str(work), "n": n, "stream_at": sizes.casefile_stream_at}
+        )
+    small, large = min(raw), max(raw)
+    row = Row(
+        "casefile-memory",
+        "memory, streamed case file",
+        f"`evalwh run -q` of a {large:,}-line JSONL case file (mock model, three scorers) vs "
+        f"{small:,} lines: peak RSS of the whole process (os.wait4)",
+        "peak RSS <= 300 MB at both sizes",
+        raw[large]["peak_rss_mb"],
+        "MB",
+        300,
+        False,
+        "; ".join(
+            f"{n:,}: peak {r['peak_rss_mb']:.0f} MB, CPU {r['cpu_s']:.1f} s, wall "
+            f"{r['wall_s']:.1f} s, load {r['load1']:.1f}"
+            for n, r in raw.items()
+        ),
+        {"small_peak_rss_mb": raw[small]["peak_rss_mb"]},
+    )
+    return [row], {str(n): v for n, v in raw.items()}
 
 
 def datasource_rows(sizes: Sizes, work: Path, log: Any) -> tuple[list[Row], dict[str, Any]]:
@@ -1394,6 +1434,8 @@ def main(argv: list[str] | None = None) -> int:
                 got, raw["memory"] = memory_rows(sizes, work, log)
             elif group == "datasource":
                 got, raw["datasource"] = datasource_rows(sizes, work, log)
+            elif group == "casefile":
+                got, raw["casefile"] = casefile_rows(sizes, work, log)
             elif group == "ingest":
                 got, raw["ingest"] = ingest_rows(sizes, work, log)
             elif group == "queries":

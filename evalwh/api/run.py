@@ -65,6 +65,9 @@ class DryRun:
     estimate: dict[str, Any] | None = None
     no_look: bool = False  # no sample prompt is shown (docs/no-look.md)
     datasources: list[str] = field(default_factory=list)  # read while the run goes: not counted
+    # case files streamed while the run goes (evalwh.config.streamed): {file, cases}, their
+    # cases counted by the loader's first pass (in ``cases`` and ``requests``)
+    streamed_files: list[dict[str, Any]] = field(default_factory=list)
     # literal criterion values in another tool's template syntax (evalwh.scoring.values):
     # {file, where, line, column, found, name, tool, message}
     warnings: list[dict[str, Any]] = field(default_factory=list)
@@ -522,19 +525,25 @@ def dry_run(planned: _Planned) -> DryRun:
             "case": plan.cases[0].id,
             "messages": plan.variants[0].render(plan.cases[0]),
         }
+    files = [s.spec for s in plan.sources if s.spec.case_file]
+    # a --case pattern thins a streamed file's cases as they are read: then none is counted
+    streamed = plan.streamed_size is not None
     return DryRun(
         config=str(planned.config.path),
-        requests=plan.size,
+        requests=plan.size + (plan.streamed_size or 0),
         cached=planned.estimate.cached,
         variants=[v.variant.id for v in plan.variants],
         models=[m.id for m in plan.models],
-        cases=len(plan.cases),
+        cases=len(plan.cases) + (sum(f.params["cases"] for f in files) if streamed else 0),
         repeats=plan.repeats,
         warehouse=str(planned.settings.warehouse),
         sample=sample,
         estimate=planned.estimate.to_dict(),
         no_look=planned.config.no_look,
-        datasources=[s.name for s in planned.config.sources],
+        datasources=[s.name for s in planned.config.sources if not (s.case_file and streamed)],
+        streamed_files=[{"file": f.params["file"], "cases": f.params["cases"]} for f in files]
+        if streamed
+        else [],
         warnings=[w.to_dict() for w in foreign_templates(planned.config)],
     )
 

@@ -120,6 +120,8 @@ def estimate_line(e: dict[str, Any]) -> str:
     """The cost estimate printed before a run (and by --dry-run)."""
     cached = f" ({e['cached']} of {e['cells']} from the cache)" if e["cached"] else ""
     more = " + the datasource's cases (unknown until read)" if e.get("datasources") else ""
+    if e.get("streamed_cells"):
+        more += f" + {e['streamed_cells']:,} cell(s) of streamed case files (not priced)"
     line = f"estimate: {e['calls']} call(s){cached}{more}, up to ~{usd(e['cost_usd'])}"
     batch = e.get("batch")
     if batch is None:

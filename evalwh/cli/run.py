@@ -316,6 +316,14 @@ def _print_plan(p: DryRun, *, dry: bool) -> None:
         f"{p.cases} case(s)" + (f" × {p.repeats} repeat(s)" if p.repeats > 1 else ""),
         markup=False,
     )
+    if p.streamed_files:
+        files = ", ".join(f"{f['file']} ({f['cases']:,} cases)" for f in p.streamed_files)
+        console.print(
+            f"streamed case files: {files} (read in batches while the run goes: their cases "
+            "are in the count; their tokens and cost are not estimated, the cost cap holds on "
+            "actual spend)",
+            markup=False,
+        )
     if p.datasources:
         console.print(
             f"datasources: {', '.join(p.datasources)} (read while the run goes: their cases "

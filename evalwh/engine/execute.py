@@ -407,6 +407,9 @@ class Estimate:
     cost_usd: float
     by_model: list[dict[str, Any]]
     datasources: bool = False  # cases also come from a datasource: not counted here
+    # cells of streamed case files (evalwh.config.streamed): counted by the loader's first
+    # pass, not in calls, tokens or cost (their prompts are rendered as the run reads them)
+    streamed_cells: int = 0
     # batch mode: cost_usd prices the batched requests at the batch price, live_cost_usd is
     # the same run asked live; None without batch jobs
     live_cost_usd: float | None = None
@@ -495,7 +498,8 @@ def estimate(prepared: Prepared, cache: dict[str, CachedAnswer]) -> Estimate:
         output_tokens=sum(r["output_tokens"] for r in rows),
         cost_usd=cost,
         by_model=rows,
-        datasources=prepared.plan.streaming,
+        datasources=prepared.plan.streaming and prepared.plan.streamed_size is None,
+        streamed_cells=prepared.plan.streamed_size or 0,
         live_cost_usd=cost + saved if in_jobs else None,
         batch=_batch_note(prepared, live_loops) if in_jobs else None,
     )

@@ -27,10 +27,11 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from evalwh.errors import WarehouseError
-from evalwh.warehouse.connect import register_stream, write_transaction
+from evalwh.warehouse.connect import memory_limit, register_stream, write_transaction
 from evalwh.warehouse.lake import Backoff, Location, is_lake
 from evalwh.warehouse.lease import HOST
 from evalwh.warehouse.runkeys import insert_rows
@@ -38,6 +39,15 @@ from evalwh.warehouse.runkeys import insert_rows
 # A debugging switch for crash tests: sleep this long inside each flush's transaction, after
 # its rows are inserted and before it commits (documented in docs/troubleshooting.md).
 FLUSH_PAUSE_ENV = "EVALWH_DEBUG_FLUSH_PAUSE_S"
+# The DuckDB memory limit a flush runs within first. Within the warehouse's 2 GB, DuckDB keeps
+# every block a flush reads: the response cache's check (an answer already stored wins) reads
+# the whole cache's request hashes, so at a million cached answers a flush of 2,000 cases took
+# +90-110 MB instead of +40-60 MB (benchmarks/README.md, "Streamed case files"). Within this
+# limit DuckDB drops those blocks as it goes and a flush stays near +40 MB whatever the cache
+# holds. A flush that cannot fit (very long answers) is rolled back and written again within
+# the warehouse's limit, and counted (RunWriter.memory_retries). Its COMMIT (and the checkpoint
+# DuckDB may run there or at close) is never within this limit.
+FLUSH_MEMORY_LIMIT = "32MB"
 
 
 class LeaseLostError(WarehouseError):
@@ -297,6 +307,10 @@ class RunWriter:
         self.flushes = 0
         self._pause_s = float(os.environ.get(FLUSH_PAUSE_ENV) or 0)
         self.on_lake = is_lake(path)
+        # a flush's DuckDB limit (None: the warehouse's own). Never on a lake (_limited): its
+        # connection belongs to the lake's DuckDB instance, whose limit a SET changes for good
+        self.memory_limit: str | None = FLUSH_MEMORY_LIMIT
+        self.memory_retries = 0  # flushes written again within the warehouse's limit
 
     def add_case(self, row: Sequence[Any]) -> None:
         self._cases.append(row)
@@ -368,11 +382,33 @@ class RunWriter:
         transaction, after the rows that used the answers: a crash in between only loses
         cache hits."""
         assert self.cache_path is not None
-        write_transaction(
+        self._limited(
             self.cache_path,
             lambda con: _insert_cache(con, cache, replace=replace),
             what="write the response cache",
         )
+
+    def _limited(self, path: Location, body: Callable[[Any], None], *, what: str) -> None:
+        """``body`` in one write transaction within ``memory_limit`` (FLUSH_MEMORY_LIMIT); one
+        that cannot fit is rolled back and written again within the warehouse's limit."""
+        limit = None if is_lake(path) else self.memory_limit
+
+        def within(con: Any) -> None:
+            con.execute(f"SET memory_limit = '{limit}'")
+            body(con)
+            # The commit within the warehouse's limit: it may checkpoint, and a checkpoint
+            # that runs out of memory invalidates the database after the commit was logged
+            # (its batch then neither safely retried nor known to be lost).
+            con.execute(f"SET memory_limit = '{memory_limit()}'")
+
+        if limit is None:
+            write_transaction(path, body, what=what, backoff=self.backoff)
+            return
+        try:
+            write_transaction(path, within, what=what, backoff=self.backoff)
+        except duckdb.OutOfMemoryException:
+            self.memory_retries += 1  # nothing was committed: the transaction rolled back
+            write_transaction(path, body, what=what, backoff=self.backoff)
 
     @property
     def retries(self) -> int:
@@ -456,9 +492,7 @@ class RunWriter:
                 time.sleep(self._pause_s)
 
         with self._lock:
-            write_transaction(
-                self.path, body, what=f"flush run {self.run_id}", backoff=self.backoff
-            )
+            self._limited(self.path, body, what=f"flush run {self.run_id}")
         if cache is not None and self.cache_path is not None:
             self._write_cache_file(cache, replace=self.refresh_cache)
         self.rows_written += cases.num_rows if cases is not None else 0

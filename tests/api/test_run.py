@@ -102,6 +102,42 @@ def test_resume_and_retry_of_a_datasource_run_are_refused(tmp_path: Path, source
     assert again.run_id == first.run_id
 
 
+def test_validate_and_the_estimate_count_a_streamed_case_files_cases_from_its_first_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case file of STREAM_AT rows or more is read while the run goes, but the loader's
+    first pass counted it: validate and --dry-run count its cases and cells (2 variants x 6
+    cases + 1 inline case), the estimate names the cells it does not price; a --case pattern
+    thins the file as it is read, so then its cases are not counted (a datasource's words)."""
+    from evalwh.config import streamed
+
+    monkeypatch.setattr(streamed, "STREAM_AT", 5)
+    write(tmp_path / "big.jsonl", "".join(f'{{"id": "f{i}", "q": "x"}}\n' for i in range(6)))
+    cfg = write(
+        tmp_path / "eval.yaml",
+        DATASOURCE_HEAD.replace(
+            "variants: [{id: v,",
+            "variants: [{id: w, messages: [{role: user, content: hi}]}, {id: v,",
+        )
+        + "cases: [{id: a, vars: {q: y}}, {file: big.jsonl}]\n",
+    )
+    dry = evalwh.validate(cfg, output_dir=tmp_path / "o")
+    assert (dry.cases, dry.requests, dry.datasources) == (7, 14, [])
+    assert dry.streamed_files == [{"file": "big.jsonl", "cases": 6}]
+    assert dry.estimate is not None
+    assert (dry.estimate["calls"], dry.estimate["streamed_cells"]) == (2, 12)
+    assert dry.estimate["datasources"] is False
+    shown = run_cli("validate", str(cfg), "-o", str(tmp_path / "o"))
+    assert shown.returncode == 0, shown.stderr
+    assert "14 request(s): 2 variant(s) × 1 model(s) × 7 case(s)" in shown.stdout
+    assert "streamed case files: big.jsonl (6 cases)" in shown.stdout
+    assert "estimate: 2 call(s) + 12 cell(s) of streamed case files (not priced)" in shown.stdout
+    thinned = evalwh.validate(cfg, output_dir=tmp_path / "o", cases=["f1*"])
+    assert (thinned.cases, thinned.requests, thinned.datasources) == (0, 0, ["file"])
+    assert thinned.streamed_files == [] and thinned.estimate is not None
+    assert thinned.estimate["streamed_cells"] == 0 and thinned.estimate["datasources"] is True
+
+
 def test_validate_counts_no_datasource_cases_and_shows_no_sample_in_no_look(
     tmp_path: Path,
 ) -> None:

@@ -23,6 +23,7 @@ ROWS = {
     "latency-128",
     "memory",
     "datasource-memory",
+    "casefile-memory",
     "ingest",
     "ingest-default-batch",
     "query-summary",
@@ -105,7 +106,7 @@ def test_the_in_process_groups_run_at_tiny_sizes_and_write_their_rows(tmp_path: 
 @pytest.mark.timeout(900)
 def test_quick_benchmark_run_writes_every_row(tmp_path: Path) -> None:
     done, data = _quick(
-        tmp_path, "engine,latency,memory,datasource,ingest,queries,startup,report,viewer"
+        tmp_path, "engine,latency,memory,datasource,casefile,ingest,queries,startup,report,viewer"
     )
     assert {row["id"] for row in data["rows"]} == ROWS
     assert {"nproc", "python", "duckdb"} <= set(data["machine"])

@@ -267,6 +267,97 @@ def cache_keys(db: Path) -> tuple[int, ...] | None:
         ).fetchone()
 
 
+def test_a_flush_reads_within_its_own_memory_limit_and_one_that_cannot_fit_is_written_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within the warehouse's 2 GB DuckDB kept every block a flush read (the response cache's
+        check reads all its hashes: +45 MB a flush at a million cached answers), so a flush's
+        statements run within FLUSH_MEMORY_LIMIT. A batch that cannot fit there (here: 200 answers
+        of 20 KB within 1 MB) is rolled back and written again within the warehouse's limit:
+        stored once, not twice, and counted; each flush tries its own limit first. The commit (and
+    the checkpoint DuckDB may run there) is within the warehouse's limit."""
+    limits: list[str] = []
+    real = writer._append
+
+    def noting(con: Any, table: str, rows: Any) -> None:
+        limits.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+        real(con, table, rows)
+
+    monkeypatch.setattr(writer, "_append", noting)
+    at_commit: list[str] = []
+    real_transaction = writer.write_transaction
+
+    def committing(where: Any, body: Any, **options: Any) -> Any:
+        def then_commit(con: Any) -> None:
+            body(con)
+            at_commit.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+
+        return real_transaction(where, then_commit, **options)
+
+    monkeypatch.setattr(writer, "write_transaction", committing)
+    scratch = duckdb.connect()
+    scratch.execute(f"SET memory_limit = '{writer.FLUSH_MEMORY_LIMIT}'")
+    small = scratch.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    scratch.close()
+    run_writer = RunWriter(path, "r-1", token="tok")
+    flush_one(run_writer, "short")
+    assert limits == [small, small] and run_writer.memory_retries == 0  # cases, scores
+    # never the COMMIT: a checkpoint there that ran out of memory (a million-case run's did)
+    # invalidates the database after the commit was logged, a batch neither lost nor retried
+    assert at_commit == [memory_limit_of_a_write_connection(path)]
+
+    run_writer.memory_limit = "1MB"
+    sink = RowSink(run_writer, "r-1")
+    for i in range(200):
+        cell = result(Case(id=f"long-{i}"))
+        cell.output = "x" * 20_000
+        sink(cell)
+    limits.clear()
+    run_writer.flush(run_writer.take_batch())
+    assert run_writer.memory_retries == 1
+    assert limits[0] != limits[-1] and limits[-1] == memory_limit_of_a_write_connection(path)
+    assert rows(path, "SELECT count(*), count(DISTINCT case_id) FROM cases") == [(201, 201)]
+    assert rows(path, "SELECT count(*) FROM scores") == [(201,)]
+    assert rows(path, "SELECT max(rows_written) FROM run_beats") == [(201,)]
+    run_writer.memory_limit = writer.FLUSH_MEMORY_LIMIT
+    flush_one(run_writer, "short again", "c2")
+    assert run_writer.memory_retries == 1 and limits[-1] == small  # each flush tries it first
+
+
+def test_every_flush_sends_the_same_statements_and_keeps_no_row_after_it(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a flush does must not grow with the flushes before it (a million-line run makes
+    500): four flushes of five answers each send the very same statements, and the writer
+    holds no row once each is written. (The cache check's statement still reads every cached
+    hash: its memory is bounded by FLUSH_MEMORY_LIMIT, its reads grow with the cache.)"""
+    sent = record_writes(monkeypatch)
+    run_writer = RunWriter(path, "r-1", token="tok")
+    sink = RowSink(run_writer, "r-1")
+    per_flush = []
+    for n in range(4):
+        for k in range(5):
+            cell = result(Case(id=f"c{n}-{k}"))
+            sink(cell)
+            sink.remember(f"h{n}-{k}", MODEL, CachedAnswer(f"answer {n}-{k}", 1, 2, 3.0))
+        assert run_writer.pending == 5
+        sent.clear()
+        run_writer.flush(run_writer.take_batch())
+        per_flush.append(list(sent))
+        assert run_writer.pending == 0 and run_writer.take_batch() == ([], [], [], [])
+    assert per_flush[1:] == [per_flush[0]] * 3
+    assert rows(path, "SELECT count(*) FROM cases") == [(20,)]
+    assert rows(path, "SELECT count(*) FROM response_cache") == [(20,)]
+
+
+def memory_limit_of_a_write_connection(path: Path) -> str:
+    from evalwh.warehouse.connect import write_connection
+
+    with write_connection(path) as con:
+        value: str = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    return value
+
+
 @pytest.mark.parametrize("where", ["warehouse", "cache file"])
 def test_the_response_cache_keeps_one_row_per_hash_without_a_key(
     tmp_path: Path, where: str
@@ -458,6 +549,8 @@ def test_lake_writers_only_append_while_their_runs_run(
         if s and not s.upper().startswith("CREATE OR REPLACE TEMP MACRO")
     }
     assert verbs <= {"SET", "SELECT", "INSERT"}, sorted(verbs)
+    # the lake's DuckDB instance outlives a flush: its memory limit is left alone
+    assert not [s for s in sent if "memory_limit" in s]
     assert any(s.startswith("INSERT INTO run_beats") for s in sent)
     mine = "run_id IN (?, ?)"
     counted = store.sql(
