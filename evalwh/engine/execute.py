@@ -680,6 +680,14 @@ def cache_lookup(warehouse: Any, hashes: list[str]) -> dict[str, CachedAnswer]:
     return cached_answers(table)
 
 
+def cache_holds(warehouse: Any, models: Any) -> bool:
+    """Whether the response cache holds any answer of these models (sql/cache_holds.sql)."""
+    if not warehouse.exists:
+        return False
+    pairs = [[m.provider, m.model] for m in models]
+    return bool(warehouse.query("cache_holds", models=pairs).column("holds")[0].as_py())
+
+
 def cached_answers(table: Any) -> dict[str, CachedAnswer]:
     """request_hash -> CachedAnswer from a cache query's Arrow table."""
     cols = table.to_pydict()
@@ -942,11 +950,14 @@ def execute(
             else dict(zip(prepared.cells, prepared.hashes, strict=True)),
             # a streamed case file's batches are looked up in the cache one query a batch (a
             # datasource's rows are not: docs/datasources.md)
+            # (and only when the cache holds an answer of the run's models: a first run's
+            # batches would each scan the cache it is filling)
             lookup=partial(cache_lookup, Warehouse(settings.cache_path))
             if use_cache
             and settings.cache
             and plan.sources
             and all(isinstance(s, FileRead) for s in plan.sources)
+            and cache_holds(Warehouse(settings.cache_path), plan.models)
             else None,
         )
         holder.append(engine)

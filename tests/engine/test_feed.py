@@ -434,14 +434,20 @@ def test_a_streamed_case_files_cached_rerun_reads_the_cache_once_a_batch_and_rep
         tmp_path / "eval.yaml",
         head + "cases: [{file: big.jsonl}]\n" + tail[tail.index("scorecard:") :],
     )
-    first = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
-    assert first.stats["requests"] == 120  # 30 cases x 2 variants x 2 models
     asked: list[str] = []
     real = queries.run_query
 
     def counted(con: Any, name: str, **params: Any) -> Any:
         asked.append(name)
         return real(con, name, **params)
+
+    monkeypatch.setattr(queries, "run_query", counted)
+    first = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
+    assert first.stats["requests"] == 120  # 30 cases x 2 variants x 2 models
+    # the first run found no answer of its models in the cache: its batches are not looked up
+    # (each lookup would scan the cache the run is filling)
+    assert asked.count("cache_lookup") == 0
+    asked.clear()
 
     worked: list[str] = []
     cell = runner.Engine._cell
@@ -450,7 +456,6 @@ def test_a_streamed_case_files_cached_rerun_reads_the_cache_once_a_batch_and_rep
         worked.append(args[2].id)
         return await cell(self, *args)
 
-    monkeypatch.setattr(queries, "run_query", counted)
     monkeypatch.setattr(runner.Engine, "_cell", through_a_worker)
     again = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
     assert (again.stats["cache_hits"], again.stats["requests"]) == (120, 0)
