@@ -197,7 +197,10 @@ def test_a_stale_heartbeat_from_another_host_counts_as_interrupted(tmp_path: Pat
     assert row == ("completed", socket.gethostname(), None)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+# SIGTERM by default; SIGINT (the same path, Ctrl-C) under `slow`, which CI runs
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)]
+)
 def test_a_signal_marks_the_run_interrupted_after_flushing_and_resume_pays_nothing_twice(
     sig: signal.Signals, tmp_path: Path, server: FakeLLMServer
 ) -> None:
