@@ -538,7 +538,6 @@ def test_a_cached_rerun_reads_the_cache_in_one_query_not_one_per_case(
 ) -> None:
     # the whole plan's hashes are joined with the response cache in one statement
     # (sql/cache_lookup.sql), however many cases and flushes (batch_size 20: 5 flushes here)
-    from evalwh.warehouse import queries
 
     (tmp_path / "eval.yaml").write_text(
         "settings: {batch_size: 20}\n"
@@ -551,14 +550,7 @@ def test_a_cached_rerun_reads_the_cache_in_one_query_not_one_per_case(
     )
     first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
     assert first.stats["requests"] == 100
-    asked: list[str] = []
-    real = queries.run_query
-
-    def counted(con: Any, name: str, **params: Any) -> Any:
-        asked.append(name)
-        return real(con, name, **params)
-
-    monkeypatch.setattr(queries, "run_query", counted)
+    asked = queries_asked(monkeypatch)
     again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
     assert (again.stats["cache_hits"], again.stats["requests"]) == (100, 0)
     assert asked.count("cache_lookup") == 1
@@ -1275,6 +1267,36 @@ REPLAY_CONFIG = (
 RUN_OWN = {"run_id", "run_key", "created_at", "cached", "attempts", "queued_ms"}
 
 
+def queries_asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, the name of every sql/ query run through ``queries.run_query``."""
+    from evalwh.warehouse import queries
+
+    asked: list[str] = []
+    real = queries.run_query
+
+    def counted(con: Any, name: str, **params: Any) -> Any:
+        asked.append(name)
+        return real(con, name, **params)
+
+    monkeypatch.setattr(queries, "run_query", counted)
+    return asked
+
+
+def cells_through_workers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, the case id of every cell that goes through a worker (Engine._cell)."""
+    from evalwh.engine import runner
+
+    worked: list[str] = []
+    cell = runner.Engine._cell
+
+    async def through_a_worker(self: Any, *args: Any) -> Any:
+        worked.append(args[2].id)
+        return await cell(self, *args)
+
+    monkeypatch.setattr(runner.Engine, "_cell", through_a_worker)
+    return worked
+
+
 def _stored(db: Path, run_id: str, table: str) -> list[tuple[Any, ...]]:
     with duckdb.connect(str(db), read_only=True) as con:
         names = [
@@ -1310,14 +1332,7 @@ def test_a_cached_rerun_stores_the_rows_the_run_that_asked_stored(
         return hashed[-1]
 
     monkeypatch.setattr(runner, "request_hash", counted)
-    worked: list[Any] = []  # cells that went through a worker (Engine._cell)
-    cell = runner.Engine._cell
-
-    async def through_a_worker(self: Any, *args: Any) -> Any:
-        worked.append(args[2].id)
-        return await cell(self, *args)
-
-    monkeypatch.setattr(runner.Engine, "_cell", through_a_worker)
+    worked = cells_through_workers(monkeypatch)
     again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out", repeat=2)
     assert (again.stats["cache_hits"], again.stats["requests"]) == (96, 0)
     assert hashed == []  # every key came from the plan
@@ -1342,7 +1357,6 @@ def test_a_rerun_with_new_cases_replays_the_hits_and_asks_only_the_new_cells(
 ) -> None:
     # the bulk replay takes the cached cells; the workers run the others, each cell once
     # (a replayed cell is never asked again, a new one never skipped)
-    from evalwh.engine import runner
 
     (tmp_path / "eval.yaml").write_text(REPLAY_CONFIG, encoding="utf-8")
     first = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
@@ -1351,14 +1365,7 @@ def test_a_rerun_with_new_cases_replays_the_hits_and_asks_only_the_new_cells(
     )
     text = REPLAY_CONFIG.replace("scorecard:\n", more + "scorecard:\n")
     (tmp_path / "eval.yaml").write_text(text, encoding="utf-8")
-    worked: list[str] = []
-    cell = runner.Engine._cell
-
-    async def through_a_worker(self: Any, *args: Any) -> Any:
-        worked.append(args[2].id)
-        return await cell(self, *args)
-
-    monkeypatch.setattr(runner.Engine, "_cell", through_a_worker)
+    worked = cells_through_workers(monkeypatch)
     again = evalwh.run_eval(tmp_path / "eval.yaml", output_dir=tmp_path / "out")
     assert first.stats["requests"] == 48
     assert (again.stats["cache_hits"], again.stats["requests"]) == (48, 12)

@@ -421,9 +421,12 @@ def test_a_streamed_case_files_cached_rerun_reads_the_cache_once_a_batch_and_rep
     # not one per case, its hits replayed without a worker; every stored value as the run
     # that asked stored it
     from evalwh.config import streamed
-    from evalwh.engine import runner
-    from evalwh.warehouse import queries
-    from tests.engine.test_execute import REPLAY_CONFIG, _stored
+    from tests.engine.test_execute import (
+        REPLAY_CONFIG,
+        _stored,
+        cells_through_workers,
+        queries_asked,
+    )
 
     monkeypatch.setattr(streamed, "STREAM_AT", 30)
     monkeypatch.setattr(feed, "STATIC_BATCH", 10)
@@ -434,14 +437,7 @@ def test_a_streamed_case_files_cached_rerun_reads_the_cache_once_a_batch_and_rep
         tmp_path / "eval.yaml",
         head + "cases: [{file: big.jsonl}]\n" + tail[tail.index("scorecard:") :],
     )
-    asked: list[str] = []
-    real = queries.run_query
-
-    def counted(con: Any, name: str, **params: Any) -> Any:
-        asked.append(name)
-        return real(con, name, **params)
-
-    monkeypatch.setattr(queries, "run_query", counted)
+    asked = queries_asked(monkeypatch)
     first = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
     assert first.stats["requests"] == 120  # 30 cases x 2 variants x 2 models
     # the first run found no answer of its models in the cache: its batches are not looked up
@@ -449,14 +445,7 @@ def test_a_streamed_case_files_cached_rerun_reads_the_cache_once_a_batch_and_rep
     assert asked.count("cache_lookup") == 0
     asked.clear()
 
-    worked: list[str] = []
-    cell = runner.Engine._cell
-
-    async def through_a_worker(self: Any, *args: Any) -> Any:
-        worked.append(args[2].id)
-        return await cell(self, *args)
-
-    monkeypatch.setattr(runner.Engine, "_cell", through_a_worker)
+    worked = cells_through_workers(monkeypatch)
     again = evalwh.run_eval(cfg, output_dir=tmp_path / "o")
     assert (again.stats["cache_hits"], again.stats["requests"]) == (120, 0)
     assert asked.count("cache_lookup") == 3
